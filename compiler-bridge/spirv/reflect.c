@@ -161,7 +161,11 @@ static kiln_status_t kiln_spirv_reflect_resources(
     binding->binding = spvc_compiler_get_decoration(compiler, buffers[i].id,
                                                     SpvDecorationBinding);
     binding->read_only = kiln_spirv_is_read_only(compiler, &buffers[i]);
-    kiln_spirv_copy_name(binding->name, buffers[i].name);
+    // Optimized SPIR-V has no names; then the name stays empty rather than
+    // SPIRV-Cross's invented "_123_456".
+    const char* name = spvc_compiler_get_name(compiler, buffers[i].id);
+    if (!name || !name[0]) name = spvc_compiler_get_name(compiler, buffers[i].base_type_id);
+    kiln_spirv_copy_name(binding->name, name);
   }
   reflection->binding_count = buffer_count;
   qsort(reflection->bindings, buffer_count, sizeof(reflection->bindings[0]),

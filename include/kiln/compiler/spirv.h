@@ -47,6 +47,7 @@ typedef struct kiln_spirv_binding_t {
   uint32_t set;
   uint32_t binding;
   bool read_only;  // NonWritable on the variable or on every block member
+  // Variable or block name; empty when the SPIR-V was stripped (glslc -O).
   char name[KILN_SPIRV_MAX_NAME_LENGTH + 1];
 } kiln_spirv_binding_t;
 
