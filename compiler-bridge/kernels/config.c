@@ -1,0 +1,182 @@
+// Per-target kernel configurations: variant choice and tilings.
+//
+// Rules of thumb behind the numbers: workgroups are whole subgroups; CPU
+// devices (subgroup <= 8, e.g. llvmpipe) get few invocations with big
+// per-invocation tiles since each workgroup runs on one core; GPUs get 256
+// invocations (occupancy) and GEMM tiles of 64x64 when shared memory allows.
+#include <string.h>
+
+#include "kiln/compiler/kernels_target.h"
+
+static uint32_t kiln_round_down_pow2(uint32_t value) {
+  uint32_t p = 1;
+  while (p * 2 <= value) p *= 2;
+  return p;
+}
+
+static bool kiln_caps_is_cpu_like(const kiln_kernel_arch_caps_t* caps) {
+  return caps->subgroup_size <= 8;
+}
+
+// Invocations of 1-D kernels: a power of two, within the device limit and
+// (for row kernels) the shared scratch of one float per invocation.
+static uint32_t kiln_linear_workgroup(const kiln_kernel_arch_caps_t* caps,
+                                      bool uses_scratch) {
+  uint32_t want = kiln_caps_is_cpu_like(caps) ? 128 : 256;
+  if (want > caps->max_workgroup_invocations) want = caps->max_workgroup_invocations;
+  if (uses_scratch && want * 4 > caps->max_shared_memory_bytes) {
+    want = caps->max_shared_memory_bytes / 4;
+  }
+  return kiln_round_down_pow2(want);
+}
+
+static void kiln_config_add(kiln_kernel_config_t* config, uint32_t id,
+                            uint32_t value) {
+  kiln_status_ignore(kiln_kernel_config_set_spec(config, id, value));
+}
+
+static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
+                                      kiln_kernel_config_t* config) {
+  uint32_t threads = kiln_caps_is_cpu_like(caps) ? 64 : 256;
+  if (threads > caps->max_workgroup_invocations) {
+    threads = kiln_round_down_pow2(caps->max_workgroup_invocations);
+  }
+  uint32_t wg_x = threads >= 256 ? 16 : 8;
+  if (wg_x > threads) wg_x = threads;
+  uint32_t wg_y = threads / wg_x;
+  uint32_t tm = caps->max_shared_memory_bytes >= 16 * 1024 ? 4 : 2;
+  uint32_t tn = tm;
+  uint32_t tk = caps->max_shared_memory_bytes >= 32 * 1024 ? 16 : 8;
+  // Shared use: TK * (TILE_M + TILE_N) floats.
+  while (tk > 1 && tk * (wg_y * tm + wg_x * tn) * 4 > caps->max_shared_memory_bytes) {
+    tk /= 2;
+  }
+  uint32_t shared = tk * (wg_y * tm + wg_x * tn) * 4;
+  if (shared > caps->max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "gemm: no tiling fits %u bytes of shared memory",
+                            caps->max_shared_memory_bytes);
+  }
+  config->workgroup_size[0] = wg_x;
+  config->workgroup_size[1] = wg_y;
+  config->shared_memory_bytes = shared;
+  kiln_config_add(config, KILN_SPEC_GEMM_TM, tm);
+  kiln_config_add(config, KILN_SPEC_GEMM_TN, tn);
+  kiln_config_add(config, KILN_SPEC_GEMM_TK, tk);
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
+                                        const kiln_kernel_arch_caps_t* caps,
+                                        kiln_kernel_storage_t storage,
+                                        kiln_kernel_config_t* out_config) {
+  if (out_config) memset(out_config, 0, sizeof(*out_config));
+  const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
+  if (!desc || !caps || !out_config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_select: bad kernel id %d or "
+                            "NULL argument",
+                            (int)kernel);
+  }
+  if (caps->subgroup_size == 0 || caps->max_workgroup_invocations == 0 ||
+      caps->max_shared_memory_bytes < 1024) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kernel '%s': arch caps need a subgroup size, "
+                            "invocation limit and >= 1 KiB shared memory "
+                            "(got %u, %u, %u)",
+                            desc->name, caps->subgroup_size,
+                            caps->max_workgroup_invocations,
+                            caps->max_shared_memory_bytes);
+  }
+  kiln_kernel_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.kernel = kernel;
+  config.variant = KILN_KERNEL_VARIANT_FP32;
+  if (storage == KILN_KERNEL_STORAGE_FP16) {
+    if (!(desc->variant_mask & (1u << KILN_KERNEL_VARIANT_FP16_STORAGE))) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "kernel '%s' has no fp16-storage variant",
+                              desc->name);
+    }
+    if (!caps->fp16_storage) {
+      return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                              "kernel '%s': fp16 storage requested but the "
+                              "arch lacks 16-bit storage",
+                              desc->name);
+    }
+    config.variant = KILN_KERNEL_VARIANT_FP16_STORAGE;
+  } else if (storage != KILN_KERNEL_STORAGE_FP32) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kernel '%s': unknown storage %d", desc->name,
+                            (int)storage);
+  } else if (caps->subgroup_arithmetic &&
+             (desc->variant_mask & (1u << KILN_KERNEL_VARIANT_SUBGROUP))) {
+    config.variant = KILN_KERNEL_VARIANT_SUBGROUP;
+  }
+  config.required_features = kiln_kernel_variant_features(config.variant);
+  config.workgroup_size[0] = config.workgroup_size[1] =
+      config.workgroup_size[2] = 1;
+
+  switch (kernel) {
+    case KILN_KERNEL_GEMM:
+      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
+                                    "selecting a gemm tiling");
+      break;
+    case KILN_KERNEL_CONV2D: {
+      // Desktop GPUs have the registers for 8 accumulators per invocation.
+      bool big = caps->subgroup_size >= 32 && caps->max_workgroup_invocations >= 1024;
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
+      kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, big ? 8 : 4);
+      break;
+    }
+    case KILN_KERNEL_REDUCE:
+    case KILN_KERNEL_SOFTMAX:
+    case KILN_KERNEL_NORM:
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
+      config.shared_memory_bytes = config.workgroup_size[0] * 4;
+      break;
+    default:
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
+      break;
+  }
+  kiln_config_add(&config, KILN_SPEC_WORKGROUP_X, config.workgroup_size[0]);
+  if (desc->workgroup_dims >= 2) {
+    kiln_config_add(&config, KILN_SPEC_WORKGROUP_Y, config.workgroup_size[1]);
+  }
+  *out_config = config;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
+                                          uint32_t id, uint32_t value) {
+  if (!config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_set_spec: NULL config");
+  }
+  size_t at = 0;
+  while (at < config->spec_count && config->spec[at].id < id) ++at;
+  if (at < config->spec_count && config->spec[at].id == id) {
+    config->spec[at].value = value;
+    return kiln_ok_status();
+  }
+  if (config->spec_count == KILN_KERNEL_MAX_SPEC_VALUES) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                            "spec constant %u: config already holds %d",
+                            id, KILN_KERNEL_MAX_SPEC_VALUES);
+  }
+  memmove(&config->spec[at + 1], &config->spec[at],
+          (config->spec_count - at) * sizeof(config->spec[0]));
+  config->spec[at].id = id;
+  config->spec[at].value = value;
+  ++config->spec_count;
+  return kiln_ok_status();
+}
+
+uint32_t kiln_kernel_config_spec(const kiln_kernel_config_t* config,
+                                 uint32_t id, uint32_t fallback) {
+  if (!config) return fallback;
+  for (size_t i = 0; i < config->spec_count; ++i) {
+    if (config->spec[i].id == id) return config->spec[i].value;
+  }
+  return fallback;
+}

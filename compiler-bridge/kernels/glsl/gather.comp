@@ -1,0 +1,29 @@
+// ONNX Gather along one axis of data viewed as [outer, axis_size, inner]:
+// y[o, j, i] = x[o, idx[j], i]; negative indices count from the end, and an
+// index still out of range yields 0 rather than reading out of bounds.
+// Indices are int32 (the bridge narrows int64 constants).
+// Grid: (min(ceil(outer*index_count*inner / WG_X), 65535), 1, 1).
+#version 450
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) readonly buffer IndexBuffer { int indices[]; };
+layout(set = 0, binding = 2) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_gather_params_t.
+layout(push_constant) uniform Params { uint outer, axis_size, inner, index_count; } p;
+
+void main() {
+  const uint total = p.outer * p.index_count * p.inner;
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint index = gl_GlobalInvocationID.x; index < total; index += stride) {
+    uint i = index % p.inner;
+    uint j = (index / p.inner) % p.index_count;
+    uint o = index / (p.inner * p.index_count);
+    int k = indices[j];
+    if (k < 0) k += int(p.axis_size);
+    y[index] = (k >= 0 && k < int(p.axis_size))
+                   ? x[(o * p.axis_size + uint(k)) * p.inner + i] : 0.0;
+  }
+}

@@ -1,0 +1,43 @@
+// LayerNorm / InstanceNorm over rows of `size` contiguous values:
+// y = (x - mean) / sqrt(var + epsilon) * scale[k] + bias[k], with k = r for
+// LayerNorm (the normalized axes flattened) and k = row % channels for
+// InstanceNorm (rows are the (n, c) planes). Two-pass variance for accuracy.
+// One workgroup per row, workgroup-stride; grid: (min(rows, 65535), 1, 1).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+#include "workgroup_reduce.glsl"
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_NORM_KIND) const uint KIND = 0;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float scale[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { float bias[]; };
+layout(set = 0, binding = 3) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_norm_params_t.
+layout(push_constant) uniform Params {
+  uint rows, size, channels;
+  float epsilon;
+} p;
+
+void main() {
+  for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+    uint base = row * p.size;
+    float s = 0.0;
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) s += x[base + r];
+    float mean = kiln_workgroup_reduce(KILN_COMBINE_SUM, s) / float(p.size);
+    float q = 0.0;
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      float d = x[base + r] - mean;
+      q += d * d;
+    }
+    float var = kiln_workgroup_reduce(KILN_COMBINE_SUM, q) / float(p.size);
+    float inv_std = inversesqrt(var + p.epsilon);
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      uint k = (KIND == KILN_NORM_INSTANCE) ? row % p.channels : r;
+      y[base + r] = (x[base + r] - mean) * inv_std * scale[k] + bias[k];
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// ONNX Pad (constant / reflect / edge) on a tensor right-aligned to rank 6.
+// pad_begin may be negative (cropping). Reflect assumes |pad| < dim, as
+// ONNX requires. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_PAD_MODE) const uint MODE = 0;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_pad_params_t.
+layout(push_constant) uniform Params {
+  uint count;
+  uint out_shape[6];
+  uint in_shape[6];
+  int pad_begin[6];
+  float value;
+} p;
+
+void main() {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint index = gl_GlobalInvocationID.x; index < p.count; index += stride) {
+    uint rest = index;
+    uint src = 0, in_stride = 1;
+    bool outside = false;
+    for (int d = 5; d >= 0; --d) {
+      int n = int(p.in_shape[d]);
+      int c = int(rest % p.out_shape[d]) - p.pad_begin[d];
+      rest /= p.out_shape[d];
+      if (c < 0 || c >= n) {
+        if (MODE == KILN_PAD_CONSTANT) {
+          outside = true;
+        } else if (MODE == KILN_PAD_EDGE) {
+          c = clamp(c, 0, n - 1);
+        } else {
+          c = c < 0 ? -c : 2 * (n - 1) - c;
+          c = clamp(c, 0, n - 1);  // only reached for invalid pads
+        }
+      }
+      src += uint(c) * in_stride;
+      in_stride *= uint(n);
+    }
+    y[index] = outside ? p.value : x[src];
+  }
+}

@@ -1,0 +1,70 @@
+// ONNX Resize on the two spatial axes of NCHW: nearest (with ONNX's rounding
+// modes) or bilinear, under the half_pixel / asymmetric / align_corners /
+// pytorch_half_pixel coordinate transforms. scale_* are ONNX scales
+// (output / input). Grid: (min(ceil(planes*OH*OW / WG_X), 65535), 1, 1).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_RESIZE_MODE) const uint MODE = 0;
+layout(constant_id = KILN_SPEC_RESIZE_COORD) const uint COORD = 0;
+layout(constant_id = KILN_SPEC_RESIZE_NEAREST) const uint NEAREST = 0;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_resize_params_t.
+layout(push_constant) uniform Params {
+  uint planes, in_height, in_width, out_height, out_width;
+  float scale_h, scale_w;
+} p;
+
+float source_coord(uint o, float scale, uint in_size, uint out_size) {
+  float x = float(o);
+  switch (COORD) {
+    case KILN_RESIZE_COORD_ASYMMETRIC: return x / scale;
+    case KILN_RESIZE_COORD_ALIGN_CORNERS:
+      return out_size > 1 ? x * float(in_size - 1) / float(out_size - 1) : 0.0;
+    case KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL:
+      return out_size > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    default: return (x + 0.5) / scale - 0.5;
+  }
+}
+
+uint nearest_index(float c, uint in_size) {
+  float r;
+  switch (NEAREST) {
+    case KILN_RESIZE_NEAREST_FLOOR: r = floor(c); break;
+    case KILN_RESIZE_NEAREST_CEIL: r = ceil(c); break;
+    case KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL: r = floor(c + 0.5); break;
+    default: r = ceil(c - 0.5); break;  // round half down
+  }
+  return uint(clamp(r, 0.0, float(in_size - 1)));
+}
+
+void main() {
+  const uint pixels = p.out_height * p.out_width;
+  const uint total = p.planes * pixels;
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint index = gl_GlobalInvocationID.x; index < total; index += stride) {
+    uint ow = index % p.out_width;
+    uint oh = (index / p.out_width) % p.out_height;
+    uint base = (index / pixels) * p.in_height * p.in_width;
+    float ch = source_coord(oh, p.scale_h, p.in_height, p.out_height);
+    float cw = source_coord(ow, p.scale_w, p.in_width, p.out_width);
+    if (MODE == KILN_RESIZE_NEAREST) {
+      y[index] = x[base + nearest_index(ch, p.in_height) * p.in_width +
+                   nearest_index(cw, p.in_width)];
+    } else {
+      ch = clamp(ch, 0.0, float(p.in_height - 1));
+      cw = clamp(cw, 0.0, float(p.in_width - 1));
+      uint h0 = uint(floor(ch)), w0 = uint(floor(cw));
+      uint h1 = min(h0 + 1, p.in_height - 1), w1 = min(w0 + 1, p.in_width - 1);
+      float fh = ch - float(h0), fw = cw - float(w0);
+      float top = mix(x[base + h0 * p.in_width + w0], x[base + h0 * p.in_width + w1], fw);
+      float bottom = mix(x[base + h1 * p.in_width + w0], x[base + h1 * p.in_width + w1], fw);
+      y[index] = mix(top, bottom, fh);
+    }
+  }
+}

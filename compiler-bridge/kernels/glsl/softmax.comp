@@ -1,0 +1,39 @@
+// Softmax (or LogSoftmax with LOG) along one axis of a tensor viewed as
+// [outer, size, inner]; max-subtracted for stability. One workgroup per
+// (outer, inner) row, workgroup-stride; grid: (min(outer*inner, 65535), 1, 1).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+#include "workgroup_reduce.glsl"
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_SOFTMAX_LOG) const bool LOG = false;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_softmax_params_t.
+layout(push_constant) uniform Params { uint outer, size, inner; } p;
+
+void main() {
+  const uint rows = p.outer * p.inner;
+  for (uint row = gl_WorkGroupID.x; row < rows; row += gl_NumWorkGroups.x) {
+    uint o = row / p.inner, i = row % p.inner;
+    uint base = o * p.size * p.inner + i;
+    float m = uintBitsToFloat(0xff800000u);
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      m = max(m, x[base + r * p.inner]);
+    }
+    m = kiln_workgroup_reduce(KILN_COMBINE_MAX, m);
+    float s = 0.0;
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      s += exp(x[base + r * p.inner] - m);
+    }
+    s = kiln_workgroup_reduce(KILN_COMBINE_SUM, s);
+    float log_s = log(s), inv_s = 1.0 / s;
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      float d = x[base + r * p.inner] - m;
+      y[base + r * p.inner] = LOG ? d - log_s : exp(d) * inv_s;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+// Rank-6 strided copy: for every coordinate c of `shape`,
+//   out[out_offset + sum c*out_strides] = in[in_offset + sum c*in_strides].
+// One kernel serves Transpose (permuted input strides), Slice (start in
+// in_offset, steps in in_strides, negative allowed), Expand (stride 0),
+// Concat (one dispatch per input into its slab of the output) and reshape
+// copies. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
+#version 450
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+
+layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+
+// Mirrors kiln_kernel_strided_copy_params_t.
+layout(push_constant) uniform Params {
+  uint count;
+  uint shape[6];
+  int in_strides[6];
+  uint out_strides[6];
+  int in_offset;
+  uint out_offset;
+} p;
+
+void main() {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint index = gl_GlobalInvocationID.x; index < p.count; index += stride) {
+    uint rest = index;
+    int src = p.in_offset;
+    uint dst = p.out_offset;
+    for (int d = 5; d >= 0; --d) {
+      uint coord = rest % p.shape[d];
+      rest /= p.shape[d];
+      src += int(coord) * p.in_strides[d];
+      dst += coord * p.out_strides[d];
+    }
+    y[dst] = x[uint(src)];
+  }
+}

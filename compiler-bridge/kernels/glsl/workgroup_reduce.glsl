@@ -1,0 +1,57 @@
+// Workgroup-wide sum / max / min of one float per invocation, returned to
+// every invocation. Shared-memory tree by default; with KILN_SUBGROUP the
+// variant reduces within subgroups first (needs subgroup arithmetic), which
+// cuts barriers from log2(WG) to two. Works for any workgroup size.
+#ifndef KILN_WORKGROUP_REDUCE_GLSL_
+#define KILN_WORKGROUP_REDUCE_GLSL_
+
+#define KILN_COMBINE_SUM 0
+#define KILN_COMBINE_MAX 1
+#define KILN_COMBINE_MIN 2
+
+#ifdef KILN_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+
+shared float kiln_scratch[gl_WorkGroupSize.x];
+
+float kiln_combine(uint op, float a, float b) {
+  return op == KILN_COMBINE_SUM ? a + b : (op == KILN_COMBINE_MAX ? max(a, b) : min(a, b));
+}
+
+#ifdef KILN_SUBGROUP
+float kiln_subgroup_combine(uint op, float v) {
+  return op == KILN_COMBINE_SUM ? subgroupAdd(v)
+                                : (op == KILN_COMBINE_MAX ? subgroupMax(v) : subgroupMin(v));
+}
+#endif
+
+float kiln_workgroup_reduce(uint op, float v) {
+  const uint tid = gl_LocalInvocationID.x;
+#ifdef KILN_SUBGROUP
+  v = kiln_subgroup_combine(op, v);
+  if (subgroupElect()) kiln_scratch[gl_SubgroupID] = v;
+  barrier();
+  if (tid == 0) {
+    float r = kiln_scratch[0];
+    for (uint s = 1; s < gl_NumSubgroups; ++s) r = kiln_combine(op, r, kiln_scratch[s]);
+    kiln_scratch[0] = r;
+  }
+  barrier();
+#else
+  kiln_scratch[tid] = v;
+  barrier();
+  for (uint s = 1; s < gl_WorkGroupSize.x; s <<= 1) {
+    if ((tid & (2 * s - 1)) == 0 && tid + s < gl_WorkGroupSize.x) {
+      kiln_scratch[tid] = kiln_combine(op, kiln_scratch[tid], kiln_scratch[tid + s]);
+    }
+    barrier();
+  }
+#endif
+  float result = kiln_scratch[0];
+  barrier();  // scratch is reused by the next call
+  return result;
+}
+
+#endif  // KILN_WORKGROUP_REDUCE_GLSL_

@@ -1,0 +1,89 @@
+// Dispatch grid formulas (the "Grid:" lines of kernels_abi.h).
+#include <string.h>
+
+#include "kiln/compiler/kernels_target.h"
+
+static uint64_t kiln_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+static kiln_status_t kiln_grid_store(const char* kernel, uint64_t x, uint64_t y,
+                                     uint64_t z, uint32_t out_grid[3]) {
+  if (x > KILN_KERNEL_MAX_GRID_X || y > KILN_KERNEL_MAX_GRID_X ||
+      z > KILN_KERNEL_MAX_GRID_X) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "%s: grid %llu x %llu x %llu exceeds 65535 "
+                            "workgroups in a dimension",
+                            kernel, (unsigned long long)x, (unsigned long long)y,
+                            (unsigned long long)z);
+  }
+  out_grid[0] = (uint32_t)x;
+  out_grid[1] = (uint32_t)y;
+  out_grid[2] = (uint32_t)z;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_grid_check(const kiln_kernel_config_t* config,
+                                     const void* params, uint32_t out_grid[3]) {
+  if (out_grid) memset(out_grid, 0, 3 * sizeof(uint32_t));
+  if (!config || !params || !out_grid || config->workgroup_size[0] == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "grid: NULL argument or unset config");
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
+                                    const kiln_kernel_gemm_params_t* params,
+                                    uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
+                    kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
+  uint64_t tile_m = (uint64_t)config->workgroup_size[1] *
+                    kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
+  if (tile_n == 0 || tile_m == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
+  }
+  return kiln_grid_store("gemm", kiln_ceil_div(params->n, tile_n),
+                         kiln_ceil_div(params->m, tile_m), params->batch,
+                         out_grid);
+}
+
+kiln_status_t kiln_kernel_grid_conv2d(const kiln_kernel_config_t* config,
+                                      const kiln_kernel_conv2d_params_t* params,
+                                      uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  uint64_t block = kiln_kernel_config_spec(config, KILN_SPEC_CONV_CO_BLOCK, 4);
+  if (block == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv2d: CO_BLOCK is 0");
+  }
+  uint64_t pixels = (uint64_t)params->out_height * params->out_width;
+  return kiln_grid_store("conv2d", kiln_ceil_div(pixels, config->workgroup_size[0]),
+                         kiln_ceil_div(params->out_channels, block),
+                         params->batch, out_grid);
+}
+
+kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
+                                      uint64_t count, uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, &count, out_grid));
+  if (count > UINT32_MAX) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "%llu values exceed the kernels' 32-bit indexing",
+                            (unsigned long long)count);
+  }
+  uint64_t groups = kiln_ceil_div(count, config->workgroup_size[0]);
+  if (groups > KILN_KERNEL_MAX_GRID_X) groups = KILN_KERNEL_MAX_GRID_X;
+  if (groups == 0) groups = 1;
+  return kiln_grid_store("linear", groups, 1, 1, out_grid);
+}
+
+kiln_status_t kiln_kernel_grid_rows(const kiln_kernel_config_t* config,
+                                    uint64_t rows, uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, &rows, out_grid));
+  if (rows > UINT32_MAX) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "%llu rows exceed the kernels' 32-bit indexing",
+                            (unsigned long long)rows);
+  }
+  uint64_t groups = rows > KILN_KERNEL_MAX_GRID_X ? KILN_KERNEL_MAX_GRID_X : rows;
+  if (groups == 0) groups = 1;
+  return kiln_grid_store("rows", groups, 1, 1, out_grid);
+}

@@ -1,0 +1,142 @@
+// The kernel table: each kernel's ABI as declared in kernels_abi.h, and the
+// lookup of its embedded SPIR-V builds. tests/spirv checks every entry here
+// against the reflection of the SPIR-V it points to.
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln/compiler/kernels.h"
+#include "spirv_blobs.h"
+
+#define RO(b, role) {b, true, role}
+#define RW(b, role) {b, false, role}
+#define V(v) (1u << KILN_KERNEL_VARIANT_##v)
+
+static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
+    {KILN_KERNEL_GEMM, "gemm", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE)},
+    {KILN_KERNEL_CONV2D, "conv2d", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    {KILN_KERNEL_DEPTHWISE_CONV2D, "depthwise_conv2d", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    {KILN_KERNEL_CONV_TRANSPOSE2D, "conv_transpose2d", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    {KILN_KERNEL_BINARY, "binary", "main", 3,
+     {RO(0, "a"), RO(1, "b"), RW(2, "output")},
+     sizeof(kiln_kernel_binary_params_t), 1, V(FP32)},
+    {KILN_KERNEL_UNARY, "unary", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_unary_params_t), 1, V(FP32)},
+    {KILN_KERNEL_COPY, "copy", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32)},
+    {KILN_KERNEL_STRIDED_COPY, "strided_copy", "main", 2,
+     {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_strided_copy_params_t), 1, V(FP32)},
+    {KILN_KERNEL_POOL2D, "pool2d", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_pool2d_params_t), 1, V(FP32)},
+    {KILN_KERNEL_REDUCE, "reduce", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_reduce_params_t), 1, V(FP32) | V(SUBGROUP)},
+    {KILN_KERNEL_SOFTMAX, "softmax", "main", 2,
+     {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_softmax_params_t), 1, V(FP32) | V(SUBGROUP)},
+    {KILN_KERNEL_NORM, "norm", "main", 4,
+     {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "output")},
+     sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(SUBGROUP)},
+    {KILN_KERNEL_GATHER, "gather", "main", 3,
+     {RO(0, "data"), RO(1, "indices"), RW(2, "output")},
+     sizeof(kiln_kernel_gather_params_t), 1, V(FP32)},
+    {KILN_KERNEL_PAD, "pad", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_pad_params_t), 1, V(FP32)},
+    {KILN_KERNEL_RESIZE, "resize", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_resize_params_t), 1, V(FP32)},
+};
+
+static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
+    "", "_f16", "_subgroup"};
+
+const kiln_kernel_desc_t* kiln_kernel_desc(kiln_kernel_id_t id) {
+  if ((unsigned)id >= KILN_KERNEL_COUNT) return NULL;
+  return &kKernels[id];
+}
+
+kiln_status_t kiln_kernel_lookup(const char* name, kiln_kernel_id_t* out_id) {
+  if (out_id) *out_id = KILN_KERNEL_COUNT;
+  if (!name || !out_id) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_lookup: NULL argument");
+  }
+  for (unsigned i = 0; i < KILN_KERNEL_COUNT; ++i) {
+    if (strcmp(kKernels[i].name, name) == 0) {
+      *out_id = (kiln_kernel_id_t)i;
+      return kiln_ok_status();
+    }
+  }
+  char known[512];
+  size_t used = 0;
+  known[0] = '\0';
+  for (unsigned i = 0; i < KILN_KERNEL_COUNT && used < sizeof(known); ++i) {
+    int n = snprintf(known + used, sizeof(known) - used, "%s%s",
+                     i ? ", " : "", kKernels[i].name);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                          "no kernel named '%s' (known: %s)", name, known);
+}
+
+const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant) {
+  switch (variant) {
+    case KILN_KERNEL_VARIANT_FP32: return "fp32";
+    case KILN_KERNEL_VARIANT_FP16_STORAGE: return "fp16-storage";
+    case KILN_KERNEL_VARIANT_SUBGROUP: return "subgroup";
+    default: return "unknown";
+  }
+}
+
+uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant) {
+  switch (variant) {
+    case KILN_KERNEL_VARIANT_FP16_STORAGE:
+      return KILN_KERNEL_FEATURE_FP16_STORAGE;
+    case KILN_KERNEL_VARIANT_SUBGROUP:
+      return KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC;
+    default: return 0;
+  }
+}
+
+kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
+                                    kiln_kernel_variant_t variant,
+                                    kiln_kernel_spirv_t* out_spirv) {
+  if (out_spirv) memset(out_spirv, 0, sizeof(*out_spirv));
+  const kiln_kernel_desc_t* desc = kiln_kernel_desc(id);
+  if (!desc || !out_spirv || (unsigned)variant >= KILN_KERNEL_VARIANT_COUNT) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_get_spirv: bad kernel id %d, variant "
+                            "%d or NULL output",
+                            (int)id, (int)variant);
+  }
+  if (!(desc->variant_mask & (1u << variant))) {
+    return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                            "kernel '%s' has no %s variant", desc->name,
+                            kiln_kernel_variant_name(variant));
+  }
+  char blob_name[64];
+  snprintf(blob_name, sizeof(blob_name), "%s%s", desc->name,
+           kVariantSuffix[variant]);
+  for (size_t i = 0; i < kiln_kernel_spirv_blob_count; ++i) {
+    if (strcmp(kiln_kernel_spirv_blobs[i].name, blob_name) == 0) {
+      out_spirv->blob_name = kiln_kernel_spirv_blobs[i].name;
+      out_spirv->words = kiln_kernel_spirv_blobs[i].words;
+      out_spirv->word_count = kiln_kernel_spirv_blobs[i].word_count;
+      out_spirv->required_features = kiln_kernel_variant_features(variant);
+      return kiln_ok_status();
+    }
+  }
+  return kiln_make_status(KILN_STATUS_INTERNAL,
+                          "kernel '%s': SPIR-V blob '%s' was not embedded",
+                          desc->name, blob_name);
+}

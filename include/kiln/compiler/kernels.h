@@ -1,0 +1,95 @@
+// The GLSL compute-kernel library, compiled to SPIR-V at build time (glslc,
+// checked by spirv-val) and embedded. Each kernel has an fp32 build and may
+// have variants (fp16 storage, subgroup arithmetic) compiled separately; a
+// variant names the device features it needs, and the runtime runs it only
+// on a device that reports them. The per-kernel ABI is in kernels_abi.h;
+// per-target tilings are in kernels_target.h.
+#ifndef KILN_COMPILER_KERNELS_H_
+#define KILN_COMPILER_KERNELS_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/base/status.h"
+#include "kiln/compiler/kernels_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_kernel_id_e {
+  KILN_KERNEL_GEMM = 0,
+  KILN_KERNEL_CONV2D,
+  KILN_KERNEL_DEPTHWISE_CONV2D,
+  KILN_KERNEL_CONV_TRANSPOSE2D,
+  KILN_KERNEL_BINARY,
+  KILN_KERNEL_UNARY,
+  KILN_KERNEL_COPY,
+  KILN_KERNEL_STRIDED_COPY,
+  KILN_KERNEL_POOL2D,
+  KILN_KERNEL_REDUCE,
+  KILN_KERNEL_SOFTMAX,
+  KILN_KERNEL_NORM,
+  KILN_KERNEL_GATHER,
+  KILN_KERNEL_PAD,
+  KILN_KERNEL_RESIZE,
+  KILN_KERNEL_COUNT,
+} kiln_kernel_id_t;
+
+typedef enum kiln_kernel_variant_e {
+  KILN_KERNEL_VARIANT_FP32 = 0,
+  KILN_KERNEL_VARIANT_FP16_STORAGE = 1,  // fp16 buffers, fp32 arithmetic
+  KILN_KERNEL_VARIANT_SUBGROUP = 2,      // fp32 ABI, subgroup arithmetic
+  KILN_KERNEL_VARIANT_COUNT,
+} kiln_kernel_variant_t;
+
+// Device features a variant needs.
+#define KILN_KERNEL_FEATURE_FP16_STORAGE (1u << 0)         // storageBuffer16BitAccess
+#define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC (1u << 1)  // in compute shaders
+
+#define KILN_KERNEL_MAX_BINDINGS 5
+
+typedef struct kiln_kernel_binding_desc_t {
+  uint32_t binding;  // set 0
+  bool read_only;
+  const char* role;  // "input", "weight", ... for messages
+} kiln_kernel_binding_desc_t;
+
+// What the bridge needs to emit an executable for a kernel.
+typedef struct kiln_kernel_desc_t {
+  kiln_kernel_id_t id;
+  const char* name;         // "gemm"; variant blobs are name + "_f16" etc.
+  const char* entry_point;  // "main"
+  uint32_t binding_count;
+  kiln_kernel_binding_desc_t bindings[KILN_KERNEL_MAX_BINDINGS];
+  uint32_t push_constant_size;  // sizeof the params struct in kernels_abi.h
+  uint32_t workgroup_dims;      // 1: only local_size_x_id; 2: x and y
+  uint32_t variant_mask;        // bit (1 << variant) per variant built
+} kiln_kernel_desc_t;
+
+// NULL for an id out of range.
+const kiln_kernel_desc_t* kiln_kernel_desc(kiln_kernel_id_t id);
+// By name ("gemm"); NOT_FOUND lists the known names.
+kiln_status_t kiln_kernel_lookup(const char* name, kiln_kernel_id_t* out_id);
+
+const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant);
+uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant);
+
+typedef struct kiln_kernel_spirv_t {
+  const char* blob_name;  // "gemm_f16"
+  const uint32_t* words;  // static storage
+  size_t word_count;
+  uint32_t required_features;  // KILN_KERNEL_FEATURE_* bits
+} kiln_kernel_spirv_t;
+
+// The SPIR-V of one kernel variant; NOT_FOUND if that variant is not built.
+kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
+                                    kiln_kernel_variant_t variant,
+                                    kiln_kernel_spirv_t* out_spirv);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_KERNELS_H_

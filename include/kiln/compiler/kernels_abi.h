@@ -1,0 +1,154 @@
+// The ABI of every kernel in the library: binding order, push-constant
+// structs (mirroring the GLSL blocks byte for byte; sizes are asserted here
+// and checked against SPIR-V reflection by tests/spirv), and the dispatch
+// grid formulas. All tensors are float32 (fp16 in the fp16-storage variants)
+// and densely packed NCHW unless a kernel takes strides.
+//
+// Bindings are set 0, in the order listed; "ro" bindings are readonly. A
+// kernel whose optional input is disabled by a spec constant (HAS_BIAS,
+// HAS_RESIDUAL) still declares the binding: bind any buffer there.
+#ifndef KILN_COMPILER_KERNELS_ABI_H_
+#define KILN_COMPILER_KERNELS_ABI_H_
+
+#include <stdint.h>
+
+#include "kiln/compiler/kernels_codes.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Vulkan guarantees 128 bytes of push constants and no more.
+#define KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES 128
+#define KILN_KERNEL_MAX_RANK 6
+// Grid-stride kernels cap grid.x here (the Vulkan minimum of
+// maxComputeWorkGroupCount[0]) and loop over the rest.
+#define KILN_KERNEL_MAX_GRID_X 65535u
+
+// gemm: bindings 0 A (ro), 1 B (ro), 2 bias (ro), 3 residual (ro), 4 C.
+// C[b][m][n] = act(scale * sum_k A[b][m][k] * B[b][k][n] + bias + residual)
+// with A(b,m,k) = A[b*a_batch_stride + m*a_row_stride + k*a_col_stride],
+// B(b,k,n) likewise, C and residual dense in n (column stride 1), bias
+// addressed by its three strides (0 to broadcast: per-row bias of a 1x1
+// conv is bias_row_stride = 1, others 0).
+// Grid: (ceil(N / (WG_X*TN)), ceil(M / (WG_Y*TM)), batch).
+typedef struct kiln_kernel_gemm_params_t {
+  uint32_t m, n, k, batch;
+  uint32_t a_batch_stride, a_row_stride, a_col_stride;
+  uint32_t b_batch_stride, b_row_stride, b_col_stride;
+  uint32_t c_batch_stride, c_row_stride;
+  uint32_t bias_batch_stride, bias_row_stride, bias_col_stride;
+  uint32_t residual_batch_stride, residual_row_stride;
+  float scale, alpha, beta;  // alpha/beta: activation parameters
+} kiln_kernel_gemm_params_t;
+_Static_assert(sizeof(kiln_kernel_gemm_params_t) == 80, "gemm push constants");
+
+// conv2d, depthwise_conv2d, conv_transpose2d: bindings 0 input (ro),
+// 1 weight (ro), 2 bias (ro), 3 residual (ro), 4 output.
+// y = act(conv(x, w) + bias + residual). Weights: conv2d and depthwise
+// [C_out, C_in/groups, KH, KW]; conv_transpose2d [C_in, C_out/groups, KH, KW].
+// pad_* are the begin pads; the end pads only shape the output.
+// Grids: conv2d (ceil(OH*OW / WG_X), ceil(C_out / CO_BLOCK), N);
+// depthwise and transpose: linear over N*C_out*OH*OW (kiln_kernel_grid_linear).
+typedef struct kiln_kernel_conv2d_params_t {
+  uint32_t batch, in_channels, in_height, in_width;
+  uint32_t out_channels, out_height, out_width, groups;
+  uint32_t kernel_h, kernel_w, stride_h, stride_w;
+  uint32_t pad_top, pad_left, dilation_h, dilation_w;
+  float alpha, beta;
+} kiln_kernel_conv2d_params_t;
+_Static_assert(sizeof(kiln_kernel_conv2d_params_t) == 72, "conv push constants");
+
+// binary: bindings 0 A (ro), 1 B (ro), 2 out. out = act(A op B) with shapes
+// right-aligned to rank 6 (leading 1s); a broadcast dim has stride 0.
+// Grid: linear over count.
+typedef struct kiln_kernel_binary_params_t {
+  uint32_t count;
+  uint32_t shape[KILN_KERNEL_MAX_RANK];
+  uint32_t a_strides[KILN_KERNEL_MAX_RANK];
+  uint32_t b_strides[KILN_KERNEL_MAX_RANK];
+  float alpha, beta;
+} kiln_kernel_binary_params_t;
+_Static_assert(sizeof(kiln_kernel_binary_params_t) == 84, "binary push constants");
+
+// unary: bindings 0 in (ro), 1 out. Grid: linear over count.
+typedef struct kiln_kernel_unary_params_t {
+  uint32_t count;
+  float alpha, beta;
+} kiln_kernel_unary_params_t;
+_Static_assert(sizeof(kiln_kernel_unary_params_t) == 12, "unary push constants");
+
+// copy: bindings 0 in (ro), 1 out. Grid: linear over count.
+typedef struct kiln_kernel_copy_params_t {
+  uint32_t count;
+} kiln_kernel_copy_params_t;
+_Static_assert(sizeof(kiln_kernel_copy_params_t) == 4, "copy push constants");
+
+// strided_copy: bindings 0 in (ro), 1 out. See strided_copy.comp for how
+// Transpose, Slice, Expand and Concat map onto it. Grid: linear over count.
+typedef struct kiln_kernel_strided_copy_params_t {
+  uint32_t count;
+  uint32_t shape[KILN_KERNEL_MAX_RANK];
+  int32_t in_strides[KILN_KERNEL_MAX_RANK];
+  uint32_t out_strides[KILN_KERNEL_MAX_RANK];
+  int32_t in_offset;
+  uint32_t out_offset;
+} kiln_kernel_strided_copy_params_t;
+_Static_assert(sizeof(kiln_kernel_strided_copy_params_t) == 84,
+               "strided_copy push constants");
+
+// pool2d: bindings 0 in (ro), 1 out. Grid: linear over planes*OH*OW.
+typedef struct kiln_kernel_pool2d_params_t {
+  uint32_t planes, in_height, in_width, out_height, out_width;
+  uint32_t kernel_h, kernel_w, stride_h, stride_w;
+  uint32_t pad_top, pad_left, pad_bottom, pad_right;
+  uint32_t dilation_h, dilation_w, count_include_pad;
+} kiln_kernel_pool2d_params_t;
+_Static_assert(sizeof(kiln_kernel_pool2d_params_t) == 64, "pool2d push constants");
+
+// reduce and softmax: bindings 0 in (ro), 1 out; the tensor is viewed as
+// [outer, size, inner] and the middle axis is reduced / normalized.
+// Grid: (min(outer*inner, 65535), 1, 1) workgroups (kiln_kernel_grid_rows).
+typedef struct kiln_kernel_reduce_params_t {
+  uint32_t outer, size, inner;
+} kiln_kernel_reduce_params_t;
+_Static_assert(sizeof(kiln_kernel_reduce_params_t) == 12, "reduce push constants");
+typedef kiln_kernel_reduce_params_t kiln_kernel_softmax_params_t;
+
+// norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out.
+// Grid: (min(rows, 65535), 1, 1) workgroups.
+typedef struct kiln_kernel_norm_params_t {
+  uint32_t rows, size, channels;
+  float epsilon;
+} kiln_kernel_norm_params_t;
+_Static_assert(sizeof(kiln_kernel_norm_params_t) == 16, "norm push constants");
+
+// gather: bindings 0 data (ro), 1 int32 indices (ro), 2 out.
+// Grid: linear over outer*index_count*inner.
+typedef struct kiln_kernel_gather_params_t {
+  uint32_t outer, axis_size, inner, index_count;
+} kiln_kernel_gather_params_t;
+_Static_assert(sizeof(kiln_kernel_gather_params_t) == 16, "gather push constants");
+
+// pad: bindings 0 in (ro), 1 out. Grid: linear over count (output values).
+typedef struct kiln_kernel_pad_params_t {
+  uint32_t count;
+  uint32_t out_shape[KILN_KERNEL_MAX_RANK];
+  uint32_t in_shape[KILN_KERNEL_MAX_RANK];
+  int32_t pad_begin[KILN_KERNEL_MAX_RANK];
+  float value;
+} kiln_kernel_pad_params_t;
+_Static_assert(sizeof(kiln_kernel_pad_params_t) == 80, "pad push constants");
+
+// resize: bindings 0 in (ro), 1 out. Grid: linear over planes*OH*OW.
+typedef struct kiln_kernel_resize_params_t {
+  uint32_t planes, in_height, in_width, out_height, out_width;
+  float scale_h, scale_w;
+} kiln_kernel_resize_params_t;
+_Static_assert(sizeof(kiln_kernel_resize_params_t) == 28, "resize push constants");
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_KERNELS_ABI_H_

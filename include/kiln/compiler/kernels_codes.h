@@ -1,0 +1,103 @@
+// Op codes and specialization-constant ids shared by the C side and the GLSL
+// kernels. The GLSL sources #include this very file, so the two can never
+// disagree: keep it to #defines and comments (no C syntax).
+#ifndef KILN_COMPILER_KERNELS_CODES_H_
+#define KILN_COMPILER_KERNELS_CODES_H_
+
+// Activation / unary op codes: the fused epilogue of GEMM and conv kernels
+// and the op of the unary kernel. alpha/beta are push constants.
+#define KILN_ACT_NONE 0
+#define KILN_ACT_RELU 1
+#define KILN_ACT_LEAKY_RELU 2    // x < 0 ? alpha * x : x
+#define KILN_ACT_CLIP 3          // min(max(x, alpha), beta)   (Relu6: 0, 6)
+#define KILN_ACT_SIGMOID 4
+#define KILN_ACT_HARD_SIGMOID 5  // clamp(alpha * x + beta, 0, 1)
+#define KILN_ACT_HARD_SWISH 6    // x * clamp(x / 6 + 0.5, 0, 1)
+#define KILN_ACT_TANH 7
+#define KILN_ACT_GELU 8          // 0.5 x (1 + erf(x / sqrt 2))
+#define KILN_ACT_ERF 9
+#define KILN_ACT_ELU 10          // x < 0 ? alpha * (exp(x) - 1) : x
+#define KILN_ACT_SOFTPLUS 11     // log(1 + exp(x))
+#define KILN_ACT_SQRT 12
+#define KILN_ACT_EXP 13
+#define KILN_ACT_LOG 14
+#define KILN_ACT_NEG 15
+#define KILN_ACT_ABS 16
+#define KILN_ACT_RECIPROCAL 17
+#define KILN_ACT_COUNT 18
+
+// Elementwise binary ops.
+#define KILN_BINARY_ADD 0
+#define KILN_BINARY_SUB 1
+#define KILN_BINARY_MUL 2
+#define KILN_BINARY_DIV 3
+#define KILN_BINARY_POW 4
+#define KILN_BINARY_MAX 5
+#define KILN_BINARY_MIN 6
+#define KILN_BINARY_COUNT 7
+
+// Reductions (reduce kernel and global pooling).
+#define KILN_REDUCE_SUM 0
+#define KILN_REDUCE_MEAN 1
+#define KILN_REDUCE_MAX 2
+#define KILN_REDUCE_MIN 3
+#define KILN_REDUCE_COUNT 4
+
+// Windowed pooling.
+#define KILN_POOL_MAX 0
+#define KILN_POOL_AVG 1
+
+// Normalization kinds: which scale/bias element a row uses.
+#define KILN_NORM_LAYER 0     // scale[r]: normalized over the last axes
+#define KILN_NORM_INSTANCE 1  // scale[row % channels]: over H*W per (n, c)
+
+// Pad modes (ONNX Pad).
+#define KILN_PAD_CONSTANT 0
+#define KILN_PAD_REFLECT 1
+#define KILN_PAD_EDGE 2
+
+// Resize modes (ONNX Resize, 2-D spatial on NCHW).
+#define KILN_RESIZE_NEAREST 0
+#define KILN_RESIZE_LINEAR 1
+#define KILN_RESIZE_COORD_HALF_PIXEL 0
+#define KILN_RESIZE_COORD_ASYMMETRIC 1
+#define KILN_RESIZE_COORD_ALIGN_CORNERS 2
+#define KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL 3
+#define KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR 0
+#define KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL 1
+#define KILN_RESIZE_NEAREST_FLOOR 2
+#define KILN_RESIZE_NEAREST_CEIL 3
+
+// Specialization-constant ids. Every kernel takes its workgroup size from
+// ids 0..2 (local_size_x_id etc.); kernel-specific ones start at 3.
+#define KILN_SPEC_WORKGROUP_X 0
+#define KILN_SPEC_WORKGROUP_Y 1
+#define KILN_SPEC_WORKGROUP_Z 2
+// gemm: per-thread tile TM x TN, K step TK; tile = (WG_Y*TM) x (WG_X*TN).
+#define KILN_SPEC_GEMM_TM 3
+#define KILN_SPEC_GEMM_TN 4
+#define KILN_SPEC_GEMM_TK 5
+#define KILN_SPEC_GEMM_ACTIVATION 6
+#define KILN_SPEC_GEMM_HAS_BIAS 7
+#define KILN_SPEC_GEMM_HAS_RESIDUAL 8
+// conv2d / depthwise / conv_transpose.
+#define KILN_SPEC_CONV_CO_BLOCK 3  // output channels per invocation (conv2d)
+#define KILN_SPEC_CONV_ACTIVATION 4
+#define KILN_SPEC_CONV_HAS_BIAS 5
+#define KILN_SPEC_CONV_HAS_RESIDUAL 6
+// binary / unary.
+#define KILN_SPEC_BINARY_OP 3
+#define KILN_SPEC_BINARY_ACTIVATION 4
+#define KILN_SPEC_UNARY_OP 3
+// pool / reduce / softmax / norm.
+#define KILN_SPEC_POOL_OP 3
+#define KILN_SPEC_REDUCE_OP 3
+#define KILN_SPEC_SOFTMAX_LOG 3
+#define KILN_SPEC_NORM_KIND 3
+// pad / resize.
+#define KILN_SPEC_PAD_MODE 3
+#define KILN_SPEC_RESIZE_MODE 3
+#define KILN_SPEC_RESIZE_COORD 4
+#define KILN_SPEC_RESIZE_NEAREST 5
+
+#endif  // KILN_COMPILER_KERNELS_CODES_H_

@@ -1,0 +1,93 @@
+// Per-target kernel configurations: from a small record of what an arch can
+// do, pick each kernel's variant, workgroup size and tile sizes (as
+// specialization constants), and compute dispatch grids. The record is
+// deliberately plain so the HAL's target-triple table can fill it.
+#ifndef KILN_COMPILER_KERNELS_TARGET_H_
+#define KILN_COMPILER_KERNELS_TARGET_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/base/status.h"
+#include "kiln/compiler/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_kernel_arch_caps_t {
+  uint32_t subgroup_size;
+  uint32_t max_workgroup_invocations;
+  uint32_t max_shared_memory_bytes;
+  bool fp16_storage;        // 16-bit storage buffer access
+  bool fp16_arithmetic;     // shaderFloat16 (no kernel needs it yet)
+  bool subgroup_arithmetic; // subgroup add/min/max in compute
+  bool cooperative_matrix;  // no kernel uses it yet
+} kiln_kernel_arch_caps_t;
+
+// Conservative capabilities of a named arch from DESIGN.md's table
+// ("unknown", "cpu", "valhall", "adreno", "rdna1".."rdna3", "pascal",
+// "turing", "ampere", "ada", "hopper", "arc", "m1"). NOT_FOUND lists them.
+kiln_status_t kiln_kernel_arch_caps_for_arch(const char* arch,
+                                             kiln_kernel_arch_caps_t* out_caps);
+
+typedef enum kiln_kernel_storage_e {
+  KILN_KERNEL_STORAGE_FP32 = 0,
+  KILN_KERNEL_STORAGE_FP16 = 1,  // the caller stores this tensor in fp16
+} kiln_kernel_storage_t;
+
+#define KILN_KERNEL_MAX_SPEC_VALUES 12
+
+typedef struct kiln_kernel_spec_value_t {
+  uint32_t id;     // constant_id (kernels_codes.h KILN_SPEC_*)
+  uint32_t value;  // raw 32 bits (bools are 0/1)
+} kiln_kernel_spec_value_t;
+
+typedef struct kiln_kernel_config_t {
+  kiln_kernel_id_t kernel;
+  kiln_kernel_variant_t variant;
+  uint32_t required_features;  // of the variant
+  uint32_t workgroup_size[3];
+  uint32_t shared_memory_bytes;  // the kernel's shared use at this config
+  size_t spec_count;             // sorted by id
+  kiln_kernel_spec_value_t spec[KILN_KERNEL_MAX_SPEC_VALUES];
+} kiln_kernel_config_t;
+
+// Picks the variant and tiling of `kernel` for `caps`. fp16 storage needs a
+// kernel with an fp16 variant (UNIMPLEMENTED otherwise) and caps that allow
+// it (FAILED_PRECONDITION otherwise). The subgroup variant is chosen when
+// the caps have subgroup arithmetic. The config holds the tiling spec
+// constants; the caller adds op constants with kiln_kernel_config_set_spec.
+kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
+                                        const kiln_kernel_arch_caps_t* caps,
+                                        kiln_kernel_storage_t storage,
+                                        kiln_kernel_config_t* out_config);
+
+// Adds or replaces one spec constant (keeps the list sorted).
+kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
+                                          uint32_t id, uint32_t value);
+// The value of spec constant `id`, or `fallback` when the config lacks it.
+uint32_t kiln_kernel_config_spec(const kiln_kernel_config_t* config,
+                                 uint32_t id, uint32_t fallback);
+
+// Dispatch grids (workgroup counts). OUT_OF_RANGE when a count exceeds the
+// 65535 every Vulkan device allows.
+kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
+                                    const kiln_kernel_gemm_params_t* params,
+                                    uint32_t out_grid[3]);
+kiln_status_t kiln_kernel_grid_conv2d(const kiln_kernel_config_t* config,
+                                      const kiln_kernel_conv2d_params_t* params,
+                                      uint32_t out_grid[3]);
+// Grid-stride kernels over `count` values (binary, unary, copy, ...).
+kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
+                                      uint64_t count, uint32_t out_grid[3]);
+// One workgroup per row (reduce, softmax, norm), workgroup-stride.
+kiln_status_t kiln_kernel_grid_rows(const kiln_kernel_config_t* config,
+                                    uint64_t rows, uint32_t out_grid[3]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_KERNELS_TARGET_H_

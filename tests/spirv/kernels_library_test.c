@@ -1,0 +1,80 @@
+// Every kernel build in the library against the ABI its descriptor states
+// (kernels_abi.h): the embedded SPIR-V must validate for Vulkan 1.1, and its
+// reflection must show the same bindings, read-only flags, push-constant
+// size and workgroup spec ids. This is what keeps the C structs and GLSL
+// blocks from drifting apart.
+#include <string.h>
+
+#include "kiln/compiler/kernels.h"
+#include "kiln/compiler/spirv.h"
+#include "kiln_test.h"
+
+KILN_TEST(KernelLibraryTest, EveryVariantMatchesItsDescriptor) {
+  size_t builds = 0;
+  for (unsigned id = 0; id < KILN_KERNEL_COUNT; ++id) {
+    const kiln_kernel_desc_t* desc = kiln_kernel_desc((kiln_kernel_id_t)id);
+    KILN_ASSERT_TRUE(desc != NULL);
+    KILN_EXPECT_EQ(desc->id, id);
+    KILN_EXPECT_LE(desc->push_constant_size, KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES);
+    KILN_EXPECT_TRUE(desc->variant_mask & 1u);  // fp32 always exists
+    for (unsigned v = 0; v < KILN_KERNEL_VARIANT_COUNT; ++v) {
+      kiln_kernel_spirv_t spirv;
+      kiln_status_t status = kiln_kernel_get_spirv((kiln_kernel_id_t)id,
+                                                   (kiln_kernel_variant_t)v, &spirv);
+      if (!(desc->variant_mask & (1u << v))) {
+        KILN_EXPECT_EQ(kiln_status_consume_code(status), KILN_STATUS_NOT_FOUND);
+        continue;
+      }
+      KILN_ASSERT_OK(status);
+      ++builds;
+      KILN_EXPECT_EQ(spirv.required_features,
+                     kiln_kernel_variant_features((kiln_kernel_variant_t)v));
+      KILN_EXPECT_OK(kiln_spirv_validate(spirv.blob_name, spirv.words,
+                                         spirv.word_count,
+                                         KILN_SPIRV_TARGET_VULKAN_1_1));
+      kiln_spirv_reflection_t r;
+      KILN_ASSERT_OK(kiln_spirv_reflect(spirv.blob_name, spirv.words,
+                                        spirv.word_count, &r));
+      KILN_ASSERT_EQ(r.entry_point_count, 1);
+      KILN_EXPECT_STREQ(r.entry_points[0], desc->entry_point);
+      KILN_EXPECT_EQ(r.push_constant_size, desc->push_constant_size);
+      KILN_ASSERT_EQ(r.binding_count, desc->binding_count);
+      for (uint32_t b = 0; b < desc->binding_count; ++b) {
+        KILN_EXPECT_EQ(r.bindings[b].set, 0);
+        KILN_EXPECT_EQ(r.bindings[b].binding, desc->bindings[b].binding);
+        if (r.bindings[b].read_only != desc->bindings[b].read_only) {
+          KILN_ADD_FAILURE("%s binding %u (%s): read_only %d in SPIR-V, %d declared",
+                           spirv.blob_name, b, desc->bindings[b].role,
+                           r.bindings[b].read_only, desc->bindings[b].read_only);
+        }
+      }
+      for (uint32_t d = 0; d < 3; ++d) {
+        bool want_spec = d < desc->workgroup_dims;
+        KILN_EXPECT_EQ(r.workgroup_size[d].is_spec_constant, want_spec);
+        if (want_spec) KILN_EXPECT_EQ(r.workgroup_size[d].spec_id, d);
+        else KILN_EXPECT_EQ(r.workgroup_size[d].size, 1);
+      }
+    }
+  }
+  KILN_EXPECT_EQ(builds, 22);  // the builds listed in kernels/meson.build
+}
+
+KILN_TEST(KernelLibraryTest, LookupByName) {
+  kiln_kernel_id_t id;
+  KILN_ASSERT_OK(kiln_kernel_lookup("depthwise_conv2d", &id));
+  KILN_EXPECT_EQ(id, KILN_KERNEL_DEPTHWISE_CONV2D);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "no kernel named 'winograd' (known: gemm, conv2d",
+                             kiln_kernel_lookup("winograd", &id));
+  KILN_EXPECT_EQ(id, KILN_KERNEL_COUNT);
+  KILN_EXPECT_TRUE(kiln_kernel_desc(KILN_KERNEL_COUNT) == NULL);
+}
+
+KILN_TEST(KernelLibraryTest, MissingVariantNamesKernel) {
+  kiln_kernel_spirv_t spirv;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "kernel 'pad' has no fp16-storage variant",
+                             kiln_kernel_get_spirv(KILN_KERNEL_PAD,
+                                                   KILN_KERNEL_VARIANT_FP16_STORAGE, &spirv));
+  KILN_EXPECT_TRUE(spirv.words == NULL);
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_get_spirv(KILN_KERNEL_PAD, KILN_KERNEL_VARIANT_COUNT, &spirv));
+}

@@ -1,0 +1,190 @@
+// Per-target kernel configurations and dispatch grids.
+#include <string.h>
+
+#include "kiln/compiler/kernels_target.h"
+#include "kiln_test.h"
+
+static kiln_kernel_arch_caps_t caps_for(const char* arch) {
+  kiln_kernel_arch_caps_t caps;
+  kiln_status_ignore(kiln_kernel_arch_caps_for_arch(arch, &caps));
+  return caps;
+}
+
+KILN_TEST(KernelTargetTest, ArchCapsTable) {
+  kiln_kernel_arch_caps_t caps = caps_for("cpu");
+  KILN_EXPECT_EQ(caps.subgroup_size, 8);
+  KILN_EXPECT_EQ(caps.max_shared_memory_bytes, 32 * 1024);
+  KILN_EXPECT_EQ(caps_for("valhall").subgroup_size, 16);
+  KILN_EXPECT_EQ(caps_for("adreno").subgroup_size, 64);
+  KILN_EXPECT_EQ(caps_for("ampere").subgroup_size, 32);
+  KILN_EXPECT_FALSE(caps_for("unknown").fp16_storage);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "unknown arch 'volta' (known: unknown, cpu",
+                             kiln_kernel_arch_caps_for_arch("volta", &caps));
+  KILN_EXPECT_EQ(caps.subgroup_size, 0);
+}
+
+// Every kernel on every arch: workgroups within the device limit and made
+// of whole subgroups (where the limit allows), shared memory within bounds.
+KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
+  const char* arches[] = {"unknown", "cpu", "valhall", "adreno", "rdna2",
+                          "pascal", "ampere", "hopper", "arc", "m1"};
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps = caps_for(arches[a]);
+    for (unsigned k = 0; k < KILN_KERNEL_COUNT; ++k) {
+      kiln_kernel_config_t config;
+      KILN_ASSERT_OK(kiln_kernel_config_select((kiln_kernel_id_t)k, &caps,
+                                               KILN_KERNEL_STORAGE_FP32, &config));
+      uint32_t invocations = config.workgroup_size[0] * config.workgroup_size[1] *
+                             config.workgroup_size[2];
+      KILN_EXPECT_LE(invocations, caps.max_workgroup_invocations);
+      if (caps.max_workgroup_invocations >= caps.subgroup_size) {
+        KILN_EXPECT_EQ(invocations % caps.subgroup_size, 0);
+      }
+      KILN_EXPECT_LE(config.shared_memory_bytes, caps.max_shared_memory_bytes);
+      KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_WORKGROUP_X, 0),
+                     config.workgroup_size[0]);
+      for (size_t i = 1; i < config.spec_count; ++i) {
+        KILN_EXPECT_LT(config.spec[i - 1].id, config.spec[i].id);
+      }
+    }
+  }
+}
+
+KILN_TEST(KernelTargetTest, GemmTilings) {
+  kiln_kernel_config_t config;
+  kiln_kernel_arch_caps_t cpu = caps_for("cpu");
+  // llvmpipe: 64 invocations (8x8) with 4x4 per-invocation tiles, TK 16:
+  // 16 * (32 + 32) floats = 4 KiB of shared memory.
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.workgroup_size[0], 8);
+  KILN_EXPECT_EQ(config.workgroup_size[1], 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 4096);
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
+  // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 128 floats = 8 KiB.
+  kiln_kernel_arch_caps_t ampere = caps_for("ampere");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.workgroup_size[0], 16);
+  KILN_EXPECT_EQ(config.workgroup_size[1], 16);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 8192);
+  // unknown: 128 invocations, 16 KiB shared.
+  kiln_kernel_arch_caps_t unknown = caps_for("unknown");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.workgroup_size[0] * config.workgroup_size[1], 128);
+  // A device with tiny shared memory still gets a tiling that fits.
+  kiln_kernel_arch_caps_t tiny = {32, 256, 2048, false, false, false, false};
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &tiny,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_LE(config.shared_memory_bytes, 2048);
+}
+
+KILN_TEST(KernelTargetTest, VariantSelection) {
+  kiln_kernel_config_t config;
+  kiln_kernel_arch_caps_t adreno = caps_for("adreno");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &adreno,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_SUBGROUP);
+  KILN_EXPECT_EQ(config.required_features, KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC);
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &adreno,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  KILN_EXPECT_EQ(config.required_features, KILN_KERNEL_FEATURE_FP16_STORAGE);
+  kiln_kernel_arch_caps_t unknown = caps_for("unknown");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &unknown,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
+  KILN_EXPECT_EQ(config.required_features, 0);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "kernel 'gemm': fp16 storage",
+                             kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,
+                                                       KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "kernel 'softmax' has no fp16",
+                             kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &adreno,
+                                                       KILN_KERNEL_STORAGE_FP16, &config));
+  kiln_kernel_arch_caps_t broken = {0, 0, 0, false, false, false, false};
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_config_select(KILN_KERNEL_GEMM, &broken,
+                                               KILN_KERNEL_STORAGE_FP32, &config));
+}
+
+KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
+  kiln_kernel_config_t config;
+  kiln_kernel_arch_caps_t caps = caps_for("hopper");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 8);
+  KILN_EXPECT_EQ(config.workgroup_size[0], 256);
+  caps = caps_for("valhall");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 4);
+  caps = caps_for("cpu");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.workgroup_size[0], 128);
+}
+
+KILN_TEST(KernelTargetTest, SetSpecKeepsOrderAndReplaces) {
+  kiln_kernel_config_t config;
+  memset(&config, 0, sizeof(config));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, 6, 1));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, 3, 2));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, 6, 9));
+  KILN_ASSERT_EQ(config.spec_count, 2);
+  KILN_EXPECT_EQ(config.spec[0].id, 3);
+  KILN_EXPECT_EQ(config.spec[1].value, 9);
+  for (uint32_t id = 10; id < 10 + KILN_KERNEL_MAX_SPEC_VALUES - 2; ++id) {
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, id, id));
+  }
+  KILN_EXPECT_STATUS(KILN_STATUS_RESOURCE_EXHAUSTED,
+                     kiln_kernel_config_set_spec(&config, 99, 1));
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, 99, 7), 7);
+}
+
+KILN_TEST(KernelTargetTest, Grids) {
+  kiln_kernel_config_t config;
+  kiln_kernel_arch_caps_t cpu = caps_for("cpu");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  kiln_kernel_gemm_params_t gemm;
+  memset(&gemm, 0, sizeof(gemm));
+  gemm.m = 100;  // tile 32x32
+  gemm.n = 33;
+  gemm.batch = 3;
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[0], 2);
+  KILN_EXPECT_EQ(grid[1], 4);
+  KILN_EXPECT_EQ(grid[2], 3);
+  gemm.batch = 70000;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
+                             kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[2], 0);
+
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_BINARY, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 1000, grid));
+  KILN_EXPECT_EQ(grid[0], 8);  // ceil(1000 / 128)
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 100000000, grid));
+  KILN_EXPECT_EQ(grid[0], 65535);  // capped; the kernel grid-strides
+  KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
+                     kiln_kernel_grid_linear(&config, 1ull << 33, grid));
+
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  kiln_kernel_conv2d_params_t conv;
+  memset(&conv, 0, sizeof(conv));
+  conv.batch = 2;
+  conv.out_channels = 10;
+  conv.out_height = 7;
+  conv.out_width = 40;  // 280 pixels / 128 -> 3; 10 channels / 4 -> 3
+  KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &conv, grid));
+  KILN_EXPECT_EQ(grid[0], 3);
+  KILN_EXPECT_EQ(grid[1], 3);
+  KILN_EXPECT_EQ(grid[2], 2);
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, 5, grid));
+  KILN_EXPECT_EQ(grid[0], 5);
+}
