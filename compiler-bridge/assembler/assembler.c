@@ -1,0 +1,926 @@
+// The text assembler (syntax in docs/assembly.md). Line based: pass 1 reads
+// module-level directives and declares every function (so calls may name a
+// function defined later); pass 2 encodes function bodies, patching label
+// references when the body ends.
+#include "kiln/compiler/assembler.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/base/arena.h"
+#include "kiln/compiler/module_writer.h"
+#include "kiln/format/signature.h"
+#include "kiln/vm/isa.h"
+
+#define KILN_ASM_MAX_TOKENS 512
+
+typedef struct kiln_asm_token_t {
+  kiln_string_view_t text;   // raw text (for strings: decoded value)
+  bool is_string;
+} kiln_asm_token_t;
+
+typedef struct kiln_asm_line_t {
+  kiln_asm_token_t tokens[KILN_ASM_MAX_TOKENS];
+  int count;
+  int number;  // 1-based
+} kiln_asm_line_t;
+
+typedef struct kiln_asm_name_t {
+  kiln_string_view_t name;
+  uint32_t ordinal;
+  kiln_format_signature_t signature;  // functions and imports
+} kiln_asm_name_t;
+
+typedef struct kiln_asm_vec_t {
+  void* data;
+  uint32_t count, capacity;
+} kiln_asm_vec_t;
+
+typedef struct kiln_asm_fixup_t {
+  uint32_t position;
+  kiln_string_view_t label;
+  int line;
+} kiln_asm_fixup_t;
+
+typedef struct kiln_asm_exe_builder_t {
+  kiln_string_view_t name;
+  kiln_asm_vec_t variants;  // kiln_format_variant_t
+  kiln_asm_vec_t words;     // per current variant: uint32_t
+  kiln_asm_vec_t entries;   // per current variant
+  kiln_asm_vec_t bindings;  // per current entry
+  kiln_asm_vec_t specs;     // per current entry
+  bool active;
+} kiln_asm_exe_builder_t;
+
+typedef struct kiln_asm_t {
+  kiln_arena_t arena;
+  kiln_module_writer_t* writer;
+  const char* source_name;
+  kiln_string_view_t source;
+  kiln_asm_vec_t functions, imports, rodata, exports;  // kiln_asm_name_t
+  kiln_asm_line_t line;
+  // Current function body.
+  kiln_byte_buffer_t code;
+  kiln_asm_vec_t labels;   // kiln_asm_name_t (ordinal = offset)
+  kiln_asm_vec_t fixups;   // kiln_asm_fixup_t
+  kiln_asm_vec_t aliases;  // kiln_asm_name_t (name -> token text in signature.text)
+  const kiln_asm_name_t* function;
+  uint32_t function_ordinal;
+  uint32_t max_i32, max_ref;
+  uint32_t register_count, ref_count;  // explicit regs=/refs= or UINT32_MAX
+  bool in_function, skip_block;
+  kiln_asm_exe_builder_t exe;
+} kiln_asm_t;
+
+static kiln_status_t kiln_asm_error(const kiln_asm_t* a, const char* format, ...)
+    KILN_PRINTF_LIKE(2, 3);
+static kiln_status_t kiln_asm_error(const kiln_asm_t* a, const char* format, ...) {
+  char message[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof(message), format, args);
+  va_end(args);
+  return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s:%d: %s",
+                          a->source_name, a->line.number, message);
+}
+
+static kiln_status_t kiln_asm_push(kiln_asm_t* a, kiln_asm_vec_t* vec,
+                                   size_t size, void** out) {
+  if (vec->count == vec->capacity) {
+    uint32_t capacity = vec->capacity ? vec->capacity * 2 : 16;
+    void* grown = NULL;
+    KILN_RETURN_IF_ERROR(
+        kiln_arena_allocate_array(&a->arena, capacity, size, &grown));
+    if (vec->count) memcpy(grown, vec->data, (size_t)vec->count * size);
+    vec->data = grown;
+    vec->capacity = capacity;
+  }
+  *out = (uint8_t*)vec->data + (size_t)vec->count++ * size;
+  memset(*out, 0, size);
+  return kiln_ok_status();
+}
+
+static const kiln_asm_name_t* kiln_asm_find(const kiln_asm_vec_t* vec,
+                                            kiln_string_view_t name) {
+  const kiln_asm_name_t* entries = (const kiln_asm_name_t*)vec->data;
+  for (uint32_t i = 0; i < vec->count; ++i) {
+    if (kiln_string_view_equal(entries[i].name, name)) return &entries[i];
+  }
+  return NULL;
+}
+
+// ---- tokenizer ----
+
+static int kiln_asm_hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static kiln_status_t kiln_asm_tokenize(kiln_asm_t* a, kiln_string_view_t text) {
+  kiln_asm_line_t* line = &a->line;
+  line->count = 0;
+  size_t i = 0;
+  while (i < text.size) {
+    char c = text.data[i];
+    if (c == ' ' || c == '\t' || c == '\r' || c == ',') {
+      ++i;
+      continue;
+    }
+    if (c == '#' || c == ';') break;
+    if (line->count == KILN_ASM_MAX_TOKENS) {
+      return kiln_asm_error(a, "more than %d tokens on one line",
+                            KILN_ASM_MAX_TOKENS);
+    }
+    kiln_asm_token_t* token = &line->tokens[line->count++];
+    if (c == '"') {
+      // Decode into the arena; the worst case is the raw length.
+      char* out = NULL;
+      KILN_RETURN_IF_ERROR(kiln_arena_allocate(&a->arena, text.size - i + 1,
+                                               (void**)&out));
+      size_t length = 0;
+      ++i;
+      bool closed = false;
+      while (i < text.size) {
+        char s = text.data[i++];
+        if (s == '"') {
+          closed = true;
+          break;
+        }
+        if (s == '\\') {
+          if (i >= text.size) break;
+          char e = text.data[i++];
+          switch (e) {
+            case 'n': out[length++] = '\n'; break;
+            case 't': out[length++] = '\t'; break;
+            case 'r': out[length++] = '\r'; break;
+            case '0': out[length++] = '\0'; break;
+            case '\\': out[length++] = '\\'; break;
+            case '"': out[length++] = '"'; break;
+            case 'x': {
+              int hi = i < text.size ? kiln_asm_hex_digit(text.data[i]) : -1;
+              int lo = i + 1 < text.size ? kiln_asm_hex_digit(text.data[i + 1]) : -1;
+              if (hi < 0 || lo < 0) {
+                return kiln_asm_error(a, "bad \\x escape in string");
+              }
+              out[length++] = (char)(hi * 16 + lo);
+              i += 2;
+              break;
+            }
+            default:
+              return kiln_asm_error(a, "unknown escape '\\%c' in string", e);
+          }
+          continue;
+        }
+        out[length++] = s;
+      }
+      if (!closed) return kiln_asm_error(a, "unterminated string");
+      token->text = kiln_make_string_view(out, length);
+      token->is_string = true;
+      continue;
+    }
+    size_t start = i;
+    while (i < text.size) {
+      char t = text.data[i];
+      if (t == ' ' || t == '\t' || t == '\r' || t == ',' || t == '#' ||
+          t == ';' || t == '"') {
+        break;
+      }
+      ++i;
+    }
+    token->text = kiln_make_string_view(text.data + start, i - start);
+    token->is_string = false;
+  }
+  return kiln_ok_status();
+}
+
+// Calls `fn` for every line; stops at the first error.
+typedef kiln_status_t (*kiln_asm_line_fn_t)(kiln_asm_t* a);
+static kiln_status_t kiln_asm_for_each_line(kiln_asm_t* a, kiln_asm_line_fn_t fn) {
+  kiln_string_view_t rest = a->source;
+  int number = 0;
+  while (rest.size) {
+    kiln_string_view_t text, tail;
+    if (!kiln_string_view_split(rest, '\n', &text, &tail)) tail = kiln_make_string_view("", 0);
+    rest = tail;
+    a->line.number = ++number;
+    KILN_RETURN_IF_ERROR(kiln_asm_tokenize(a, text));
+    if (a->line.count == 0) continue;
+    KILN_RETURN_IF_ERROR(fn(a));
+  }
+  return kiln_ok_status();
+}
+
+static bool kiln_asm_is(const kiln_asm_token_t* token, const char* word) {
+  return !token->is_string && kiln_string_view_equal_cstring(token->text, word);
+}
+
+static kiln_status_t kiln_asm_token(kiln_asm_t* a, int index,
+                                    const kiln_asm_token_t** out) {
+  if (index >= a->line.count) {
+    return kiln_asm_error(a, "missing operand %d", index);
+  }
+  *out = &a->line.tokens[index];
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_u64(kiln_asm_t* a, const kiln_asm_token_t* token,
+                                  uint64_t max, uint64_t* out) {
+  int64_t signed_value = 0;
+  kiln_status_t status = kiln_string_view_parse_i64(token->text, &signed_value);
+  if (!status) {
+    *out = (uint64_t)signed_value;
+  } else {
+    kiln_status_free(status);
+    status = kiln_string_view_parse_u64(token->text, out);
+    if (status) {
+      kiln_status_free(status);
+      return kiln_asm_error(a, "'%.*s' is not an integer",
+                            KILN_SV_ARG(token->text));
+    }
+  }
+  if (max != UINT64_MAX && *out > max && (int64_t)*out < -(int64_t)(max / 2) - 1) {
+    return kiln_asm_error(a, "%.*s is out of range", KILN_SV_ARG(token->text));
+  }
+  if (max != UINT64_MAX && signed_value >= 0 && *out > max) {
+    return kiln_asm_error(a, "%.*s is out of range", KILN_SV_ARG(token->text));
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_u32_at(kiln_asm_t* a, int index, uint32_t* out) {
+  const kiln_asm_token_t* token;
+  KILN_RETURN_IF_ERROR(kiln_asm_token(a, index, &token));
+  uint64_t value = 0;
+  KILN_RETURN_IF_ERROR(kiln_asm_u64(a, token, UINT32_MAX, &value));
+  if (value > UINT32_MAX) {
+    return kiln_asm_error(a, "%.*s does not fit 32 bits", KILN_SV_ARG(token->text));
+  }
+  *out = (uint32_t)value;
+  return kiln_ok_status();
+}
+
+// key value pairs after `first`: "features 3 subgroup 32".
+static kiln_status_t kiln_asm_keyword_u32(kiln_asm_t* a, int first,
+                                          const char* key, uint32_t* out) {
+  for (int i = first; i + 1 < a->line.count; ++i) {
+    if (kiln_asm_is(&a->line.tokens[i], key)) return kiln_asm_u32_at(a, i + 1, out);
+  }
+  return kiln_ok_status();
+}
+
+// ---- pass 1: module-level directives ----
+
+
+
+static void kiln_asm_exe_close_entry(kiln_asm_exe_builder_t* b) {
+  if (b->entries.count == 0) return;
+  kiln_format_entry_point_t* entry =
+      &((kiln_format_entry_point_t*)b->entries.data)[b->entries.count - 1];
+  entry->bindings = (const kiln_format_binding_t*)b->bindings.data;
+  entry->binding_count = b->bindings.count;
+  entry->specializations = (const kiln_format_specialization_t*)b->specs.data;
+  entry->specialization_count = b->specs.count;
+  memset(&b->bindings, 0, sizeof(b->bindings));
+  memset(&b->specs, 0, sizeof(b->specs));
+}
+
+static void kiln_asm_exe_close_variant(kiln_asm_exe_builder_t* b) {
+  kiln_asm_exe_close_entry(b);
+  if (b->variants.count == 0) return;
+  kiln_format_variant_t* variant =
+      &((kiln_format_variant_t*)b->variants.data)[b->variants.count - 1];
+  variant->spirv = (const uint8_t*)b->words.data;
+  variant->spirv_word_count = b->words.count;
+  variant->entry_points = (const kiln_format_entry_point_t*)b->entries.data;
+  variant->entry_point_count = b->entries.count;
+  memset(&b->words, 0, sizeof(b->words));
+  memset(&b->entries, 0, sizeof(b->entries));
+}
+
+static kiln_status_t kiln_asm_executable_line(kiln_asm_t* a) {
+  kiln_asm_exe_builder_t* b = &a->exe;
+  const kiln_asm_token_t* head = &a->line.tokens[0];
+  if (kiln_asm_is(head, "variant")) {
+    kiln_asm_exe_close_variant(b);
+    const kiln_asm_token_t* target;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &target));
+    if (!target->is_string) return kiln_asm_error(a, "variant needs a quoted target");
+    kiln_format_variant_t* variant = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->variants, sizeof(*variant), (void**)&variant));
+    variant->target = target->text;
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "features", &variant->required_features));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "subgroup", &variant->min_subgroup_size));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "shared", &variant->min_shared_memory_bytes));
+    KILN_RETURN_IF_ERROR(
+        kiln_asm_keyword_u32(a, 2, "invocations", &variant->min_workgroup_invocations));
+    return kiln_ok_status();
+  }
+  if (b->variants.count == 0) {
+    return kiln_asm_error(a, "'%.*s' before any 'variant' in executable",
+                          KILN_SV_ARG(head->text));
+  }
+  if (kiln_asm_is(head, "spirv")) {
+    for (int i = 1; i < a->line.count; ++i) {
+      uint32_t word = 0;
+      KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, i, &word));
+      uint8_t* slot = NULL;
+      KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->words, 4, (void**)&slot));
+      slot[0] = (uint8_t)word;
+      slot[1] = (uint8_t)(word >> 8);
+      slot[2] = (uint8_t)(word >> 16);
+      slot[3] = (uint8_t)(word >> 24);
+    }
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "entry")) {
+    kiln_asm_exe_close_entry(b);
+    const kiln_asm_token_t* name;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    kiln_format_entry_point_t* entry = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->entries, sizeof(*entry), (void**)&entry));
+    entry->name = name->text;
+    for (int i = 2; i < a->line.count; ++i) {
+      if (kiln_asm_is(&a->line.tokens[i], "workgroup")) {
+        for (int d = 0; d < 3; ++d) {
+          KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, i + 1 + d, &entry->workgroup_size[d]));
+        }
+      }
+    }
+    return kiln_asm_keyword_u32(a, 2, "push", &entry->push_constant_bytes);
+  }
+  if (b->entries.count == 0) {
+    return kiln_asm_error(a, "'%.*s' before any 'entry' in variant",
+                          KILN_SV_ARG(head->text));
+  }
+  if (kiln_asm_is(head, "binding")) {
+    kiln_format_binding_t* binding = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->bindings, sizeof(*binding), (void**)&binding));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &binding->set));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &binding->binding));
+    if (a->line.count > 3 && kiln_asm_is(&a->line.tokens[3], "readonly")) {
+      binding->flags = KILN_FORMAT_BINDING_READ_ONLY;
+    }
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "spec")) {
+    kiln_format_specialization_t* spec = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->specs, sizeof(*spec), (void**)&spec));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &spec->id));
+    return kiln_asm_u32_at(a, 2, &spec->value);
+  }
+  return kiln_asm_error(a, "unknown executable directive '%.*s'",
+                        KILN_SV_ARG(head->text));
+}
+
+
+static kiln_status_t kiln_asm_pass1_line(kiln_asm_t* a) {
+  const kiln_asm_token_t* head = &a->line.tokens[0];
+  if (a->in_function) {
+    if (kiln_asm_is(head, "end")) a->in_function = false;
+    return kiln_ok_status();
+  }
+  if (a->exe.active) {
+    if (kiln_asm_is(head, "end")) {
+      kiln_asm_exe_close_variant(&a->exe);
+      kiln_format_executable_t executable;
+      executable.name = a->exe.name;
+      executable.variants = (const kiln_format_variant_t*)a->exe.variants.data;
+      executable.variant_count = a->exe.variants.count;
+      memset(&a->exe, 0, sizeof(a->exe));
+      return kiln_module_writer_add_executable(a->writer, &executable);
+    }
+    return kiln_asm_executable_line(a);
+  }
+  if (kiln_asm_is(head, "module")) {
+    const kiln_asm_token_t* name;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    return kiln_module_writer_set_name(a->writer, name->text);
+  }
+  if (kiln_asm_is(head, "import")) {
+    int at = 1;
+    uint32_t flags = 0;
+    if (a->line.count > 1 && kiln_asm_is(&a->line.tokens[1], "optional")) {
+      flags = KILN_FORMAT_IMPORT_OPTIONAL;
+      at = 2;
+    }
+    const kiln_asm_token_t *name, *signature;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, at, &name));
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, at + 1, &signature));
+    if (kiln_asm_find(&a->imports, name->text)) {
+      return kiln_asm_error(a, "import '%.*s' declared twice", KILN_SV_ARG(name->text));
+    }
+    kiln_asm_name_t* entry = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->imports, sizeof(*entry), (void**)&entry));
+    entry->name = name->text;
+    kiln_status_t status = kiln_format_signature_parse(signature->text, &entry->signature);
+    if (status) {
+      kiln_status_free(status);
+      return kiln_asm_error(a, "bad signature '%.*s'", KILN_SV_ARG(signature->text));
+    }
+    return kiln_module_writer_add_import(a->writer, name->text, signature->text,
+                                         flags, &entry->ordinal);
+  }
+  if (kiln_asm_is(head, "globals")) {
+    uint32_t words = 0, refs = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &words));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &refs));
+    return kiln_module_writer_set_globals(a->writer, words, refs);
+  }
+  if (kiln_asm_is(head, "rodata")) {
+    // rodata NAME align N [auto|raw|zstd] (hex "..." | text "...")
+    const kiln_asm_token_t *name, *kind, *data;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    uint32_t alignment = 16;
+    int at = 2;
+    if (a->line.count > at && kiln_asm_is(&a->line.tokens[at], "align")) {
+      KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, at + 1, &alignment));
+      at += 2;
+    }
+    kiln_module_writer_compression_t compression = KILN_MODULE_WRITER_COMPRESSION_AUTO;
+    if (a->line.count > at && kiln_asm_is(&a->line.tokens[at], "raw")) {
+      compression = KILN_MODULE_WRITER_COMPRESSION_NONE;
+      ++at;
+    } else if (a->line.count > at && kiln_asm_is(&a->line.tokens[at], "zstd")) {
+      compression = KILN_MODULE_WRITER_COMPRESSION_ZSTD;
+      ++at;
+    } else if (a->line.count > at && kiln_asm_is(&a->line.tokens[at], "auto")) {
+      ++at;
+    }
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, at, &kind));
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, at + 1, &data));
+    if (!data->is_string) return kiln_asm_error(a, "rodata data must be a quoted string");
+    kiln_const_byte_span_t bytes = kiln_make_const_byte_span(data->text.data, data->text.size);
+    if (kiln_asm_is(kind, "hex")) {
+      uint8_t* decoded = NULL;
+      KILN_RETURN_IF_ERROR(kiln_arena_allocate(&a->arena, data->text.size / 2 + 1,
+                                               (void**)&decoded));
+      size_t count = 0;
+      int high = -1;
+      for (size_t i = 0; i < data->text.size; ++i) {
+        char c = data->text.data[i];
+        if (c == ' ' || c == '\n' || c == '\t') continue;
+        int digit = kiln_asm_hex_digit(c);
+        if (digit < 0) return kiln_asm_error(a, "bad hex digit '%c' in rodata", c);
+        if (high < 0) {
+          high = digit;
+        } else {
+          decoded[count++] = (uint8_t)(high * 16 + digit);
+          high = -1;
+        }
+      }
+      if (high >= 0) return kiln_asm_error(a, "odd number of hex digits in rodata");
+      bytes = kiln_make_const_byte_span(decoded, count);
+    } else if (!kiln_asm_is(kind, "text")) {
+      return kiln_asm_error(a, "rodata data kind must be 'hex' or 'text'");
+    }
+    if (kiln_asm_find(&a->rodata, name->text)) {
+      return kiln_asm_error(a, "rodata '%.*s' defined twice", KILN_SV_ARG(name->text));
+    }
+    kiln_asm_name_t* entry = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->rodata, sizeof(*entry), (void**)&entry));
+    entry->name = name->text;
+    return kiln_module_writer_add_rodata(a->writer, name->text, bytes, alignment,
+                                         compression, &entry->ordinal);
+  }
+  if (kiln_asm_is(head, "func")) {
+    const kiln_asm_token_t *name, *signature;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 2, &signature));
+    if (kiln_asm_find(&a->functions, name->text)) {
+      return kiln_asm_error(a, "function '%.*s' defined twice", KILN_SV_ARG(name->text));
+    }
+    kiln_asm_name_t* entry = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->functions, sizeof(*entry), (void**)&entry));
+    entry->name = name->text;
+    kiln_status_t status = kiln_format_signature_parse(signature->text, &entry->signature);
+    if (status) {
+      kiln_status_free(status);
+      return kiln_asm_error(a, "bad signature '%.*s'", KILN_SV_ARG(signature->text));
+    }
+    a->in_function = true;
+    return kiln_module_writer_declare_function(a->writer, name->text,
+                                               signature->text, &entry->ordinal);
+  }
+  if (kiln_asm_is(head, "export")) {
+    // export FUNC [as NAME]
+    const kiln_asm_token_t* function;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &function));
+    kiln_asm_name_t* entry = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->exports, sizeof(*entry), (void**)&entry));
+    entry->signature.text = function->text;  // the function it names
+    entry->name = function->text;
+    entry->ordinal = (uint32_t)a->line.number;
+    if (a->line.count > 3 && kiln_asm_is(&a->line.tokens[2], "as")) {
+      entry->name = a->line.tokens[3].text;
+    }
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "executable")) {
+    const kiln_asm_token_t* name;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    memset(&a->exe, 0, sizeof(a->exe));
+    a->exe.name = name->text;
+    a->exe.active = true;
+    return kiln_ok_status();
+  }
+  return kiln_asm_error(a, "unknown directive '%.*s'", KILN_SV_ARG(head->text));
+}
+
+// ---- pass 2: function bodies ----
+
+
+// Resolves a register token with the wanted prefix ('i', 'I' or 'r').
+static kiln_status_t kiln_asm_register(kiln_asm_t* a, const kiln_asm_token_t* token,
+                                       char prefix, uint16_t* out) {
+  kiln_string_view_t text = token->text;
+  const kiln_asm_name_t* alias = kiln_asm_find(&a->aliases, text);
+  if (alias) text = alias->signature.text;
+  if (token->is_string || text.size < 2 || text.data[0] != prefix) {
+    return kiln_asm_error(a, "expected a register '%c<n>', got '%.*s'", prefix,
+                          KILN_SV_ARG(token->text));
+  }
+  uint64_t value = 0;
+  kiln_status_t status = kiln_string_view_parse_u64(
+      kiln_string_view_substring(text, 1, SIZE_MAX), &value);
+  if (status || value > 0xFFFF) {
+    kiln_status_free(status);
+    return kiln_asm_error(a, "bad register '%.*s'", KILN_SV_ARG(token->text));
+  }
+  *out = (uint16_t)value;
+  uint32_t end = (uint32_t)value + (prefix == 'I' ? 2u : 1u);
+  if (prefix == 'r') {
+    if (end > a->max_ref) a->max_ref = end;
+  } else if (end > a->max_i32) {
+    a->max_i32 = end;
+  }
+  return kiln_ok_status();
+}
+
+static char kiln_asm_prefix_for_type(char type) {
+  if (type == KILN_VALUE_TYPE_REF) return 'r';
+  return kiln_value_type_is_64bit(type) ? 'I' : 'i';
+}
+
+static kiln_status_t kiln_asm_emit_u16(kiln_asm_t* a, uint16_t v) {
+  return kiln_byte_buffer_append_u16(&a->code, v);
+}
+static kiln_status_t kiln_asm_emit_u32(kiln_asm_t* a, uint32_t v) {
+  return kiln_byte_buffer_append_u32(&a->code, v);
+}
+
+// A register list typed by `types` (count values) from token *at; stops at
+// "->" or the line end.
+static kiln_status_t kiln_asm_register_list(kiln_asm_t* a, int* at,
+                                            const char* types, uint32_t count,
+                                            const char* what) {
+  int start = *at;
+  int end = start;
+  while (end < a->line.count && !kiln_asm_is(&a->line.tokens[end], "->")) ++end;
+  uint32_t given = (uint32_t)(end - start);
+  if (given != count) {
+    return kiln_asm_error(a, "%s list has %u registers, the signature needs %u",
+                          what, given, count);
+  }
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, (uint8_t)count));
+  for (uint32_t i = 0; i < count; ++i) {
+    uint16_t reg = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_register(a, &a->line.tokens[start + (int)i],
+                                           kiln_asm_prefix_for_type(types[i]), &reg));
+    KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, reg));
+  }
+  *at = end;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_call_lists(kiln_asm_t* a, int at,
+                                         const kiln_format_signature_t* callee) {
+  KILN_RETURN_IF_ERROR(kiln_asm_register_list(a, &at, callee->types,
+                                              callee->arg_count, "call argument"));
+  if (at < a->line.count) ++at;  // "->"
+  KILN_RETURN_IF_ERROR(kiln_asm_register_list(
+      a, &at, callee->types + callee->arg_count, callee->result_count, "call result"));
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_label_ref(kiln_asm_t* a, const kiln_asm_token_t* token) {
+  kiln_asm_fixup_t* fixup = NULL;
+  KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->fixups, sizeof(*fixup), (void**)&fixup));
+  fixup->position = (uint32_t)a->code.size;
+  fixup->label = token->text;
+  fixup->line = a->line.number;
+  return kiln_asm_emit_u32(a, 0);
+}
+
+static kiln_status_t kiln_asm_float_bits(kiln_asm_t* a, const kiln_asm_token_t* token,
+                                         bool is_double, uint64_t* out) {
+  kiln_string_view_t text = token->text;
+  if (kiln_string_view_starts_with(text, kiln_make_cstring_view("bits="))) {
+    const kiln_asm_token_t raw = {kiln_string_view_substring(text, 5, SIZE_MAX), false};
+    return kiln_asm_u64(a, &raw, is_double ? UINT64_MAX : UINT32_MAX, out);
+  }
+  char buffer[128];
+  if (text.size >= sizeof(buffer) || token->is_string) {
+    return kiln_asm_error(a, "bad float '%.*s'", KILN_SV_ARG(text));
+  }
+  memcpy(buffer, text.data, text.size);
+  buffer[text.size] = 0;
+  char* end = NULL;
+  errno = 0;
+  if (is_double) {
+    double value = strtod(buffer, &end);
+    memcpy(out, &value, 8);
+  } else {
+    float value = strtof(buffer, &end);
+    uint32_t bits;
+    memcpy(&bits, &value, 4);
+    *out = bits;
+  }
+  if (end == buffer || *end != 0) {
+    return kiln_asm_error(a, "bad float '%.*s'", KILN_SV_ARG(text));
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_instruction(kiln_asm_t* a) {
+  const kiln_asm_token_t* head = &a->line.tokens[0];
+  kiln_vm_opcode_t op = kiln_vm_op_lookup(head->text.data, (uint32_t)head->text.size);
+  if (op == KILN_VM_OP_COUNT) {
+    return kiln_asm_error(a, "unknown instruction '%.*s'", KILN_SV_ARG(head->text));
+  }
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, (uint8_t)op));
+  const char* kinds = kiln_vm_op_infos[op].operands;
+  int at = 1;
+  for (const char* kind = kinds; *kind; ++kind) {
+    const kiln_asm_token_t* token = NULL;
+    if (*kind != 'R') KILN_RETURN_IF_ERROR(kiln_asm_token(a, at, &token));
+    switch (*kind) {
+      case 'i': case 'l': case 'r': {
+        uint16_t reg = 0;
+        char prefix = *kind == 'l' ? 'I' : *kind;
+        KILN_RETURN_IF_ERROR(kiln_asm_register(a, token, prefix, &reg));
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, reg));
+        ++at;
+        break;
+      }
+      case 'k': case 'K': {
+        uint64_t value = 0;
+        KILN_RETURN_IF_ERROR(kiln_asm_u64(a, token, *kind == 'k' ? UINT32_MAX : UINT64_MAX, &value));
+        if (*kind == 'k') {
+          KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, (uint32_t)value));
+        } else {
+          KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(&a->code, value));
+        }
+        ++at;
+        break;
+      }
+      case 'f': case 'F': {
+        uint64_t bits = 0;
+        KILN_RETURN_IF_ERROR(kiln_asm_float_bits(a, token, *kind == 'F', &bits));
+        if (*kind == 'f') {
+          KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, (uint32_t)bits));
+        } else {
+          KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(&a->code, bits));
+        }
+        ++at;
+        break;
+      }
+      case 'L':
+        KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, token));
+        ++at;
+        break;
+      case 'c': {
+        const kiln_asm_name_t* callee = kiln_asm_find(&a->functions, token->text);
+        if (!callee) {
+          return kiln_asm_error(a, "call to unknown function '%.*s'", KILN_SV_ARG(token->text));
+        }
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, callee->ordinal));
+        return kiln_asm_call_lists(a, at + 1, &callee->signature);
+      }
+      case 'm': {
+        const kiln_asm_name_t* import = kiln_asm_find(&a->imports, token->text);
+        if (!import) {
+          return kiln_asm_error(a, "call to undeclared import '%.*s'", KILN_SV_ARG(token->text));
+        }
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, import->ordinal));
+        return kiln_asm_call_lists(a, at + 1, &import->signature);
+      }
+      case 'd': {
+        const kiln_asm_name_t* rodata = kiln_asm_find(&a->rodata, token->text);
+        if (!rodata) {
+          return kiln_asm_error(a, "unknown rodata '%.*s'", KILN_SV_ARG(token->text));
+        }
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, rodata->ordinal));
+        ++at;
+        break;
+      }
+      case 's': {
+        if (!token->is_string) return kiln_asm_error(a, "expected a quoted string");
+        uint32_t ordinal = 0;
+        KILN_RETURN_IF_ERROR(kiln_module_writer_add_string(a->writer, token->text, &ordinal));
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, ordinal));
+        ++at;
+        break;
+      }
+      case 'g': case 'G': case 'h': {
+        uint32_t slot = 0;
+        KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, at, &slot));
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, slot));
+        ++at;
+        break;
+      }
+      case 't': {
+        uint8_t type;
+        if (kiln_asm_is(token, "i32")) {
+          type = KILN_VM_LIST_I32;
+        } else if (kiln_asm_is(token, "i64")) {
+          type = KILN_VM_LIST_I64;
+        } else if (kiln_asm_is(token, "ref")) {
+          type = KILN_VM_LIST_REF;
+        } else {
+          return kiln_asm_error(a, "list element type must be i32, i64 or ref");
+        }
+        KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, type));
+        ++at;
+        break;
+      }
+      case 'T': {
+        // labels... default LABEL
+        int default_at = at;
+        while (default_at < a->line.count && !kiln_asm_is(&a->line.tokens[default_at], "default")) {
+          ++default_at;
+        }
+        if (default_at + 1 >= a->line.count) {
+          return kiln_asm_error(a, "br_table needs 'default LABEL' at the end");
+        }
+        uint32_t count = (uint32_t)(default_at - at);
+        if (count > 0xFFFF) return kiln_asm_error(a, "br_table has too many targets");
+        KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, (uint16_t)count));
+        for (int i = at; i < default_at; ++i) {
+          KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, &a->line.tokens[i]));
+        }
+        KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, &a->line.tokens[default_at + 1]));
+        at = default_at + 2;
+        break;
+      }
+      case 'R': {
+        const kiln_format_signature_t* signature = &a->function->signature;
+        KILN_RETURN_IF_ERROR(kiln_asm_register_list(
+            a, &at, signature->types + signature->arg_count,
+            signature->result_count, "return"));
+        break;
+      }
+      default:
+        return kiln_asm_error(a, "internal: operand kind '%c'", *kind);
+    }
+  }
+  if (at < a->line.count) {
+    return kiln_asm_error(a, "unexpected operand '%.*s'", KILN_SV_ARG(a->line.tokens[at].text));
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_asm_finish_function(kiln_asm_t* a) {
+  const kiln_asm_fixup_t* fixups = (const kiln_asm_fixup_t*)a->fixups.data;
+  for (uint32_t i = 0; i < a->fixups.count; ++i) {
+    const kiln_asm_name_t* label = kiln_asm_find(&a->labels, fixups[i].label);
+    if (!label) {
+      a->line.number = fixups[i].line;
+      return kiln_asm_error(a, "unknown label '%.*s'", KILN_SV_ARG(fixups[i].label));
+    }
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u32(&a->code, fixups[i].position, label->ordinal));
+  }
+  return kiln_ok_status();
+}
+
+
+static kiln_status_t kiln_asm_pass2_line(kiln_asm_t* a) {
+  const kiln_asm_token_t* head = &a->line.tokens[0];
+  if (a->skip_block) {
+    if (kiln_asm_is(head, "end")) a->skip_block = false;
+    return kiln_ok_status();
+  }
+  if (!a->function) {
+    if (kiln_asm_is(head, "executable")) {
+      a->skip_block = true;
+      return kiln_ok_status();
+    }
+    if (!kiln_asm_is(head, "func")) return kiln_ok_status();
+    a->function = kiln_asm_find(&a->functions, a->line.tokens[1].text);
+    a->function_ordinal = a->function->ordinal;
+    a->code.size = 0;
+    memset(&a->labels, 0, sizeof(a->labels));
+    memset(&a->fixups, 0, sizeof(a->fixups));
+    memset(&a->aliases, 0, sizeof(a->aliases));
+    a->register_count = UINT32_MAX;
+    a->ref_count = UINT32_MAX;
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 3, "regs", &a->register_count));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 3, "refs", &a->ref_count));
+    // Arguments occupy the first registers.
+    const kiln_format_signature_t* signature = &a->function->signature;
+    uint32_t words = 0, refs = 0;
+    for (uint32_t i = 0; i < signature->arg_count; ++i) {
+      char type = signature->types[i];
+      if (type == KILN_VALUE_TYPE_REF) {
+        ++refs;
+      } else if (kiln_value_type_is_64bit(type)) {
+        words = ((words + 1) & ~1u) + 2;
+      } else {
+        ++words;
+      }
+    }
+    a->max_i32 = words;
+    a->max_ref = refs;
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "end")) {
+    KILN_RETURN_IF_ERROR(kiln_asm_finish_function(a));
+    uint32_t words = a->register_count != UINT32_MAX ? a->register_count : a->max_i32;
+    uint32_t refs = a->ref_count != UINT32_MAX ? a->ref_count : a->max_ref;
+    if (words > 0xFFFF || refs > 0xFFFF) {
+      return kiln_asm_error(a, "function uses too many registers");
+    }
+    KILN_RETURN_IF_ERROR(kiln_module_writer_define_function(
+        a->writer, a->function_ordinal, (uint16_t)words, (uint16_t)refs,
+        kiln_byte_buffer_span(&a->code)));
+    a->function = NULL;
+    return kiln_ok_status();
+  }
+  if (head->text.size > 1 && head->text.data[head->text.size - 1] == ':' &&
+      a->line.count == 1) {
+    kiln_string_view_t name = kiln_string_view_substring(head->text, 0, head->text.size - 1);
+    if (kiln_asm_find(&a->labels, name)) {
+      return kiln_asm_error(a, "label '%.*s' defined twice", KILN_SV_ARG(name));
+    }
+    kiln_asm_name_t* label = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->labels, sizeof(*label), (void**)&label));
+    label->name = name;
+    label->ordinal = (uint32_t)a->code.size;
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "alias")) {
+    const kiln_asm_token_t *name, *reg;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 2, &reg));
+    kiln_asm_name_t* alias = NULL;
+    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->aliases, sizeof(*alias), (void**)&alias));
+    alias->name = name->text;
+    alias->signature.text = reg->text;
+    return kiln_ok_status();
+  }
+  if (kiln_asm_is(head, "loc")) {
+    const kiln_asm_token_t* file;
+    uint32_t line = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &file));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &line));
+    return kiln_module_writer_add_location(a->writer, a->function_ordinal,
+                                           (uint32_t)a->code.size, file->text, line);
+  }
+  return kiln_asm_instruction(a);
+}
+
+static kiln_status_t kiln_asm_run(kiln_asm_t* a, kiln_byte_buffer_t* out) {
+  a->in_function = false;
+  memset(&a->exe, 0, sizeof(a->exe));
+  KILN_RETURN_IF_ERROR(kiln_asm_for_each_line(a, kiln_asm_pass1_line));
+  if (a->in_function || a->exe.active) {
+    return kiln_asm_error(a, "missing 'end' at the end of the file");
+  }
+  const kiln_asm_name_t* exports = (const kiln_asm_name_t*)a->exports.data;
+  for (uint32_t i = 0; i < a->exports.count; ++i) {
+    const kiln_asm_name_t* function = kiln_asm_find(&a->functions, exports[i].signature.text);
+    if (!function) {
+      a->line.number = (int)exports[i].ordinal;
+      return kiln_asm_error(a, "export of unknown function '%.*s'",
+                            KILN_SV_ARG(exports[i].signature.text));
+    }
+    KILN_RETURN_IF_ERROR(
+        kiln_module_writer_add_export(a->writer, exports[i].name, function->ordinal));
+  }
+  a->skip_block = false;
+  a->function = NULL;
+  KILN_RETURN_IF_ERROR(kiln_asm_for_each_line(a, kiln_asm_pass2_line));
+  return kiln_module_writer_finish(a->writer, out);
+}
+
+kiln_status_t kiln_assembler_assemble(kiln_string_view_t source,
+                                      const char* source_name,
+                                      kiln_allocator_t allocator,
+                                      kiln_byte_buffer_t* out) {
+  kiln_asm_t a;
+  memset(&a, 0, sizeof(a));
+  a.source = source;
+  a.source_name = source_name ? source_name : "<input>";
+  kiln_arena_init(&a.arena, allocator, 64 * 1024);
+  kiln_byte_buffer_init(&a.code, allocator);
+  kiln_status_t status = kiln_module_writer_create(allocator, &a.writer);
+  if (!status) status = kiln_asm_run(&a, out);
+  kiln_module_writer_destroy(a.writer);
+  kiln_byte_buffer_deinit(&a.code);
+  kiln_arena_deinit(&a.arena);
+  return status;
+}

@@ -1,0 +1,628 @@
+// The module writer (layout in docs/module-format.md). Entities are kept as
+// owned copies until finish(), which interns their strings and writes every
+// section into one buffer so file offsets are known as they are written.
+#include "kiln/compiler/module_writer.h"
+
+#include <string.h>
+#include <zstd.h>
+
+#include "kiln/base/arena.h"
+#include "kiln/base/size_math.h"
+#include "kiln/format/signature.h"
+
+typedef struct kiln_mw_import_t {
+  kiln_string_view_t name, signature;
+  uint32_t flags;
+} kiln_mw_import_t;
+
+typedef struct kiln_mw_function_t {
+  kiln_string_view_t name, signature;
+  bool defined;
+  uint16_t i32_register_count, ref_register_count;
+  kiln_const_byte_span_t bytecode;
+} kiln_mw_function_t;
+
+typedef struct kiln_mw_export_t {
+  kiln_string_view_t name;
+  uint32_t function;
+} kiln_mw_export_t;
+
+typedef struct kiln_mw_rodata_t {
+  kiln_string_view_t name;
+  kiln_const_byte_span_t stored;
+  uint64_t size;
+  uint32_t alignment, flags;
+} kiln_mw_rodata_t;
+
+typedef struct kiln_mw_location_t {
+  uint32_t function, bytecode_offset, line;
+  kiln_string_view_t file;
+} kiln_mw_location_t;
+
+// A growable array of fixed-size records in the arena.
+typedef struct kiln_mw_vector_t {
+  void* data;
+  uint32_t count, capacity;
+} kiln_mw_vector_t;
+
+struct kiln_module_writer_t {
+  kiln_allocator_t allocator;
+  kiln_arena_t arena;
+  kiln_string_view_t name;
+  kiln_mw_vector_t strings;  // kiln_string_view_t
+  kiln_mw_vector_t signatures;  // kiln_string_view_t (interned in finish)
+  kiln_mw_vector_t imports, functions, exports, rodata, locations;
+  uint32_t global_words, global_refs;
+  uint32_t executable_count;
+  kiln_byte_buffer_t executables;  // serialized bodies
+};
+
+static kiln_status_t kiln_mw_push(kiln_module_writer_t* writer,
+                                  kiln_mw_vector_t* vector, size_t size,
+                                  void** out_slot) {
+  if (vector->count == vector->capacity) {
+    uint32_t capacity = vector->capacity ? vector->capacity * 2 : 16;
+    void* grown = NULL;
+    KILN_RETURN_IF_ERROR(
+        kiln_arena_allocate_array(&writer->arena, capacity, size, &grown));
+    if (vector->count) memcpy(grown, vector->data, (size_t)vector->count * size);
+    vector->data = grown;
+    vector->capacity = capacity;
+  }
+  *out_slot = (uint8_t*)vector->data + (size_t)vector->count * size;
+  vector->count++;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_mw_copy(kiln_module_writer_t* writer,
+                                  kiln_string_view_t text,
+                                  kiln_string_view_t* out) {
+  char* copy = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_arena_strndup(&writer->arena, text.data, text.size, &copy));
+  *out = kiln_make_string_view(copy, text.size);
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_create(kiln_allocator_t allocator,
+                                        kiln_module_writer_t** out_writer) {
+  *out_writer = NULL;
+  kiln_module_writer_t* writer = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_calloc(allocator, sizeof(*writer), (void**)&writer));
+  writer->allocator = allocator;
+  kiln_arena_init(&writer->arena, allocator, 64 * 1024);
+  kiln_byte_buffer_init(&writer->executables, allocator);
+  *out_writer = writer;
+  return kiln_ok_status();
+}
+
+void kiln_module_writer_destroy(kiln_module_writer_t* writer) {
+  if (!writer) return;
+  kiln_byte_buffer_deinit(&writer->executables);
+  kiln_arena_deinit(&writer->arena);
+  kiln_allocator_free(writer->allocator, writer);
+}
+
+kiln_status_t kiln_module_writer_set_name(kiln_module_writer_t* writer,
+                                          kiln_string_view_t name) {
+  return kiln_mw_copy(writer, name, &writer->name);
+}
+
+static kiln_status_t kiln_mw_intern(kiln_module_writer_t* writer,
+                                    kiln_mw_vector_t* table,
+                                    kiln_string_view_t text,
+                                    uint32_t* out_ordinal) {
+  kiln_string_view_t* entries = (kiln_string_view_t*)table->data;
+  for (uint32_t i = 0; i < table->count; ++i) {
+    if (kiln_string_view_equal(entries[i], text)) {
+      *out_ordinal = i;
+      return kiln_ok_status();
+    }
+  }
+  kiln_string_view_t* slot = NULL;
+  KILN_RETURN_IF_ERROR(kiln_mw_push(writer, table, sizeof(*slot), (void**)&slot));
+  *out_ordinal = table->count - 1;
+  return kiln_mw_copy(writer, text, slot);
+}
+
+kiln_status_t kiln_module_writer_add_string(kiln_module_writer_t* writer,
+                                            kiln_string_view_t text,
+                                            uint32_t* out_ordinal) {
+  return kiln_mw_intern(writer, &writer->strings, text, out_ordinal);
+}
+
+static kiln_status_t kiln_mw_check_signature(kiln_string_view_t text) {
+  kiln_format_signature_t parsed;
+  return kiln_format_signature_parse(text, &parsed);
+}
+
+kiln_status_t kiln_module_writer_add_import(kiln_module_writer_t* writer,
+                                            kiln_string_view_t name,
+                                            kiln_string_view_t signature,
+                                            uint32_t flags,
+                                            uint32_t* out_ordinal) {
+  KILN_RETURN_IF_ERROR(kiln_mw_check_signature(signature));
+  if (flags & ~KILN_FORMAT_IMPORT_OPTIONAL) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "import '%.*s': unknown flags 0x%x",
+                            KILN_SV_ARG(name), flags);
+  }
+  kiln_mw_import_t* import = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_mw_push(writer, &writer->imports, sizeof(*import), (void**)&import));
+  import->flags = flags;
+  *out_ordinal = writer->imports.count - 1;
+  KILN_RETURN_IF_ERROR(kiln_mw_copy(writer, name, &import->name));
+  return kiln_mw_copy(writer, signature, &import->signature);
+}
+
+kiln_status_t kiln_module_writer_declare_function(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    kiln_string_view_t signature, uint32_t* out_ordinal) {
+  KILN_RETURN_IF_ERROR(kiln_mw_check_signature(signature));
+  kiln_mw_function_t* function = NULL;
+  KILN_RETURN_IF_ERROR(kiln_mw_push(writer, &writer->functions,
+                                    sizeof(*function), (void**)&function));
+  memset(function, 0, sizeof(*function));
+  *out_ordinal = writer->functions.count - 1;
+  KILN_RETURN_IF_ERROR(kiln_mw_copy(writer, name, &function->name));
+  return kiln_mw_copy(writer, signature, &function->signature);
+}
+
+kiln_status_t kiln_module_writer_define_function(
+    kiln_module_writer_t* writer, uint32_t ordinal,
+    uint16_t i32_register_count, uint16_t ref_register_count,
+    kiln_const_byte_span_t bytecode) {
+  if (ordinal >= writer->functions.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "define_function: ordinal %u was not declared",
+                            ordinal);
+  }
+  kiln_mw_function_t* function =
+      &((kiln_mw_function_t*)writer->functions.data)[ordinal];
+  if (function->defined) {
+    return kiln_make_status(KILN_STATUS_ALREADY_EXISTS,
+                            "function '%.*s' is defined twice",
+                            KILN_SV_ARG(function->name));
+  }
+  void* copy = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate(&writer->arena, bytecode.size, &copy));
+  if (bytecode.size) memcpy(copy, bytecode.data, bytecode.size);
+  function->bytecode = kiln_make_const_byte_span(copy, bytecode.size);
+  function->i32_register_count = i32_register_count;
+  function->ref_register_count = ref_register_count;
+  function->defined = true;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_add_export(kiln_module_writer_t* writer,
+                                            kiln_string_view_t name,
+                                            uint32_t function) {
+  if (function >= writer->functions.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "export '%.*s': function %u was not declared",
+                            KILN_SV_ARG(name), function);
+  }
+  kiln_mw_export_t* entry = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_mw_push(writer, &writer->exports, sizeof(*entry), (void**)&entry));
+  entry->function = function;
+  return kiln_mw_copy(writer, name, &entry->name);
+}
+
+kiln_status_t kiln_module_writer_set_globals(kiln_module_writer_t* writer,
+                                            uint32_t word_count,
+                                            uint32_t ref_count) {
+  if (word_count > KILN_FORMAT_MAX_GLOBAL_WORDS ||
+      ref_count > KILN_FORMAT_MAX_GLOBAL_REFS) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "globals: %u words and %u refs exceed the limits",
+                            word_count, ref_count);
+  }
+  writer->global_words = word_count;
+  writer->global_refs = ref_count;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_add_rodata(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    kiln_const_byte_span_t data, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
+  if (!kiln_is_power_of_two(alignment) ||
+      alignment > KILN_FORMAT_RODATA_MAX_ALIGNMENT) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "rodata '%.*s': alignment %u must be a power of "
+                            "two up to %u",
+                            KILN_SV_ARG(name), alignment,
+                            KILN_FORMAT_RODATA_MAX_ALIGNMENT);
+  }
+  kiln_mw_rodata_t* rodata = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_mw_push(writer, &writer->rodata, sizeof(*rodata), (void**)&rodata));
+  memset(rodata, 0, sizeof(*rodata));
+  *out_ordinal = writer->rodata.count - 1;
+  rodata->alignment = alignment;
+  rodata->size = data.size;
+  KILN_RETURN_IF_ERROR(kiln_mw_copy(writer, name, &rodata->name));
+  bool try_zstd = compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
+                  (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO &&
+                   data.size >= 256);
+  if (try_zstd) {
+    size_t bound = ZSTD_compressBound(data.size);
+    void* compressed = NULL;
+    KILN_RETURN_IF_ERROR(
+        kiln_arena_allocate(&writer->arena, bound ? bound : 1, &compressed));
+    size_t written = ZSTD_compress(compressed, bound, data.data, data.size, 9);
+    if (ZSTD_isError(written)) {
+      return kiln_make_status(KILN_STATUS_INTERNAL,
+                              "rodata '%.*s': zstd failed: %s",
+                              KILN_SV_ARG(name), ZSTD_getErrorName(written));
+    }
+    if (compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
+        written <= data.size - data.size / 8) {
+      rodata->stored = kiln_make_const_byte_span(compressed, written);
+      rodata->flags = KILN_FORMAT_RODATA_ZSTD;
+      return kiln_ok_status();
+    }
+  }
+  void* copy = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate(&writer->arena, data.size, &copy));
+  if (data.size) memcpy(copy, data.data, data.size);
+  rodata->stored = kiln_make_const_byte_span(copy, data.size);
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_mw_put_string(kiln_byte_buffer_t* out,
+                                        kiln_string_view_t text) {
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, (uint32_t)text.size));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, text.data, text.size));
+  return kiln_byte_buffer_align(out, 4);
+}
+
+kiln_status_t kiln_module_writer_add_executable(
+    kiln_module_writer_t* writer, const kiln_format_executable_t* executable) {
+  kiln_byte_buffer_t* out = &writer->executables;
+  KILN_RETURN_IF_ERROR(kiln_mw_put_string(out, executable->name));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, executable->variant_count));
+  for (uint32_t v = 0; v < executable->variant_count; ++v) {
+    const kiln_format_variant_t* variant = &executable->variants[v];
+    if (variant->required_features & ~KILN_FORMAT_FEATURE_ALL) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "executable '%.*s' variant %u: unknown feature "
+                              "bits 0x%x",
+                              KILN_SV_ARG(executable->name), v,
+                              variant->required_features);
+    }
+    KILN_RETURN_IF_ERROR(kiln_mw_put_string(out, variant->target));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->required_features));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->min_subgroup_size));
+    KILN_RETURN_IF_ERROR(
+        kiln_byte_buffer_append_u32(out, variant->min_shared_memory_bytes));
+    KILN_RETURN_IF_ERROR(
+        kiln_byte_buffer_append_u32(out, variant->min_workgroup_invocations));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->spirv_word_count));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(
+        out, variant->spirv, (size_t)variant->spirv_word_count * 4));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->entry_point_count));
+    for (uint32_t p = 0; p < variant->entry_point_count; ++p) {
+      const kiln_format_entry_point_t* entry = &variant->entry_points[p];
+      KILN_RETURN_IF_ERROR(kiln_mw_put_string(out, entry->name));
+      for (int i = 0; i < 3; ++i) {
+        KILN_RETURN_IF_ERROR(
+            kiln_byte_buffer_append_u32(out, entry->workgroup_size[i]));
+      }
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, entry->push_constant_bytes));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, entry->binding_count));
+      for (uint32_t b = 0; b < entry->binding_count; ++b) {
+        KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, entry->bindings[b].set));
+        KILN_RETURN_IF_ERROR(
+            kiln_byte_buffer_append_u32(out, entry->bindings[b].binding));
+        KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, entry->bindings[b].flags));
+      }
+      KILN_RETURN_IF_ERROR(
+          kiln_byte_buffer_append_u32(out, entry->specialization_count));
+      for (uint32_t s = 0; s < entry->specialization_count; ++s) {
+        KILN_RETURN_IF_ERROR(
+            kiln_byte_buffer_append_u32(out, entry->specializations[s].id));
+        KILN_RETURN_IF_ERROR(
+            kiln_byte_buffer_append_u32(out, entry->specializations[s].value));
+      }
+    }
+  }
+  writer->executable_count++;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_add_location(kiln_module_writer_t* writer,
+                                              uint32_t function,
+                                              uint32_t bytecode_offset,
+                                              kiln_string_view_t file,
+                                              uint32_t line) {
+  kiln_mw_location_t* location = NULL;
+  KILN_RETURN_IF_ERROR(kiln_mw_push(writer, &writer->locations,
+                                    sizeof(*location), (void**)&location));
+  location->function = function;
+  location->bytecode_offset = bytecode_offset;
+  location->line = line;
+  return kiln_mw_copy(writer, file, &location->file);
+}
+
+// ---- finish ----
+
+typedef struct kiln_mw_layout_t {
+  kiln_byte_buffer_t* out;
+  size_t base;  // where this module starts in `out`
+  size_t table;  // offset of the section table
+  uint32_t section_count;
+} kiln_mw_layout_t;
+
+static kiln_status_t kiln_mw_begin_section(kiln_mw_layout_t* layout,
+                                           uint32_t id, size_t* out_start) {
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_align(layout->out, 8));
+  *out_start = layout->out->size;
+  size_t entry = layout->table + (size_t)layout->section_count * 24;
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u32(layout->out, entry, id));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(
+      layout->out, entry + 8, (uint64_t)(*out_start - layout->base)));
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_mw_end_section(kiln_mw_layout_t* layout,
+                                         size_t start) {
+  size_t entry = layout->table + (size_t)layout->section_count * 24;
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(
+      layout->out, entry + 16, (uint64_t)(layout->out->size - start)));
+  layout->section_count++;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_mw_string_ordinal(kiln_module_writer_t* writer,
+                                            kiln_string_view_t text,
+                                            uint32_t* out) {
+  return kiln_mw_intern(writer, &writer->strings, text, out);
+}
+
+static kiln_status_t kiln_mw_signature_ordinal(kiln_module_writer_t* writer,
+                                               kiln_string_view_t text,
+                                               uint32_t* out) {
+  return kiln_mw_intern(writer, &writer->signatures, text, out);
+}
+
+static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer,
+                                    kiln_byte_buffer_t* out) {
+  kiln_mw_import_t* imports = (kiln_mw_import_t*)writer->imports.data;
+  kiln_mw_function_t* functions = (kiln_mw_function_t*)writer->functions.data;
+  kiln_mw_export_t* exports = (kiln_mw_export_t*)writer->exports.data;
+  kiln_mw_rodata_t* rodata = (kiln_mw_rodata_t*)writer->rodata.data;
+  kiln_mw_location_t* locations = (kiln_mw_location_t*)writer->locations.data;
+  for (uint32_t i = 0; i < writer->functions.count; ++i) {
+    if (!functions[i].defined) {
+      return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                              "function '%.*s' (ordinal %u) was declared but "
+                              "never defined",
+                              KILN_SV_ARG(functions[i].name), i);
+    }
+  }
+  // Intern in a fixed order: signatures, then names.
+  uint32_t unused;
+  for (uint32_t i = 0; i < writer->imports.count; ++i) {
+    KILN_RETURN_IF_ERROR(
+        kiln_mw_signature_ordinal(writer, imports[i].signature, &unused));
+  }
+  for (uint32_t i = 0; i < writer->functions.count; ++i) {
+    KILN_RETURN_IF_ERROR(
+        kiln_mw_signature_ordinal(writer, functions[i].signature, &unused));
+  }
+  uint32_t name_string = KILN_FORMAT_NO_STRING;
+  if (writer->name.size) {
+    KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, writer->name, &name_string));
+  }
+  kiln_string_view_t* signature_texts = (kiln_string_view_t*)writer->signatures.data;
+  uint32_t* signature_strings = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(
+      &writer->arena, writer->signatures.count + 1u, sizeof(uint32_t),
+      (void**)&signature_strings));
+  for (uint32_t i = 0; i < writer->signatures.count; ++i) {
+    KILN_RETURN_IF_ERROR(
+        kiln_mw_string_ordinal(writer, signature_texts[i], &signature_strings[i]));
+  }
+  bool has_debug = writer->locations.count > 0;
+  for (uint32_t i = 0; i < writer->functions.count; ++i) {
+    if (functions[i].name.size) has_debug = true;
+  }
+  // Every remaining string gets its ordinal now, before any section is
+  // written, so the strings section can come first.
+  for (uint32_t i = 0; i < writer->imports.count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, imports[i].name, &unused));
+  }
+  for (uint32_t i = 0; i < writer->exports.count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, exports[i].name, &unused));
+  }
+  if (has_debug) {
+    for (uint32_t i = 0; i < writer->functions.count; ++i) {
+      if (functions[i].name.size) {
+        KILN_RETURN_IF_ERROR(
+            kiln_mw_string_ordinal(writer, functions[i].name, &unused));
+      }
+    }
+  }
+  for (uint32_t i = 0; i < writer->rodata.count; ++i) {
+    if (rodata[i].name.size) {
+      KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, rodata[i].name, &unused));
+    }
+  }
+  for (uint32_t i = 0; i < writer->locations.count; ++i) {
+    KILN_RETURN_IF_ERROR(
+        kiln_mw_string_ordinal(writer, locations[i].file, &unused));
+  }
+
+  uint32_t section_count = 6 + (writer->global_words || writer->global_refs) +
+                           (writer->rodata.count > 0) +
+                           (writer->executable_count > 0) + has_debug;
+  kiln_mw_layout_t layout = {out, out->size, 0, 0};
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_MAGIC));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_VERSION));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name_string));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, section_count));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
+  layout.table = out->size;
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_zeros(out, (size_t)section_count * 24));
+  size_t start;
+
+  kiln_string_view_t* strings = (kiln_string_view_t*)writer->strings.data;
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_STRINGS, &start));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->strings.count));
+  for (uint32_t i = 0; i < writer->strings.count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, (uint32_t)strings[i].size));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, strings[i].data, strings[i].size));
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_SIGNATURES, &start));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->signatures.count));
+  for (uint32_t i = 0; i < writer->signatures.count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, signature_strings[i]));
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_IMPORTS, &start));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->imports.count));
+  for (uint32_t i = 0; i < writer->imports.count; ++i) {
+    uint32_t name, signature;
+    KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, imports[i].name, &name));
+    KILN_RETURN_IF_ERROR(kiln_mw_signature_ordinal(writer, imports[i].signature, &signature));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, signature));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, imports[i].flags));
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_EXPORTS, &start));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->exports.count));
+  for (uint32_t i = 0; i < writer->exports.count; ++i) {
+    uint32_t name;
+    KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, exports[i].name, &name));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, exports[i].function));
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_FUNCTIONS, &start));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->functions.count));
+  uint64_t bytecode_offset = 0;
+  for (uint32_t i = 0; i < writer->functions.count; ++i) {
+    uint32_t signature;
+    KILN_RETURN_IF_ERROR(kiln_mw_signature_ordinal(writer, functions[i].signature, &signature));
+    if (bytecode_offset + functions[i].bytecode.size > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "bytecode exceeds 4 GiB at function %u", i);
+    }
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, signature));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, (uint32_t)bytecode_offset));
+    KILN_RETURN_IF_ERROR(
+        kiln_byte_buffer_append_u32(out, (uint32_t)functions[i].bytecode.size));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u16(out, functions[i].i32_register_count));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u16(out, functions[i].ref_register_count));
+    bytecode_offset += functions[i].bytecode.size;
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_BYTECODE, &start));
+  for (uint32_t i = 0; i < writer->functions.count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, functions[i].bytecode.data,
+                                                 functions[i].bytecode.size));
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+
+  if (writer->global_words || writer->global_refs) {
+    KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_GLOBALS, &start));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->global_words));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->global_refs));
+    KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+  }
+
+  if (writer->rodata.count) {
+    KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_RODATA, &start));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->rodata.count));
+    size_t table = out->size;
+    for (uint32_t i = 0; i < writer->rodata.count; ++i) {
+      uint32_t name = KILN_FORMAT_NO_STRING;
+      if (rodata[i].name.size) {
+        KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, rodata[i].name, &name));
+      }
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, rodata[i].alignment));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, rodata[i].flags));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_zeros(out, 8));  // offset
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(out, rodata[i].stored.size));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(out, rodata[i].size));
+    }
+    for (uint32_t i = 0; i < writer->rodata.count; ++i) {
+      // Alignment counts from the module's first byte.
+      size_t relative = out->size - layout.base;
+      size_t aligned = 0;
+      if (!kiln_size_align_up(relative, rodata[i].alignment, &aligned)) {
+        return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "rodata layout overflow");
+      }
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_zeros(out, aligned - relative));
+      KILN_RETURN_IF_ERROR(
+          kiln_byte_buffer_patch_u64(out, table + (size_t)i * 40 + 16, aligned));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, rodata[i].stored.data,
+                                                   rodata[i].stored.size));
+    }
+    KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+  }
+
+  if (writer->executable_count) {
+    KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_EXECUTABLES, &start));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->executable_count));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, writer->executables.data,
+                                                 writer->executables.size));
+    KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+  }
+
+  if (has_debug) {
+    KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_DEBUG, &start));
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->functions.count));
+    for (uint32_t i = 0; i < writer->functions.count; ++i) {
+      uint32_t name = KILN_FORMAT_NO_STRING;
+      if (functions[i].name.size) {
+        KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, functions[i].name, &name));
+      }
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name));
+    }
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, writer->locations.count));
+    for (uint32_t i = 0; i < writer->locations.count; ++i) {
+      uint32_t file;
+      KILN_RETURN_IF_ERROR(kiln_mw_string_ordinal(writer, locations[i].file, &file));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, locations[i].function));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, locations[i].bytecode_offset));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, file));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, locations[i].line));
+    }
+    KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
+  }
+  if (layout.section_count != section_count) {
+    return kiln_make_status(KILN_STATUS_INTERNAL,
+                            "module writer: wrote %u sections, planned %u",
+                            layout.section_count, section_count);
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_finish(kiln_module_writer_t* writer,
+                                        kiln_byte_buffer_t* out) {
+  size_t start = out->size;
+  if (start % 8 != 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "module writer: output must start 8-byte aligned "
+                            "(it holds %zu bytes)",
+                            start);
+  }
+  kiln_status_t status = kiln_mw_finish(writer, out);
+  if (status) out->size = start;
+  return status;
+}

@@ -1,0 +1,726 @@
+// Command buffers. Commands are kept in a compact list and translated into a
+// VkCommandBuffer: at end() when no binding names a slot, otherwise at submit
+// time against the binding table, again only when the table changed. So a
+// program records once and resubmits with new buffers; an unchanged
+// resubmission costs one vkQueueSubmit.
+#include <stdlib.h>
+#include <string.h>
+
+#include "vulkan_internal.h"
+
+typedef enum cmd_type_e {
+  CMD_FILL,
+  CMD_UPDATE,
+  CMD_COPY,
+  CMD_BARRIER,
+  CMD_DISPATCH,
+} cmd_type_t;
+
+typedef struct cmd_t {
+  cmd_type_t type;
+  union {
+    struct {
+      VkBuffer target;
+      uint64_t offset, length;
+      uint32_t pattern;
+    } fill;
+    struct {
+      VkBuffer target;
+      uint64_t offset, length;
+      size_t data_offset;  // into the byte pool
+    } update;
+    struct {
+      VkBuffer source, target;
+      uint64_t source_offset, target_offset, length;
+    } copy;
+    struct {
+      VkPipelineStageFlags source_stages, target_stages;
+      VkAccessFlags source_access, target_access;
+    } barrier;
+    struct {
+      kiln_vk_executable_t* executable;
+      uint32_t entry_point;
+      uint32_t counts[3];
+      size_t push_offset;  // into the byte pool
+      uint32_t push_bytes;
+      size_t binding_start;  // into the binding pool
+      uint32_t binding_count;
+    } dispatch;
+  };
+} cmd_t;
+
+typedef struct kiln_vk_command_buffer_t {
+  kiln_hal_command_buffer_t base;
+  VkCommandPool pool;
+  VkCommandBuffer handle;
+  VkDescriptorPool descriptor_pool;
+  uint32_t descriptor_pool_sets;
+  uint32_t descriptor_pool_descriptors;
+  VkQueryPool query_pool;
+  uint32_t query_capacity;
+  // The recorded commands and the pools they point into.
+  cmd_t* commands;
+  size_t command_count, command_capacity;
+  kiln_hal_binding_t* bindings;
+  size_t binding_count, binding_capacity;
+  uint8_t* bytes;
+  size_t byte_count, byte_capacity;
+  // Objects the commands use, kept alive until the next begin.
+  kiln_hal_buffer_t** buffers;
+  size_t buffer_count, buffer_capacity;
+  kiln_hal_executable_t** executables;
+  size_t executable_count, executable_capacity;
+  // What the VkCommandBuffer was last translated with.
+  bool translated;
+  kiln_hal_binding_table_entry_t* bound_table;  // buffers retained
+  uint32_t bound_table_count;
+  uint64_t last_submit_value;
+  uint32_t translated_dispatch_count;
+} kiln_vk_command_buffer_t;
+
+static kiln_vk_device_t* cb_device(kiln_vk_command_buffer_t* cb) {
+  return kiln_vk_device_cast(cb->base.device);
+}
+
+// Grows an array of `element_size` items to hold one more.
+static kiln_status_t grow(void** items, size_t* capacity, size_t needed,
+                          size_t element_size) {
+  if (needed <= *capacity) return kiln_ok_status();
+  size_t new_capacity = *capacity ? *capacity : 16;
+  while (new_capacity < needed) new_capacity *= 2;
+  void* grown = realloc(*items, new_capacity * element_size);
+  if (!grown) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                            "out of host memory recording a command buffer");
+  }
+  *items = grown;
+  *capacity = new_capacity;
+  return kiln_ok_status();
+}
+
+static kiln_status_t push_command(kiln_vk_command_buffer_t* cb,
+                                  const cmd_t* command) {
+  KILN_RETURN_IF_ERROR(grow((void**)&cb->commands, &cb->command_capacity,
+                            cb->command_count + 1, sizeof(cmd_t)));
+  cb->commands[cb->command_count++] = *command;
+  return kiln_ok_status();
+}
+
+static kiln_status_t push_bytes(kiln_vk_command_buffer_t* cb, const void* data,
+                                size_t length, size_t* out_offset) {
+  size_t aligned = (cb->byte_count + 7) & ~(size_t)7;
+  KILN_RETURN_IF_ERROR(grow((void**)&cb->bytes, &cb->byte_capacity,
+                            aligned + length, 1));
+  memcpy(cb->bytes + aligned, data, length);
+  *out_offset = aligned;
+  cb->byte_count = aligned + length;
+  return kiln_ok_status();
+}
+
+static kiln_status_t keep_buffer(kiln_vk_command_buffer_t* cb,
+                                 kiln_hal_buffer_t* buffer) {
+  if (cb->buffer_count && cb->buffers[cb->buffer_count - 1] == buffer) {
+    return kiln_ok_status();
+  }
+  KILN_RETURN_IF_ERROR(grow((void**)&cb->buffers, &cb->buffer_capacity,
+                            cb->buffer_count + 1, sizeof(*cb->buffers)));
+  kiln_hal_buffer_retain(buffer);
+  cb->buffers[cb->buffer_count++] = buffer;
+  return kiln_ok_status();
+}
+
+static kiln_status_t keep_executable(kiln_vk_command_buffer_t* cb,
+                                     kiln_hal_executable_t* executable) {
+  if (cb->executable_count &&
+      cb->executables[cb->executable_count - 1] == executable) {
+    return kiln_ok_status();
+  }
+  KILN_RETURN_IF_ERROR(grow((void**)&cb->executables, &cb->executable_capacity,
+                            cb->executable_count + 1,
+                            sizeof(*cb->executables)));
+  kiln_hal_executable_retain(executable);
+  cb->executables[cb->executable_count++] = executable;
+  return kiln_ok_status();
+}
+
+static void release_bound_table(kiln_vk_command_buffer_t* cb) {
+  for (uint32_t i = 0; i < cb->bound_table_count; ++i) {
+    kiln_hal_buffer_release(cb->bound_table[i].buffer);
+  }
+  cb->bound_table_count = 0;
+}
+
+static void clear_recording(kiln_vk_command_buffer_t* cb) {
+  for (size_t i = 0; i < cb->buffer_count; ++i) {
+    kiln_hal_buffer_release(cb->buffers[i]);
+  }
+  for (size_t i = 0; i < cb->executable_count; ++i) {
+    kiln_hal_executable_release(cb->executables[i]);
+  }
+  cb->buffer_count = cb->executable_count = 0;
+  cb->command_count = cb->binding_count = cb->byte_count = 0;
+  release_bound_table(cb);
+  cb->translated = false;
+}
+
+static kiln_status_t wait_pending(kiln_vk_command_buffer_t* cb) {
+  return kiln_vk_device_wait_value(cb_device(cb), cb->last_submit_value,
+                                   KILN_INFINITE_TIMEOUT_NS);
+}
+
+// ---- recording (the vtable) ----
+
+static kiln_status_t cb_begin(kiln_hal_command_buffer_t* base) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  KILN_RETURN_IF_ERROR(wait_pending(cb));
+  clear_recording(cb);
+  return kiln_ok_status();
+}
+
+static kiln_status_t cb_fill(kiln_hal_command_buffer_t* base,
+                             kiln_hal_buffer_t* target, uint64_t offset,
+                             uint64_t length, uint32_t pattern) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  KILN_RETURN_IF_ERROR(keep_buffer(cb, target));
+  cmd_t command = {.type = CMD_FILL};
+  command.fill.target = kiln_vk_buffer_handle(target);
+  command.fill.offset = offset;
+  command.fill.length = length;
+  command.fill.pattern = pattern;
+  return push_command(cb, &command);
+}
+
+static kiln_status_t cb_update(kiln_hal_command_buffer_t* base,
+                               const void* data, kiln_hal_buffer_t* target,
+                               uint64_t offset, uint64_t length) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  if (length > SIZE_MAX / 2) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "update: %llu bytes is too large",
+                            (unsigned long long)length);
+  }
+  KILN_RETURN_IF_ERROR(keep_buffer(cb, target));
+  cmd_t command = {.type = CMD_UPDATE};
+  KILN_RETURN_IF_ERROR(
+      push_bytes(cb, data, (size_t)length, &command.update.data_offset));
+  command.update.target = kiln_vk_buffer_handle(target);
+  command.update.offset = offset;
+  command.update.length = length;
+  return push_command(cb, &command);
+}
+
+static kiln_status_t cb_copy(kiln_hal_command_buffer_t* base,
+                             kiln_hal_buffer_t* source, uint64_t source_offset,
+                             kiln_hal_buffer_t* target, uint64_t target_offset,
+                             uint64_t length) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  KILN_RETURN_IF_ERROR(keep_buffer(cb, source));
+  KILN_RETURN_IF_ERROR(keep_buffer(cb, target));
+  cmd_t command = {.type = CMD_COPY};
+  command.copy.source = kiln_vk_buffer_handle(source);
+  command.copy.target = kiln_vk_buffer_handle(target);
+  command.copy.source_offset = source_offset;
+  command.copy.target_offset = target_offset;
+  command.copy.length = length;
+  return push_command(cb, &command);
+}
+
+static void stage_masks(kiln_hal_stages_t stages, VkPipelineStageFlags* out_stages,
+                        VkAccessFlags* out_reads, VkAccessFlags* out_writes) {
+  *out_stages = 0;
+  *out_reads = 0;
+  *out_writes = 0;
+  if (stages & KILN_HAL_STAGE_DISPATCH) {
+    *out_stages |= VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+    *out_reads |= VK_ACCESS_SHADER_READ_BIT;
+    *out_writes |= VK_ACCESS_SHADER_WRITE_BIT;
+  }
+  if (stages & KILN_HAL_STAGE_TRANSFER) {
+    *out_stages |= VK_PIPELINE_STAGE_TRANSFER_BIT;
+    *out_reads |= VK_ACCESS_TRANSFER_READ_BIT;
+    *out_writes |= VK_ACCESS_TRANSFER_WRITE_BIT;
+  }
+  if (stages & KILN_HAL_STAGE_HOST) {
+    *out_stages |= VK_PIPELINE_STAGE_HOST_BIT;
+    *out_reads |= VK_ACCESS_HOST_READ_BIT;
+    *out_writes |= VK_ACCESS_HOST_WRITE_BIT;
+  }
+}
+
+static kiln_status_t cb_barrier(kiln_hal_command_buffer_t* base,
+                                kiln_hal_stages_t source,
+                                kiln_hal_stages_t target) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  cmd_t command = {.type = CMD_BARRIER};
+  VkAccessFlags reads, writes;
+  stage_masks(source, &command.barrier.source_stages, &reads, &writes);
+  command.barrier.source_access = writes;
+  stage_masks(target, &command.barrier.target_stages, &reads, &writes);
+  command.barrier.target_access = reads | writes;
+  return push_command(cb, &command);
+}
+
+static kiln_status_t cb_dispatch(kiln_hal_command_buffer_t* base,
+                                 const kiln_hal_dispatch_t* dispatch) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  KILN_RETURN_IF_ERROR(keep_executable(cb, dispatch->executable));
+  cmd_t command = {.type = CMD_DISPATCH};
+  command.dispatch.executable = (kiln_vk_executable_t*)dispatch->executable;
+  command.dispatch.entry_point = dispatch->entry_point;
+  memcpy(command.dispatch.counts, dispatch->workgroup_count,
+         sizeof(command.dispatch.counts));
+  command.dispatch.push_bytes = dispatch->push_constant_bytes;
+  if (dispatch->push_constant_bytes) {
+    KILN_RETURN_IF_ERROR(push_bytes(cb, dispatch->push_constants,
+                                    dispatch->push_constant_bytes,
+                                    &command.dispatch.push_offset));
+  }
+  KILN_RETURN_IF_ERROR(grow((void**)&cb->bindings, &cb->binding_capacity,
+                            cb->binding_count + dispatch->binding_count,
+                            sizeof(kiln_hal_binding_t)));
+  for (uint32_t i = 0; i < dispatch->binding_count; ++i) {
+    if (dispatch->bindings[i].buffer) {
+      KILN_RETURN_IF_ERROR(keep_buffer(cb, dispatch->bindings[i].buffer));
+    }
+  }
+  command.dispatch.binding_start = cb->binding_count;
+  command.dispatch.binding_count = dispatch->binding_count;
+  memcpy(cb->bindings + cb->binding_count, dispatch->bindings,
+         dispatch->binding_count * sizeof(kiln_hal_binding_t));
+  cb->binding_count += dispatch->binding_count;
+  return push_command(cb, &command);
+}
+
+// ---- translation into Vulkan ----
+
+// Resolves a binding (a buffer or a table slot) to a descriptor.
+static kiln_status_t resolve_binding(kiln_vk_command_buffer_t* cb,
+                                     const kiln_hal_binding_t* binding,
+                                     const kiln_hal_binding_table_t* table,
+                                     VkDescriptorBufferInfo* out_info) {
+  if (binding->buffer) {
+    out_info->buffer = kiln_vk_buffer_handle(binding->buffer);
+    out_info->offset = binding->offset;
+    out_info->range = binding->length;
+    return kiln_ok_status();
+  }
+  const kiln_hal_binding_table_entry_t* entry = &table->entries[binding->slot];
+  uint64_t entry_length = 0;
+  KILN_RETURN_IF_ERROR(kiln_hal_buffer_check_range(
+      entry->buffer, "binding table entry", entry->offset, entry->length,
+      &entry_length));
+  const kiln_hal_device_info_t* info = &cb->base.device->info;
+  uint64_t length = binding->length;
+  if (length == KILN_HAL_WHOLE_BUFFER) {
+    if (binding->offset > entry_length) length = UINT64_MAX;
+    else length = entry_length - binding->offset;
+  }
+  if (length == UINT64_MAX ||
+      !kiln_range_fits(binding->offset, length, entry_length)) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "slot %u: binding range [%llu, +%llu) does not "
+                            "fit the table entry's %llu bytes",
+                            binding->slot, (unsigned long long)binding->offset,
+                            (unsigned long long)binding->length,
+                            (unsigned long long)entry_length);
+  }
+  uint64_t offset = entry->offset + binding->offset;
+  if (offset % info->min_storage_buffer_offset_alignment || length == 0 ||
+      length > info->limits.max_storage_buffer_range) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "slot %u: offset %llu must be a multiple of %llu "
+                            "and length %llu in 1..%llu",
+                            binding->slot, (unsigned long long)offset,
+                            (unsigned long long)
+                                info->min_storage_buffer_offset_alignment,
+                            (unsigned long long)length,
+                            (unsigned long long)
+                                info->limits.max_storage_buffer_range);
+  }
+  out_info->buffer = kiln_vk_buffer_handle(entry->buffer);
+  out_info->offset = offset;
+  out_info->range = length;
+  return kiln_ok_status();
+}
+
+// Sizes the descriptor pool for dispatches that cannot push descriptors.
+static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
+  kiln_vk_device_t* device = cb_device(cb);
+  uint32_t sets = 0, descriptors = 0;
+  for (size_t i = 0; i < cb->command_count; ++i) {
+    const cmd_t* command = &cb->commands[i];
+    if (command->type != CMD_DISPATCH) continue;
+    const kiln_vk_entry_point_t* entry =
+        &command->dispatch.executable->entry_points[command->dispatch.entry_point];
+    if (entry->use_push_descriptors) continue;
+    for (uint32_t s = 0; s < entry->set_count; ++s) {
+      if (entry->set_binding_counts[s]) sets++;
+    }
+    descriptors += command->dispatch.binding_count;
+  }
+  if (sets == 0) return kiln_ok_status();
+  if (cb->descriptor_pool && sets <= cb->descriptor_pool_sets &&
+      descriptors <= cb->descriptor_pool_descriptors) {
+    return kiln_vk_result_status(
+        device->vk.vkResetDescriptorPool(device->device, cb->descriptor_pool, 0),
+        "vkResetDescriptorPool");
+  }
+  if (cb->descriptor_pool) {
+    device->vk.vkDestroyDescriptorPool(device->device, cb->descriptor_pool,
+                                       NULL);
+    cb->descriptor_pool = VK_NULL_HANDLE;
+  }
+  VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+  VkDescriptorPoolCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+      .maxSets = sets,
+      .poolSizeCount = 1,
+      .pPoolSizes = &size,
+  };
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      device->vk.vkCreateDescriptorPool(device->device, &info, NULL,
+                                        &cb->descriptor_pool),
+      "vkCreateDescriptorPool"));
+  cb->descriptor_pool_sets = sets;
+  cb->descriptor_pool_descriptors = descriptors;
+  return kiln_ok_status();
+}
+
+static kiln_status_t prepare_query_pool(kiln_vk_command_buffer_t* cb) {
+  if (!(cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
+    return kiln_ok_status();
+  }
+  uint32_t needed = 2 * cb->base.dispatch_count;
+  if (needed == 0 || needed <= cb->query_capacity) return kiln_ok_status();
+  kiln_vk_device_t* device = cb_device(cb);
+  if (cb->query_pool) {
+    device->vk.vkDestroyQueryPool(device->device, cb->query_pool, NULL);
+    cb->query_pool = VK_NULL_HANDLE;
+    cb->query_capacity = 0;
+  }
+  VkQueryPoolCreateInfo info = {
+      .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+      .queryType = VK_QUERY_TYPE_TIMESTAMP,
+      .queryCount = needed,
+  };
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      device->vk.vkCreateQueryPool(device->device, &info, NULL,
+                                   &cb->query_pool),
+      "vkCreateQueryPool"));
+  cb->query_capacity = needed;
+  return kiln_ok_status();
+}
+
+static kiln_status_t record_dispatch(kiln_vk_command_buffer_t* cb,
+                                     const cmd_t* command,
+                                     const kiln_hal_binding_table_t* table,
+                                     VkPipeline* io_bound_pipeline,
+                                     uint32_t dispatch_index) {
+  kiln_vk_device_t* device = cb_device(cb);
+  const struct VolkDeviceTable* vk = &device->vk;
+  const kiln_vk_entry_point_t* entry =
+      &command->dispatch.executable->entry_points[command->dispatch.entry_point];
+  if (*io_bound_pipeline != entry->pipeline) {
+    vk->vkCmdBindPipeline(cb->handle, VK_PIPELINE_BIND_POINT_COMPUTE,
+                          entry->pipeline);
+    *io_bound_pipeline = entry->pipeline;
+  }
+  const kiln_hal_binding_t* bindings = cb->bindings + command->dispatch.binding_start;
+  uint32_t binding_count = command->dispatch.binding_count;
+  for (uint32_t set = 0; set < entry->set_count && binding_count; ++set) {
+    if (!entry->set_binding_counts[set]) continue;
+    VkDescriptorBufferInfo infos[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
+    VkWriteDescriptorSet writes[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
+    uint32_t write_count = 0;
+    for (uint32_t i = 0; i < binding_count; ++i) {
+      if (bindings[i].set != set) continue;
+      KILN_RETURN_IF_ERROR(
+          resolve_binding(cb, &bindings[i], table, &infos[write_count]));
+      writes[write_count] = (VkWriteDescriptorSet){
+          .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+          .dstBinding = bindings[i].binding,
+          .descriptorCount = 1,
+          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+          .pBufferInfo = &infos[write_count],
+      };
+      write_count++;
+    }
+    if (entry->use_push_descriptors) {
+      vk->vkCmdPushDescriptorSetKHR(cb->handle, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                    entry->layout, set, write_count, writes);
+      continue;
+    }
+    VkDescriptorSetAllocateInfo allocate_info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = cb->descriptor_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &entry->set_layouts[set],
+    };
+    VkDescriptorSet descriptor_set = VK_NULL_HANDLE;
+    KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+        vk->vkAllocateDescriptorSets(device->device, &allocate_info,
+                                     &descriptor_set),
+        "vkAllocateDescriptorSets"));
+    for (uint32_t i = 0; i < write_count; ++i) writes[i].dstSet = descriptor_set;
+    vk->vkUpdateDescriptorSets(device->device, write_count, writes, 0, NULL);
+    vk->vkCmdBindDescriptorSets(cb->handle, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                entry->layout, set, 1, &descriptor_set, 0,
+                                NULL);
+  }
+  if (command->dispatch.push_bytes) {
+    vk->vkCmdPushConstants(cb->handle, entry->layout,
+                           VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           command->dispatch.push_bytes,
+                           cb->bytes + command->dispatch.push_offset);
+  }
+  bool timestamps = cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+  if (timestamps) {
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                            cb->query_pool, 2 * dispatch_index);
+  }
+  vk->vkCmdDispatch(cb->handle, command->dispatch.counts[0],
+                    command->dispatch.counts[1], command->dispatch.counts[2]);
+  if (timestamps) {
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                            cb->query_pool, 2 * dispatch_index + 1);
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
+                               const kiln_hal_binding_table_t* table) {
+  kiln_vk_device_t* device = cb_device(cb);
+  const struct VolkDeviceTable* vk = &device->vk;
+  cb->translated = false;
+  KILN_RETURN_IF_ERROR(prepare_descriptor_pool(cb));
+  KILN_RETURN_IF_ERROR(prepare_query_pool(cb));
+  VkCommandBufferBeginInfo begin = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+      .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT,
+  };
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      vk->vkBeginCommandBuffer(cb->handle, &begin), "vkBeginCommandBuffer"));
+  if ((cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS) &&
+      cb->base.dispatch_count) {
+    vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0,
+                            2 * cb->base.dispatch_count);
+  }
+  VkPipeline bound = VK_NULL_HANDLE;
+  uint32_t dispatch_index = 0;
+  kiln_status_t status = kiln_ok_status();
+  for (size_t i = 0; i < cb->command_count && !status; ++i) {
+    const cmd_t* command = &cb->commands[i];
+    switch (command->type) {
+      case CMD_FILL:
+        vk->vkCmdFillBuffer(cb->handle, command->fill.target,
+                            command->fill.offset, command->fill.length,
+                            command->fill.pattern);
+        break;
+      case CMD_UPDATE: {
+        // vkCmdUpdateBuffer takes at most 64 KiB per call.
+        for (uint64_t done = 0; done < command->update.length;) {
+          uint64_t chunk = command->update.length - done;
+          if (chunk > 65536) chunk = 65536;
+          vk->vkCmdUpdateBuffer(cb->handle, command->update.target,
+                                command->update.offset + done, chunk,
+                                cb->bytes + command->update.data_offset + done);
+          done += chunk;
+        }
+        break;
+      }
+      case CMD_COPY: {
+        VkBufferCopy region = {command->copy.source_offset,
+                               command->copy.target_offset,
+                               command->copy.length};
+        vk->vkCmdCopyBuffer(cb->handle, command->copy.source,
+                            command->copy.target, 1, &region);
+        break;
+      }
+      case CMD_BARRIER: {
+        VkMemoryBarrier barrier = {
+            .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+            .srcAccessMask = command->barrier.source_access,
+            .dstAccessMask = command->barrier.target_access,
+        };
+        vk->vkCmdPipelineBarrier(cb->handle, command->barrier.source_stages,
+                                 command->barrier.target_stages, 0, 1,
+                                 &barrier, 0, NULL, 0, NULL);
+        break;
+      }
+      case CMD_DISPATCH:
+        status = record_dispatch(cb, command, table, &bound, dispatch_index++);
+        break;
+    }
+  }
+  VkResult end_result = vk->vkEndCommandBuffer(cb->handle);
+  KILN_RETURN_IF_ERROR(status);
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(end_result, "vkEndCommandBuffer"));
+  cb->translated = true;
+  cb->translated_dispatch_count = dispatch_index;
+  return kiln_ok_status();
+}
+
+static kiln_status_t cb_end(kiln_hal_command_buffer_t* base) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  if (base->slot_count) return kiln_ok_status();  // translated at submit
+  static const kiln_hal_binding_table_t kEmpty = {NULL, 0};
+  return translate(cb, &kEmpty);
+}
+
+static bool table_matches(const kiln_vk_command_buffer_t* cb,
+                          const kiln_hal_binding_table_t* table,
+                          uint32_t slots) {
+  if (cb->bound_table_count != slots) return false;
+  for (uint32_t i = 0; i < slots; ++i) {
+    const kiln_hal_binding_table_entry_t* a = &cb->bound_table[i];
+    const kiln_hal_binding_table_entry_t* b = &table->entries[i];
+    if (a->buffer != b->buffer || a->offset != b->offset ||
+        a->length != b->length) {
+      return false;
+    }
+  }
+  return true;
+}
+
+kiln_status_t kiln_vk_command_buffer_prepare_submit(
+    kiln_hal_command_buffer_t* base, const kiln_hal_binding_table_t* table,
+    VkCommandBuffer* out_handle) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  *out_handle = VK_NULL_HANDLE;
+  uint32_t slots = base->slot_count;
+  if (slots && !(cb->translated && table_matches(cb, table, slots))) {
+    // Re-recording must not race a pending execution of the old recording.
+    KILN_RETURN_IF_ERROR(wait_pending(cb));
+    kiln_hal_binding_table_entry_t* copy =
+        realloc(cb->bound_table, slots * sizeof(*copy));
+    if (!copy) {
+      return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                              "out of host memory for a binding table");
+    }
+    for (uint32_t i = 0; i < slots; ++i) kiln_hal_buffer_retain(table->entries[i].buffer);
+    // The old entries are released after the new ones are retained, so a
+    // buffer in both stays alive.
+    for (uint32_t i = 0; i < cb->bound_table_count; ++i) {
+      kiln_hal_buffer_release(copy[i].buffer);
+    }
+    memcpy(copy, table->entries, slots * sizeof(*copy));
+    cb->bound_table = copy;
+    cb->bound_table_count = slots;
+    KILN_RETURN_IF_ERROR(translate(cb, table));
+  }
+  if (!cb->translated) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "command buffer has no valid recording (an "
+                            "earlier translation failed)");
+  }
+  *out_handle = cb->handle;
+  return kiln_ok_status();
+}
+
+void kiln_vk_command_buffer_mark_submitted(kiln_hal_command_buffer_t* base,
+                                           uint64_t submit_value) {
+  ((kiln_vk_command_buffer_t*)base)->last_submit_value = submit_value;
+}
+
+static kiln_status_t cb_dispatch_time_ns(kiln_hal_command_buffer_t* base,
+                                         uint32_t dispatch_index,
+                                         double* out_ns) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  if (!cb->last_submit_value || !cb->translated) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "dispatch_time_ns: the command buffer has not "
+                            "been submitted");
+  }
+  KILN_RETURN_IF_ERROR(wait_pending(cb));
+  kiln_vk_device_t* device = cb_device(cb);
+  uint64_t stamps[2] = {0, 0};
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      device->vk.vkGetQueryPoolResults(
+          device->device, cb->query_pool, 2 * dispatch_index, 2,
+          sizeof(stamps), stamps, sizeof(uint64_t),
+          VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+      "vkGetQueryPoolResults"));
+  uint32_t bits = device->support.timestamp_valid_bits;
+  uint64_t mask = bits >= 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+  uint64_t ticks = (stamps[1] - stamps[0]) & mask;
+  *out_ns = (double)ticks * base->device->info.timestamp_period_ns;
+  return kiln_ok_status();
+}
+
+static void cb_destroy(kiln_hal_command_buffer_t* base) {
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  kiln_vk_device_t* device = cb_device(cb);
+  kiln_status_ignore(wait_pending(cb));
+  clear_recording(cb);
+  if (cb->descriptor_pool) {
+    device->vk.vkDestroyDescriptorPool(device->device, cb->descriptor_pool,
+                                       NULL);
+  }
+  if (cb->query_pool) {
+    device->vk.vkDestroyQueryPool(device->device, cb->query_pool, NULL);
+  }
+  if (cb->pool) device->vk.vkDestroyCommandPool(device->device, cb->pool, NULL);
+  free(cb->commands);
+  free(cb->bindings);
+  free(cb->bytes);
+  free(cb->buffers);
+  free(cb->executables);
+  free(cb->bound_table);
+  kiln_allocator_free(device->base.allocator, cb);
+  kiln_hal_device_release(&device->base);
+}
+
+static const kiln_hal_command_buffer_vtable_t kCommandBufferVtable = {
+    .destroy = cb_destroy,
+    .begin = cb_begin,
+    .end = cb_end,
+    .fill = cb_fill,
+    .update = cb_update,
+    .copy = cb_copy,
+    .barrier = cb_barrier,
+    .dispatch = cb_dispatch,
+    .dispatch_time_ns = cb_dispatch_time_ns,
+};
+
+kiln_status_t kiln_vk_command_buffer_create(
+    kiln_hal_device_t* base, kiln_hal_command_buffer_flags_t flags,
+    kiln_hal_command_buffer_t** out) {
+  kiln_vk_device_t* device = kiln_vk_device_cast(base);
+  kiln_vk_command_buffer_t* cb = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_calloc(base->allocator, sizeof(*cb), (void**)&cb));
+  // One pool per command buffer: pools are externally synchronized, so
+  // command buffers on different threads never share one.
+  VkCommandPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+      .queueFamilyIndex = device->support.queue_family,
+  };
+  kiln_status_t status = kiln_vk_result_status(
+      device->vk.vkCreateCommandPool(device->device, &pool_info, NULL,
+                                     &cb->pool),
+      "vkCreateCommandPool");
+  if (!status) {
+    VkCommandBufferAllocateInfo allocate_info = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = cb->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    status = kiln_vk_result_status(
+        device->vk.vkAllocateCommandBuffers(device->device, &allocate_info,
+                                            &cb->handle),
+        "vkAllocateCommandBuffers");
+  }
+  if (status) {
+    if (cb->pool) device->vk.vkDestroyCommandPool(device->device, cb->pool, NULL);
+    kiln_allocator_free(base->allocator, cb);
+    return status;
+  }
+  kiln_hal_resource_init(&cb->base.resource, &kCommandBufferVtable);
+  kiln_hal_device_retain(base);
+  cb->base.device = base;
+  cb->base.flags = flags;
+  *out = &cb->base;
+  return kiln_ok_status();
+}

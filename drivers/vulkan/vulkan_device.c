@@ -1,0 +1,312 @@
+// Logical device creation and teardown, and the device vtable.
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vulkan_internal.h"
+
+uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns) {
+  if (timeout_ns == KILN_INFINITE_TIMEOUT_NS) return UINT64_MAX;
+  return timeout_ns <= 0 ? 0 : (uint64_t)timeout_ns;
+}
+
+kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
+                                        uint64_t value, int64_t timeout_ns) {
+  if (value == 0) return kiln_ok_status();
+  VkSemaphoreWaitInfo wait = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
+      .semaphoreCount = 1,
+      .pSemaphores = &device->submit_timeline,
+      .pValues = &value,
+  };
+  VkResult result = device->wait_semaphores(device->device, &wait,
+                                            kiln_vk_timeout_to_vulkan(timeout_ns));
+  if (result == VK_TIMEOUT) {
+    return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
+                            "device '%s': work did not finish within %lld ns",
+                            device->base.info.name, (long long)timeout_ns);
+  }
+  return kiln_vk_result_status(result, "vkWaitSemaphores");
+}
+
+static kiln_status_t device_wait_idle(kiln_hal_device_t* base,
+                                      int64_t timeout_ns) {
+  kiln_vk_device_t* device = kiln_vk_device_cast(base);
+  pthread_mutex_lock(&device->queue_mutex);
+  uint64_t value = device->submit_value;
+  pthread_mutex_unlock(&device->queue_mutex);
+  return kiln_vk_device_wait_value(device, value, timeout_ns);
+}
+
+static kiln_status_t device_cache_stats(kiln_hal_device_t* base,
+                                        kiln_hal_pipeline_cache_stats_t* out) {
+  *out = kiln_vk_device_cast(base)->cache_stats;
+  return kiln_ok_status();
+}
+
+static void device_destroy(kiln_hal_device_t* base) {
+  kiln_vk_device_t* device = kiln_vk_device_cast(base);
+  if (device->device) {
+    device->vk.vkDeviceWaitIdle(device->device);
+    kiln_vk_transfer_deinit(device);
+    kiln_vk_memory_deinit(&device->memory);
+    if (device->pipeline_cache) {
+      device->vk.vkDestroyPipelineCache(device->device, device->pipeline_cache,
+                                        NULL);
+    }
+    if (device->submit_timeline) {
+      device->vk.vkDestroySemaphore(device->device, device->submit_timeline,
+                                    NULL);
+    }
+    device->vk.vkDestroyDevice(device->device, NULL);
+  }
+  kiln_vk_instance_destroy(&device->instance);
+  pthread_mutex_destroy(&device->queue_mutex);
+  pthread_mutex_destroy(&device->transfer_mutex);
+  kiln_allocator_free(base->allocator, device);
+}
+
+static const kiln_hal_device_vtable_t kDeviceVtable = {
+    .destroy = device_destroy,
+    .buffer_allocate = kiln_vk_buffer_allocate,
+    .command_buffer_create = kiln_vk_command_buffer_create,
+    .executable_create = kiln_vk_executable_create,
+    .semaphore_create = kiln_vk_semaphore_create,
+    .fence_create = kiln_vk_fence_create,
+    .queue_submit = kiln_vk_queue_submit,
+    .wait_idle = device_wait_idle,
+    .write_buffer = kiln_vk_device_write_buffer,
+    .read_buffer = kiln_vk_device_read_buffer,
+    .pipeline_cache_stats = device_cache_stats,
+    .pipeline_cache_save = kiln_vk_pipeline_cache_save,
+};
+
+// Matches "0", "3" (ordinals) or a device UUID (with or without dashes).
+static bool path_matches(kiln_string_view_t path, uint32_t ordinal,
+                         const kiln_hal_device_info_t* info) {
+  if (path.size == 0) return ordinal == 0;
+  uint64_t number = 0;
+  kiln_status_t status = kiln_string_view_parse_u64(path, &number);
+  if (!status) return number == ordinal;
+  kiln_status_free(status);
+  char want[40], have[40];
+  size_t want_length = 0, have_length = 0;
+  for (size_t i = 0; i < path.size && want_length < sizeof(want) - 1; ++i) {
+    if (path.data[i] != '-') want[want_length++] = (char)tolower(path.data[i]);
+  }
+  for (const char* c = info->uuid_text; *c && have_length < sizeof(have) - 1;
+       ++c) {
+    if (*c != '-') have[have_length++] = *c;
+  }
+  return want_length == have_length && memcmp(want, have, have_length) == 0;
+}
+
+static kiln_status_t pick_physical_device(kiln_vk_device_t* device,
+                                          kiln_string_view_t path) {
+  VkInstance instance = device->instance.instance;
+  uint32_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      vkEnumeratePhysicalDevices(instance, &count, NULL),
+      "vkEnumeratePhysicalDevices"));
+  if (count == 0) {
+    return kiln_make_status(KILN_STATUS_UNAVAILABLE,
+                            "the Vulkan loader found no devices");
+  }
+  VkPhysicalDevice handles[32];
+  if (count > 32) count = 32;
+  VkResult result = vkEnumeratePhysicalDevices(instance, &count, handles);
+  if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
+    return kiln_vk_result_status(result, "vkEnumeratePhysicalDevices");
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    kiln_hal_device_info_t info;
+    kiln_vk_device_support_t support;
+    kiln_status_t status =
+        kiln_vk_query_device(instance, handles[i], i, &info, &support);
+    if (status) {
+      kiln_status_free(status);
+      continue;
+    }
+    if (!path_matches(path, i, &info)) continue;
+    bool validation = device->base.info.validation_enabled;
+    device->base.info = info;
+    device->base.info.validation_enabled = validation;
+    device->support = support;
+    device->physical_device = handles[i];
+    return kiln_ok_status();
+  }
+  return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                          "no usable Vulkan device matches '%.*s' (%u "
+                          "devices; use an ordinal or a device UUID)",
+                          KILN_SV_ARG(path), count);
+}
+
+static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
+  const kiln_vk_device_support_t* s = &device->support;
+  if (!s->timeline_semaphore) {
+    return kiln_make_status(KILN_STATUS_UNAVAILABLE,
+                            "device '%s' lacks timeline semaphores (Vulkan "
+                            "1.2 or VK_KHR_timeline_semaphore), which kiln "
+                            "needs",
+                            device->base.info.name);
+  }
+  const char* extensions[8];
+  uint32_t extension_count = 0;
+  if (s->push_descriptors) {
+    extensions[extension_count++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+  }
+  if (s->cooperative_matrix) {
+    extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  }
+  if (s->portability_subset) {
+    extensions[extension_count++] = "VK_KHR_portability_subset";
+  }
+  if (s->timeline_is_khr) {
+    extensions[extension_count++] = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+  }
+  bool v12 = s->api_version >= VK_API_VERSION_1_2;
+  bool v13 = s->api_version >= VK_API_VERSION_1_3;
+
+  // Only the features kernels use are enabled (robust buffer access stays
+  // off: it costs on real GPUs).
+  VkPhysicalDeviceFeatures2 features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.features.shaderInt64 = s->core_features.shaderInt64;
+  features.features.shaderInt16 = s->core_features.shaderInt16;
+  features.features.shaderFloat64 = s->core_features.shaderFloat64;
+  VkPhysicalDeviceVulkan11Features v11f = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+      .storageBuffer16BitAccess = s->v11.storageBuffer16BitAccess,
+      .uniformAndStorageBuffer16BitAccess =
+          s->v11.uniformAndStorageBuffer16BitAccess,
+  };
+  VkPhysicalDeviceVulkan12Features v12f = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+      .storageBuffer8BitAccess = s->v12.storageBuffer8BitAccess,
+      .uniformAndStorageBuffer8BitAccess =
+          s->v12.uniformAndStorageBuffer8BitAccess,
+      .shaderFloat16 = s->v12.shaderFloat16,
+      .shaderInt8 = s->v12.shaderInt8,
+      .timelineSemaphore = VK_TRUE,
+      .vulkanMemoryModel = s->v12.vulkanMemoryModel,
+      .vulkanMemoryModelDeviceScope = s->v12.vulkanMemoryModelDeviceScope,
+      .hostQueryReset = s->v12.hostQueryReset,
+  };
+  VkPhysicalDeviceVulkan13Features v13f = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+      .subgroupSizeControl = s->v13.subgroupSizeControl,
+      .computeFullSubgroups = s->v13.computeFullSubgroups,
+      .shaderIntegerDotProduct = s->v13.shaderIntegerDotProduct,
+  };
+  VkPhysicalDevice16BitStorageFeatures storage16 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES,
+      .storageBuffer16BitAccess = s->v11.storageBuffer16BitAccess,
+  };
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES,
+      .timelineSemaphore = VK_TRUE,
+  };
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+      .cooperativeMatrix = VK_TRUE,
+  };
+  void* chain = NULL;
+  if (v12) {
+    v11f.pNext = chain;
+    chain = &v11f;
+    v12f.pNext = chain;
+    chain = &v12f;
+  } else {
+    storage16.pNext = chain;
+    chain = &storage16;
+    timeline.pNext = chain;
+    chain = &timeline;
+  }
+  if (v13) {
+    v13f.pNext = chain;
+    chain = &v13f;
+  }
+  if (s->cooperative_matrix) {
+    coop.pNext = chain;
+    chain = &coop;
+  }
+  features.pNext = chain;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+      .queueFamilyIndex = s->queue_family,
+      .queueCount = 1,
+      .pQueuePriorities = &priority,
+  };
+  VkDeviceCreateInfo create_info = {
+      .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+      .pNext = &features,
+      .queueCreateInfoCount = 1,
+      .pQueueCreateInfos = &queue_info,
+      .enabledExtensionCount = extension_count,
+      .ppEnabledExtensionNames = extensions,
+  };
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      vkCreateDevice(device->physical_device, &create_info, NULL,
+                     &device->device),
+      "vkCreateDevice"));
+  volkLoadDeviceTable(&device->vk, device->device);
+  device->vk.vkGetDeviceQueue(device->device, s->queue_family, 0,
+                              &device->queue);
+  if (s->timeline_is_khr) {
+    device->wait_semaphores = device->vk.vkWaitSemaphoresKHR;
+    device->signal_semaphore = device->vk.vkSignalSemaphoreKHR;
+    device->get_semaphore_counter_value =
+        device->vk.vkGetSemaphoreCounterValueKHR;
+  } else {
+    device->wait_semaphores = device->vk.vkWaitSemaphores;
+    device->signal_semaphore = device->vk.vkSignalSemaphore;
+    device->get_semaphore_counter_value = device->vk.vkGetSemaphoreCounterValue;
+  }
+  VkSemaphoreTypeCreateInfo type_info = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+      .initialValue = 0,
+  };
+  VkSemaphoreCreateInfo semaphore_info = {
+      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type_info};
+  return kiln_vk_result_status(
+      device->vk.vkCreateSemaphore(device->device, &semaphore_info, NULL,
+                                   &device->submit_timeline),
+      "vkCreateSemaphore (submit timeline)");
+}
+
+kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
+                                    const kiln_hal_device_options_t* options,
+                                    kiln_allocator_t allocator,
+                                    kiln_hal_device_t** out_device) {
+  *out_device = NULL;
+  KILN_RETURN_IF_ERROR(kiln_vk_loader_initialize());
+  kiln_vk_device_t* device = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_calloc(allocator, sizeof(*device), (void**)&device));
+  kiln_hal_resource_init(&device->base.resource, &kDeviceVtable);
+  device->base.allocator = allocator;
+  pthread_mutex_init(&device->queue_mutex, NULL);
+  pthread_mutex_init(&device->transfer_mutex, NULL);
+  device->print_validation_messages = options->print_validation_messages;
+  bool validation =
+      options->enable_validation || kiln_vk_validation_from_environment();
+  device->base.info.validation_enabled = validation;
+  kiln_vk_memory_init(&device->memory, device);
+  kiln_status_t status =
+      kiln_vk_instance_create(validation, device, &device->instance);
+  if (!status) status = pick_physical_device(device, path);
+  if (!status) status = create_logical_device(device);
+  if (!status) {
+    status = kiln_vk_pipeline_cache_create(device, options->pipeline_cache_path);
+  }
+  if (status) {
+    device_destroy(&device->base);
+    return status;
+  }
+  *out_device = &device->base;
+  return kiln_ok_status();
+}

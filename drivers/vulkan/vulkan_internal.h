@@ -1,0 +1,226 @@
+// The Vulkan driver's private structs. Device functions are called through a
+// per-device volk table (never the process-wide pointers), so devices with
+// and without the validation layer can coexist.
+#ifndef KILN_DRIVERS_VULKAN_VULKAN_INTERNAL_H_
+#define KILN_DRIVERS_VULKAN_VULKAN_INTERNAL_H_
+
+#include <pthread.h>
+#include <volk.h>
+
+#include "kiln/base/size_math.h"
+#include "kiln/base/time.h"
+#include "kiln/hal/driver_api.h"
+#include "vulkan_cooperative_matrix.h"
+
+// ---- loader and instance (vulkan_instance.c) ----
+
+// Loads the Vulkan loader once; UNAVAILABLE with the reason when missing.
+kiln_status_t kiln_vk_loader_initialize(void);
+kiln_status_t kiln_vk_result_status(VkResult result, const char* what);
+const char* kiln_vk_result_name(VkResult result);
+
+typedef struct kiln_vk_instance_t {
+  VkInstance instance;
+  VkDebugUtilsMessengerEXT messenger;
+  bool validation;
+} kiln_vk_instance_t;
+
+// Creates an instance; with `validation` the Khronos layer and a messenger
+// that reports into `device` (may be NULL while enumerating).
+struct kiln_vk_device_t;
+kiln_status_t kiln_vk_instance_create(bool validation,
+                                      struct kiln_vk_device_t* device,
+                                      kiln_vk_instance_t* out_instance);
+void kiln_vk_instance_destroy(kiln_vk_instance_t* instance);
+
+// True when KILN_VULKAN_VALIDATION asks for the layer.
+bool kiln_vk_validation_from_environment(void);
+
+// ---- physical device facts (vulkan_device_info.c) ----
+
+typedef struct kiln_vk_device_support_t {
+  uint32_t api_version;
+  bool push_descriptors;
+  bool timeline_semaphore;
+  bool timeline_is_khr;  // 1.1 device: use the KHR entry points
+  bool subgroup_size_control;
+  bool cooperative_matrix;
+  bool portability_subset;
+  bool driver_properties;
+  uint32_t queue_family;
+  uint32_t timestamp_valid_bits;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
+  VkPhysicalDeviceFeatures core_features;
+  VkPhysicalDeviceVulkan11Features v11;  // filled for any API version
+  VkPhysicalDeviceVulkan12Features v12;
+  VkPhysicalDeviceVulkan13Features v13;
+  VkPhysicalDeviceMemoryProperties memory;
+} kiln_vk_device_support_t;
+
+kiln_status_t kiln_vk_query_device(VkInstance instance,
+                                   VkPhysicalDevice physical_device,
+                                   uint32_t ordinal,
+                                   kiln_hal_device_info_t* out_info,
+                                   kiln_vk_device_support_t* out_support);
+
+// ---- memory (vulkan_memory.c) ----
+
+typedef struct kiln_vk_block_t kiln_vk_block_t;
+
+typedef struct kiln_vk_allocation_t {
+  kiln_vk_block_t* block;
+  VkDeviceMemory memory;
+  VkDeviceSize offset;
+  VkDeviceSize size;
+  uint8_t* host_pointer;  // NULL when the memory is not mapped
+} kiln_vk_allocation_t;
+
+typedef struct kiln_vk_memory_t {
+  struct kiln_vk_device_t* device;
+  pthread_mutex_t mutex;
+  kiln_vk_block_t* blocks;
+  VkDeviceSize block_size;
+  uint64_t block_count;  // live VkDeviceMemory objects (for tests)
+} kiln_vk_memory_t;
+
+void kiln_vk_memory_init(kiln_vk_memory_t* memory,
+                         struct kiln_vk_device_t* device);
+void kiln_vk_memory_deinit(kiln_vk_memory_t* memory);
+kiln_status_t kiln_vk_memory_allocate(kiln_vk_memory_t* memory,
+                                      const VkMemoryRequirements* requirements,
+                                      kiln_hal_memory_type_t type,
+                                      kiln_vk_allocation_t* out_allocation);
+void kiln_vk_memory_free(kiln_vk_memory_t* memory,
+                         kiln_vk_allocation_t* allocation);
+
+// ---- device (vulkan_device.c) ----
+
+typedef struct kiln_vk_device_t {
+  kiln_hal_device_t base;
+  kiln_vk_instance_t instance;
+  bool print_validation_messages;
+  VkPhysicalDevice physical_device;
+  VkDevice device;
+  struct VolkDeviceTable vk;
+  PFN_vkWaitSemaphores wait_semaphores;
+  PFN_vkSignalSemaphore signal_semaphore;
+  PFN_vkGetSemaphoreCounterValue get_semaphore_counter_value;
+  kiln_vk_device_support_t support;
+  VkQueue queue;
+  pthread_mutex_t queue_mutex;
+  // Every submission signals this timeline with the next value, so command
+  // buffers know when their last use has finished.
+  VkSemaphore submit_timeline;
+  uint64_t submit_value;  // guarded by queue_mutex
+  kiln_vk_memory_t memory;
+  VkPipelineCache pipeline_cache;
+  kiln_hal_pipeline_cache_stats_t cache_stats;
+  // Host<->device transfers through staging (vulkan_transfer.c).
+  pthread_mutex_t transfer_mutex;
+  VkCommandPool transfer_pool;
+  VkCommandBuffer transfer_command_buffer;
+  kiln_hal_buffer_t* staging;
+} kiln_vk_device_t;
+
+static inline kiln_vk_device_t* kiln_vk_device_cast(kiln_hal_device_t* base) {
+  return (kiln_vk_device_t*)base;
+}
+
+kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
+                                    const kiln_hal_device_options_t* options,
+                                    kiln_allocator_t allocator,
+                                    kiln_hal_device_t** out_device);
+// Waits until the device's submit timeline reaches `value`.
+kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
+                                        uint64_t value, int64_t timeout_ns);
+// Timeline waits on the submit semaphore.
+uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
+
+// ---- objects ----
+
+typedef struct kiln_vk_buffer_t {
+  kiln_hal_buffer_t base;
+  VkBuffer handle;
+  kiln_vk_allocation_t allocation;
+} kiln_vk_buffer_t;
+
+kiln_status_t kiln_vk_buffer_allocate(kiln_hal_device_t* device,
+                                      const kiln_hal_buffer_params_t* params,
+                                      kiln_hal_buffer_t** out_buffer);
+static inline VkBuffer kiln_vk_buffer_handle(const kiln_hal_buffer_t* buffer) {
+  return ((const kiln_vk_buffer_t*)buffer)->handle;
+}
+
+kiln_status_t kiln_vk_device_write_buffer(kiln_hal_device_t* device,
+                                          kiln_hal_buffer_t* buffer,
+                                          uint64_t offset, const void* data,
+                                          uint64_t length);
+kiln_status_t kiln_vk_device_read_buffer(kiln_hal_device_t* device,
+                                         kiln_hal_buffer_t* buffer,
+                                         uint64_t offset, void* data,
+                                         uint64_t length);
+void kiln_vk_transfer_deinit(kiln_vk_device_t* device);
+
+typedef struct kiln_vk_entry_point_t {
+  VkPipeline pipeline;
+  VkPipelineLayout layout;
+  uint32_t set_count;  // highest used set + 1
+  VkDescriptorSetLayout set_layouts[KILN_HAL_MAX_DESCRIPTOR_SETS];
+  uint32_t set_binding_counts[KILN_HAL_MAX_DESCRIPTOR_SETS];
+  bool use_push_descriptors;  // all bindings in one set and the ext exists
+} kiln_vk_entry_point_t;
+
+typedef struct kiln_vk_executable_t {
+  kiln_hal_executable_t base;
+  VkShaderModule shader_module;
+  kiln_vk_entry_point_t* entry_points;
+} kiln_vk_executable_t;
+
+kiln_status_t kiln_vk_executable_create(kiln_hal_device_t* device,
+                                        const kiln_hal_executable_spec_t* spec,
+                                        uint32_t variant_index,
+                                        kiln_target_match_t match,
+                                        kiln_hal_executable_t** out);
+
+kiln_status_t kiln_vk_command_buffer_create(
+    kiln_hal_device_t* device, kiln_hal_command_buffer_flags_t flags,
+    kiln_hal_command_buffer_t** out);
+// Brings the Vulkan command buffer up to date with `table` (re-recording
+// when slot bindings changed) and returns the handle to submit.
+kiln_status_t kiln_vk_command_buffer_prepare_submit(
+    kiln_hal_command_buffer_t* command_buffer,
+    const kiln_hal_binding_table_t* table, VkCommandBuffer* out_handle);
+void kiln_vk_command_buffer_mark_submitted(
+    kiln_hal_command_buffer_t* command_buffer, uint64_t submit_value);
+
+typedef struct kiln_vk_semaphore_t {
+  kiln_hal_semaphore_t base;
+  VkSemaphore handle;
+} kiln_vk_semaphore_t;
+
+typedef struct kiln_vk_fence_t {
+  kiln_hal_fence_t base;
+  VkFence handle;
+} kiln_vk_fence_t;
+
+kiln_status_t kiln_vk_semaphore_create(kiln_hal_device_t* device,
+                                       uint64_t initial_value,
+                                       kiln_hal_semaphore_t** out);
+kiln_status_t kiln_vk_fence_create(kiln_hal_device_t* device,
+                                   kiln_hal_fence_t** out);
+
+// ---- pipeline cache (vulkan_pipeline_cache.c) ----
+
+// Loads `path` if it is a valid cache for this device; otherwise starts
+// empty and records why in the device's cache stats.
+kiln_status_t kiln_vk_pipeline_cache_create(kiln_vk_device_t* device,
+                                            const char* path);
+kiln_status_t kiln_vk_pipeline_cache_save(kiln_hal_device_t* device,
+                                          const char* path);
+
+// ---- submission (vulkan_submit.c) ----
+
+kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* device,
+                                   const kiln_hal_submit_batch_t* batch);
+
+#endif  // KILN_DRIVERS_VULKAN_VULKAN_INTERNAL_H_

@@ -1,0 +1,51 @@
+// Device buffers: allocation by memory type and usage, and mapping of
+// ranges (bounds-checked) for host-visible ones.
+#ifndef KILN_HAL_BUFFER_H_
+#define KILN_HAL_BUFFER_H_
+
+#include "kiln/hal/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_hal_buffer_params_t {
+  kiln_hal_memory_type_t memory_type;
+  kiln_hal_buffer_usage_t usage;
+  uint64_t size;  // bytes, > 0
+} kiln_hal_buffer_params_t;
+
+kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
+                                       const kiln_hal_buffer_params_t* params,
+                                       kiln_hal_buffer_t** out_buffer);
+void kiln_hal_buffer_retain(kiln_hal_buffer_t* buffer);
+void kiln_hal_buffer_release(kiln_hal_buffer_t* buffer);
+
+uint64_t kiln_hal_buffer_size(const kiln_hal_buffer_t* buffer);
+kiln_hal_memory_type_t kiln_hal_buffer_memory_type(
+    const kiln_hal_buffer_t* buffer);
+kiln_hal_buffer_usage_t kiln_hal_buffer_usage(const kiln_hal_buffer_t* buffer);
+kiln_hal_device_t* kiln_hal_buffer_device(const kiln_hal_buffer_t* buffer);
+
+// Maps [offset, offset + length) of a buffer allocated with
+// KILN_HAL_BUFFER_USAGE_MAPPING in host-visible or staging memory. The
+// pointer stays valid until the buffer is released; coherent memory needs no
+// unmap, but pairing calls keeps the code correct for non-coherent memory.
+kiln_status_t kiln_hal_buffer_map_range(kiln_hal_buffer_t* buffer,
+                                        uint64_t offset, uint64_t length,
+                                        void** out_data);
+kiln_status_t kiln_hal_buffer_unmap_range(kiln_hal_buffer_t* buffer,
+                                          uint64_t offset, uint64_t length);
+
+// Resolves KILN_HAL_WHOLE_BUFFER and checks the range; names the argument at
+// fault. Used by every entry point that takes a buffer range.
+kiln_status_t kiln_hal_buffer_check_range(const kiln_hal_buffer_t* buffer,
+                                          const char* what, uint64_t offset,
+                                          uint64_t length,
+                                          uint64_t* out_length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_HAL_BUFFER_H_
