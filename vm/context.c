@@ -310,3 +310,12 @@ kiln_vm_instance_t* kiln_vm_context_instance(const kiln_vm_context_t* context) {
 kiln_allocator_t kiln_vm_context_allocator(const kiln_vm_context_t* context) {
   return context->allocator;
 }
+
+size_t kiln_vm_context_module_count(const kiln_vm_context_t* context) {
+  return context->state_count;
+}
+
+kiln_vm_module_t* kiln_vm_context_module_at(const kiln_vm_context_t* context,
+                                            size_t index) {
+  return index < context->state_count ? context->states[index].module : NULL;
+}

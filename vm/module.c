@@ -64,6 +64,9 @@ static void kiln_vm_module_destroy(kiln_vm_ref_object_t* object) {
     kiln_allocator_free(allocator, module->bytes_allocation);
   }
   kiln_allocator_free(allocator, module->native_signatures);
+  if (module->is_native && module->native.destroy_user_data) {
+    module->native.destroy_user_data(module->native.user_data);
+  }
   kiln_allocator_free(allocator, module);
 }
 

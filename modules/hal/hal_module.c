@@ -116,8 +116,14 @@ static void kiln_hal_module_destroy_state(void* user_data, void* opaque) {
   kiln_allocator_free(state->allocator, state);
 }
 
-// The module keeps its user data alive through a tiny ref-less registry: the
-// export table and device live as long as the process-wide module object.
+// The export table and device reference live as long as the module.
+static void kiln_hal_module_destroy_user_data(void* opaque) {
+  kiln_hal_module_user_data_t* data = opaque;
+  kiln_hal_device_release(data->device);
+  kiln_allocator_free(data->allocator, data->exports);
+  kiln_allocator_free(data->allocator, data);
+}
+
 kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
                                      kiln_hal_device_t* device,
                                      kiln_vm_module_t** out_module) {
@@ -161,6 +167,7 @@ kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
       .user_data = data,
       .create_state = kiln_hal_module_create_state,
       .destroy_state = kiln_hal_module_destroy_state,
+      .destroy_user_data = kiln_hal_module_destroy_user_data,
   };
   status = kiln_vm_module_create_native(instance, &desc, out_module);
   if (!kiln_status_is_ok(status)) {
@@ -168,6 +175,6 @@ kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
     kiln_allocator_free(allocator, data);
     return status;
   }
-  kiln_hal_device_retain(device);
+  kiln_hal_device_retain(device);  // released in destroy_user_data
   return kiln_ok_status();
 }

@@ -2,6 +2,8 @@
 #ifndef KILN_MODULES_HAL_HAL_MODULE_STATE_H_
 #define KILN_MODULES_HAL_HAL_MODULE_STATE_H_
 
+#include <stdio.h>
+
 #include "hal_refs.h"
 #include "kiln/vm/buffer.h"
 #include "kiln/vm/context.h"

@@ -65,6 +65,11 @@ uint64_t kiln_vm_context_fuel(const kiln_vm_context_t* context);
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data);
 void* kiln_vm_context_user_data(const kiln_vm_context_t* context);
+// The context's modules in the order given at creation (native modules
+// such as hal look up data, e.g. executables, in the bytecode modules).
+size_t kiln_vm_context_module_count(const kiln_vm_context_t* context);
+kiln_vm_module_t* kiln_vm_context_module_at(const kiln_vm_context_t* context,
+                                            size_t index);
 kiln_vm_instance_t* kiln_vm_context_instance(const kiln_vm_context_t* context);
 kiln_allocator_t kiln_vm_context_allocator(const kiln_vm_context_t* context);
 

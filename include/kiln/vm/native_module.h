@@ -42,6 +42,9 @@ typedef struct kiln_vm_native_module_desc_t {
   kiln_status_t (*create_state)(void* user_data, kiln_vm_context_t* context,
                                 void** out_state);
   void (*destroy_state)(void* user_data, void* state);
+  // Optional: frees user_data when the module itself is destroyed (not
+  // called when kiln_vm_module_create_native fails).
+  void (*destroy_user_data)(void* user_data);
 } kiln_vm_native_module_desc_t;
 
 // Checks every signature and name; the descriptor is copied.
