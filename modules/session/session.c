@@ -1,0 +1,238 @@
+// The host-facing session: device + hal module + modules + context.
+#include "kiln/session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln/drivers/registration.h"
+#include "kiln/format/module_reader.h"
+#include "kiln/hal/buffer.h"
+#include "kiln/hal/driver_registry.h"
+
+enum { KILN_SESSION_MAX_MODULES = 32 };
+
+struct kiln_session_t {
+  kiln_allocator_t allocator;
+  kiln_vm_instance_t* instance;
+  kiln_hal_device_t* device;
+  kiln_vm_module_t* modules[KILN_SESSION_MAX_MODULES];  // [0] = hal
+  size_t module_count;
+  kiln_vm_context_t* context;  // made on first lookup
+};
+
+void kiln_session_options_init(kiln_session_options_t* options) {
+  memset(options, 0, sizeof(*options));
+  options->allocator = kiln_allocator_system();
+  options->device_uri = "vulkan";
+}
+
+kiln_status_t kiln_session_create(const kiln_session_options_t* options,
+                                  kiln_session_t** out_session) {
+  *out_session = NULL;
+  kiln_session_t* session = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_calloc(options->allocator,
+                                             sizeof(*session),
+                                             (void**)&session));
+  session->allocator = options->allocator;
+  kiln_status_t status =
+      kiln_vm_instance_create(options->allocator, &session->instance);
+  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
+  if (kiln_status_is_ok(status)) status = kiln_drivers_register_all(registry);
+  if (kiln_status_is_ok(status)) {
+    kiln_hal_device_options_t device_options;
+    kiln_hal_device_options_init(&device_options);
+    device_options.enable_validation = options->enable_validation;
+    device_options.pipeline_cache_path = options->pipeline_cache_path;
+    const char* uri = options->device_uri ? options->device_uri : "vulkan";
+    status = kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
+                                    &device_options, options->allocator,
+                                    &session->device);
+  }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_hal_module_create(session->instance, session->device,
+                                    &session->modules[0]);
+    if (kiln_status_is_ok(status)) session->module_count = 1;
+  }
+  if (!kiln_status_is_ok(status)) {
+    kiln_session_destroy(session);
+    return status;
+  }
+  *out_session = session;
+  return kiln_ok_status();
+}
+
+void kiln_session_destroy(kiln_session_t* session) {
+  if (!session) return;
+  kiln_vm_context_destroy(session->context);
+  for (size_t i = session->module_count; i-- > 0;) {
+    kiln_vm_module_release(session->modules[i]);
+  }
+  kiln_hal_device_release(session->device);
+  kiln_vm_instance_destroy(session->instance);
+  kiln_allocator_free(session->allocator, session);
+}
+
+kiln_vm_instance_t* kiln_session_instance(const kiln_session_t* session) {
+  return session->instance;
+}
+kiln_hal_device_t* kiln_session_device(const kiln_session_t* session) {
+  return session->device;
+}
+kiln_allocator_t kiln_session_allocator(const kiln_session_t* session) {
+  return session->allocator;
+}
+kiln_vm_context_t* kiln_session_context(kiln_session_t* session) {
+  return session->context;
+}
+
+static kiln_status_t kiln_session_check_can_add(kiln_session_t* session) {
+  if (session->context) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "modules must be added before the first lookup");
+  }
+  if (session->module_count == KILN_SESSION_MAX_MODULES) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                            "a session holds at most %d modules",
+                            KILN_SESSION_MAX_MODULES);
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_session_add_native_module(
+    kiln_session_t* session, const kiln_vm_native_module_desc_t* desc) {
+  KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
+  KILN_RETURN_IF_ERROR(kiln_vm_module_create_native(
+      session->instance, desc, &session->modules[session->module_count]));
+  session->module_count++;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_session_load_module_file(kiln_session_t* session,
+                                            const char* path) {
+  KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
+  KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_file(
+      session->instance, path, NULL, &session->modules[session->module_count]));
+  session->module_count++;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_session_load_module_memory(kiln_session_t* session,
+                                              kiln_const_byte_span_t bytes,
+                                              const char* what) {
+  KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
+  KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_memory(
+      session->instance, bytes, what, NULL,
+      &session->modules[session->module_count]));
+  session->module_count++;
+  return kiln_ok_status();
+}
+
+kiln_vm_module_t* kiln_session_main_module(const kiln_session_t* session) {
+  return session->module_count > 1 ? session->modules[session->module_count - 1]
+                                   : NULL;
+}
+
+// "a, b, c" of the main module's exports, for not-found messages.
+static void kiln_session_list_exports(const kiln_session_t* session,
+                                      char* text, size_t size) {
+  text[0] = 0;
+  const kiln_vm_module_t* module = kiln_session_main_module(session);
+  const kiln_format_module_t* format =
+      module ? kiln_vm_module_format(module) : NULL;
+  if (!format) return;
+  size_t used = 0;
+  for (uint32_t i = 0; i < format->export_count && used < size; ++i) {
+    used += (size_t)snprintf(text + used, size - used, "%s%.*s",
+                             i ? ", " : "",
+                             KILN_SV_ARG(format->exports[i].name));
+  }
+}
+
+kiln_status_t kiln_session_lookup(kiln_session_t* session, const char* name,
+                                  kiln_vm_function_t* out_function) {
+  memset(out_function, 0, sizeof(*out_function));
+  if (!session->context) {
+    KILN_RETURN_IF_ERROR(kiln_vm_context_create(
+        session->instance, session->modules, session->module_count, NULL,
+        &session->context));
+  }
+  kiln_status_t status =
+      kiln_vm_context_find_function(session->context, name, out_function);
+  if (kiln_status_code(status) == KILN_STATUS_NOT_FOUND) {
+    kiln_status_free(status);
+    char exports[1024];
+    kiln_session_list_exports(session, exports, sizeof(exports));
+    return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                            "no function '%s'; the module exports: %s", name,
+                            exports[0] ? exports : "(nothing)");
+  }
+  return status;
+}
+
+kiln_status_t kiln_session_invoke(kiln_session_t* session,
+                                  kiln_vm_function_t function,
+                                  const kiln_vm_value_t* args,
+                                  size_t arg_count, kiln_vm_value_t* results,
+                                  size_t result_count) {
+  if (!session->context) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "look the function up before invoking it");
+  }
+  return kiln_vm_context_invoke(session->context, function, args, arg_count,
+                                results, result_count);
+}
+
+kiln_status_t kiln_session_buffer_view_from_host(
+    kiln_session_t* session, kiln_hal_element_type_t element_type,
+    size_t rank, const int64_t* shape, const void* data, uint64_t byte_length,
+    kiln_hal_buffer_view_t** out_view) {
+  *out_view = NULL;
+  uint64_t element_count = 0, needed = 0;
+  KILN_RETURN_IF_ERROR(kiln_hal_shape_byte_length(element_type, rank, shape,
+                                                  &element_count, &needed));
+  if (needed != byte_length) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "host data holds %llu bytes but the shape needs "
+                            "%llu",
+                            (unsigned long long)byte_length,
+                            (unsigned long long)needed);
+  }
+  // Zero-sized tensors still get a (minimal) buffer so views stay valid.
+  kiln_hal_buffer_params_t params = {
+      .memory_type = KILN_HAL_MEMORY_DEVICE_LOCAL,
+      .usage = KILN_HAL_BUFFER_USAGE_DEFAULT,
+      .size = needed ? (needed + 3) & ~(uint64_t)3 : 4,
+  };
+  kiln_hal_buffer_t* buffer = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_hal_buffer_allocate(session->device, &params, &buffer));
+  kiln_status_t status = kiln_ok_status();
+  if (needed) {
+    status = kiln_hal_device_write_buffer(session->device, buffer, 0, data,
+                                          needed);
+  }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_hal_buffer_view_create(buffer, 0, element_type, rank, shape,
+                                         session->allocator, out_view);
+  }
+  kiln_hal_buffer_release(buffer);  // the view holds its own reference
+  return status;
+}
+
+kiln_status_t kiln_session_buffer_view_to_host(kiln_session_t* session,
+                                               kiln_hal_buffer_view_t* view,
+                                               void* data,
+                                               uint64_t byte_length) {
+  uint64_t length = kiln_hal_buffer_view_byte_length(view);
+  if (length != byte_length) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "the view holds %llu bytes, the host buffer %llu",
+                            (unsigned long long)length,
+                            (unsigned long long)byte_length);
+  }
+  if (length == 0) return kiln_ok_status();
+  return kiln_hal_device_read_buffer(session->device,
+                                     kiln_hal_buffer_view_buffer(view),
+                                     kiln_hal_buffer_view_offset(view), data,
+                                     length);
+}

@@ -1,0 +1,423 @@
+#include "run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/base/file.h"
+#include "kiln/base/time.h"
+#include "kiln/format/module_reader.h"
+#include "kiln/session.h"
+#include "kiln/vm/buffer.h"
+#include "npy.h"
+#include "tensor_text.h"
+
+void kiln_run_options_init(kiln_run_options_t* options) {
+  memset(options, 0, sizeof(*options));
+  options->expected_f16_threshold = 1e-3;
+  options->expected_f32_threshold = 1e-4;
+  options->expected_f64_threshold = 1e-4;
+  options->output_max_element_count = 1024;
+  options->call_count = 1;
+}
+
+// Host and HAL element types share their names ("f32", "i8", ...).
+static kiln_status_t kiln_run_to_hal_type(kiln_element_type_t type,
+                                          kiln_hal_element_type_t* out) {
+  const char* name = kiln_element_type_name(type);
+  return kiln_hal_element_type_parse(kiln_make_cstring_view(name), out);
+}
+
+static kiln_status_t kiln_run_from_hal_type(kiln_hal_element_type_t type,
+                                            kiln_element_type_t* out) {
+  const char* name = kiln_hal_element_type_name(type);
+  return kiln_element_type_parse(kiln_make_cstring_view(name), out);
+}
+
+// The function to run: --function, else the main module's only export.
+static kiln_status_t kiln_run_function_name(kiln_session_t* session,
+                                            const char* requested,
+                                            char* name, size_t size) {
+  if (requested) {
+    snprintf(name, size, "%s", requested);
+    return kiln_ok_status();
+  }
+  const kiln_format_module_t* format =
+      kiln_vm_module_format(kiln_session_main_module(session));
+  if (!format || format->export_count != 1) {
+    char list[1024] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; format && i < format->export_count && used < sizeof(list); ++i) {
+      used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%.*s",
+                               i ? ", " : "",
+                               KILN_SV_ARG(format->exports[i].name));
+    }
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "--function is required: the module exports %u "
+                            "functions (%s)",
+                            format ? format->export_count : 0,
+                            list[0] ? list : "none");
+  }
+  snprintf(name, size, "%.*s", KILN_SV_ARG(format->exports[0].name));
+  return kiln_ok_status();
+}
+
+// Turns one parsed --input into the value the signature wants.
+static kiln_status_t kiln_run_make_argument(kiln_session_t* session,
+                                            char type, size_t index,
+                                            kiln_input_value_t* input,
+                                            kiln_vm_value_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (type == KILN_VALUE_TYPE_REF) {
+    if (input->kind == KILN_INPUT_NULL) return kiln_ok_status();
+    if (input->kind != KILN_INPUT_TENSOR) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "input %zu: the function takes a tensor here "
+                              "(e.g. 2x2xf32=1 2 3 4), not a plain number",
+                              index);
+    }
+    kiln_hal_element_type_t element_type;
+    KILN_RETURN_IF_ERROR(
+        kiln_run_to_hal_type(input->tensor.element_type, &element_type));
+    kiln_hal_buffer_view_t* view = NULL;
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_session_buffer_view_from_host(
+            session, element_type, input->tensor.rank, input->tensor.dims,
+            input->tensor.data, input->tensor.byte_size, &view),
+        "uploading input %zu", index);
+    kiln_status_t status = kiln_hal_module_wrap_buffer_view(
+        kiln_session_allocator(session), view, &out->ref);
+    kiln_hal_buffer_view_release(view);
+    return status;
+  }
+  bool is_scalar_tensor = input->kind == KILN_INPUT_TENSOR &&
+                          input->tensor.element_count == 1 &&
+                          input->tensor.rank == 0;
+  if (input->kind != KILN_INPUT_SCALAR && !is_scalar_tensor) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "input %zu: the function takes a scalar of type "
+                            "'%c' here, e.g. --input=3",
+                            index, type);
+  }
+  double f64 = is_scalar_tensor ? kiln_host_tensor_get_f64(&input->tensor, 0)
+                                : input->scalar_f64;
+  int64_t i64 = input->kind == KILN_INPUT_SCALAR && input->scalar_is_integer
+                    ? input->scalar_i64
+                    : (int64_t)f64;
+  bool integral = input->kind == KILN_INPUT_SCALAR ? input->scalar_is_integer
+                                                   : f64 == (double)(int64_t)f64;
+  switch (type) {
+    case KILN_VALUE_TYPE_I32:
+      if (!integral || i64 < INT32_MIN || i64 > INT32_MAX) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "input %zu: expected an i32, got %.17g", index,
+                                f64);
+      }
+      *out = kiln_vm_value_i32((int32_t)i64);
+      return kiln_ok_status();
+    case KILN_VALUE_TYPE_I64:
+      if (!integral) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "input %zu: expected an i64, got %.17g", index,
+                                f64);
+      }
+      *out = kiln_vm_value_i64(i64);
+      return kiln_ok_status();
+    case KILN_VALUE_TYPE_F32:
+      *out = kiln_vm_value_f32((float)f64);
+      return kiln_ok_status();
+    default:
+      *out = kiln_vm_value_f64(f64);
+      return kiln_ok_status();
+  }
+}
+
+// Reads a result buffer view back into a host tensor.
+static kiln_status_t kiln_run_read_result(kiln_session_t* session,
+                                          kiln_vm_ref_object_t* ref,
+                                          size_t index,
+                                          kiln_host_tensor_t* out) {
+  char what[64];
+  snprintf(what, sizeof(what), "result %zu", index);
+  kiln_hal_buffer_view_t* view = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_module_unwrap_buffer_view(ref, what, &view));
+  kiln_element_type_t type;
+  KILN_RETURN_IF_ERROR(
+      kiln_run_from_hal_type(kiln_hal_buffer_view_element_type(view), &type));
+  int64_t dims[KILN_HOST_TENSOR_MAX_RANK];
+  size_t rank = kiln_hal_buffer_view_rank(view);
+  for (size_t i = 0; i < rank; ++i) dims[i] = kiln_hal_buffer_view_dim(view, i);
+  KILN_RETURN_IF_ERROR(kiln_host_tensor_allocate(
+      kiln_session_allocator(session), type, rank, dims, out));
+  kiln_status_t status =
+      kiln_session_buffer_view_to_host(session, view, out->data, out->byte_size);
+  if (!kiln_status_is_ok(status)) kiln_host_tensor_deinit(out);
+  return status;
+}
+
+static void kiln_run_print_scalar(FILE* out, char type, kiln_vm_value_t value) {
+  switch (type) {
+    case KILN_VALUE_TYPE_I32: fprintf(out, "i32=%d\n", value.i32); break;
+    case KILN_VALUE_TYPE_I64: fprintf(out, "i64=%lld\n", (long long)value.i64); break;
+    case KILN_VALUE_TYPE_F32: fprintf(out, "f32=%.9g\n", value.f32); break;
+    default: fprintf(out, "f64=%.17g\n", value.f64); break;
+  }
+}
+
+// Writes result `index` where --output says ("-", "@f.npy", "+f.npy",
+// "@f.bin").
+static kiln_status_t kiln_run_write_output(const char* target,
+                                           const kiln_host_tensor_t* tensor,
+                                           size_t max_elements, FILE* out) {
+  size_t length = strlen(target);
+  if (strcmp(target, "-") == 0) {
+    kiln_tensor_print(out, tensor, max_elements);
+    return kiln_ok_status();
+  }
+  bool is_npy = length > 4 && strcmp(target + length - 4, ".npy") == 0;
+  if ((target[0] == '@' || target[0] == '+') && is_npy) {
+    return kiln_npy_write_file(target + 1, tensor, target[0] == '+');
+  }
+  if (target[0] == '@' && length > 1) {
+    return kiln_file_write_all(target + 1, kiln_make_const_byte_span(
+                                               tensor->data, tensor->byte_size));
+  }
+  return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                          "--output='%s': expected '-', '@file.npy', "
+                          "'+file.npy' or '@file.bin'",
+                          target);
+}
+
+static double kiln_run_threshold(const kiln_run_options_t* options,
+                                 kiln_element_type_t type) {
+  switch (type) {
+    case KILN_ELEMENT_F16:
+    case KILN_ELEMENT_BF16: return options->expected_f16_threshold;
+    case KILN_ELEMENT_F64: return options->expected_f64_threshold;
+    default: return options->expected_f32_threshold;
+  }
+}
+
+static int kiln_compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct kiln_run_state_t {
+  const kiln_run_options_t* options;
+  FILE* out;
+  kiln_session_t* session;
+  kiln_input_parser_t parser;
+  kiln_input_value_t inputs[KILN_RUN_MAX_VALUES];
+  kiln_vm_value_t args[KILN_RUN_MAX_VALUES];
+  kiln_vm_value_t results[KILN_RUN_MAX_VALUES];
+  const kiln_format_signature_t* signature;
+  kiln_host_tensor_t result_tensors[KILN_RUN_MAX_VALUES];
+  kiln_input_value_t expected[KILN_RUN_MAX_VALUES];
+} kiln_run_state_t;
+
+static void kiln_run_release_values(kiln_vm_value_t* values, const char* types,
+                                    size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (types[i] == KILN_VALUE_TYPE_REF) kiln_vm_ref_release(values[i].ref);
+    memset(&values[i], 0, sizeof(values[i]));
+  }
+}
+
+// Prints results, writes --output targets, compares --expected_output.
+static kiln_status_t kiln_run_report(kiln_run_state_t* run, int* exit_code) {
+  const kiln_run_options_t* options = run->options;
+  const char* result_types = run->signature->types + run->signature->arg_count;
+  size_t result_count = run->signature->result_count;
+  if (options->expected_output_count &&
+      options->expected_output_count != result_count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "%zu --expected_output values for a function with "
+                            "%zu results",
+                            options->expected_output_count, result_count);
+  }
+  bool all_matched = true;
+  for (size_t i = 0; i < result_count; ++i) {
+    char type = result_types[i];
+    bool is_view = type == KILN_VALUE_TYPE_REF && run->results[i].ref &&
+                   run->results[i].ref->type == &kiln_hal_buffer_view_ref_type;
+    if (type == KILN_VALUE_TYPE_REF && !is_view) {
+      fprintf(run->out, "result[%zu]: %s\n", i,
+              run->results[i].ref ? run->results[i].ref->type->name : "(null)");
+      if (i < options->expected_output_count) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "result %zu is not a buffer view and cannot "
+                                "be compared",
+                                i);
+      }
+      continue;
+    }
+    if (type != KILN_VALUE_TYPE_REF) {
+      fprintf(run->out, "result[%zu]: ", i);
+      kiln_run_print_scalar(run->out, type, run->results[i]);
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(kiln_run_read_result(run->session, run->results[i].ref,
+                                              i, &run->result_tensors[i]));
+    const kiln_host_tensor_t* tensor = &run->result_tensors[i];
+    fprintf(run->out, "result[%zu]: hal.buffer_view\n", i);
+    if (i < options->output_count) {
+      KILN_RETURN_IF_ERROR_ANNOTATE(
+          kiln_run_write_output(options->outputs[i], tensor,
+                                options->output_max_element_count, run->out),
+          "writing result %zu", i);
+    } else {
+      kiln_tensor_print(run->out, tensor, options->output_max_element_count);
+    }
+    if (i < options->expected_output_count) {
+      KILN_RETURN_IF_ERROR_ANNOTATE(
+          kiln_input_parser_parse(&run->parser, options->expected_outputs[i],
+                                  &run->expected[i]),
+          "in --expected_output %zu", i);
+      if (run->expected[i].kind != KILN_INPUT_TENSOR) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "--expected_output %zu must be a tensor", i);
+      }
+      kiln_status_t mismatch = kiln_tensor_compare(
+          tensor, &run->expected[i].tensor,
+          kiln_run_threshold(options, tensor->element_type));
+      if (!kiln_status_is_ok(mismatch)) {
+        char* text = kiln_status_to_string(mismatch);
+        fprintf(run->out, "[FAILED] result[%zu]: %s\n", i, text);
+        free(text);
+        kiln_status_free(mismatch);
+        all_matched = false;
+      }
+    }
+  }
+  if (options->expected_output_count) {
+    if (all_matched) {
+      fprintf(run->out,
+              "[SUCCESS] all function outputs matched their expected values.\n");
+    } else {
+      *exit_code = 1;
+    }
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
+  const kiln_run_options_t* options = run->options;
+  if (options->module_count == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "no --module given (try --help)");
+  }
+  int64_t start_ns = kiln_time_now_ns();
+  kiln_session_options_t session_options;
+  kiln_session_options_init(&session_options);
+  if (options->device) session_options.device_uri = options->device;
+  session_options.enable_validation = options->validation;
+  session_options.pipeline_cache_path = options->pipeline_cache;
+  KILN_RETURN_IF_ERROR_ANNOTATE(
+      kiln_session_create(&session_options, &run->session),
+      "creating device '%s'", session_options.device_uri);
+  int64_t device_ns = kiln_time_now_ns();
+  for (size_t i = 0; i < options->module_count; ++i) {
+    KILN_RETURN_IF_ERROR(
+        kiln_session_load_module_file(run->session, options->modules[i]));
+  }
+  int64_t load_ns = kiln_time_now_ns();
+  char name[256];
+  KILN_RETURN_IF_ERROR(kiln_run_function_name(run->session, options->function,
+                                              name, sizeof(name)));
+  kiln_vm_function_t function;
+  KILN_RETURN_IF_ERROR(kiln_session_lookup(run->session, name, &function));
+  run->signature = function.signature;
+  size_t arg_count = run->signature->arg_count;
+  if (options->input_count != arg_count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "function '%s' takes %zu inputs (signature "
+                            "'%.*s'), got %zu --input values",
+                            name, arg_count,
+                            KILN_SV_ARG(run->signature->text),
+                            options->input_count);
+  }
+  if (run->signature->result_count > KILN_RUN_MAX_VALUES) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "too many results");
+  }
+  for (size_t i = 0; i < arg_count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_input_parser_parse(
+        &run->parser, options->inputs[i], &run->inputs[i]));
+    KILN_RETURN_IF_ERROR(kiln_run_make_argument(
+        run->session, run->signature->types[i], i, &run->inputs[i],
+        &run->args[i]));
+  }
+  fprintf(run->out, "EXEC @%s\n", name);
+  int calls = options->call_count > 0 ? options->call_count : 1;
+  double* call_ns = calloc((size_t)calls, sizeof(double));
+  if (!call_ns) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  kiln_status_t status = kiln_ok_status();
+  const char* result_types = run->signature->types + arg_count;
+  for (int c = 0; c < calls && kiln_status_is_ok(status); ++c) {
+    // Keep the last call's results; drop earlier ones.
+    kiln_run_release_values(run->results, result_types,
+                            run->signature->result_count);
+    int64_t t0 = kiln_time_now_ns();
+    status = kiln_session_invoke(run->session, function, run->args, arg_count,
+                                 run->results, run->signature->result_count);
+    call_ns[c] = (double)(kiln_time_now_ns() - t0);
+  }
+  if (kiln_status_is_ok(status)) status = kiln_run_report(run, exit_code);
+  if (kiln_status_is_ok(status) && options->print_statistics) {
+    double first = call_ns[0];
+    qsort(call_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
+    fprintf(run->out, "[statistics] device creation: %.3f ms\n",
+            (device_ns - start_ns) / 1e6);
+    fprintf(run->out, "[statistics] module load + verify: %.3f ms\n",
+            (load_ns - device_ns) / 1e6);
+    fprintf(run->out,
+            "[statistics] first call (records, builds pipelines): %.3f ms\n",
+            first / 1e6);
+    fprintf(run->out, "[statistics] calls: %d, median wall time: %.3f ms\n",
+            calls, call_ns[calls / 2] / 1e6);
+    kiln_hal_pipeline_cache_stats_t cache;
+    kiln_status_t cache_status = kiln_hal_device_pipeline_cache_stats(
+        kiln_session_device(run->session), &cache);
+    if (kiln_status_is_ok(cache_status)) {
+      fprintf(run->out,
+              "[statistics] pipelines created: %llu (cache file %s)\n",
+              (unsigned long long)cache.pipelines_created,
+              cache.loaded ? "used" : "not used");
+    }
+    kiln_status_free(cache_status);
+  }
+  if (kiln_status_is_ok(status) && options->pipeline_cache) {
+    status = kiln_hal_device_pipeline_cache_save(
+        kiln_session_device(run->session), options->pipeline_cache);
+  }
+  free(call_ns);
+  return status;
+}
+
+kiln_status_t kiln_run(const kiln_run_options_t* options, FILE* out,
+                       int* out_exit_code) {
+  *out_exit_code = 0;
+  kiln_run_state_t* run = calloc(1, sizeof(*run));
+  if (!run) return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  run->options = options;
+  run->out = out;
+  kiln_input_parser_init(&run->parser, kiln_allocator_system());
+  kiln_status_t status = kiln_run_inner(run, out_exit_code);
+  if (run->signature) {
+    kiln_run_release_values(run->args, run->signature->types,
+                            run->signature->arg_count);
+    kiln_run_release_values(run->results,
+                            run->signature->types + run->signature->arg_count,
+                            run->signature->result_count);
+  }
+  for (size_t i = 0; i < KILN_RUN_MAX_VALUES; ++i) {
+    kiln_input_value_deinit(&run->inputs[i]);
+    kiln_input_value_deinit(&run->expected[i]);
+    kiln_host_tensor_deinit(&run->result_tensors[i]);
+  }
+  kiln_input_parser_deinit(&run->parser);
+  kiln_session_destroy(run->session);
+  free(run);
+  return status;
+}
