@@ -251,6 +251,17 @@ bool kiln_vk_harness_validation_enabled(const kiln_vk_harness_t* h) {
   return h->validation;
 }
 
+void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* h) {
+  VkPushConstantRange range = {VK_SHADER_STAGE_COMPUTE_BIT, 0, 0};
+  VkPipelineLayoutCreateInfo info = {VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  info.pushConstantRangeCount = 1;
+  info.pPushConstantRanges = &range;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  if (vkCreatePipelineLayout(h->device, &info, NULL, &layout) == VK_SUCCESS) {
+    vkDestroyPipelineLayout(h->device, layout, NULL);
+  }
+}
+
 kiln_status_t kiln_vk_buffer_create(kiln_vk_harness_t* h, size_t size,
                                     const void* data, kiln_vk_buffer_t** out_buffer) {
   *out_buffer = NULL;

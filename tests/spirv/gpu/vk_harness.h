@@ -29,6 +29,11 @@ uint32_t kiln_vk_harness_message_count(const kiln_vk_harness_t* harness);
 const char* kiln_vk_harness_last_message(const kiln_vk_harness_t* harness);
 bool kiln_vk_harness_validation_enabled(const kiln_vk_harness_t* harness);
 
+// Deliberately makes one invalid but harmless call (a pipeline layout with
+// a zero-sized push-constant range) so tests can check that the layer is
+// live and its messages are counted.
+void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* harness);
+
 // Host-visible storage buffer of `size` bytes, filled from `data` (zeros
 // when NULL).
 kiln_status_t kiln_vk_buffer_create(kiln_vk_harness_t* harness, size_t size,
