@@ -67,8 +67,24 @@ static const kiln_onnx_input_shape_t* kiln_onnx_find_override(
   return NULL;
 }
 
+static const kiln_graph_tensor_t* kiln_onnx_find_frozen(
+    const kiln_onnx_import_t* import, const char* name, size_t position) {
+  if (!import->options) return NULL;
+  for (size_t i = 0; i < import->options->frozen_input_count; ++i) {
+    const kiln_onnx_frozen_input_t* frozen = &import->options->frozen_inputs[i];
+    if (frozen->name ? strcmp(frozen->name, name) == 0
+                     : frozen->index == position) {
+      return import->options->frozen_inputs[i].value;
+    }
+  }
+  return NULL;
+}
+
+// Adds input `info`; *out_is_input is false when it was frozen to a constant.
 static kiln_status_t kiln_onnx_add_input(kiln_onnx_import_t* import,
-                                         const Onnx__ValueInfoProto* info) {
+                                         const Onnx__ValueInfoProto* info,
+                                         size_t position, bool* out_is_input) {
+  *out_is_input = true;
   const char* name = info->name ? info->name : "";
   const Onnx__TypeProto* type = info->type;
   if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
@@ -88,6 +104,20 @@ static kiln_status_t kiln_onnx_add_input(kiln_onnx_import_t* import,
         kiln_onnx_proto_dtype_name(tensor_type->elem_type));
   }
   int32_t id = -1;
+  const kiln_graph_tensor_t* frozen = kiln_onnx_find_frozen(import, name, position);
+  if (frozen) {
+    if (frozen->dtype != dtype) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "%s: frozen input '%s' is %s but the model "
+                              "declares %s",
+                              import->source, name,
+                              kiln_graph_dtype_name(frozen->dtype),
+                              kiln_graph_dtype_name(dtype));
+    }
+    *out_is_input = false;
+    return kiln_graph_add_constant(import->graph, name, dtype, &frozen->shape,
+                                   frozen->data, &id);
+  }
   KILN_RETURN_IF_ERROR(kiln_graph_add_value(import->graph, name, dtype, &id));
   kiln_graph_value_t* value = &import->graph->values[id];
   value->is_input = true;
@@ -310,12 +340,17 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
       graph->allocator, proto->n_input + 1, sizeof(int32_t),
       (void**)&graph->inputs));
+  size_t position = 0;
   for (size_t i = 0; i < proto->n_input; ++i) {
     const char* name = proto->input[i]->name ? proto->input[i]->name : "";
     // Inputs that also have an initializer are constants (an old ONNX habit).
     if (kiln_graph_find_value(graph, name) >= 0) continue;
-    KILN_RETURN_IF_ERROR(kiln_onnx_add_input(import, proto->input[i]));
-    graph->inputs[graph->input_count++] = (int32_t)graph->value_count - 1;
+    bool is_input = true;
+    KILN_RETURN_IF_ERROR(kiln_onnx_add_input(import, proto->input[i],
+                                             position++, &is_input));
+    if (is_input) {
+      graph->inputs[graph->input_count++] = (int32_t)graph->value_count - 1;
+    }
   }
   for (size_t i = 0; i < proto->n_node; ++i) {
     KILN_RETURN_IF_ERROR(kiln_onnx_add_node(import, proto->node[i]));

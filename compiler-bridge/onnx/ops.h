@@ -38,6 +38,7 @@ typedef struct kiln_op_def_t {
   int min_outputs, max_outputs;
   kiln_op_infer_fn_t infer;
   kiln_op_run_fn_t run;
+  int min_opset;  // 0: any accepted opset
 } kiln_op_def_t;
 
 const kiln_op_def_t* kiln_op_find(const char* op_type);

@@ -87,14 +87,16 @@ static kiln_status_t kiln_infer_resize(const kiln_op_infer_args_t* args) {
   return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape);
 }
 
+// `out` is the resized length before flooring (in * scale with scales), as
+// ONNX's reference uses it for align_corners and pytorch_half_pixel.
 static double kiln_resize_source(const char* coord, double x, double scale,
-                                 int64_t in, int64_t out) {
+                                 int64_t in, double out) {
   if (strcmp(coord, "half_pixel") == 0) return (x + 0.5) / scale - 0.5;
   if (strcmp(coord, "pytorch_half_pixel") == 0) {
-    return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    return out > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
   }
   if (strcmp(coord, "align_corners") == 0) {
-    return out == 1 ? 0.0 : x * (double)(in - 1) / (double)(out - 1);
+    return out == 1.0 ? 0.0 : x * (double)(in - 1) / (out - 1.0);
   }
   if (strcmp(coord, "tf_half_pixel_for_nn") == 0) return (x + 0.5) / scale;
   return x / scale;  // asymmetric
@@ -153,7 +155,8 @@ static kiln_status_t kiln_run_resize(const kiln_op_run_args_t* args) {
     double scale = have_scales ? ((const float*)args->inputs[2].data)[d]
                                : (in ? (double)out / (double)in : 1.0);
     for (int64_t o = 0; o < out; ++o) {
-      double s = kiln_resize_source(coord, (double)o, scale, in, out);
+      double length = have_scales ? (double)in * scale : (double)out;
+      double s = kiln_resize_source(coord, (double)o, scale, in, length);
       if (linear) {
         double f = floor(s);
         lo[d][o] = kiln_clamp((int64_t)f, in);
@@ -204,6 +207,6 @@ const kiln_op_def_t kiln_ops_resize[] = {
     {"Resize",
      "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
      "extrapolation_value,mode,nearest_mode",
-     1, 4, 1, 1, kiln_infer_resize, kiln_run_resize},
+     1, 4, 1, 1, kiln_infer_resize, kiln_run_resize, 11},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

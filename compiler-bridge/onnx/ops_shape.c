@@ -820,8 +820,8 @@ const kiln_op_def_t kiln_ops_shape[] = {
     {"Expand", "", 2, 2, 1, 1, kiln_infer_expand, kiln_run_expand},
     {"Concat", "axis", 1, 64, 1, 1, kiln_infer_concat, kiln_run_concat},
     {"Split", "axis,split", 1, 2, 1, 64, kiln_infer_split, kiln_run_split},
-    {"Slice", "", 3, 5, 1, 1, kiln_infer_slice, kiln_run_slice},
+    {"Slice", "", 3, 5, 1, 1, kiln_infer_slice, kiln_run_slice, 10},
     {"Gather", "axis", 2, 2, 1, 1, kiln_infer_gather, kiln_run_gather},
-    {"Pad", "mode", 2, 4, 1, 1, kiln_infer_pad, kiln_run_pad},
+    {"Pad", "mode", 2, 4, 1, 1, kiln_infer_pad, kiln_run_pad, 11},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -30,6 +30,11 @@ static kiln_status_t kiln_infer_node(kiln_graph_t* graph, int32_t node_id) {
     return kiln_op_unsupported(&args, "op %s is not supported; supported ops: "
                                "%s", node->op_type, kiln_op_supported_list());
   }
+  if (graph->opset < op->min_opset) {
+    return kiln_op_unsupported(&args, "%s needs opset %d or later here (its "
+                               "older form is not supported)",
+                               node->op_type, op->min_opset);
+  }
   if (node->input_count < (size_t)op->min_inputs ||
       node->input_count > (size_t)op->max_inputs) {
     return kiln_op_invalid(&args, "%zu inputs; expected %d to %d",

@@ -12,8 +12,11 @@
 extern "C" {
 #endif
 
-// The opsets of the default domain the importer accepts.
-#define KILN_ONNX_MIN_OPSET 11
+// The opsets of the default domain the importer accepts. Opsets 7-10 are
+// accepted for ops whose definition did not change before 11 (the node tests
+// store many models at the op's first opset); Clip, Pad, Resize and Slice
+// need 11 (10 for Slice), where their inputs replaced attributes.
+#define KILN_ONNX_MIN_OPSET 7
 #define KILN_ONNX_MAX_OPSET 17
 
 // One --input-shape=NAME:1x3x224x224 override for an input's dynamic dims.
@@ -27,9 +30,19 @@ typedef struct kiln_onnx_input_shape_t {
 kiln_status_t kiln_onnx_parse_input_shape(const char* text,
                                           kiln_onnx_input_shape_t* out_shape);
 
+// Freezes a graph input to fixed contents: it becomes a constant (for
+// models whose shape arguments arrive as inputs; static shapes need them).
+typedef struct kiln_onnx_frozen_input_t {
+  const char* name;  // NULL: match by `index`
+  size_t index;      // position among the model's (non-initializer) inputs
+  const kiln_graph_tensor_t* value;
+} kiln_onnx_frozen_input_t;
+
 typedef struct kiln_onnx_import_options_t {
   const kiln_onnx_input_shape_t* input_shapes;
   size_t input_shape_count;
+  const kiln_onnx_frozen_input_t* frozen_inputs;
+  size_t frozen_input_count;
 } kiln_onnx_import_options_t;
 
 // Imports a model file; external-data tensors are read relative to its
