@@ -589,7 +589,9 @@ dispatch:
           values[i].i32 = (int32_t)r32[reg];
         }
       }
-      memset(results, 0, signature->result_count * sizeof(*results));
+      // A plain loop: memset of a variable size compiles to `rep stos`,
+      // whose startup cost dominated native calls.
+      for (uint32_t i = 0; i < signature->result_count; ++i) results[i].i64 = 0;
       frame->pc = pc;
       context->fuel = fuel;
       kiln_status_t call_status =

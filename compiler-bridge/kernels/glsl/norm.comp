@@ -6,9 +6,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
-#include "workgroup_reduce.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+// After the layout: the helper sizes its scratch by gl_WorkGroupSize.
+#include "workgroup_reduce.glsl"
 layout(constant_id = KILN_SPEC_NORM_KIND) const uint KIND = 0;
 
 layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };

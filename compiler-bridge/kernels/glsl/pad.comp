@@ -1,6 +1,6 @@
 // ONNX Pad (constant / reflect / edge) on a tensor right-aligned to rank 6.
-// pad_begin may be negative (cropping). Reflect assumes |pad| < dim, as
-// ONNX requires. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
+// pad_begin may be negative (cropping). Reflect repeats periodically like
+// numpy, so even pads >= the dimension are defined. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -35,9 +35,14 @@ void main() {
           outside = true;
         } else if (MODE == KILN_PAD_EDGE) {
           c = clamp(c, 0, n - 1);
+        } else if (n == 1) {
+          c = 0;
         } else {
-          c = c < 0 ? -c : 2 * (n - 1) - c;
-          c = clamp(c, 0, n - 1);  // only reached for invalid pads
+          // Periodic reflection (numpy "reflect"), so pads >= dim work too.
+          // It is even in c, and GLSL's % is undefined for negatives.
+          int period = 2 * (n - 1);
+          c = abs(c) % period;
+          if (c >= n) c = period - c;
         }
       }
       src += uint(c) * in_stride;

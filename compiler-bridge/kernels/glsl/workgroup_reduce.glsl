@@ -1,5 +1,7 @@
 // Workgroup-wide sum / max / min of one float per invocation, returned to
-// every invocation. Shared-memory tree by default; with KILN_SUBGROUP the
+// every invocation. Include it after the local_size layout: before it,
+// gl_WorkGroupSize is the constant (1,1,1), not the specialized size.
+// Shared-memory tree by default; with KILN_SUBGROUP the
 // variant reduces within subgroups first (needs subgroup arithmetic), which
 // cuts barriers from log2(WG) to two. Works for any workgroup size.
 #ifndef KILN_WORKGROUP_REDUCE_GLSL_

@@ -1,0 +1,163 @@
+// Memory planning: lifetimes of intermediates -> first-fit offsets in one
+// transient buffer, placing each value at the lowest aligned offset that
+// does not overlap any value still alive.
+#include "kiln/compiler/graph_memory_plan.h"
+
+#include <string.h>
+
+#include "kiln/base/size_math.h"
+
+static bool kiln_plan_wants(const kiln_graph_t* graph, int32_t id) {
+  const kiln_graph_value_t* v = &graph->values[id];
+  return v->producer >= 0 && !graph->nodes[v->producer].removed && !v->data &&
+         !v->is_input && !v->is_output;
+}
+
+void kiln_graph_memory_plan_deinit(kiln_graph_memory_plan_t* plan) {
+  if (plan->offsets) kiln_allocator_free(plan->allocator, plan->offsets);
+  if (plan->sizes) kiln_allocator_free(plan->allocator, plan->sizes);
+  if (plan->first_use) kiln_allocator_free(plan->allocator, plan->first_use);
+  if (plan->last_use) kiln_allocator_free(plan->allocator, plan->last_use);
+  memset(plan, 0, sizeof(*plan));
+}
+
+static bool kiln_plan_overlaps(const kiln_graph_memory_plan_t* plan, size_t a,
+                               size_t b) {
+  bool time = plan->first_use[a] <= plan->last_use[b] &&
+              plan->first_use[b] <= plan->last_use[a];
+  bool space = plan->offsets[a] < plan->offsets[b] + plan->sizes[b] &&
+               plan->offsets[b] < plan->offsets[a] + plan->sizes[a];
+  return time && space && plan->sizes[a] && plan->sizes[b];
+}
+
+kiln_status_t kiln_graph_memory_plan_build(const kiln_graph_t* graph,
+                                           size_t alignment,
+                                           kiln_allocator_t allocator,
+                                           kiln_graph_memory_plan_t* out_plan) {
+  memset(out_plan, 0, sizeof(*out_plan));
+  if (!kiln_is_power_of_two(alignment)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "alignment %zu is not a power of two", alignment);
+  }
+  kiln_graph_memory_plan_t plan;
+  memset(&plan, 0, sizeof(plan));
+  plan.allocator = allocator;
+  plan.alignment = alignment;
+  plan.value_count = graph->value_count;
+  size_t n = graph->value_count ? graph->value_count : 1;
+  kiln_status_t status =
+      kiln_allocator_calloc_array(allocator, n, sizeof(size_t), (void**)&plan.offsets);
+  if (kiln_status_is_ok(status)) {
+    status = kiln_allocator_calloc_array(allocator, n, sizeof(size_t),
+                                         (void**)&plan.sizes);
+  }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_allocator_calloc_array(allocator, n, sizeof(int32_t),
+                                         (void**)&plan.first_use);
+  }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_allocator_calloc_array(allocator, n, sizeof(int32_t),
+                                         (void**)&plan.last_use);
+  }
+  if (!kiln_status_is_ok(status)) {
+    kiln_graph_memory_plan_deinit(&plan);
+    return status;
+  }
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    plan.offsets[v] = KILN_GRAPH_NOT_PLANNED;
+    plan.first_use[v] = graph->values[v].producer;
+    plan.last_use[v] = graph->values[v].producer;
+  }
+  for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
+    const kiln_graph_node_t* node = &graph->nodes[node_index];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] >= 0) plan.last_use[node->inputs[i]] = (int32_t)node_index;
+    }
+  }
+  // Values in definition order; each goes at the lowest offset free of every
+  // already placed value whose lifetime intersects its own.
+  for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
+    const kiln_graph_node_t* node = &graph->nodes[node_index];
+    if (node->removed) continue;
+    for (size_t o = 0; o < node->output_count; ++o) {
+      int32_t id = node->outputs[o];
+      if (id < 0 || !kiln_plan_wants(graph, id)) continue;
+      size_t bytes = 0, aligned = 0;
+      status = kiln_graph_value_byte_size(&graph->values[id], &bytes);
+      if (kiln_status_is_ok(status) &&
+          !kiln_size_align_up(bytes ? bytes : 1, alignment, &aligned)) {
+        status = kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "value too large");
+      }
+      if (!kiln_status_is_ok(status)) {
+        kiln_graph_memory_plan_deinit(&plan);
+        return status;
+      }
+      plan.sizes[id] = aligned;
+      size_t offset = 0;
+      bool moved = true;
+      while (moved) {
+        moved = false;
+        plan.offsets[id] = offset;
+        for (size_t other = 0; other < graph->value_count; ++other) {
+          if (other == (size_t)id || plan.offsets[other] == KILN_GRAPH_NOT_PLANNED) {
+            continue;
+          }
+          if (kiln_plan_overlaps(&plan, (size_t)id, other)) {
+            offset = plan.offsets[other] + plan.sizes[other];
+            moved = true;
+            break;
+          }
+        }
+      }
+      plan.planned_count++;
+      plan.total_bytes += aligned;
+      if (offset + aligned > plan.peak_bytes) plan.peak_bytes = offset + aligned;
+    }
+  }
+  *out_plan = plan;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_graph_memory_plan_verify(
+    const kiln_graph_t* graph, const kiln_graph_memory_plan_t* plan) {
+  for (size_t a = 0; a < plan->value_count; ++a) {
+    if (plan->offsets[a] == KILN_GRAPH_NOT_PLANNED) continue;
+    if (plan->offsets[a] % plan->alignment ||
+        plan->offsets[a] + plan->sizes[a] > plan->peak_bytes) {
+      return kiln_make_status(KILN_STATUS_INTERNAL,
+                              "value '%s' is misaligned or past the buffer",
+                              graph->values[a].name);
+    }
+    for (size_t b = a + 1; b < plan->value_count; ++b) {
+      if (plan->offsets[b] == KILN_GRAPH_NOT_PLANNED) continue;
+      if (kiln_plan_overlaps(plan, a, b)) {
+        return kiln_make_status(KILN_STATUS_INTERNAL,
+                                "values '%s' and '%s' overlap while both live",
+                                graph->values[a].name, graph->values[b].name);
+      }
+    }
+  }
+  return kiln_ok_status();
+}
+
+void kiln_graph_memory_plan_print(const kiln_graph_t* graph,
+                                  const kiln_graph_memory_plan_t* plan,
+                                  FILE* stream) {
+  fprintf(stream, "memory plan (alignment %zu):\n", plan->alignment);
+  fprintf(stream, "  %-40s %12s %12s  %s\n", "value", "offset", "bytes",
+          "live nodes");
+  for (size_t v = 0; v < plan->value_count; ++v) {
+    if (plan->offsets[v] == KILN_GRAPH_NOT_PLANNED) continue;
+    fprintf(stream, "  %-40s %12zu %12zu  [%d, %d]\n", graph->values[v].name,
+            plan->offsets[v], plan->sizes[v], (int)plan->first_use[v],
+            (int)plan->last_use[v]);
+  }
+  double ratio = plan->total_bytes
+                     ? (double)plan->peak_bytes / (double)plan->total_bytes
+                     : 0.0;
+  fprintf(stream,
+          "  %zu intermediates: peak %zu bytes vs %zu bytes summed (%.1f%%)\n",
+          plan->planned_count, plan->peak_bytes, plan->total_bytes,
+          100.0 * ratio);
+}

@@ -1,0 +1,137 @@
+// The op table shared by shape inference, constant folding and the reference
+// executor: per op, the attributes it accepts, a checker/shape function and a
+// plain C float32 (and index-dtype) implementation. Not a public header.
+#ifndef KILN_COMPILER_BRIDGE_ONNX_OPS_H_
+#define KILN_COMPILER_BRIDGE_ONNX_OPS_H_
+
+#include "kiln/compiler/graph.h"
+
+typedef struct kiln_ref_tensor_t {
+  kiln_graph_dtype_t dtype;
+  kiln_graph_shape_t shape;
+  void* data;  // NULL for an absent optional input/output
+  size_t count;
+} kiln_ref_tensor_t;
+
+typedef struct kiln_op_infer_args_t {
+  kiln_graph_t* graph;
+  kiln_graph_node_t* node;
+} kiln_op_infer_args_t;
+
+typedef struct kiln_op_run_args_t {
+  const kiln_graph_node_t* node;
+  int64_t opset;
+  const kiln_ref_tensor_t* inputs;
+  size_t input_count;
+  kiln_ref_tensor_t* outputs;
+  size_t output_count;
+  kiln_allocator_t allocator;  // for scratch memory
+} kiln_op_run_args_t;
+
+typedef kiln_status_t (*kiln_op_infer_fn_t)(const kiln_op_infer_args_t* args);
+typedef kiln_status_t (*kiln_op_run_fn_t)(const kiln_op_run_args_t* args);
+
+typedef struct kiln_op_def_t {
+  const char* op_type;
+  const char* attrs;  // accepted attribute names, comma separated
+  int min_inputs, max_inputs;
+  int min_outputs, max_outputs;
+  kiln_op_infer_fn_t infer;
+  kiln_op_run_fn_t run;
+  int min_opset;  // 0: any accepted opset
+} kiln_op_def_t;
+
+const kiln_op_def_t* kiln_op_find(const char* op_type);
+// "Abs, Add, ..." for messages.
+const char* kiln_op_supported_list(void);
+
+// Unsupported-feature error naming node, op type and opset.
+kiln_status_t kiln_op_unsupported(const kiln_op_infer_args_t* args,
+                                  const char* format, ...)
+    KILN_PRINTF_LIKE(2, 3);
+// Invalid-model error with the same prefix.
+kiln_status_t kiln_op_invalid(const kiln_op_infer_args_t* args,
+                              const char* format, ...) KILN_PRINTF_LIKE(2, 3);
+
+// Input `index` (NULL when absent).
+const kiln_graph_value_t* kiln_op_input(const kiln_op_infer_args_t* args,
+                                        size_t index);
+// Requires input `index` to be present with one of the dtypes in `mask`
+// (bit (1 << dtype)).
+kiln_status_t kiln_op_require_input(const kiln_op_infer_args_t* args,
+                                    size_t index, unsigned dtype_mask,
+                                    const kiln_graph_value_t** out_value);
+#define KILN_OP_F32 (1u << KILN_GRAPH_DTYPE_F32)
+#define KILN_OP_I64 (1u << KILN_GRAPH_DTYPE_I64)
+#define KILN_OP_I32 (1u << KILN_GRAPH_DTYPE_I32)
+#define KILN_OP_BOOL (1u << KILN_GRAPH_DTYPE_BOOL)
+#define KILN_OP_INDEX (KILN_OP_I64 | KILN_OP_I32)
+#define KILN_OP_NUMERIC (KILN_OP_F32 | KILN_OP_I64 | KILN_OP_I32)
+#define KILN_OP_ANY (KILN_OP_NUMERIC | KILN_OP_BOOL)
+
+// Sets output `index`'s dtype and shape (ignored when the output is unused).
+kiln_status_t kiln_op_set_output(const kiln_op_infer_args_t* args,
+                                 size_t index, kiln_graph_dtype_t dtype,
+                                 const kiln_graph_shape_t* shape);
+// Reads a constant 1-D (or scalar) index input into `values` (at most
+// `capacity`); fails (unsupported) when the input is not a constant.
+kiln_status_t kiln_op_constant_ints(const kiln_op_infer_args_t* args,
+                                    size_t index, int64_t* values,
+                                    size_t capacity, size_t* out_count);
+// Normalizes a possibly negative axis against `rank`.
+kiln_status_t kiln_op_axis(const kiln_op_infer_args_t* args, int64_t axis,
+                           int32_t rank, int32_t* out_axis);
+// A string attribute restricted to `choices` (NULL-terminated).
+kiln_status_t kiln_op_attr_choice(const kiln_op_infer_args_t* args,
+                                  const char* name, const char* fallback,
+                                  const char* const* choices,
+                                  const char** out_value);
+// Numpy-style broadcast of two shapes.
+kiln_status_t kiln_op_broadcast(const kiln_op_infer_args_t* args,
+                                const kiln_graph_shape_t* a,
+                                const kiln_graph_shape_t* b,
+                                kiln_graph_shape_t* out_shape);
+
+// Run-time helpers.
+int64_t kiln_ref_index_at(const kiln_ref_tensor_t* tensor, size_t i);
+// Strides (in elements) of `shape` aligned right against `out_rank`, with 0
+// where the input broadcasts.
+void kiln_ref_broadcast_strides(const kiln_graph_shape_t* shape,
+                                const kiln_graph_shape_t* out_shape,
+                                int64_t* strides);
+void kiln_ref_contiguous_strides(const kiln_graph_shape_t* shape,
+                                 int64_t* strides);
+
+// Conv/Gemm/MatMul epilogues recorded by the fusion pass.
+kiln_status_t kiln_op_check_epilogue(const kiln_op_infer_args_t* args);
+void kiln_ref_apply_epilogue(const kiln_op_run_args_t* args);
+// Activations shared by the standalone ops and fused epilogues.
+typedef enum kiln_activation_e {
+  KILN_ACTIVATION_NONE = 0,
+  KILN_ACTIVATION_RELU,
+  KILN_ACTIVATION_CLIP,         // alpha = min, beta = max
+  KILN_ACTIVATION_LEAKY_RELU,   // alpha
+  KILN_ACTIVATION_SIGMOID,
+  KILN_ACTIVATION_HARD_SIGMOID, // alpha, beta
+  KILN_ACTIVATION_HARD_SWISH,
+  KILN_ACTIVATION_TANH,
+  KILN_ACTIVATION_ELU,          // alpha
+  KILN_ACTIVATION_SOFTPLUS,
+  KILN_ACTIVATION_GELU,         // alpha = 1 for the tanh approximation
+} kiln_activation_t;
+// Activation named like its ONNX op; NONE when not an activation.
+kiln_activation_t kiln_activation_from_name(const char* name);
+float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
+                          float x);
+
+// Op families.
+extern const kiln_op_def_t kiln_ops_elementwise[];
+extern const kiln_op_def_t kiln_ops_shape[];
+extern const kiln_op_def_t kiln_ops_conv[];
+extern const kiln_op_def_t kiln_ops_pool[];
+extern const kiln_op_def_t kiln_ops_matmul[];
+extern const kiln_op_def_t kiln_ops_norm[];
+extern const kiln_op_def_t kiln_ops_reduce[];
+extern const kiln_op_def_t kiln_ops_resize[];
+
+#endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

@@ -1,0 +1,154 @@
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin (axes as attribute, or as an
+// input for ReduceSum from opset 13; keepdims; noop_with_empty_axes).
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops.h"
+
+typedef struct kiln_reduce_plan_t {
+  bool reduced[KILN_GRAPH_MAX_RANK];
+  bool noop;
+  bool keepdims;
+} kiln_reduce_plan_t;
+
+static bool kiln_axes_from_input(const kiln_graph_node_t* node, int64_t opset) {
+  return strcmp(node->op_type, "ReduceSum") == 0 && opset >= 13;
+}
+
+static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
+                                      const kiln_graph_value_t* x,
+                                      kiln_reduce_plan_t* plan) {
+  memset(plan, 0, sizeof(*plan));
+  int64_t keepdims = 1, noop = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(args->node, "keepdims", 1, &keepdims));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(
+      args->node, "noop_with_empty_axes", 0, &noop));
+  plan->keepdims = keepdims != 0;
+  int64_t axes[64];
+  size_t count = 0;
+  if (kiln_axes_from_input(args->node, args->graph->opset)) {
+    if (kiln_op_input(args, 1)) {
+      KILN_RETURN_IF_ERROR(kiln_op_constant_ints(args, 1, axes, 64, &count));
+    }
+  } else {
+    if (kiln_op_input(args, 1)) {
+      return kiln_op_unsupported(args, "axes as an input needs ReduceSum at "
+                                 "opset 13+ (or opset 18)");
+    }
+    const int64_t* list = NULL;
+    KILN_RETURN_IF_ERROR(
+        kiln_graph_node_attr_ints(args->node, "axes", &list, &count));
+    if (count > 64) return kiln_op_invalid(args, "too many axes");
+    if (count) memcpy(axes, list, count * sizeof(int64_t));
+  }
+  if (count == 0) {
+    plan->noop = noop != 0;
+    for (int32_t d = 0; d < x->shape.rank; ++d) plan->reduced[d] = !plan->noop;
+    return kiln_ok_status();
+  }
+  for (size_t i = 0; i < count; ++i) {
+    int32_t axis;
+    KILN_RETURN_IF_ERROR(kiln_op_axis(args, axes[i], x->shape.rank, &axis));
+    plan->reduced[axis] = true;
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_infer_reduce(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
+  kiln_reduce_plan_t plan;
+  KILN_RETURN_IF_ERROR(kiln_reduce_plan(args, x, &plan));
+  kiln_graph_shape_t shape;
+  memset(&shape, 0, sizeof(shape));
+  bool is_extreme = strcmp(args->node->op_type, "ReduceMax") == 0 ||
+                    strcmp(args->node->op_type, "ReduceMin") == 0;
+  for (int32_t d = 0; d < x->shape.rank; ++d) {
+    if (plan.reduced[d] && x->shape.dims[d] == 0 && is_extreme) {
+      return kiln_op_unsupported(args, "max/min over an empty axis");
+    }
+    if (!plan.reduced[d]) {
+      shape.dims[shape.rank++] = x->shape.dims[d];
+    } else if (plan.keepdims) {
+      shape.dims[shape.rank++] = 1;
+    }
+  }
+  // The plan is kept on the node for the run: record the reduced axes.
+  kiln_graph_attr_t attr;
+  memset(&attr, 0, sizeof(attr));
+  int64_t mask = 0;
+  for (int32_t d = 0; d < x->shape.rank; ++d) {
+    if (plan.reduced[d]) mask |= (int64_t)1 << d;
+  }
+  attr.name = "kiln.reduce_mask";
+  attr.type = KILN_GRAPH_ATTR_INT;
+  attr.i = mask;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(
+      args->graph, (int32_t)(args->node - args->graph->nodes), &attr));
+  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape);
+}
+
+static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
+  const kiln_ref_tensor_t* x = &args->inputs[0];
+  int64_t mask = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(args->node, "kiln.reduce_mask", 0, &mask));
+  bool is_mean = strcmp(args->node->op_type, "ReduceMean") == 0;
+  bool is_max = strcmp(args->node->op_type, "ReduceMax") == 0;
+  size_t out_count = args->outputs[0].count;
+  double* acc = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
+      args->allocator, (out_count ? out_count : 1) * sizeof(double),
+      (void**)&acc));
+  bool extreme = !is_mean && strcmp(args->node->op_type, "ReduceSum") != 0;
+  for (size_t i = 0; i < out_count; ++i) {
+    acc[i] = extreme ? (is_max ? -INFINITY : INFINITY) : 0.0;
+  }
+  // Output strides over the input's dims (0 on reduced dims).
+  int32_t rank = x->shape.rank;
+  int64_t out_strides[KILN_GRAPH_MAX_RANK];
+  int64_t stride = 1;
+  size_t reduced_count = 1;
+  for (int32_t d = rank; d-- > 0;) {
+    if (mask & ((int64_t)1 << d)) {
+      out_strides[d] = 0;
+      reduced_count *= (size_t)x->shape.dims[d];
+    } else {
+      out_strides[d] = stride;
+      stride *= x->shape.dims[d];
+    }
+  }
+  int64_t coords[KILN_GRAPH_MAX_RANK] = {0};
+  int64_t offset = 0;
+  const float* px = (const float*)x->data;
+  for (size_t i = 0; i < x->count; ++i) {
+    double v = px[i];
+    if (!extreme) acc[offset] += v;
+    else if (is_max ? v > acc[offset] : v < acc[offset]) acc[offset] = v;
+    for (int32_t d = rank; d-- > 0;) {
+      offset += out_strides[d];
+      if (++coords[d] < x->shape.dims[d]) break;
+      offset -= out_strides[d] * x->shape.dims[d];
+      coords[d] = 0;
+    }
+  }
+  float* py = (float*)args->outputs[0].data;
+  for (size_t i = 0; i < out_count; ++i) {
+    double v = acc[i];
+    if (is_mean) v = reduced_count ? v / (double)reduced_count : NAN;
+    py[i] = (float)v;
+  }
+  kiln_allocator_free(args->allocator, acc);
+  return kiln_ok_status();
+}
+
+#define KILN_REDUCE(name) \
+  {name, "axes,keepdims,noop_with_empty_axes,kiln.reduce_mask", 1, 2, 1, 1, \
+   kiln_infer_reduce, kiln_run_reduce}
+const kiln_op_def_t kiln_ops_reduce[] = {
+    KILN_REDUCE("ReduceMean"), KILN_REDUCE("ReduceSum"),
+    KILN_REDUCE("ReduceMax"), KILN_REDUCE("ReduceMin"),
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
+};

@@ -1,0 +1,173 @@
+// Epilogue fusion: a Conv/Gemm/MatMul whose output feeds exactly one node
+// absorbs that node when it is a constant (bias) Add, a residual Add, or an
+// activation; repeated until nothing more fuses. The recorded attributes are
+// described in graph_passes.h.
+#include <string.h>
+
+#include "kiln/compiler/graph_passes.h"
+
+static bool kiln_is_producer_op(const kiln_graph_node_t* node) {
+  return strcmp(node->op_type, "Conv") == 0 ||
+         strcmp(node->op_type, "Gemm") == 0 ||
+         strcmp(node->op_type, "MatMul") == 0;
+}
+
+static int32_t kiln_sole_reader(const kiln_graph_t* graph, int32_t id) {
+  if (graph->values[id].is_output) return -1;
+  int32_t reader = -1;
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] != id) continue;
+      if (reader >= 0) return -1;
+      reader = (int32_t)n;
+    }
+  }
+  return reader;
+}
+
+static kiln_status_t kiln_set_int(kiln_graph_t* graph, int32_t node_id,
+                                  const char* name, int64_t value) {
+  kiln_graph_attr_t attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.name = name;
+  attr.type = KILN_GRAPH_ATTR_INT;
+  attr.i = value;
+  return kiln_graph_node_set_attr(graph, node_id, &attr);
+}
+
+static kiln_status_t kiln_set_float(kiln_graph_t* graph, int32_t node_id,
+                                    const char* name, float value) {
+  kiln_graph_attr_t attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.name = name;
+  attr.type = KILN_GRAPH_ATTR_FLOAT;
+  attr.f = value;
+  return kiln_graph_node_set_attr(graph, node_id, &attr);
+}
+
+// Activation parameters as kiln_ref_activation takes them; false when the
+// node cannot be fused (e.g. Clip bounds that are not constants).
+static bool kiln_activation_params(const kiln_graph_t* graph,
+                                   const kiln_graph_node_t* node, float* alpha,
+                                   float* beta) {
+  const char* op = node->op_type;
+  *alpha = 0.0f;
+  *beta = 0.0f;
+  kiln_status_t status = kiln_ok_status();
+  if (strcmp(op, "Relu") == 0 || strcmp(op, "Sigmoid") == 0 ||
+      strcmp(op, "HardSwish") == 0 || strcmp(op, "Tanh") == 0 ||
+      strcmp(op, "Softplus") == 0) {
+    return true;
+  }
+  if (strcmp(op, "LeakyRelu") == 0) {
+    status = kiln_graph_node_attr_float(node, "alpha", 0.01f, alpha);
+  } else if (strcmp(op, "Elu") == 0) {
+    status = kiln_graph_node_attr_float(node, "alpha", 1.0f, alpha);
+  } else if (strcmp(op, "HardSigmoid") == 0) {
+    status = kiln_graph_node_attr_float(node, "alpha", 0.2f, alpha);
+    if (kiln_status_is_ok(status)) {
+      status = kiln_graph_node_attr_float(node, "beta", 0.5f, beta);
+    }
+  } else if (strcmp(op, "Gelu") == 0) {
+    const char* approximate = "none";
+    status = kiln_graph_node_attr_string(node, "approximate", "none", &approximate);
+    *alpha = strcmp(approximate, "tanh") == 0 ? 1.0f : 0.0f;
+  } else if (strcmp(op, "Clip") == 0) {
+    *alpha = -3.402823466e+38f;
+    *beta = 3.402823466e+38f;
+    for (size_t i = 1; i < node->input_count && i < 3; ++i) {
+      if (node->inputs[i] < 0) continue;
+      const kiln_graph_value_t* v = &graph->values[node->inputs[i]];
+      if (!v->data) return false;
+      *(i == 1 ? alpha : beta) = *(const float*)v->data;
+    }
+  } else {
+    return false;
+  }
+  bool ok = kiln_status_is_ok(status);
+  kiln_status_ignore(status);
+  return ok;
+}
+
+// Tries one fusion into node `p`; sets *out_fused when the graph changed.
+static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
+                                    bool* out_fused) {
+  *out_fused = false;
+  kiln_graph_node_t* node = &graph->nodes[p];
+  int32_t y = node->outputs[0];
+  if (y < 0) return kiln_ok_status();
+  int32_t c = kiln_sole_reader(graph, y);
+  if (c < 0) return kiln_ok_status();
+  const kiln_graph_node_t* consumer = &graph->nodes[c];
+  if (consumer->output_count != 1 || consumer->outputs[0] < 0) {
+    return kiln_ok_status();
+  }
+  int32_t z = consumer->outputs[0];
+  if (!kiln_graph_shape_equal(&graph->values[z].shape, &graph->values[y].shape) ||
+      graph->values[z].dtype != KILN_GRAPH_DTYPE_F32) {
+    return kiln_ok_status();
+  }
+  bool has_activation = kiln_graph_node_find_attr(node, "kiln.activation");
+  bool has_residual = kiln_graph_node_find_attr(node, "kiln.residual");
+  bool has_bias = kiln_graph_node_find_attr(node, "kiln.bias");
+  if (strcmp(consumer->op_type, "Add") == 0) {
+    int32_t other = consumer->inputs[0] == y ? consumer->inputs[1]
+                                             : consumer->inputs[0];
+    if (other == y) return kiln_ok_status();
+    const kiln_graph_value_t* ov = &graph->values[other];
+    if (ov->data) {
+      if (has_bias || has_activation || has_residual) return kiln_ok_status();
+      KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
+      KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.bias",
+                                        (int64_t)graph->nodes[p].input_count - 1));
+    } else {
+      // The residual must already exist when the fused node runs.
+      if (has_residual || (ov->producer >= p && !ov->is_input)) {
+        return kiln_ok_status();
+      }
+      KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
+      KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual",
+                                        (int64_t)graph->nodes[p].input_count - 1));
+      KILN_RETURN_IF_ERROR(
+          kiln_set_int(graph, p, "kiln.residual_first", has_activation ? 0 : 1));
+    }
+  } else {
+    float alpha, beta;
+    if (has_activation || !kiln_activation_params(graph, consumer, &alpha, &beta)) {
+      return kiln_ok_status();
+    }
+    // A residual added after an activation cannot take another activation.
+    const kiln_graph_attr_t* first = kiln_graph_node_find_attr(node, "kiln.residual_first");
+    if (has_residual && first && first->i == 0) return kiln_ok_status();
+    kiln_graph_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.name = "kiln.activation";
+    attr.type = KILN_GRAPH_ATTR_STRING;
+    attr.s = consumer->op_type;
+    KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(graph, p, &attr));
+    KILN_RETURN_IF_ERROR(kiln_set_float(graph, p, "kiln.activation_alpha", alpha));
+    KILN_RETURN_IF_ERROR(kiln_set_float(graph, p, "kiln.activation_beta", beta));
+  }
+  node = &graph->nodes[p];
+  node->outputs[0] = z;
+  graph->values[z].producer = p;
+  graph->values[y].producer = -1;
+  graph->nodes[c].removed = true;
+  *out_fused = true;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph) {
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    if (graph->nodes[n].removed || !kiln_is_producer_op(&graph->nodes[n])) {
+      continue;
+    }
+    bool fused = true;
+    while (fused) {
+      KILN_RETURN_IF_ERROR(kiln_fuse_step(graph, (int32_t)n, &fused));
+    }
+  }
+  return kiln_ok_status();
+}

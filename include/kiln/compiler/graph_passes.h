@@ -1,0 +1,50 @@
+// Passes over the graph IR. Each keeps the graph's meaning (the reference
+// executor gives the same outputs before and after, within float rounding).
+#ifndef KILN_COMPILER_GRAPH_PASSES_H_
+#define KILN_COMPILER_GRAPH_PASSES_H_
+
+#include "kiln/compiler/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Checks every live node against the supported op set (op type, opset,
+// attributes, dtypes) and computes every value's dtype and static shape.
+// An unsupported node fails with UNIMPLEMENTED naming node, op type, opset
+// and what is supported.
+kiln_status_t kiln_graph_infer_shapes(kiln_graph_t* graph);
+
+// Evaluates nodes whose inputs are all constant (the Shape/Gather/Concat/
+// Reshape chains exporters emit) and replaces them by constants.
+kiln_status_t kiln_graph_fold_constants(kiln_graph_t* graph);
+
+// Drops Identity and inference-mode Dropout nodes.
+kiln_status_t kiln_graph_remove_identities(kiln_graph_t* graph);
+
+// Folds BatchNormalization into the producing Conv's weights and bias.
+kiln_status_t kiln_graph_fold_batch_norm(kiln_graph_t* graph);
+
+// Fuses bias Add, activations and a residual Add into the producing Conv,
+// Gemm or MatMul. The epilogue is recorded as attributes on that node:
+//   kiln.bias (int: index of the appended bias input, MatMul only),
+//   kiln.residual (int: index of the appended residual input; added before
+//     the activation when kiln.residual_first=1, else after),
+//   kiln.activation (string: Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid,
+//     HardSwish, Tanh, Elu, Softplus, Gelu), kiln.activation_alpha/beta
+//     (floats: Clip min/max, LeakyRelu/Elu alpha, HardSigmoid alpha/beta).
+// Order applied: op, bias, then residual and activation as described.
+kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph);
+
+// Marks nodes and values no graph output depends on as removed.
+void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);
+
+// Runs the standard pipeline: identities, constant folding, batch-norm
+// folding, epilogue fusion, dead-node removal.
+kiln_status_t kiln_graph_run_default_passes(kiln_graph_t* graph);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_GRAPH_PASSES_H_

@@ -1,0 +1,125 @@
+// Reusable command buffers: record once with slot bindings, submit many
+// times with different binding tables; each submission computes on the
+// buffers its table names (reference: the same arithmetic in C).
+#include <string.h>
+
+#include "test_device.h"
+
+enum { kCount = 256 };
+
+static void fill_input(kiln_hal_device_t* device, kiln_hal_buffer_t* buffer,
+                       float base) {
+  float values[kCount];
+  for (int i = 0; i < kCount; ++i) values[i] = base + (float)i;
+  KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, buffer, 0, values,
+                                              sizeof(values)));
+}
+
+static void expect_output(kiln_hal_device_t* device, kiln_hal_buffer_t* buffer,
+                          float base) {
+  float values[kCount];
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, buffer, 0, values,
+                                             sizeof(values)));
+  int mismatches = 0;
+  for (int i = 0; i < kCount; ++i) {
+    if (values[i] != (base + (float)i) * 2.0f + 1.0f) ++mismatches;
+  }
+  KILN_EXPECT_EQ(mismatches, 0);
+}
+
+KILN_TEST(CommandBufferTest, RecordOnceResubmitWithNewBindings) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  kiln_hal_buffer_t* buffers[4];
+  for (int i = 0; i < 4; ++i) {
+    buffers[i] = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                  KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  }
+  fill_input(device, buffers[0], 10);
+  fill_input(device, buffers[2], -50);
+
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t bindings[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},  // slot 0: input
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},  // slot 1: output
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), bindings, 2};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  KILN_EXPECT_EQ(kiln_hal_command_buffer_slot_count(cb), 2);
+
+  kiln_hal_binding_table_entry_t first[] = {
+      {buffers[0], 0, KILN_HAL_WHOLE_BUFFER}, {buffers[1], 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_entry_t second[] = {
+      {buffers[2], 0, KILN_HAL_WHOLE_BUFFER}, {buffers[3], 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_t table_a = {first, 2};
+  kiln_hal_binding_table_t table_b = {second, 2};
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table_a));
+  expect_output(device, buffers[1], 10);
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table_b));
+  expect_output(device, buffers[3], -50);
+  // Same table again (no re-record), after changing the input's contents.
+  fill_input(device, buffers[2], 7);
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table_b));
+  expect_output(device, buffers[3], 7);
+
+  // The table is checked at submit: too few entries, or a bad range.
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "binding table has 0 entries",
+                             kiln_test_submit_and_wait(device, cb, NULL));
+  kiln_hal_binding_table_entry_t bad[] = {
+      {buffers[0], 0, KILN_HAL_WHOLE_BUFFER}, {buffers[1], 512, 1024}};
+  kiln_hal_binding_table_t bad_table = {bad, 2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "slot 1",
+                             kiln_test_submit_and_wait(device, cb, &bad_table));
+  // And the command buffer still works afterwards.
+  fill_input(device, buffers[0], 3);
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table_a));
+  expect_output(device, buffers[1], 3);
+
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  for (int i = 0; i < 4; ++i) kiln_hal_buffer_release(buffers[i]);
+  kiln_test_device_release(device);
+}
+
+KILN_TEST(CommandBufferTest, ResubmitWithoutSlotsAndReRecord) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_buffer_t* buffer = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, 64);
+  kiln_hal_executable_t* executable = kiln_test_two_entries_executable(device);
+  uint32_t zeros[16] = {0};
+  KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, buffer, 0, zeros, 64));
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  uint32_t count = 16;
+  kiln_hal_binding_t binding = {0, 0, buffer, 0, 0, KILN_HAL_WHOLE_BUFFER};
+  kiln_hal_dispatch_t dispatch = {executable, 0, {1, 1, 1}, &count, 4, &binding, 1};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  for (int i = 0; i < 5; ++i) {
+    KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  }
+  uint32_t values[16];
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, buffer, 0, values, 64));
+  for (int i = 0; i < 16; ++i) KILN_EXPECT_EQ(values[i], 5);
+  // Begin again: the old recording is discarded.
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  dispatch.entry_point = 1;  // double_it
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, buffer, 0, values, 64));
+  for (int i = 0; i < 16; ++i) KILN_EXPECT_EQ(values[i], 10);
+  // The command buffer keeps its executable and buffer alive.
+  kiln_hal_executable_release(executable);
+  kiln_hal_buffer_release(buffer);
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  kiln_hal_command_buffer_release(cb);
+  kiln_test_device_release(device);
+}

@@ -1,0 +1,389 @@
+// GEMM and convolution kernels on the test device against tests/spirv/
+// reference. Tolerances: fp32 kernels accumulate in fp32 over K terms of
+// magnitude <= 1, so atol 1e-4 + rtol 1e-4 against the double reference;
+// fp16-storage variants get inputs rounded to fp16 in the reference too and
+// an output rounding of 2^-11 relative, so atol 2e-3 + rtol 2e-3.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kiln_test.h"
+#include "reference/reference.h"
+
+typedef struct gemm_case_t {
+  size_t batch, m, n, k;
+  bool trans_a, trans_b, a_batched, b_batched;
+  int bias;  // 0 none, 1 per row, 2 per column
+  bool residual;
+  uint32_t act;
+  float scale, alpha, beta;
+} gemm_case_t;
+
+// Stores `values` as fp16 bits in `half` and rounds `values` in place.
+static uint16_t* to_half(float* values, size_t count) {
+  uint16_t* half = malloc((count ? count : 1) * 2);
+  if (!half) abort();
+  for (size_t i = 0; i < count; ++i) {
+    half[i] = gpu_float_to_half(values[i]);
+    values[i] = gpu_half_to_float(half[i]);
+  }
+  return half;
+}
+
+static void run_gemm_case(const char* what, const gemm_case_t* c,
+                          kiln_kernel_config_t config, bool fp16) {
+  size_t a_count = (c->a_batched ? c->batch : 1) * c->m * c->k;
+  size_t b_count = (c->b_batched ? c->batch : 1) * c->k * c->n;
+  size_t out_count = c->batch * c->m * c->n;
+  size_t bias_count = c->bias == 1 ? c->m : c->n;
+  float* a = gpu_random_alloc(a_count, 1, -1, 1);
+  float* b = gpu_random_alloc(b_count, 2, -1, 1);
+  float* bias = gpu_random_alloc(bias_count, 3, -1, 1);
+  float* residual = gpu_random_alloc(out_count, 4, -1, 1);
+  float* want = gpu_alloc(out_count);
+  float* got = gpu_alloc(out_count);
+
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = (uint32_t)c->m;
+  p.n = (uint32_t)c->n;
+  p.k = (uint32_t)c->k;
+  p.batch = (uint32_t)c->batch;
+  p.a_batch_stride = c->a_batched ? (uint32_t)(c->m * c->k) : 0;
+  p.a_row_stride = c->trans_a ? 1 : (uint32_t)c->k;
+  p.a_col_stride = c->trans_a ? (uint32_t)c->m : 1;
+  p.b_batch_stride = c->b_batched ? (uint32_t)(c->k * c->n) : 0;
+  p.b_row_stride = c->trans_b ? 1 : (uint32_t)c->n;
+  p.b_col_stride = c->trans_b ? (uint32_t)c->k : 1;
+  p.c_batch_stride = (uint32_t)(c->m * c->n);
+  p.c_row_stride = (uint32_t)c->n;
+  p.bias_row_stride = c->bias == 1 ? 1 : 0;
+  p.bias_col_stride = c->bias == 2 ? 1 : 0;
+  p.residual_batch_stride = (uint32_t)(c->m * c->n);
+  p.residual_row_stride = (uint32_t)c->n;
+  p.scale = c->scale;
+  p.alpha = c->alpha;
+  p.beta = c->beta;
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, c->act));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, c->bias != 0));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_RESIDUAL, c->residual));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+
+  if (fp16) {
+    uint16_t* ha = to_half(a, a_count);
+    uint16_t* hb = to_half(b, b_count);
+    uint16_t* hbias = to_half(bias, bias_count);
+    uint16_t* hres = to_half(residual, out_count);
+    uint16_t* hout = malloc(out_count * 2);
+    if (!hout) abort();
+    gpu_arg_t args[5] = {{ha, a_count * 2}, {hb, b_count * 2}, {hbias, bias_count * 2},
+                         {hres, out_count * 2}, {NULL, out_count * 2}};
+    gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
+            args, 5, 4, hout, out_count * 2, grid);
+    for (size_t i = 0; i < out_count; ++i) got[i] = gpu_half_to_float(hout[i]);
+    free(ha);
+    free(hb);
+    free(hbias);
+    free(hres);
+    free(hout);
+  } else {
+    gpu_arg_t args[5] = {{a, a_count * 4}, {b, b_count * 4}, {bias, bias_count * 4},
+                         {residual, out_count * 4}, {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5,
+            4, got, out_count * 4, grid);
+  }
+  ref_gemm(c->batch, c->m, c->n, c->k, a, c->a_batched, c->trans_a, b, c->b_batched,
+           c->trans_b, c->scale, c->bias ? bias : NULL, c->bias == 1,
+           c->residual ? residual : NULL, c->act, c->alpha, c->beta, want);
+  double tol = fp16 ? 2e-3 : 1e-4;
+  gpu_expect_close(what, got, want, out_count, tol, tol);
+  free(a);
+  free(b);
+  free(bias);
+  free(residual);
+  free(want);
+  free(got);
+}
+
+static const gemm_case_t kGemmCases[] = {
+    {1, 1, 1, 1, false, false, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 37, 53, 29, false, false, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 64, 64, 64, false, false, true, true, 2, false, KILN_ACT_RELU, 1, 0, 0},
+    {3, 19, 70, 33, true, false, true, true, 1, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    {2, 40, 17, 100, false, true, false, true, 2, true, KILN_ACT_CLIP, 1, 0, 6},
+    {4, 8, 9, 300, true, true, true, false, 0, false, KILN_ACT_GELU, 1, 0, 0},
+};
+
+// The device's own tiling and every arch's tiling, all run here: a tiling
+// picked for an NVIDIA or Mali part is still just a specialization.
+KILN_TEST(GpuGemmTest, AllCasesAllArchTilings) {
+  const char* arches[] = {NULL, "cpu", "ampere", "valhall", "adreno", "unknown"};
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps = *device;
+    if (arches[a]) KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;  // that arch's tiling does not fit this device
+    }
+    for (size_t i = 0; i < sizeof(kGemmCases) / sizeof(kGemmCases[0]); ++i) {
+      char what[96];
+      snprintf(what, sizeof(what), "gemm case %zu, %s tiling", i,
+               arches[a] ? arches[a] : "device");
+      run_gemm_case(what, &kGemmCases[i], config, false);
+    }
+  }
+}
+
+KILN_TEST(GpuGemmTest, Fp16Storage) {
+  if (!kiln_vk_harness_caps(gpu_harness())->fp16_storage) {
+    KILN_FAIL("device lacks 16-bit storage; the fp16 variant cannot be checked");
+  }
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  for (size_t i = 0; i < sizeof(kGemmCases) / sizeof(kGemmCases[0]); ++i) {
+    char what[64];
+    snprintf(what, sizeof(what), "gemm_f16 case %zu", i);
+    run_gemm_case(what, &kGemmCases[i], config, true);
+  }
+}
+
+// A 1x1 convolution is a GEMM per image: W [C_out, C_in] x X[n] [C_in, H*W]
+// with a per-row bias. Checked against the convolution reference.
+KILN_TEST(GpuGemmTest, Conv1x1AsGemm) {
+  ref_conv2d_t c = {2, 24, 7, 9, 40, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  size_t hw = c.in_h * c.in_w;
+  size_t x_count = c.batch * c.in_channels * hw, out_count = c.batch * c.out_channels * hw;
+  float* x = gpu_random_alloc(x_count, 11, -1, 1);
+  float* w = gpu_random_alloc(c.out_channels * c.in_channels, 12, -1, 1);
+  float* bias = gpu_random_alloc(c.out_channels, 13, -1, 1);
+  float* want = gpu_alloc(out_count);
+  float* got = gpu_alloc(out_count);
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = (uint32_t)c.out_channels;
+  p.n = (uint32_t)hw;
+  p.k = (uint32_t)c.in_channels;
+  p.batch = (uint32_t)c.batch;
+  p.a_row_stride = (uint32_t)c.in_channels;
+  p.a_col_stride = 1;
+  p.b_batch_stride = (uint32_t)(c.in_channels * hw);
+  p.b_row_stride = (uint32_t)hw;
+  p.b_col_stride = 1;
+  p.c_batch_stride = (uint32_t)(c.out_channels * hw);
+  p.c_row_stride = (uint32_t)hw;
+  p.bias_row_stride = 1;
+  p.scale = 1;
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_RELU));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{w, c.out_channels * c.in_channels * 4}, {x, x_count * 4},
+                       {bias, c.out_channels * 4}, {NULL, 4}, {NULL, out_count * 4}};
+  gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4,
+          got, out_count * 4, grid);
+  ref_conv2d(&c, x, w, bias, NULL, KILN_ACT_RELU, 0, 0, want);
+  gpu_expect_close("conv 1x1 as gemm", got, want, out_count, 1e-4, 1e-4);
+  free(x);
+  free(w);
+  free(bias);
+  free(want);
+  free(got);
+}
+
+typedef struct conv_case_t {
+  ref_conv2d_t c;
+  bool bias, residual;
+  uint32_t act;
+  float alpha, beta;
+} conv_case_t;
+
+static kiln_kernel_conv2d_params_t conv_params(const ref_conv2d_t* c, size_t out_h,
+                                               size_t out_w, float alpha, float beta) {
+  kiln_kernel_conv2d_params_t p = {
+      (uint32_t)c->batch,    (uint32_t)c->in_channels, (uint32_t)c->in_h,
+      (uint32_t)c->in_w,     (uint32_t)c->out_channels, (uint32_t)out_h,
+      (uint32_t)out_w,       (uint32_t)c->groups,     (uint32_t)c->kernel_h,
+      (uint32_t)c->kernel_w, (uint32_t)c->stride_h,   (uint32_t)c->stride_w,
+      (uint32_t)c->pad_top,  (uint32_t)c->pad_left,   (uint32_t)c->dilation_h,
+      (uint32_t)c->dilation_w, alpha, beta};
+  return p;
+}
+
+// Runs conv2d / depthwise / conv_transpose on one case, fp32 or fp16.
+static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_case_t* k,
+                          bool fp16) {
+  const ref_conv2d_t* c = &k->c;
+  bool transpose = kernel == KILN_KERNEL_CONV_TRANSPOSE2D;
+  size_t out_h = transpose ? ref_conv_transpose2d_out_h(c) : ref_conv2d_out_h(c);
+  size_t out_w = transpose ? ref_conv_transpose2d_out_w(c) : ref_conv2d_out_w(c);
+  size_t x_count = c->batch * c->in_channels * c->in_h * c->in_w;
+  size_t w_count = transpose ? c->in_channels * (c->out_channels / c->groups) * c->kernel_h * c->kernel_w
+                             : c->out_channels * (c->in_channels / c->groups) * c->kernel_h * c->kernel_w;
+  size_t out_count = c->batch * c->out_channels * out_h * out_w;
+  float* x = gpu_random_alloc(x_count, 21, -1, 1);
+  float* w = gpu_random_alloc(w_count, 22, -1, 1);
+  float* bias = gpu_random_alloc(c->out_channels, 23, -1, 1);
+  float* residual = gpu_random_alloc(out_count, 24, -1, 1);
+  float* want = gpu_alloc(out_count);
+  float* got = gpu_alloc(out_count);
+  kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta);
+  kiln_kernel_config_t config =
+      gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_ACTIVATION, k->act));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_BIAS, k->bias));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_RESIDUAL, k->residual));
+  uint32_t grid[3];
+  if (kernel == KILN_KERNEL_CONV2D) {
+    KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
+  } else {
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+  }
+  if (fp16) {
+    uint16_t* hx = to_half(x, x_count);
+    uint16_t* hw = to_half(w, w_count);
+    uint16_t* hb = to_half(bias, c->out_channels);
+    uint16_t* hr = to_half(residual, out_count);
+    uint16_t* hout = malloc(out_count * 2);
+    if (!hout) abort();
+    gpu_arg_t args[5] = {{hx, x_count * 2}, {hw, w_count * 2}, {hb, c->out_channels * 2},
+                         {hr, out_count * 2}, {NULL, out_count * 2}};
+    gpu_run(kernel, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p), args, 5, 4,
+            hout, out_count * 2, grid);
+    for (size_t i = 0; i < out_count; ++i) got[i] = gpu_half_to_float(hout[i]);
+    free(hx);
+    free(hw);
+    free(hb);
+    free(hr);
+    free(hout);
+  } else {
+    gpu_arg_t args[5] = {{x, x_count * 4}, {w, w_count * 4}, {bias, c->out_channels * 4},
+                         {residual, out_count * 4}, {NULL, out_count * 4}};
+    gpu_run(kernel, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4, got,
+            out_count * 4, grid);
+  }
+  if (transpose) {
+    ref_conv_transpose2d(c, x, w, k->bias ? bias : NULL, KILN_ACT_NONE, 0, 0, want);
+    // The reference has no residual input: add it, then activate.
+    for (size_t i = 0; i < out_count; ++i) {
+      double v = want[i] + (k->residual ? residual[i] : 0);
+      want[i] = (float)ref_activation(k->act, v, k->alpha, k->beta);
+    }
+  } else {
+    ref_conv2d(c, x, w, k->bias ? bias : NULL, k->residual ? residual : NULL, k->act,
+               k->alpha, k->beta, want);
+  }
+  double tol = fp16 ? 2e-3 : 1e-4;
+  gpu_expect_close(what, got, want, out_count, tol, tol);
+  free(x);
+  free(w);
+  free(bias);
+  free(residual);
+  free(want);
+  free(got);
+}
+
+// {batch, C_in, H, W, C_out, groups, KH, KW, SH, SW, pads t/l/b/r, DH, DW, out pads}
+static const conv_case_t kConvCases[] = {
+    // ResNet stem shape, scaled down: 7x7 stride 2 pad 3, bias + relu.
+    {{1, 3, 20, 20, 8, 1, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 0, 0}, true, false, KILN_ACT_RELU, 0, 0},
+    // 3x3 pad 1 with residual + relu (ResNet basic block tail), C_out % 4 != 0.
+    {{2, 5, 9, 11, 6, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    // Groups 3 with 2 outputs per group: blocks straddle groups.
+    {{1, 6, 8, 8, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    // Dilation 2, asymmetric pads and strides, leaky relu.
+    {{1, 4, 13, 10, 9, 1, 3, 2, 2, 1, 2, 0, 1, 1, 2, 2, 0, 0}, false, false, KILN_ACT_LEAKY_RELU, 0.1f, 0},
+    // Grouped 1x1 (ShuffleNet-like) with hard swish.
+    {{1, 8, 5, 5, 12, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}, true, false, KILN_ACT_HARD_SWISH, 0, 0},
+};
+
+KILN_TEST(GpuConvTest, Conv2d) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV2D, &kConvCases[i], false);
+  }
+}
+
+// Each CO_BLOCK the kernel supports, not only the one the device gets.
+KILN_TEST(GpuConvTest, Conv2dEveryChannelBlock) {
+  const conv_case_t* k = &kConvCases[1];
+  const uint32_t blocks[] = {1, 2, 4, 8};
+  for (size_t b = 0; b < 4; ++b) {
+    const ref_conv2d_t* c = &k->c;
+    size_t out_h = ref_conv2d_out_h(c), out_w = ref_conv2d_out_w(c);
+    size_t x_count = c->batch * c->in_channels * c->in_h * c->in_w;
+    size_t w_count = c->out_channels * c->in_channels * 9;
+    size_t out_count = c->batch * c->out_channels * out_h * out_w;
+    float* x = gpu_random_alloc(x_count, 31, -1, 1);
+    float* w = gpu_random_alloc(w_count, 32, -1, 1);
+    float* want = gpu_alloc(out_count);
+    float* got = gpu_alloc(out_count);
+    kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0);
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV2D, KILN_KERNEL_STORAGE_FP32);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CO_BLOCK, blocks[b]));
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
+    gpu_arg_t args[5] = {{x, x_count * 4}, {w, w_count * 4}, {NULL, 4}, {NULL, 4},
+                         {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_CONV2D, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5,
+            4, got, out_count * 4, grid);
+    ref_conv2d(c, x, w, NULL, NULL, KILN_ACT_NONE, 0, 0, want);
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d CO_BLOCK %u", blocks[b]);
+    gpu_expect_close(what, got, want, out_count, 1e-4, 1e-4);
+    free(x);
+    free(w);
+    free(want);
+    free(got);
+  }
+}
+
+static const conv_case_t kDepthwiseCases[] = {
+    // MobileNetV2: 3x3 pad 1, stride 1 and 2, bias + relu6.
+    {{1, 16, 14, 14, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_CLIP, 0, 6},
+    {{2, 8, 15, 15, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    // Channel multiplier 2, 5x5, dilation 2.
+    {{1, 4, 12, 12, 8, 4, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0}, false, false, KILN_ACT_NONE, 0, 0},
+};
+
+KILN_TEST(GpuConvTest, Depthwise) {
+  for (size_t i = 0; i < sizeof(kDepthwiseCases) / sizeof(kDepthwiseCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "depthwise case %zu", i);
+    run_conv_case(what, KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[i], false);
+  }
+}
+
+static const conv_case_t kTransposeCases[] = {
+    // Stride-2 upsampling 4x4 kernel pad 1 (DCGAN-like) with bias + relu.
+    {{1, 6, 5, 5, 4, 1, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_RELU, 0, 0},
+    // Groups 2, 3x3 stride 2 pad 1 output_padding 1, residual.
+    {{2, 4, 4, 6, 6, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1}, true, true, KILN_ACT_NONE, 0, 0},
+    // Dilation 2, stride 3 x 1, no pads.
+    {{1, 3, 4, 5, 2, 1, 2, 3, 3, 1, 0, 0, 0, 0, 2, 2, 0, 0}, false, false, KILN_ACT_NONE, 0, 0},
+};
+
+KILN_TEST(GpuConvTest, ConvTranspose) {
+  for (size_t i = 0; i < sizeof(kTransposeCases) / sizeof(kTransposeCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv_transpose case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV_TRANSPOSE2D, &kTransposeCases[i], false);
+  }
+}
+
+KILN_TEST(GpuConvTest, Fp16StorageVariants) {
+  if (!kiln_vk_harness_caps(gpu_harness())->fp16_storage) {
+    KILN_FAIL("device lacks 16-bit storage; the fp16 variants cannot be checked");
+  }
+  run_conv_case("conv2d_f16", KILN_KERNEL_CONV2D, &kConvCases[1], true);
+  run_conv_case("depthwise_f16", KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[1], true);
+  run_conv_case("conv_transpose_f16", KILN_KERNEL_CONV_TRANSPOSE2D, &kTransposeCases[1], true);
+}

@@ -1,0 +1,284 @@
+// Data-movement kernels (strided copy as Transpose / Slice / Expand /
+// Concat, Gather, Pad, Resize) on the test device against
+// tests/spirv/reference. Moves are exact (compared bit for bit); linear
+// Resize interpolates in fp32: atol 1e-6 + rtol 1e-5.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kiln_test.h"
+#include "reference/reference.h"
+
+#define R6 KILN_KERNEL_MAX_RANK
+
+static size_t product(const size_t* shape, size_t rank) {
+  size_t n = 1;
+  for (size_t d = 0; d < rank; ++d) n *= shape[d];
+  return n;
+}
+
+// Dense strides of `shape` (rank <= 6).
+static void dense_strides(const size_t* shape, size_t rank, int64_t* strides) {
+  int64_t s = 1;
+  for (size_t d = rank; d-- > 0;) {
+    strides[d] = s;
+    s *= (int64_t)shape[d];
+  }
+}
+
+// Fills params from rank-`rank` arrays, right-aligned into rank 6.
+static kiln_kernel_strided_copy_params_t copy_params(const size_t* shape, size_t rank,
+                                                     const int64_t* in_strides,
+                                                     int64_t in_offset,
+                                                     const int64_t* out_strides,
+                                                     int64_t out_offset) {
+  kiln_kernel_strided_copy_params_t p;
+  memset(&p, 0, sizeof(p));
+  for (size_t d = 0; d < R6; ++d) p.shape[d] = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    size_t at = R6 - rank + d;
+    p.shape[at] = (uint32_t)shape[d];
+    p.in_strides[at] = (int32_t)in_strides[d];
+    p.out_strides[at] = (uint32_t)out_strides[d];
+  }
+  p.count = (uint32_t)product(shape, rank);
+  p.in_offset = (int32_t)in_offset;
+  p.out_offset = (uint32_t)out_offset;
+  return p;
+}
+
+// Runs strided_copy from `x` (in_count values) into `out` (out_count
+// values, initial contents kept).
+static void run_strided_copy(const kiln_kernel_strided_copy_params_t* p, const float* x,
+                             size_t in_count, float* out, size_t out_count) {
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_STORAGE_FP32);
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, p->count, grid));
+  gpu_arg_t args[2] = {{x, in_count * 4}, {out, out_count * 4}};
+  gpu_run(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_VARIANT_FP32, &config, p, sizeof(*p), args,
+          2, 1, out, out_count * 4, grid);
+}
+
+KILN_TEST(GpuMovementTest, Transpose) {
+  const size_t shape[] = {2, 3, 4, 5};
+  const size_t perms[][4] = {{0, 2, 3, 1}, {3, 2, 1, 0}, {1, 0, 2, 3}};
+  size_t count = product(shape, 4);
+  float* x = gpu_random_alloc(count, 130, -1, 1);
+  for (size_t t = 0; t < 3; ++t) {
+    const size_t* perm = perms[t];
+    size_t out_shape[4];
+    int64_t in_dense[4], in_strides[4], out_strides[4];
+    dense_strides(shape, 4, in_dense);
+    for (size_t d = 0; d < 4; ++d) {
+      out_shape[d] = shape[perm[d]];
+      in_strides[d] = in_dense[perm[d]];
+    }
+    dense_strides(out_shape, 4, out_strides);
+    kiln_kernel_strided_copy_params_t p =
+        copy_params(out_shape, 4, in_strides, 0, out_strides, 0);
+    float* got = gpu_alloc(count);
+    float* want = gpu_alloc(count);
+    run_strided_copy(&p, x, count, got, count);
+    ref_transpose(x, shape, 4, perm, want);
+    KILN_EXPECT_BYTES_EQ(got, want, count * 4);
+    free(got);
+    free(want);
+  }
+  free(x);
+}
+
+KILN_TEST(GpuMovementTest, SliceWithNegativeStep) {
+  // x[1:3, ::-2, 1:6:2] of a [4, 7, 8] tensor.
+  const size_t shape[] = {4, 7, 8};
+  const int64_t starts[] = {1, 6, 1}, steps[] = {1, -2, 2};
+  const size_t out_shape[] = {2, 4, 3};
+  size_t in_count = product(shape, 3), out_count = product(out_shape, 3);
+  float* x = gpu_random_alloc(in_count, 140, -1, 1);
+  int64_t dense[3], in_strides[3], out_strides[3];
+  dense_strides(shape, 3, dense);
+  int64_t offset = 0;
+  for (size_t d = 0; d < 3; ++d) {
+    in_strides[d] = dense[d] * steps[d];
+    offset += starts[d] * dense[d];
+  }
+  dense_strides(out_shape, 3, out_strides);
+  kiln_kernel_strided_copy_params_t p =
+      copy_params(out_shape, 3, in_strides, offset, out_strides, 0);
+  float* got = gpu_alloc(out_count);
+  float* want = gpu_alloc(out_count);
+  run_strided_copy(&p, x, in_count, got, out_count);
+  ref_slice(x, shape, 3, starts, steps, out_shape, want);
+  KILN_EXPECT_BYTES_EQ(got, want, out_count * 4);
+  free(x);
+  free(got);
+  free(want);
+}
+
+KILN_TEST(GpuMovementTest, Expand) {
+  const size_t shape[] = {3, 1, 5}, out_shape[] = {3, 4, 5};
+  size_t in_count = product(shape, 3), out_count = product(out_shape, 3);
+  float* x = gpu_random_alloc(in_count, 150, -1, 1);
+  int64_t in_strides[3], out_strides[3];
+  dense_strides(shape, 3, in_strides);
+  in_strides[1] = 0;  // the broadcast axis
+  dense_strides(out_shape, 3, out_strides);
+  kiln_kernel_strided_copy_params_t p =
+      copy_params(out_shape, 3, in_strides, 0, out_strides, 0);
+  float* got = gpu_alloc(out_count);
+  float* want = gpu_alloc(out_count);
+  run_strided_copy(&p, x, in_count, got, out_count);
+  ref_expand(x, shape, 3, out_shape, want);
+  KILN_EXPECT_BYTES_EQ(got, want, out_count * 4);
+  free(x);
+  free(got);
+  free(want);
+}
+
+KILN_TEST(GpuMovementTest, ConcatAlongChannels) {
+  // Three NCHW inputs with 2, 5 and 3 channels: one dispatch each, writing
+  // its slab of the shared output.
+  const size_t s0[] = {2, 2, 3, 4}, s1[] = {2, 5, 3, 4}, s2[] = {2, 3, 3, 4};
+  const size_t* shapes[] = {s0, s1, s2};
+  const size_t out_shape[] = {2, 10, 3, 4};
+  size_t out_count = product(out_shape, 4);
+  float* inputs[3];
+  for (size_t t = 0; t < 3; ++t) {
+    inputs[t] = gpu_random_alloc(product(shapes[t], 4), 160 + (uint32_t)t, -1, 1);
+  }
+  float* got = gpu_alloc(out_count);
+  float* want = gpu_alloc(out_count);
+  int64_t out_strides[4];
+  dense_strides(out_shape, 4, out_strides);
+  size_t channel = 0;
+  for (size_t t = 0; t < 3; ++t) {
+    int64_t in_strides[4];
+    dense_strides(shapes[t], 4, in_strides);
+    kiln_kernel_strided_copy_params_t p = copy_params(
+        shapes[t], 4, in_strides, 0, out_strides, (int64_t)channel * out_strides[1]);
+    run_strided_copy(&p, inputs[t], product(shapes[t], 4), got, out_count);
+    channel += shapes[t][1];
+  }
+  ref_concat((const float* const*)inputs, shapes, 3, 4, 1, want);
+  KILN_EXPECT_BYTES_EQ(got, want, out_count * 4);
+  for (size_t t = 0; t < 3; ++t) free(inputs[t]);
+  free(got);
+  free(want);
+}
+
+KILN_TEST(GpuMovementTest, Gather) {
+  const size_t shape[] = {5, 6, 7};
+  const int32_t indices[] = {0, 4, -1, 2, 2, -6, 5};
+  const size_t index_count = sizeof(indices) / sizeof(indices[0]);
+  size_t in_count = product(shape, 3);
+  float* x = gpu_random_alloc(in_count, 170, -1, 1);
+  for (size_t axis = 0; axis < 3; ++axis) {
+    size_t outer = product(shape, axis), inner = product(shape + axis + 1, 2 - axis);
+    // -6 is out of range on axis 0 (size 5) and 2 (size 7 -> 1): both
+    // kernel and reference are defined to write 0 / wrap as documented.
+    size_t out_count = outer * index_count * inner;
+    float* got = gpu_alloc(out_count);
+    float* want = gpu_alloc(out_count);
+    kiln_kernel_gather_params_t p = {(uint32_t)outer, (uint32_t)shape[axis], (uint32_t)inner,
+                                     (uint32_t)index_count};
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GATHER, KILN_KERNEL_STORAGE_FP32);
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+    gpu_arg_t args[3] = {{x, in_count * 4}, {indices, sizeof(indices)}, {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_GATHER, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 3, 2,
+            got, out_count * 4, grid);
+    ref_gather(x, shape, 3, axis, indices, index_count, want);
+    KILN_EXPECT_BYTES_EQ(got, want, out_count * 4);
+    free(got);
+    free(want);
+  }
+  free(x);
+}
+
+KILN_TEST(GpuMovementTest, PadAllModes) {
+  const size_t shape[] = {1, 2, 5, 6};
+  // begin pads then end pads; one negative (crop) end pad on W, and a C
+  // pad of 3 > 2 channels (reflect wraps periodically).
+  const int64_t pads[] = {0, 3, 2, 3, 0, 0, 3, -1};
+  size_t in_count = product(shape, 4);
+  size_t out_shape[4];
+  for (size_t d = 0; d < 4; ++d) out_shape[d] = (size_t)((int64_t)shape[d] + pads[d] + pads[4 + d]);
+  size_t out_count = product(out_shape, 4);
+  float* x = gpu_random_alloc(in_count, 180, -1, 1);
+  const char* names[] = {"constant", "reflect", "edge"};
+  for (uint32_t mode = 0; mode < 3; ++mode) {
+    kiln_kernel_pad_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.count = (uint32_t)out_count;
+    for (size_t d = 0; d < R6; ++d) p.out_shape[d] = p.in_shape[d] = 1;
+    for (size_t d = 0; d < 4; ++d) {
+      p.out_shape[2 + d] = (uint32_t)out_shape[d];
+      p.in_shape[2 + d] = (uint32_t)shape[d];
+      p.pad_begin[2 + d] = (int32_t)pads[d];
+    }
+    p.value = 0.25f;
+    float* got = gpu_alloc(out_count);
+    float* want = gpu_alloc(out_count);
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_PAD, KILN_KERNEL_STORAGE_FP32);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_PAD_MODE, mode));
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+    gpu_arg_t args[2] = {{x, in_count * 4}, {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_PAD, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 2, 1, got,
+            out_count * 4, grid);
+    ref_pad(x, shape, 4, pads, mode, 0.25f, want);
+    if (memcmp(got, want, out_count * 4) != 0) KILN_ADD_FAILURE("pad %s differs", names[mode]);
+    free(got);
+    free(want);
+  }
+  free(x);
+}
+
+KILN_TEST(GpuMovementTest, ResizeModes) {
+  typedef struct {
+    size_t in_h, in_w, out_h, out_w;
+    uint32_t mode, coord, nearest;
+  } resize_case_t;
+  const resize_case_t cases[] = {
+      // YOLO-style 2x nearest upsample (asymmetric, floor).
+      {5, 6, 10, 12, KILN_RESIZE_NEAREST, KILN_RESIZE_COORD_ASYMMETRIC, KILN_RESIZE_NEAREST_FLOOR},
+      {5, 6, 10, 12, KILN_RESIZE_NEAREST, KILN_RESIZE_COORD_HALF_PIXEL,
+       KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR},
+      {8, 8, 3, 5, KILN_RESIZE_NEAREST, KILN_RESIZE_COORD_HALF_PIXEL,
+       KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL},
+      {4, 4, 7, 9, KILN_RESIZE_NEAREST, KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_NEAREST_CEIL},
+      {5, 6, 10, 12, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_HALF_PIXEL, 0},
+      {5, 6, 9, 4, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_ALIGN_CORNERS, 0},
+      {5, 6, 1, 13, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0},
+      {6, 6, 3, 3, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_ASYMMETRIC, 0},
+  };
+  const size_t planes = 3;
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const resize_case_t* c = &cases[i];
+    size_t in_count = planes * c->in_h * c->in_w, out_count = planes * c->out_h * c->out_w;
+    float* x = gpu_random_alloc(in_count, 190 + (uint32_t)i, -1, 1);
+    float* got = gpu_alloc(out_count);
+    float* want = gpu_alloc(out_count);
+    float scale_h = (float)c->out_h / (float)c->in_h, scale_w = (float)c->out_w / (float)c->in_w;
+    kiln_kernel_resize_params_t p = {(uint32_t)planes, (uint32_t)c->in_h, (uint32_t)c->in_w,
+                                     (uint32_t)c->out_h, (uint32_t)c->out_w, scale_h, scale_w};
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_RESIZE, KILN_KERNEL_STORAGE_FP32);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_RESIZE_MODE, c->mode));
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_RESIZE_COORD, c->coord));
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_RESIZE_NEAREST, c->nearest));
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+    gpu_arg_t args[2] = {{x, in_count * 4}, {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_RESIZE, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 2, 1,
+            got, out_count * 4, grid);
+    ref_resize(x, planes, c->in_h, c->in_w, c->out_h, c->out_w, scale_h, scale_w, c->mode,
+               c->coord, c->nearest, want);
+    char what[48];
+    snprintf(what, sizeof(what), "resize case %zu", i);
+    gpu_expect_close(what, got, want, out_count, 1e-6, 1e-5);
+    free(x);
+    free(got);
+    free(want);
+  }
+}

@@ -1,0 +1,234 @@
+// Pooling, reductions, softmax and normalization on the test device against
+// tests/spirv/reference, for the fp32 build and (where the device has
+// subgroup arithmetic) the subgroup build. Tolerances: sums of up to ~1000
+// values in [-1, 1] in fp32 with a different order than the reference:
+// atol 1e-4 + rtol 1e-4; max/min and pooling max are exact.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kiln_test.h"
+#include "reference/reference.h"
+
+// The variants of `kernel` this device can run: fp32, and subgroup if both
+// built and supported.
+static size_t runnable_variants(kiln_kernel_id_t kernel, kiln_kernel_variant_t out[2]) {
+  size_t n = 0;
+  out[n++] = KILN_KERNEL_VARIANT_FP32;
+  const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
+  if ((desc->variant_mask & (1u << KILN_KERNEL_VARIANT_SUBGROUP)) &&
+      kiln_vk_harness_caps(gpu_harness())->subgroup_arithmetic) {
+    out[n++] = KILN_KERNEL_VARIANT_SUBGROUP;
+  }
+  return n;
+}
+
+typedef struct axis_case_t {
+  size_t outer, size, inner;
+} axis_case_t;
+
+static const axis_case_t kAxisCases[] = {
+    {1, 1, 1}, {7, 1000, 1}, {3, 17, 5}, {2, 64, 3}, {1, 3, 1}, {100, 49, 1},
+};
+
+KILN_TEST(GpuReduceTest, AllOpsAllShapes) {
+  const char* names[] = {"sum", "mean", "max", "min"};
+  kiln_kernel_variant_t variants[2];
+  size_t variant_count = runnable_variants(KILN_KERNEL_REDUCE, variants);
+  for (size_t v = 0; v < variant_count; ++v) {
+    for (uint32_t op = 0; op < KILN_REDUCE_COUNT; ++op) {
+      for (size_t s = 0; s < sizeof(kAxisCases) / sizeof(kAxisCases[0]); ++s) {
+        const axis_case_t* c = &kAxisCases[s];
+        size_t in_count = c->outer * c->size * c->inner, out_count = c->outer * c->inner;
+        float* x = gpu_random_alloc(in_count, 70 + (uint32_t)s, -1, 1);
+        float* want = gpu_alloc(out_count);
+        float* got = gpu_alloc(out_count);
+        kiln_kernel_reduce_params_t p = {(uint32_t)c->outer, (uint32_t)c->size,
+                                         (uint32_t)c->inner};
+        kiln_kernel_config_t config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP32);
+        KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, op));
+        uint32_t grid[3];
+        KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, out_count, grid));
+        gpu_arg_t args[2] = {{x, in_count * 4}, {NULL, out_count * 4}};
+        gpu_run(KILN_KERNEL_REDUCE, variants[v], &config, &p, sizeof(p), args, 2, 1, got,
+                out_count * 4, grid);
+        ref_reduce(op, c->outer, c->size, c->inner, x, want);
+        char what[96];
+        snprintf(what, sizeof(what), "reduce %s [%zu,%zu,%zu] %s", names[op], c->outer,
+                 c->size, c->inner, kiln_kernel_variant_name(variants[v]));
+        gpu_expect_close(what, got, want, out_count, 1e-4, 1e-4);
+        free(x);
+        free(want);
+        free(got);
+      }
+    }
+  }
+}
+
+// Global average pooling is a mean over H*W per (n, c).
+KILN_TEST(GpuReduceTest, GlobalAveragePool) {
+  const size_t n = 2, c = 32, hw = 7 * 7;
+  float* x = gpu_random_alloc(n * c * hw, 80, -1, 1);
+  float* want = gpu_alloc(n * c);
+  float* got = gpu_alloc(n * c);
+  ref_pool2d_t pool = {n * c, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false};
+  ref_avg_pool2d(&pool, x, want);
+  kiln_kernel_reduce_params_t p = {(uint32_t)(n * c), (uint32_t)hw, 1};
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_MEAN));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, n * c, grid));
+  gpu_arg_t args[2] = {{x, n * c * hw * 4}, {NULL, n * c * 4}};
+  gpu_run(KILN_KERNEL_REDUCE, config.variant, &config, &p, sizeof(p), args, 2, 1, got,
+          n * c * 4, grid);
+  gpu_expect_close("global average pool", got, want, n * c, 1e-5, 1e-5);
+  free(x);
+  free(want);
+  free(got);
+}
+
+KILN_TEST(GpuReduceTest, SoftmaxAndLogSoftmax) {
+  kiln_kernel_variant_t variants[2];
+  size_t variant_count = runnable_variants(KILN_KERNEL_SOFTMAX, variants);
+  for (size_t v = 0; v < variant_count; ++v) {
+    for (int log_softmax = 0; log_softmax < 2; ++log_softmax) {
+      for (size_t s = 0; s < sizeof(kAxisCases) / sizeof(kAxisCases[0]); ++s) {
+        const axis_case_t* c = &kAxisCases[s];
+        size_t count = c->outer * c->size * c->inner;
+        // A wide range checks the max subtraction (exp(80) overflows fp32).
+        float* x = gpu_random_alloc(count, 90 + (uint32_t)s, -80, 80);
+        float* want = gpu_alloc(count);
+        float* got = gpu_alloc(count);
+        kiln_kernel_softmax_params_t p = {(uint32_t)c->outer, (uint32_t)c->size,
+                                          (uint32_t)c->inner};
+        kiln_kernel_config_t config = gpu_config(KILN_KERNEL_SOFTMAX, KILN_KERNEL_STORAGE_FP32);
+        KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_SOFTMAX_LOG,
+                                                   (uint32_t)log_softmax));
+        uint32_t grid[3];
+        KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, c->outer * c->inner, grid));
+        gpu_arg_t args[2] = {{x, count * 4}, {NULL, count * 4}};
+        gpu_run(KILN_KERNEL_SOFTMAX, variants[v], &config, &p, sizeof(p), args, 2, 1, got,
+                count * 4, grid);
+        ref_softmax(log_softmax != 0, c->outer, c->size, c->inner, x, want);
+        char what[96];
+        snprintf(what, sizeof(what), "%s [%zu,%zu,%zu] %s",
+                 log_softmax ? "log_softmax" : "softmax", c->outer, c->size, c->inner,
+                 kiln_kernel_variant_name(variants[v]));
+        // LogSoftmax values reach ~160 in magnitude: relative tolerance.
+        gpu_expect_close(what, got, want, count, 1e-5, 1e-4);
+        free(x);
+        free(want);
+        free(got);
+      }
+    }
+  }
+}
+
+KILN_TEST(GpuReduceTest, LayerNormAndInstanceNorm) {
+  kiln_kernel_variant_t variants[2];
+  size_t variant_count = runnable_variants(KILN_KERNEL_NORM, variants);
+  for (size_t v = 0; v < variant_count; ++v) {
+    // LayerNorm: 6 rows of 300 (e.g. [2, 3, 300] over the last axis).
+    {
+      const size_t rows = 6, size = 300;
+      float* x = gpu_random_alloc(rows * size, 100, -3, 5);  // nonzero mean
+      float* scale = gpu_random_alloc(size, 101, 0.5f, 1.5f);
+      float* bias = gpu_random_alloc(size, 102, -1, 1);
+      float* want = gpu_alloc(rows * size);
+      float* got = gpu_alloc(rows * size);
+      kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
+      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM, KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_KIND, KILN_NORM_LAYER));
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+      gpu_arg_t args[4] = {{x, rows * size * 4}, {scale, size * 4}, {bias, size * 4},
+                           {NULL, rows * size * 4}};
+      gpu_run(KILN_KERNEL_NORM, variants[v], &config, &p, sizeof(p), args, 4, 3, got,
+              rows * size * 4, grid);
+      ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+      gpu_expect_close(kiln_kernel_variant_name(variants[v]), got, want, rows * size, 1e-4, 1e-4);
+      free(x);
+      free(scale);
+      free(bias);
+      free(want);
+      free(got);
+    }
+    // InstanceNorm: N=2, C=3, 7x7.
+    {
+      const size_t n = 2, c = 3, hw = 49;
+      float* x = gpu_random_alloc(n * c * hw, 110, -2, 3);
+      float* scale = gpu_random_alloc(c, 111, 0.5f, 1.5f);
+      float* bias = gpu_random_alloc(c, 112, -1, 1);
+      float* want = gpu_alloc(n * c * hw);
+      float* got = gpu_alloc(n * c * hw);
+      kiln_kernel_norm_params_t p = {(uint32_t)(n * c), (uint32_t)hw, (uint32_t)c, 1e-5f};
+      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM, KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_KIND, KILN_NORM_INSTANCE));
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, n * c, grid));
+      gpu_arg_t args[4] = {{x, n * c * hw * 4}, {scale, c * 4}, {bias, c * 4},
+                           {NULL, n * c * hw * 4}};
+      gpu_run(KILN_KERNEL_NORM, variants[v], &config, &p, sizeof(p), args, 4, 3, got,
+              n * c * hw * 4, grid);
+      ref_instance_norm(n, c, hw, x, scale, bias, 1e-5f, want);
+      gpu_expect_close("instance norm", got, want, n * c * hw, 1e-4, 1e-4);
+      free(x);
+      free(scale);
+      free(bias);
+      free(want);
+      free(got);
+    }
+  }
+}
+
+typedef struct pool_case_t {
+  ref_pool2d_t p;
+  uint32_t op;
+} pool_case_t;
+
+KILN_TEST(GpuPoolTest, MaxAndAverage) {
+  // {planes, H, W, KH, KW, SH, SW, pads t/l/b/r, DH, DW, count_include_pad}
+  const pool_case_t cases[] = {
+      // ResNet stem max pool: 3x3 stride 2 pad 1.
+      {{6, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false}, KILN_POOL_MAX},
+      {{4, 9, 7, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, false}, KILN_POOL_MAX},
+      {{3, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, false}, KILN_POOL_MAX},
+      {{5, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false}, KILN_POOL_AVG},
+      {{5, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true}, KILN_POOL_AVG},
+      // Asymmetric pads with count_include_pad: edge windows differ.
+      {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, true}, KILN_POOL_AVG},
+      {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false}, KILN_POOL_AVG},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const ref_pool2d_t* r = &cases[i].p;
+    size_t oh = ref_pool2d_out_h(r), ow = ref_pool2d_out_w(r);
+    size_t in_count = r->planes * r->in_h * r->in_w, out_count = r->planes * oh * ow;
+    float* x = gpu_random_alloc(in_count, 120 + (uint32_t)i, -1, 1);
+    float* want = gpu_alloc(out_count);
+    float* got = gpu_alloc(out_count);
+    kiln_kernel_pool2d_params_t p = {
+        (uint32_t)r->planes,    (uint32_t)r->in_h,     (uint32_t)r->in_w,
+        (uint32_t)oh,           (uint32_t)ow,          (uint32_t)r->kernel_h,
+        (uint32_t)r->kernel_w,  (uint32_t)r->stride_h, (uint32_t)r->stride_w,
+        (uint32_t)r->pad_top,   (uint32_t)r->pad_left, (uint32_t)r->pad_bottom,
+        (uint32_t)r->pad_right, (uint32_t)r->dilation_h, (uint32_t)r->dilation_w,
+        r->count_include_pad ? 1u : 0u};
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_POOL2D, KILN_KERNEL_STORAGE_FP32);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_POOL_OP, cases[i].op));
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+    gpu_arg_t args[2] = {{x, in_count * 4}, {NULL, out_count * 4}};
+    gpu_run(KILN_KERNEL_POOL2D, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 2, 1,
+            got, out_count * 4, grid);
+    if (cases[i].op == KILN_POOL_MAX) ref_max_pool2d(r, x, want);
+    else ref_avg_pool2d(r, x, want);
+    char what[48];
+    snprintf(what, sizeof(what), "pool case %zu", i);
+    gpu_expect_close(what, got, want, out_count, cases[i].op == KILN_POOL_MAX ? 0 : 1e-6, 1e-5);
+    free(x);
+    free(want);
+    free(got);
+  }
+}

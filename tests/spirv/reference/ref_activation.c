@@ -1,0 +1,35 @@
+// Activation reference in double with libm's erf/tanh/expm1/log1p.
+#include <math.h>
+
+#include "kiln/compiler/kernels_codes.h"
+#include "reference.h"
+
+double ref_activation(uint32_t code, double x, double alpha, double beta) {
+  switch (code) {
+    case KILN_ACT_NONE: return x;
+    case KILN_ACT_RELU: return x > 0 ? x : 0;
+    case KILN_ACT_LEAKY_RELU: return x < 0 ? alpha * x : x;
+    case KILN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
+    case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case KILN_ACT_HARD_SIGMOID: {
+      double v = alpha * x + beta;
+      return v < 0 ? 0 : (v > 1 ? 1 : v);
+    }
+    case KILN_ACT_HARD_SWISH: {
+      double v = x / 6.0 + 0.5;
+      return x * (v < 0 ? 0 : (v > 1 ? 1 : v));
+    }
+    case KILN_ACT_TANH: return tanh(x);
+    case KILN_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case KILN_ACT_ERF: return erf(x);
+    case KILN_ACT_ELU: return x < 0 ? alpha * expm1(x) : x;
+    case KILN_ACT_SOFTPLUS: return log1p(exp(x));
+    case KILN_ACT_SQRT: return sqrt(x);
+    case KILN_ACT_EXP: return exp(x);
+    case KILN_ACT_LOG: return log(x);
+    case KILN_ACT_NEG: return -x;
+    case KILN_ACT_ABS: return fabs(x);
+    case KILN_ACT_RECIPROCAL: return 1.0 / x;
+    default: return NAN;
+  }
+}
