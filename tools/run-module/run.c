@@ -346,7 +346,6 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
         run->session, run->signature->types[i], i, &run->inputs[i],
         &run->args[i]));
   }
-  fprintf(run->out, "EXEC @%s\n", name);
   int calls = options->call_count > 0 ? options->call_count : 1;
   double* call_ns = calloc((size_t)calls, sizeof(double));
   if (!call_ns) {
@@ -363,7 +362,11 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
                                  run->results, run->signature->result_count);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
   }
-  if (kiln_status_is_ok(status)) status = kiln_run_report(run, exit_code);
+  // Printed once the call succeeded, so a trap is reported as one line.
+  if (kiln_status_is_ok(status)) {
+    fprintf(run->out, "EXEC @%s\n", name);
+    status = kiln_run_report(run, exit_code);
+  }
   if (kiln_status_is_ok(status) && options->print_statistics) {
     double first = call_ns[0];
     qsort(call_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
