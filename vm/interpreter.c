@@ -714,6 +714,11 @@ dispatch:
          (index), (list)->size);                                              \
   }
   OP(LIST_ALLOC) {
+    if (KILN_UNLIKELY((uint64_t)RI(4) * 8u > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED,
+           "list.alloc of %u elements exceeds the allocation limit of %llu bytes",
+           RI(4), (unsigned long long)context->max_allocation_bytes);
+    }
     kiln_vm_list_t* list = NULL;
     kiln_status_t alloc_status = kiln_vm_list_create(
         context->allocator, pc[3], RI(4), &list);
@@ -736,9 +741,12 @@ dispatch:
   OP(LIST_RESIZE) {
     LIST_OPERAND(list, 1, 0xFFu);
     uint32_t size = RI(3);
-    if (KILN_UNLIKELY(size > KILN_VM_LIST_MAX_SIZE)) {
-      TRAP(KILN_STATUS_OUT_OF_RANGE, "list size %u exceeds the limit %u", size,
-           KILN_VM_LIST_MAX_SIZE);
+    if (KILN_UNLIKELY(size > KILN_VM_LIST_MAX_SIZE ||
+                      (uint64_t)size * 8u > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_OUT_OF_RANGE,
+           "list size %u exceeds the limit (%u elements, %llu bytes)", size,
+           KILN_VM_LIST_MAX_SIZE,
+           (unsigned long long)context->max_allocation_bytes);
     }
     kiln_status_t resize_status = kiln_vm_list_resize(list, size);
     if (KILN_UNLIKELY(resize_status)) {
@@ -827,6 +835,12 @@ dispatch:
     NEXT(BUFFER_RODATA);
   }
   OP(BUFFER_ALLOC) {
+    if (KILN_UNLIKELY(RL(3) > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED,
+           "buffer.alloc of %llu bytes exceeds the allocation limit of %llu",
+           (unsigned long long)RL(3),
+           (unsigned long long)context->max_allocation_bytes);
+    }
     kiln_vm_buffer_t* buffer = NULL;
     kiln_status_t alloc_status =
         kiln_vm_buffer_allocate(context->allocator, RL(3), &buffer);
