@@ -797,6 +797,12 @@ dispatch:
     uint32_t index = RI(3);
     LIST_INDEX(list, index);
     kiln_vm_ref_object_t* value = RR(5);
+    // Only lists hold refs, so refusing lists inside lists makes reference
+    // cycles (which counting cannot free) impossible to build.
+    if (KILN_UNLIKELY(value && value->type == &kiln_vm_list_type)) {
+      TRAP(KILN_STATUS_FAILED_PRECONDITION,
+           "a list cannot hold a vm.list (reference cycles would leak)");
+    }
     kiln_vm_ref_retain(value);
     kiln_vm_set_ref(&((kiln_vm_ref_object_t**)list->data)[index], value);
     NEXT(LIST_SET_REF);
