@@ -9,6 +9,7 @@ kiln_vm_context_options_t kiln_vm_context_options_default(void) {
   options.max_call_depth = 256;
   options.stack_i32_words = 64 * 1024;
   options.stack_refs = 16 * 1024;
+  options.max_allocation_bytes = UINT64_C(1) << 30;
   return options;
 }
 
@@ -138,6 +139,7 @@ kiln_status_t kiln_vm_context_create(kiln_vm_instance_t* instance,
   context->frame_capacity = options->max_call_depth;
   context->i32_capacity = options->stack_i32_words;
   context->ref_capacity = options->stack_refs;
+  context->max_allocation_bytes = options->max_allocation_bytes;
   kiln_status_t status = kiln_allocator_calloc_array(
       context->allocator, module_count ? module_count : 1,
       sizeof(kiln_vm_module_state_t), (void**)&context->states);

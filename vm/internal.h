@@ -105,6 +105,7 @@ struct kiln_vm_context_t {
   uint32_t frame_capacity;
   uint32_t depth;
   uint64_t fuel;
+  uint64_t max_allocation_bytes;
   void* user_data;
 };
 

@@ -285,8 +285,10 @@ static kiln_status_t cb_dispatch(kiln_hal_command_buffer_t* base,
   }
   command.dispatch.binding_start = cb->binding_count;
   command.dispatch.binding_count = dispatch->binding_count;
-  memcpy(cb->bindings + cb->binding_count, dispatch->bindings,
-         dispatch->binding_count * sizeof(kiln_hal_binding_t));
+  if (dispatch->binding_count) {
+    memcpy(cb->bindings + cb->binding_count, dispatch->bindings,
+           dispatch->binding_count * sizeof(kiln_hal_binding_t));
+  }
   cb->binding_count += dispatch->binding_count;
   return push_command(cb, &command);
 }

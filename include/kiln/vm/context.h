@@ -22,6 +22,8 @@ typedef struct kiln_vm_context_options_t {
   uint32_t max_call_depth;   // frames; deeper calls trap
   uint32_t stack_i32_words;  // 32-bit registers over all frames
   uint32_t stack_refs;       // ref registers over all frames
+  // Largest single list or buffer bytecode may allocate; larger traps.
+  uint64_t max_allocation_bytes;
 } kiln_vm_context_options_t;
 kiln_vm_context_options_t kiln_vm_context_options_default(void);
 
