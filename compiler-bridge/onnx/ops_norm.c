@@ -301,7 +301,7 @@ static kiln_status_t kiln_run_softmax(const kiln_op_run_args_t* args) {
 
 const kiln_op_def_t kiln_ops_norm[] = {
     {"BatchNormalization", "epsilon,momentum,training_mode", 5, 5, 1, 3,
-     kiln_infer_batch_norm, kiln_run_batch_norm},
+     kiln_infer_batch_norm, kiln_run_batch_norm, 9},
     {"InstanceNormalization", "epsilon", 3, 3, 1, 1, kiln_infer_instance_norm,
      kiln_run_instance_norm},
     {"LayerNormalization", "axis,epsilon,stash_type", 2, 3, 1, 3,
