@@ -70,7 +70,7 @@ static kiln_status_t kiln_read_tensors(const char* dir, const char* prefix,
   *out_count = 0;
   for (size_t i = 0; i < capacity; ++i) {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/%s_%zu.pb", dir, prefix, i);
+    snprintf(path, sizeof(path), "%.900s/%s_%zu.pb", dir, prefix, i);
     struct stat st;
     if (stat(path, &st) != 0) break;
     KILN_RETURN_IF_ERROR(kiln_onnx_read_tensor_file(
@@ -243,14 +243,15 @@ kiln_node_test_result_t kiln_onnx_run_node_test(const char* dir, double rtol,
   struct dirent* entry;
   while ((entry = readdir(listing)) && set_count < 8) {
     if (strncmp(entry->d_name, "test_data_set_", 14) != 0) continue;
-    snprintf(sets[set_count++], sizeof(sets[0]), "%s/%s", dir, entry->d_name);
+    snprintf(sets[set_count++], sizeof(sets[0]), "%.700s/%.256s", dir,
+             entry->d_name);
   }
   closedir(listing);
   for (size_t s = 0; s < set_count; ++s) {
     size_t bytes = 0;
     for (int i = 0; i < 16; ++i) {
       char input[1100];
-      snprintf(input, sizeof(input), "%s/input_%d.pb", sets[s], i);
+      snprintf(input, sizeof(input), "%.1000s/input_%d.pb", sets[s], i);
       bytes += kiln_file_size(input);
     }
     if (bytes > KILN_NODE_TEST_MAX_INPUT_BYTES) {
