@@ -4,7 +4,8 @@
 #include "ops.h"
 
 static const kiln_op_def_t* const kiln_op_families[] = {
-    kiln_ops_elementwise, kiln_ops_shape, kiln_ops_conv,   kiln_ops_pool,
+    kiln_ops_elementwise, kiln_ops_shape, kiln_ops_copy, kiln_ops_conv,
+    kiln_ops_pool,
     kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize,
 };
 
