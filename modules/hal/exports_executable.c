@@ -294,7 +294,21 @@ static kiln_status_t kiln_hal_export_executable_workgroup_size(
   return kiln_ok_status();
 }
 
+// (executable) -> the index of the variant the device chose, so bytecode
+// can pick per-variant constants (grid sizes) from a table.
+static kiln_status_t kiln_hal_export_executable_variant(
+    kiln_vm_context_t* context, void* opaque, const kiln_vm_value_t* args,
+    kiln_vm_value_t* results) {
+  kiln_hal_executable_t* executable = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_arg(args, 0, &kiln_hal_executable_ref_type,
+                                    "executable.variant", (void**)&executable));
+  results[0] =
+      kiln_vm_value_i32((int32_t)kiln_hal_executable_variant_index(executable));
+  return kiln_ok_status();
+}
+
 const kiln_vm_native_export_t kiln_hal_executable_exports[] = {
+    {"executable.variant", "r_i", kiln_hal_export_executable_variant},
     {"executable.workgroup_size", "rii_i",
      kiln_hal_export_executable_workgroup_size},
     {"executable.lookup", "rr_r", kiln_hal_export_executable_lookup},
