@@ -246,7 +246,21 @@ kiln_status_t kiln_vm_call_native(kiln_vm_context_t* context,
                                   uint32_t ordinal, const kiln_vm_value_t* args,
                                   kiln_vm_value_t* results) {
   const kiln_vm_native_export_t* entry = &state->module->native.exports[ordinal];
-  return entry->fn(context, state->native_state, args, results);
+  kiln_status_t status = entry->fn(context, state->native_state, args, results);
+  if (KILN_UNLIKELY(context->native_call_hook != NULL)) {
+    context->native_call_hook(context->native_call_hook_data,
+                              state->module->native.name, entry->name,
+                              &state->module->native_signatures[ordinal], args,
+                              results, status);
+  }
+  return status;
+}
+
+void kiln_vm_context_set_native_call_hook(kiln_vm_context_t* context,
+                                          kiln_vm_native_call_hook_t hook,
+                                          void* user_data) {
+  context->native_call_hook = hook;
+  context->native_call_hook_data = user_data;
 }
 
 kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,

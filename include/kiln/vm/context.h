@@ -67,6 +67,17 @@ uint64_t kiln_vm_context_fuel(const kiln_vm_context_t* context);
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data);
 void* kiln_vm_context_user_data(const kiln_vm_context_t* context);
+// Called after every call into a native module (for tracing, e.g.
+// kiln-run-module --trace_execution); `status` is the call's result (still
+// owned by the VM). NULL turns it off.
+typedef void (*kiln_vm_native_call_hook_t)(
+    void* user_data, const char* module_name, const char* export_name,
+    const kiln_format_signature_t* signature, const kiln_vm_value_t* args,
+    const kiln_vm_value_t* results, kiln_status_t status);
+void kiln_vm_context_set_native_call_hook(kiln_vm_context_t* context,
+                                          kiln_vm_native_call_hook_t hook,
+                                          void* user_data);
+
 // The context's modules in the order given at creation (native modules
 // such as hal look up data, e.g. executables, in the bytecode modules).
 size_t kiln_vm_context_module_count(const kiln_vm_context_t* context);
