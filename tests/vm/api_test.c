@@ -233,3 +233,56 @@ KILN_TEST(VmApi, TwoContextsRunOnTwoThreads) {
   kiln_vm_context_destroy(second);
   kiln_vm_test_env_deinit(&env);
 }
+
+// Every allocation the load/context/run path makes fails in turn; each
+// failure must surface as a status and leave nothing allocated.
+KILN_TEST(VmApi, AllocationFailuresAreCleanAtEveryPoint) {
+  kiln_file_contents_t source;
+  KILN_ASSERT_OK(kiln_file_read_all(KILN_VM_TESTDATA "/features.kasm",
+                                    kiln_allocator_system(), &source));
+  kiln_byte_buffer_t bytes;
+  KILN_ASSERT_OK(kiln_vm_test_assemble((const char*)source.data, &bytes));
+  kiln_file_contents_deinit(&source);
+  bool succeeded = false;
+  size_t budget = 0;
+  for (budget = 0; budget < 500 && !succeeded; ++budget) {
+    kiln_counting_allocator_t counting;
+    kiln_counting_allocator_init(&counting, kiln_allocator_system(), budget);
+    kiln_allocator_t allocator = kiln_counting_allocator(&counting);
+    kiln_vm_instance_t* instance = NULL;
+    kiln_vm_module_t* host = NULL;
+    kiln_vm_module_t* module = NULL;
+    kiln_vm_context_t* context = NULL;
+    kiln_status_t status = kiln_vm_instance_create(allocator, &instance);
+    if (!status) status = kiln_vm_test_host_module(instance, &host);
+    if (!status) {
+      status = kiln_vm_module_load_from_memory(instance, kiln_byte_buffer_span(&bytes),
+                                               "features", NULL, &module);
+    }
+    if (!status) {
+      kiln_vm_module_t* modules[2] = {host, module};
+      status = kiln_vm_context_create(instance, modules, 2, NULL, &context);
+    }
+    if (!status) {
+      kiln_vm_function_t main_fn;
+      status = kiln_vm_context_find_function(context, "main", &main_fn);
+      kiln_vm_value_t arg = kiln_vm_value_i32(3), r[4];
+      if (!status) status = kiln_vm_context_invoke(context, main_fn, &arg, 1, r, 4);
+      if (!status) {
+        KILN_EXPECT_EQ(r[0].i32, 6);
+        succeeded = true;
+      }
+    }
+    kiln_status_free(status);
+    kiln_vm_context_destroy(context);
+    kiln_vm_module_release(module);
+    kiln_vm_module_release(host);
+    if (instance) kiln_vm_instance_destroy(instance);
+    if (counting.live_blocks != 0) {
+      KILN_ADD_FAILURE("budget %zu: %zu blocks leaked", budget, counting.live_blocks);
+    }
+  }
+  KILN_EXPECT_TRUE(succeeded);
+  KILN_EXPECT_GT(budget, 20);  // many failure points were exercised
+  kiln_byte_buffer_deinit(&bytes);
+}

@@ -71,8 +71,9 @@ static kiln_status_t kiln_host_echo_ref(kiln_vm_context_t* context,
 static kiln_status_t kiln_host_create_state(void* user_data,
                                             kiln_vm_context_t* context,
                                             void** out_state) {
-  return kiln_allocator_calloc(kiln_vm_context_allocator(context),
-                               sizeof(int32_t), out_state);
+  // The system allocator on both ends: destroy_state gets no context.
+  return kiln_allocator_calloc(kiln_allocator_system(), sizeof(int32_t),
+                               out_state);
 }
 
 static void kiln_host_destroy_state(void* user_data, void* state) {
