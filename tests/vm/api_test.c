@@ -286,3 +286,47 @@ KILN_TEST(VmApi, AllocationFailuresAreCleanAtEveryPoint) {
   KILN_EXPECT_GT(budget, 20);  // many failure points were exercised
   kiln_byte_buffer_deinit(&bytes);
 }
+
+// A native function may call back into the same context (modules/hal will
+// not need to, but callbacks must not corrupt the running frames).
+static kiln_status_t kiln_reenter(kiln_vm_context_t* context, void* state,
+                                  const kiln_vm_value_t* args, kiln_vm_value_t* results) {
+  kiln_vm_function_t inner;
+  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "app.square", &inner));
+  return kiln_vm_context_invoke(context, inner, args, 1, results, 1);
+}
+static const kiln_vm_native_export_t kReenterExports[] = {{"reenter", "i_i", kiln_reenter}};
+
+KILN_TEST(VmApi, NativeMayReenterTheContext) {
+  kiln_vm_instance_t* instance = NULL;
+  KILN_ASSERT_OK(kiln_vm_instance_create(kiln_allocator_system(), &instance));
+  kiln_vm_native_module_desc_t desc;
+  memset(&desc, 0, sizeof(desc));
+  desc.name = "cb";
+  desc.exports = kReenterExports;
+  desc.export_count = 1;
+  kiln_vm_module_t* native = NULL;
+  KILN_ASSERT_OK(kiln_vm_module_create_native(instance, &desc, &native));
+  kiln_vm_module_t* app = NULL;
+  KILN_ASSERT_OK(kiln_load_source(instance,
+      "module app\nimport cb.reenter \"i_i\"\n"
+      "func square \"i_i\"\n  mul.i32 i1 i0 i0\n  return i1\nend\n"
+      "func outer \"i_i\"\n  list.alloc r0 i32 i0\n  addi.i32 i1 i0 1\n"
+      "  call.import cb.reenter i1 -> i2\n  list.size i3 r0\n  add.i32 i2 i2 i3\n"
+      "  return i2\nend\nexport square\nexport outer\n", &app));
+  kiln_vm_module_t* modules[2] = {native, app};
+  kiln_vm_context_t* context = NULL;
+  KILN_ASSERT_OK(kiln_vm_context_create(instance, modules, 2, NULL, &context));
+  kiln_vm_function_t outer;
+  KILN_ASSERT_OK(kiln_vm_context_find_function(context, "outer", &outer));
+  kiln_vm_context_set_fuel(context, 100);
+  kiln_vm_value_t arg = kiln_vm_value_i32(4), r;
+  KILN_ASSERT_OK(kiln_vm_context_invoke(context, outer, &arg, 1, &r, 1));
+  KILN_EXPECT_EQ(r.i32, 25 + 0);  // (4+1)^2 + size of an empty list
+  KILN_EXPECT_EQ_U64(kiln_vm_context_fuel(context), 99);  // one import call
+  KILN_EXPECT_EQ(context->depth, 0);
+  kiln_vm_context_destroy(context);
+  kiln_vm_module_release(app);
+  kiln_vm_module_release(native);
+  kiln_vm_instance_destroy(instance);
+}
