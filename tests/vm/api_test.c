@@ -330,3 +330,26 @@ KILN_TEST(VmApi, NativeMayReenterTheContext) {
   kiln_vm_module_release(native);
   kiln_vm_instance_destroy(instance);
 }
+
+KILN_TEST(VmApi, ForgedFunctionHandlesAreRejected) {
+  kiln_vm_test_env_t env;
+  KILN_ASSERT_OK(kiln_vm_test_env_init(&env, "func f \"i_i\"\n  return i0\nend\nexport f\n"));
+  kiln_vm_function_t function;
+  KILN_ASSERT_OK(kiln_vm_context_find_function(env.context, "f", &function));
+  kiln_vm_value_t arg = kiln_vm_value_i32(1), r[3];
+  function.ordinal = 7;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "function ordinal 7 out of range",
+                             kiln_vm_context_invoke(env.context, function, &arg, 1, r, 1));
+  function.ordinal = 0;
+  function.module_index = 9;
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_vm_context_invoke(env.context, function, &arg, 1, r, 1));
+  // A handle whose signature pointer lies is checked against the module's.
+  static const kiln_format_signature_t kLie = {{"i_iii", 5}, 1, 3, {'i', 'i', 'i', 'i'}};
+  function.module_index = 1;
+  function.signature = &kLie;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "signature 'i_i' takes 1 arguments and 1 results, got 1 and 3",
+                             kiln_vm_context_invoke(env.context, function, &arg, 1, r, 3));
+  kiln_vm_test_env_deinit(&env);
+}
