@@ -270,12 +270,26 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
                                      kiln_vm_value_t* results,
                                      size_t result_count) {
   if (results && result_count) memset(results, 0, result_count * sizeof(*results));
-  if (function.module_index >= context->state_count || !function.signature) {
+  if (function.module_index >= context->state_count) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "invoke: function handle does not belong to this "
                             "context");
   }
-  const kiln_format_signature_t* signature = function.signature;
+  // The signature comes from the module, never from the handle, so a
+  // forged handle cannot make the VM read or write past the caller's arrays.
+  kiln_vm_module_t* target = context->states[function.module_index].module;
+  uint32_t limit = target->is_native ? (uint32_t)target->native.export_count
+                                     : target->format.function_count;
+  if (function.ordinal >= limit) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "invoke: function ordinal %u out of range (%u)",
+                            function.ordinal, limit);
+  }
+  const kiln_format_signature_t* signature =
+      target->is_native
+          ? &target->native_signatures[function.ordinal]
+          : &target->format.signatures[target->format.functions[function.ordinal]
+                                           .signature];
   if (arg_count != signature->arg_count ||
       result_count != signature->result_count ||
       (arg_count && !args) || (result_count && !results)) {
@@ -298,11 +312,6 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
       }
     }
     return status;
-  }
-  if (function.ordinal >= state->module->format.function_count) {
-    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                            "invoke: function ordinal %u out of range",
-                            function.ordinal);
   }
   return kiln_vm_interpret(context, state, function.ordinal, args, results);
 }

@@ -40,7 +40,7 @@ void kiln_vm_context_destroy(kiln_vm_context_t* context);
 typedef struct kiln_vm_function_t {
   uint32_t module_index;  // in the context's module list
   uint32_t ordinal;       // function (bytecode) or export (native) ordinal
-  const kiln_format_signature_t* signature;
+  const kiln_format_signature_t* signature;  // informational; invoke rechecks
 } kiln_vm_function_t;
 
 // `name` is "module.export" or a bare export name (searched from the last
