@@ -144,3 +144,24 @@ KILN_TEST(RunModuleErrors, HelpAndFlagfile) {
   KILN_EXPECT_EQ(code, 0);
   KILN_EXPECT_CONTAINS(output, "[SUCCESS]");
 }
+
+KILN_TEST(RunModuleFlags, TraceAndStatistics) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x32xf32=0.25' --trace_execution "
+           "--print_statistics --call_count=3",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  // Weights upload only on the first of the three calls.
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.write(hal.buffer, 0, vm.buffer, 0, 8192)");
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.command_buffer.dispatch(hal.command_buffer, hal.executable, 0, ");
+  const char* first = strstr(output, "hal.buffer.write(");
+  size_t writes = 0;
+  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.write(")) ++writes;
+  KILN_EXPECT_EQ(writes, 4);  // w1, b1, w2, b2 once, not per call
+  KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
+  KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
+}
