@@ -9,7 +9,7 @@ packages=(
   vulkan-validationlayers spirv-tools glslc libspirv-cross-c-shared-dev
   libzstd-dev googletest libgtest-dev
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
-  python3 python3-numpy
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx
 )
 
 missing=()
