@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
@@ -166,20 +167,9 @@ KILN_TEST(GpuGemmTest, Conv1x1AsGemm) {
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
   kiln_kernel_gemm_params_t p;
-  memset(&p, 0, sizeof(p));
-  p.m = (uint32_t)c.out_channels;
-  p.n = (uint32_t)hw;
-  p.k = (uint32_t)c.in_channels;
-  p.batch = (uint32_t)c.batch;
-  p.a_row_stride = (uint32_t)c.in_channels;
-  p.a_col_stride = 1;
-  p.b_batch_stride = (uint32_t)(c.in_channels * hw);
-  p.b_row_stride = (uint32_t)hw;
-  p.b_col_stride = 1;
-  p.c_batch_stride = (uint32_t)(c.out_channels * hw);
-  p.c_row_stride = (uint32_t)hw;
-  p.bias_row_stride = 1;
-  p.scale = 1;
+  KILN_ASSERT_OK(kiln_kernel_params_conv1x1_as_gemm((int64_t)c.batch, (int64_t)c.in_channels,
+                                                    (int64_t)hw, (int64_t)c.out_channels, 0,
+                                                    0, &p));
   kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_RELU));
@@ -386,4 +376,33 @@ KILN_TEST(GpuConvTest, Fp16StorageVariants) {
   run_conv_case("conv2d_f16", KILN_KERNEL_CONV2D, &kConvCases[1], true);
   run_conv_case("depthwise_f16", KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[1], true);
   run_conv_case("conv_transpose_f16", KILN_KERNEL_CONV_TRANSPOSE2D, &kTransposeCases[1], true);
+}
+
+// ONNX MatMul / Gemm through kiln_kernel_params_matmul: A broadcast over
+// the batch, B stored transposed, a row-vector bias, scale 0.5.
+KILN_TEST(GpuGemmTest, MatmulParamsHelper) {
+  const size_t batch = 3, m = 21, n = 18, k = 40;
+  float* a = gpu_random_alloc(m * k, 91, -1, 1);
+  float* b = gpu_random_alloc(batch * n * k, 92, -1, 1);
+  float* bias = gpu_random_alloc(n, 93, -1, 1);
+  float* want = gpu_alloc(batch * m * n);
+  float* got = gpu_alloc(batch * m * n);
+  kiln_kernel_gemm_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_matmul(batch, 1, batch, m, n, k, 0, 1, 0.5f, &p));
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{a, m * k * 4}, {b, batch * n * k * 4}, {bias, n * 4}, {NULL, 4},
+                       {NULL, batch * m * n * 4}};
+  gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4, got,
+          batch * m * n * 4, grid);
+  ref_gemm(batch, m, n, k, a, false, false, b, true, true, 0.5f, bias, false, NULL,
+           KILN_ACT_NONE, 0, 0, want);
+  gpu_expect_close("matmul helper", got, want, batch * m * n, 1e-4, 1e-4);
+  free(a);
+  free(b);
+  free(bias);
+  free(want);
+  free(got);
 }

@@ -1,0 +1,375 @@
+// Push-constant builders from ONNX-shaped descriptions (kernels_params.h).
+#include <string.h>
+
+#include "kiln/compiler/kernels_params.h"
+
+#define R6 KILN_KERNEL_MAX_RANK
+
+// Checks a shape: rank <= 6, dims >= 0, element count < 2^32.
+static kiln_status_t kiln_params_check_dims(const char* what, const int64_t* dims,
+                                            size_t rank, uint64_t* out_count) {
+  *out_count = 0;
+  if (rank > R6) {
+    return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                            "%s: rank %zu exceeds the kernels' %d", what, rank, R6);
+  }
+  if (rank > 0 && !dims) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: NULL dims", what);
+  }
+  uint64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    if (dims[d] < 0 || dims[d] > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "%s: dim %zu is %lld", what, d, (long long)dims[d]);
+    }
+    count *= (uint64_t)dims[d];
+    if (count > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "%s: more than 2^32-1 elements exceed the kernels' "
+                              "32-bit indexing",
+                              what);
+    }
+  }
+  *out_count = count;
+  return kiln_ok_status();
+}
+
+// Right-aligns `dims` into 6 dims (leading 1s) with dense strides.
+static void kiln_params_align(const int64_t* dims, size_t rank, int64_t out_dims[R6],
+                              int64_t out_strides[R6]) {
+  for (size_t d = 0; d < R6; ++d) out_dims[d] = 1;
+  for (size_t d = 0; d < rank; ++d) out_dims[R6 - rank + d] = dims[d];
+  int64_t stride = 1;
+  for (size_t d = R6; d-- > 0;) {
+    out_strides[d] = stride;
+    stride *= out_dims[d];
+  }
+}
+
+kiln_status_t kiln_kernel_params_binary(const int64_t* a_dims, size_t a_rank,
+                                        const int64_t* b_dims, size_t b_rank,
+                                        float alpha, float beta,
+                                        kiln_kernel_binary_params_t* out_params,
+                                        int64_t* out_dims, size_t* out_rank) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (out_rank) *out_rank = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "binary: NULL out_params");
+  }
+  uint64_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("binary input a", a_dims, a_rank, &count));
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("binary input b", b_dims, b_rank, &count));
+  int64_t ad[R6], as[R6], bd[R6], bs[R6], od[R6];
+  kiln_params_align(a_dims, a_rank, ad, as);
+  kiln_params_align(b_dims, b_rank, bd, bs);
+  for (size_t d = 0; d < R6; ++d) {
+    if (ad[d] != bd[d] && ad[d] != 1 && bd[d] != 1) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "binary: dims %lld and %lld do not broadcast (axis %zu "
+                              "from the end)",
+                              (long long)ad[d], (long long)bd[d], R6 - 1 - d);
+    }
+    // A 0-sized dim wins over 1 (numpy).
+    od[d] = ad[d] == 1 ? bd[d] : ad[d];
+  }
+  size_t rank = a_rank > b_rank ? a_rank : b_rank;
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("binary output", od + R6 - rank, rank, &count));
+  for (size_t d = 0; d < R6; ++d) {
+    out_params->shape[d] = (uint32_t)od[d];
+    out_params->a_strides[d] = (ad[d] == 1 && od[d] != 1) ? 0 : (uint32_t)as[d];
+    out_params->b_strides[d] = (bd[d] == 1 && od[d] != 1) ? 0 : (uint32_t)bs[d];
+  }
+  out_params->count = (uint32_t)count;
+  out_params->alpha = alpha;
+  out_params->beta = beta;
+  if (out_dims) memcpy(out_dims, od + R6 - rank, rank * sizeof(int64_t));
+  if (out_rank) *out_rank = rank;
+  return kiln_ok_status();
+}
+
+// Fills a strided copy over `shape` (rank dims, right-aligned) with the
+// given per-dim input/output strides and offsets.
+static kiln_status_t kiln_params_strided(const char* what, const int64_t* shape,
+                                         size_t rank, const int64_t* in_strides,
+                                         int64_t in_offset, const int64_t* out_strides,
+                                         int64_t out_offset,
+                                         kiln_kernel_strided_copy_params_t* p) {
+  uint64_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims(what, shape, rank, &count));
+  for (size_t d = 0; d < R6; ++d) p->shape[d] = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    size_t at = R6 - rank + d;
+    if (in_strides[d] < INT32_MIN || in_strides[d] > INT32_MAX ||
+        out_strides[d] < 0 || out_strides[d] > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "%s: stride of dim %zu too large",
+                              what, d);
+    }
+    p->shape[at] = (uint32_t)shape[d];
+    p->in_strides[at] = (int32_t)in_strides[d];
+    p->out_strides[at] = (uint32_t)out_strides[d];
+  }
+  if (in_offset < 0 || in_offset > INT32_MAX || out_offset < 0 || out_offset > UINT32_MAX) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "%s: offset out of range", what);
+  }
+  p->count = (uint32_t)count;
+  p->in_offset = (int32_t)in_offset;
+  p->out_offset = (uint32_t)out_offset;
+  return kiln_ok_status();
+}
+
+static void kiln_params_dense(const int64_t* dims, size_t rank, int64_t* strides) {
+  int64_t stride = 1;
+  for (size_t d = rank; d-- > 0;) {
+    strides[d] = stride;
+    stride *= dims[d];
+  }
+}
+
+kiln_status_t kiln_kernel_params_transpose(
+    const int64_t* dims, size_t rank, const int64_t* perm,
+    kiln_kernel_strided_copy_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params || (rank && !perm)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "transpose: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("transpose input", dims, rank, &count));
+  int64_t in_dense[R6], out_dims[R6], in_strides[R6], out_strides[R6];
+  bool seen[R6] = {false};
+  kiln_params_dense(dims, rank, in_dense);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || (size_t)perm[d] >= rank || seen[perm[d]]) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "transpose: perm[%zu] = %lld is not a permutation of "
+                              "0..%zu",
+                              d, (long long)perm[d], rank - 1);
+    }
+    seen[perm[d]] = true;
+    out_dims[d] = dims[perm[d]];
+    in_strides[d] = in_dense[perm[d]];
+  }
+  kiln_params_dense(out_dims, rank, out_strides);
+  return kiln_params_strided("transpose", out_dims, rank, in_strides, 0, out_strides, 0,
+                             out_params);
+}
+
+kiln_status_t kiln_kernel_params_slice(
+    const int64_t* dims, size_t rank, const int64_t* starts,
+    const int64_t* steps, const int64_t* out_dims,
+    kiln_kernel_strided_copy_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params || (rank && (!starts || !steps || !out_dims))) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "slice: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("slice input", dims, rank, &count));
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("slice output", out_dims, rank, &count));
+  int64_t dense[R6], in_strides[R6], out_strides[R6];
+  kiln_params_dense(dims, rank, dense);
+  kiln_params_dense(out_dims, rank, out_strides);
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (steps[d] == 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "slice: step of axis %zu is 0", d);
+    }
+    if (out_dims[d] > 0) {
+      // First and last index read along this axis must be inside.
+      int64_t last = starts[d] + (out_dims[d] - 1) * steps[d];
+      if (starts[d] < 0 || starts[d] >= dims[d] || last < 0 || last >= dims[d]) {
+        return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                                "slice: axis %zu reads %lld..%lld of a dim of %lld", d,
+                                (long long)starts[d], (long long)last, (long long)dims[d]);
+      }
+    }
+    in_strides[d] = dense[d] * steps[d];
+    offset += (out_dims[d] > 0 ? starts[d] : 0) * dense[d];
+  }
+  return kiln_params_strided("slice", out_dims, rank, in_strides, offset, out_strides, 0,
+                             out_params);
+}
+
+kiln_status_t kiln_kernel_params_expand(
+    const int64_t* dims, size_t rank, const int64_t* out_dims, size_t out_rank,
+    kiln_kernel_strided_copy_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "expand: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("expand input", dims, rank, &count));
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("expand output", out_dims, out_rank, &count));
+  if (rank > out_rank) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "expand: input rank %zu above output rank %zu", rank, out_rank);
+  }
+  int64_t dense[R6], in_strides[R6], out_strides[R6];
+  kiln_params_dense(dims, rank, dense);
+  kiln_params_dense(out_dims, out_rank, out_strides);
+  for (size_t d = 0; d < out_rank; ++d) {
+    size_t from_end = out_rank - d;
+    if (from_end > rank) {
+      in_strides[d] = 0;
+      continue;
+    }
+    size_t src = rank - from_end;
+    if (dims[src] != out_dims[d] && dims[src] != 1) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "expand: input dim %zu (%lld) cannot become %lld", src,
+                              (long long)dims[src], (long long)out_dims[d]);
+    }
+    in_strides[d] = dims[src] == 1 ? 0 : dense[src];
+  }
+  return kiln_params_strided("expand", out_dims, out_rank, in_strides, 0, out_strides, 0,
+                             out_params);
+}
+
+kiln_status_t kiln_kernel_params_concat_part(
+    const int64_t* dims, size_t rank, size_t axis, int64_t out_axis_size,
+    int64_t axis_offset, kiln_kernel_strided_copy_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "concat: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("concat input", dims, rank, &count));
+  if (axis >= rank) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "concat: axis %zu of rank %zu",
+                            axis, rank);
+  }
+  if (axis_offset < 0 || axis_offset + dims[axis] > out_axis_size) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "concat: slab %lld..%lld outside the output's %lld",
+                            (long long)axis_offset, (long long)(axis_offset + dims[axis]),
+                            (long long)out_axis_size);
+  }
+  int64_t out_dims[R6], in_strides[R6], out_strides[R6];
+  memcpy(out_dims, dims, rank * sizeof(int64_t));
+  out_dims[axis] = out_axis_size;
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("concat output", out_dims, rank, &count));
+  kiln_params_dense(dims, rank, in_strides);
+  kiln_params_dense(out_dims, rank, out_strides);
+  return kiln_params_strided("concat", dims, rank, in_strides, 0, out_strides,
+                             axis_offset * out_strides[axis], out_params);
+}
+
+static kiln_status_t kiln_params_check_sizes(const char* what, const int64_t* values,
+                                             size_t count) {
+  uint64_t product = 1;
+  for (size_t i = 0; i < count; ++i) {
+    if (values[i] <= 0 || values[i] > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: size %zu is %lld", what,
+                              i, (long long)values[i]);
+    }
+    product *= (uint64_t)values[i];
+    if (product > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "%s: sizes exceed the kernels' 32-bit indexing", what);
+    }
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_conv1x1_as_gemm(
+    int64_t batch, int64_t in_channels, int64_t spatial, int64_t out_channels,
+    float alpha, float beta, kiln_kernel_gemm_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv1x1: NULL out_params");
+  }
+  const int64_t in_sizes[] = {batch, in_channels, spatial};
+  const int64_t out_sizes[] = {batch, out_channels, spatial};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("conv1x1 input", in_sizes, 3));
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("conv1x1 output", out_sizes, 3));
+  kiln_kernel_gemm_params_t* p = out_params;
+  p->m = (uint32_t)out_channels;
+  p->n = (uint32_t)spatial;
+  p->k = (uint32_t)in_channels;
+  p->batch = (uint32_t)batch;
+  p->a_row_stride = (uint32_t)in_channels;
+  p->a_col_stride = 1;
+  p->b_batch_stride = (uint32_t)(in_channels * spatial);
+  p->b_row_stride = (uint32_t)spatial;
+  p->b_col_stride = 1;
+  p->c_batch_stride = (uint32_t)(out_channels * spatial);
+  p->c_row_stride = (uint32_t)spatial;
+  p->bias_row_stride = 1;
+  p->residual_batch_stride = p->c_batch_stride;
+  p->residual_row_stride = p->c_row_stride;
+  p->scale = 1.0f;
+  p->alpha = alpha;
+  p->beta = beta;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_matmul(int64_t batch, int64_t a_batch,
+                                        int64_t b_batch, int64_t m, int64_t n,
+                                        int64_t k, int trans_a, int trans_b,
+                                        float scale,
+                                        kiln_kernel_gemm_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "matmul: NULL out_params");
+  }
+  const int64_t a_sizes[] = {batch, m, k}, b_sizes[] = {batch, k, n}, c_sizes[] = {batch, m, n};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("matmul a", a_sizes, 3));
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("matmul b", b_sizes, 3));
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("matmul output", c_sizes, 3));
+  if ((a_batch != 1 && a_batch != batch) || (b_batch != 1 && b_batch != batch)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "matmul: batches %lld and %lld do not broadcast to %lld",
+                            (long long)a_batch, (long long)b_batch, (long long)batch);
+  }
+  kiln_kernel_gemm_params_t* p = out_params;
+  p->m = (uint32_t)m;
+  p->n = (uint32_t)n;
+  p->k = (uint32_t)k;
+  p->batch = (uint32_t)batch;
+  p->a_batch_stride = a_batch == 1 ? 0 : (uint32_t)(m * k);
+  p->a_row_stride = trans_a ? 1 : (uint32_t)k;
+  p->a_col_stride = trans_a ? (uint32_t)m : 1;
+  p->b_batch_stride = b_batch == 1 ? 0 : (uint32_t)(k * n);
+  p->b_row_stride = trans_b ? 1 : (uint32_t)n;
+  p->b_col_stride = trans_b ? (uint32_t)k : 1;
+  p->c_batch_stride = (uint32_t)(m * n);
+  p->c_row_stride = (uint32_t)n;
+  p->bias_col_stride = 1;  // a row-vector bias, broadcast over m and batch
+  p->residual_batch_stride = p->c_batch_stride;
+  p->residual_row_stride = p->c_row_stride;
+  p->scale = scale;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_pad(const int64_t* dims, size_t rank,
+                                     const int64_t* pads, float value,
+                                     kiln_kernel_pad_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params || (rank && !pads)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "pad: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("pad input", dims, rank, &count));
+  int64_t out_dims[R6];
+  for (size_t d = 0; d < rank; ++d) {
+    out_dims[d] = dims[d] + pads[d] + pads[rank + d];
+    if (out_dims[d] < 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "pad: axis %zu crops below zero (%lld + %lld + %lld)", d,
+                              (long long)dims[d], (long long)pads[d],
+                              (long long)pads[rank + d]);
+    }
+    if (pads[d] < INT32_MIN || pads[d] > INT32_MAX) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "pad: pad of axis %zu too large", d);
+    }
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("pad output", out_dims, rank, &count));
+  for (size_t d = 0; d < R6; ++d) out_params->out_shape[d] = out_params->in_shape[d] = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    size_t at = R6 - rank + d;
+    out_params->out_shape[at] = (uint32_t)out_dims[d];
+    out_params->in_shape[at] = (uint32_t)dims[d];
+    out_params->pad_begin[at] = (int32_t)pads[d];
+  }
+  out_params->count = (uint32_t)count;
+  out_params->value = value;
+  return kiln_ok_status();
+}

@@ -1,0 +1,79 @@
+// Builders of the kernels' push-constant structs (kernels_abi.h) from
+// ONNX-shaped descriptions (int64 dims, as the graph IR holds them), so the
+// bridge does not repeat the stride arithmetic per op. Every builder checks
+// rank <= 6, non-negative dims, element counts within the kernels' 32-bit
+// indexing, and op-specific rules; errors name the argument at fault.
+// Outputs are cleared on entry.
+#ifndef KILN_COMPILER_KERNELS_PARAMS_H_
+#define KILN_COMPILER_KERNELS_PARAMS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/base/status.h"
+#include "kiln/compiler/kernels_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Numpy broadcasting of a and b. `out_dims` (may be NULL) receives the
+// result shape, right-aligned in `*out_rank` = max(a_rank, b_rank) dims.
+kiln_status_t kiln_kernel_params_binary(const int64_t* a_dims, size_t a_rank,
+                                        const int64_t* b_dims, size_t b_rank,
+                                        float alpha, float beta,
+                                        kiln_kernel_binary_params_t* out_params,
+                                        int64_t* out_dims, size_t* out_rank);
+
+// Transpose: output dim d is input dim perm[d] (perm a permutation).
+kiln_status_t kiln_kernel_params_transpose(
+    const int64_t* dims, size_t rank, const int64_t* perm,
+    kiln_kernel_strided_copy_params_t* out_params);
+
+// Slice with normalized starts (0 <= start < dim) and nonzero steps, and the
+// resulting output dims (as ONNX's shape inference computed them). Every
+// element read must lie inside the input: checked here.
+kiln_status_t kiln_kernel_params_slice(
+    const int64_t* dims, size_t rank, const int64_t* starts,
+    const int64_t* steps, const int64_t* out_dims,
+    kiln_kernel_strided_copy_params_t* out_params);
+
+// Expand (numpy broadcast of one input to `out_dims`).
+kiln_status_t kiln_kernel_params_expand(
+    const int64_t* dims, size_t rank, const int64_t* out_dims, size_t out_rank,
+    kiln_kernel_strided_copy_params_t* out_params);
+
+// One input of a Concat: copies `dims` into the output (same rank, equal
+// dims except on `axis`, where the output has `out_axis_size`) starting at
+// `axis_offset` along the axis. One dispatch per input.
+kiln_status_t kiln_kernel_params_concat_part(
+    const int64_t* dims, size_t rank, size_t axis, int64_t out_axis_size,
+    int64_t axis_offset, kiln_kernel_strided_copy_params_t* out_params);
+
+// A 1x1, stride-1, unpadded convolution of NCHW x[n, c_in, h, w] with
+// weights [c_out, c_in] as a GEMM per image (per-row bias). Bind A = weights,
+// B = input, bias, residual, C = output.
+kiln_status_t kiln_kernel_params_conv1x1_as_gemm(
+    int64_t batch, int64_t in_channels, int64_t spatial, int64_t out_channels,
+    float alpha, float beta, kiln_kernel_gemm_params_t* out_params);
+
+// ONNX MatMul of dense row-major [batch..., m, k] x [batch..., k, n] where
+// either side may have batch count 1 (broadcast) and an optional bias of n
+// values (Gemm's C as a row vector). trans_a / trans_b read the stored
+// matrices transposed ([k, m] / [n, k]), as Gemm's transA / transB.
+kiln_status_t kiln_kernel_params_matmul(int64_t batch, int64_t a_batch,
+                                        int64_t b_batch, int64_t m, int64_t n,
+                                        int64_t k, int trans_a, int trans_b,
+                                        float scale,
+                                        kiln_kernel_gemm_params_t* out_params);
+
+// ONNX Pad: pads holds rank begin pads then rank end pads (negative crops).
+kiln_status_t kiln_kernel_params_pad(const int64_t* dims, size_t rank,
+                                     const int64_t* pads, float value,
+                                     kiln_kernel_pad_params_t* out_params);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_KERNELS_PARAMS_H_

@@ -1,0 +1,115 @@
+// Push-constant builders: exact strides for hand-worked cases and the
+// rejection of bad shapes. (Their results drive real kernels in
+// tests/spirv/gpu, compared against the references.)
+#include <string.h>
+
+#include "kiln/compiler/kernels_params.h"
+#include "kiln_test.h"
+
+KILN_TEST(KernelParamsTest, BinaryBroadcastStrides) {
+  const int64_t a[] = {2, 3, 4}, b[] = {3, 1};
+  kiln_kernel_binary_params_t p;
+  int64_t out[6];
+  size_t rank = 0;
+  KILN_ASSERT_OK(kiln_kernel_params_binary(a, 3, b, 2, 0.5f, 2.0f, &p, out, &rank));
+  KILN_EXPECT_EQ(rank, 3);
+  KILN_EXPECT_EQ(out[0], 2);
+  KILN_EXPECT_EQ(out[2], 4);
+  KILN_EXPECT_EQ(p.count, 24);
+  const uint32_t shape[6] = {1, 1, 1, 2, 3, 4};
+  const uint32_t a_strides[6] = {24, 24, 24, 12, 4, 1};
+  const uint32_t b_strides[6] = {3, 3, 3, 0, 1, 0};
+  KILN_EXPECT_BYTES_EQ(p.shape, shape, sizeof(shape));
+  KILN_EXPECT_BYTES_EQ(p.a_strides, a_strides, sizeof(a_strides));
+  KILN_EXPECT_BYTES_EQ(p.b_strides, b_strides, sizeof(b_strides));
+  KILN_EXPECT_NEAR(p.beta, 2.0, 0);
+}
+
+KILN_TEST(KernelParamsTest, BinaryRejectsBadShapes) {
+  const int64_t a[] = {2, 3}, b[] = {4}, big[] = {1 << 20, 1 << 20}, neg[] = {-1};
+  const int64_t r7[] = {1, 1, 1, 1, 1, 1, 1};
+  kiln_kernel_binary_params_t p;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "dims 3 and 4 do not broadcast",
+                             kiln_kernel_params_binary(a, 2, b, 1, 0, 0, &p, NULL, NULL));
+  KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
+                     kiln_kernel_params_binary(big, 2, b, 0, 0, 0, &p, NULL, NULL));
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "dim 0 is -1",
+                             kiln_kernel_params_binary(neg, 1, b, 1, 0, 0, &p, NULL, NULL));
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "rank 7",
+                             kiln_kernel_params_binary(r7, 7, b, 1, 0, 0, &p, NULL, NULL));
+  KILN_EXPECT_EQ(p.count, 0);  // cleared on failure
+}
+
+KILN_TEST(KernelParamsTest, TransposeSliceExpandConcat) {
+  const int64_t dims[] = {2, 3, 4};
+  kiln_kernel_strided_copy_params_t p;
+  const int64_t perm[] = {2, 0, 1};
+  KILN_ASSERT_OK(kiln_kernel_params_transpose(dims, 3, perm, &p));
+  KILN_EXPECT_EQ(p.shape[3], 4);
+  KILN_EXPECT_EQ(p.in_strides[3], 1);
+  KILN_EXPECT_EQ(p.in_strides[4], 12);
+  KILN_EXPECT_EQ(p.in_strides[5], 4);
+  KILN_EXPECT_EQ(p.out_strides[3], 6);
+  const int64_t bad_perm[] = {0, 0, 1};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "not a permutation",
+                             kiln_kernel_params_transpose(dims, 3, bad_perm, &p));
+
+  // x[:, 2::-1, 3] -> out dims {2, 3, 1}: offset 2*4 + 3, strides {12, -4, 1}.
+  const int64_t starts[] = {0, 2, 3}, steps[] = {1, -1, 1}, out_dims[] = {2, 3, 1};
+  KILN_ASSERT_OK(kiln_kernel_params_slice(dims, 3, starts, steps, out_dims, &p));
+  KILN_EXPECT_EQ(p.in_offset, 11);
+  KILN_EXPECT_EQ(p.in_strides[4], -4);
+  KILN_EXPECT_EQ(p.count, 6);
+  const int64_t too_far[] = {2, 4, 1};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "axis 1 reads 2..-1",
+                             kiln_kernel_params_slice(dims, 3, starts, steps, too_far, &p));
+  const int64_t zero_step[] = {1, 0, 1};
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_params_slice(dims, 3, starts, zero_step, out_dims, &p));
+
+  const int64_t small[] = {3, 1}, big[] = {5, 3, 7};
+  KILN_ASSERT_OK(kiln_kernel_params_expand(small, 2, big, 3, &p));
+  KILN_EXPECT_EQ(p.in_strides[3], 0);
+  KILN_EXPECT_EQ(p.in_strides[4], 1);
+  KILN_EXPECT_EQ(p.in_strides[5], 0);
+  const int64_t wrong[] = {5, 4, 7};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "cannot become 4",
+                             kiln_kernel_params_expand(small, 2, wrong, 3, &p));
+
+  KILN_ASSERT_OK(kiln_kernel_params_concat_part(dims, 3, 1, 10, 5, &p));
+  KILN_EXPECT_EQ(p.out_offset, 20);  // 5 * (4)
+  KILN_EXPECT_EQ(p.out_strides[3], 40);
+  KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
+                     kiln_kernel_params_concat_part(dims, 3, 1, 10, 8, &p));
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_params_concat_part(dims, 3, 3, 10, 0, &p));
+}
+
+KILN_TEST(KernelParamsTest, GemmAndPad) {
+  kiln_kernel_gemm_params_t g;
+  KILN_ASSERT_OK(kiln_kernel_params_conv1x1_as_gemm(2, 16, 49, 32, 0, 6, &g));
+  KILN_EXPECT_EQ(g.m, 32);
+  KILN_EXPECT_EQ(g.k, 16);
+  KILN_EXPECT_EQ(g.b_batch_stride, 16 * 49);
+  KILN_EXPECT_EQ(g.a_batch_stride, 0);
+  KILN_EXPECT_EQ(g.bias_row_stride, 1);
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_params_conv1x1_as_gemm(0, 16, 49, 32, 0, 0, &g));
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_params_matmul(4, 2, 4, 3, 3, 3, 0, 0, 1, &g));
+  KILN_ASSERT_OK(kiln_kernel_params_matmul(4, 1, 4, 3, 5, 7, 1, 0, 1, &g));
+  KILN_EXPECT_EQ(g.a_row_stride, 1);
+  KILN_EXPECT_EQ(g.a_col_stride, 3);
+  KILN_EXPECT_EQ(g.a_batch_stride, 0);
+
+  const int64_t dims[] = {1, 3, 4}, pads[] = {0, 1, -1, 0, 2, 3};
+  kiln_kernel_pad_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_pad(dims, 3, pads, 1.5f, &p));
+  KILN_EXPECT_EQ(p.out_shape[4], 6);
+  KILN_EXPECT_EQ(p.out_shape[5], 6);
+  KILN_EXPECT_EQ(p.pad_begin[5], -1);
+  KILN_EXPECT_EQ(p.count, 36);
+  const int64_t crop[] = {0, 0, -3, 0, 0, -2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "crops below zero",
+                             kiln_kernel_params_pad(dims, 3, crop, 0, &p));
+}
