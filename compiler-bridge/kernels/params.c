@@ -373,3 +373,147 @@ kiln_status_t kiln_kernel_params_pad(const int64_t* dims, size_t rank,
   out_params->value = value;
   return kiln_ok_status();
 }
+
+// Each value in 1..2^32-1 (attributes: no product limit).
+static kiln_status_t kiln_params_check_positive(const char* what, const int64_t* values,
+                                                size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (values[i] <= 0 || values[i] > UINT32_MAX) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: attribute %zu is %lld",
+                              what, i, (long long)values[i]);
+    }
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_params_check_conv(const char* what,
+                                            const kiln_kernel_conv2d_attrs_t* a) {
+  const int64_t positive[] = {a->batch, a->in_channels, a->in_height, a->in_width,
+                              a->out_channels, a->groups, a->kernel_h, a->kernel_w,
+                              a->stride_h, a->stride_w, a->dilation_h, a->dilation_w};
+  KILN_RETURN_IF_ERROR(
+      kiln_params_check_positive(what, positive, sizeof(positive) / sizeof(positive[0])));
+  const int64_t pads[] = {a->pad_top, a->pad_left, a->pad_bottom, a->pad_right,
+                          a->output_pad_h, a->output_pad_w};
+  for (size_t i = 0; i < 6; ++i) {
+    if (pads[i] < 0 || pads[i] > INT32_MAX) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: pad %zu is %lld", what, i,
+                              (long long)pads[i]);
+    }
+  }
+  if (a->in_channels % a->groups || a->out_channels % a->groups) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "%s: channels %lld -> %lld do not divide into %lld groups", what,
+                            (long long)a->in_channels, (long long)a->out_channels,
+                            (long long)a->groups);
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_params_conv_fill(const char* what,
+                                           const kiln_kernel_conv2d_attrs_t* a,
+                                           int64_t out_h, int64_t out_w, float alpha,
+                                           float beta, kiln_kernel_conv2d_params_t* p) {
+  if (out_h < 1 || out_w < 1) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: output %lldx%lld is empty",
+                            what, (long long)out_h, (long long)out_w);
+  }
+  const int64_t out_sizes[] = {a->batch, a->out_channels, out_h, out_w};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes(what, out_sizes, 4));
+  const int64_t in_sizes[] = {a->batch, a->in_channels, a->in_height, a->in_width};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes(what, in_sizes, 4));
+  *p = (kiln_kernel_conv2d_params_t){
+      (uint32_t)a->batch,      (uint32_t)a->in_channels, (uint32_t)a->in_height,
+      (uint32_t)a->in_width,   (uint32_t)a->out_channels, (uint32_t)out_h,
+      (uint32_t)out_w,         (uint32_t)a->groups,      (uint32_t)a->kernel_h,
+      (uint32_t)a->kernel_w,   (uint32_t)a->stride_h,    (uint32_t)a->stride_w,
+      (uint32_t)a->pad_top,    (uint32_t)a->pad_left,    (uint32_t)a->dilation_h,
+      (uint32_t)a->dilation_w, alpha,                    beta};
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_conv2d(const kiln_kernel_conv2d_attrs_t* attrs,
+                                        float alpha, float beta,
+                                        kiln_kernel_conv2d_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (!attrs || !out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv2d: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_conv("conv2d", attrs));
+  int64_t span_h = attrs->dilation_h * (attrs->kernel_h - 1) + 1;
+  int64_t span_w = attrs->dilation_w * (attrs->kernel_w - 1) + 1;
+  int64_t padded_h = attrs->in_height + attrs->pad_top + attrs->pad_bottom;
+  int64_t padded_w = attrs->in_width + attrs->pad_left + attrs->pad_right;
+  int64_t out_h = padded_h < span_h ? 0 : (padded_h - span_h) / attrs->stride_h + 1;
+  int64_t out_w = padded_w < span_w ? 0 : (padded_w - span_w) / attrs->stride_w + 1;
+  return kiln_params_conv_fill("conv2d", attrs, out_h, out_w, alpha, beta, out_params);
+}
+
+bool kiln_kernel_conv2d_is_depthwise(const kiln_kernel_conv2d_attrs_t* attrs) {
+  return attrs && attrs->groups > 1 && attrs->groups == attrs->in_channels &&
+         attrs->out_channels % attrs->in_channels == 0;
+}
+
+kiln_status_t kiln_kernel_params_conv_transpose2d(
+    const kiln_kernel_conv2d_attrs_t* attrs, float alpha, float beta,
+    kiln_kernel_conv2d_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (!attrs || !out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv_transpose2d: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_conv("conv_transpose2d", attrs));
+  int64_t out_h = attrs->stride_h * (attrs->in_height - 1) + attrs->output_pad_h +
+                  (attrs->kernel_h - 1) * attrs->dilation_h + 1 - attrs->pad_top -
+                  attrs->pad_bottom;
+  int64_t out_w = attrs->stride_w * (attrs->in_width - 1) + attrs->output_pad_w +
+                  (attrs->kernel_w - 1) * attrs->dilation_w + 1 - attrs->pad_left -
+                  attrs->pad_right;
+  return kiln_params_conv_fill("conv_transpose2d", attrs, out_h, out_w, alpha, beta,
+                               out_params);
+}
+
+kiln_status_t kiln_kernel_params_pool2d(const kiln_kernel_pool2d_attrs_t* a,
+                                        kiln_kernel_pool2d_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  if (!a || !out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "pool2d: NULL argument");
+  }
+  const int64_t positive[] = {a->planes,   a->in_height, a->in_width,   a->kernel_h,
+                              a->kernel_w, a->stride_h,  a->stride_w,   a->dilation_h,
+                              a->dilation_w};
+  KILN_RETURN_IF_ERROR(kiln_params_check_positive("pool2d", positive, 9));
+  const int64_t in_sizes[] = {a->planes, a->in_height, a->in_width};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("pool2d input", in_sizes, 3));
+  const int64_t pads[] = {a->pad_top, a->pad_left, a->pad_bottom, a->pad_right};
+  const int64_t kernel[] = {a->kernel_h, a->kernel_w, a->kernel_h, a->kernel_w};
+  for (size_t i = 0; i < 4; ++i) {
+    // ONNX: a pad must be smaller than the kernel, so no window is all pad.
+    if (pads[i] < 0 || pads[i] >= kernel[i]) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "pool2d: pad %zu is %lld for a kernel of %lld", i,
+                              (long long)pads[i], (long long)kernel[i]);
+    }
+  }
+  int64_t span_h = a->dilation_h * (a->kernel_h - 1) + 1;
+  int64_t span_w = a->dilation_w * (a->kernel_w - 1) + 1;
+  int64_t padded_h = a->in_height + a->pad_top + a->pad_bottom - span_h;
+  int64_t padded_w = a->in_width + a->pad_left + a->pad_right - span_w;
+  if (padded_h < 0 || padded_w < 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "pool2d: window larger than input");
+  }
+  int64_t out_h = (padded_h + (a->ceil_mode ? a->stride_h - 1 : 0)) / a->stride_h + 1;
+  int64_t out_w = (padded_w + (a->ceil_mode ? a->stride_w - 1 : 0)) / a->stride_w + 1;
+  // ceil_mode: a last window starting past the padded input is dropped.
+  if (a->ceil_mode && (out_h - 1) * a->stride_h >= a->in_height + a->pad_top) --out_h;
+  if (a->ceil_mode && (out_w - 1) * a->stride_w >= a->in_width + a->pad_left) --out_w;
+  const int64_t out_sizes[] = {a->planes, out_h, out_w};
+  KILN_RETURN_IF_ERROR(kiln_params_check_sizes("pool2d output", out_sizes, 3));
+  *out_params = (kiln_kernel_pool2d_params_t){
+      (uint32_t)a->planes,     (uint32_t)a->in_height,  (uint32_t)a->in_width,
+      (uint32_t)out_h,         (uint32_t)out_w,         (uint32_t)a->kernel_h,
+      (uint32_t)a->kernel_w,   (uint32_t)a->stride_h,   (uint32_t)a->stride_w,
+      (uint32_t)a->pad_top,    (uint32_t)a->pad_left,   (uint32_t)a->pad_bottom,
+      (uint32_t)a->pad_right,  (uint32_t)a->dilation_h, (uint32_t)a->dilation_w,
+      a->count_include_pad ? 1u : 0u};
+  return kiln_ok_status();
+}

@@ -113,3 +113,47 @@ KILN_TEST(KernelParamsTest, GemmAndPad) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "crops below zero",
                              kiln_kernel_params_pad(dims, 3, crop, 0, &p));
 }
+
+KILN_TEST(KernelParamsTest, ConvAndPoolBuilders) {
+  // ResNet stem: 224x224, 7x7 stride 2 pad 3 -> 112x112.
+  kiln_kernel_conv2d_attrs_t conv = {1, 3, 224, 224, 64, 1, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 0, 0};
+  kiln_kernel_conv2d_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_conv2d(&conv, 0, 6, &p));
+  KILN_EXPECT_EQ(p.out_height, 112);
+  KILN_EXPECT_EQ(p.out_width, 112);
+  KILN_EXPECT_NEAR(p.beta, 6, 0);
+  KILN_EXPECT_FALSE(kiln_kernel_conv2d_is_depthwise(&conv));
+  kiln_kernel_conv2d_attrs_t dw = {1, 32, 112, 112, 32, 32, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 0, 0};
+  KILN_ASSERT_OK(kiln_kernel_params_conv2d(&dw, 0, 0, &p));
+  KILN_EXPECT_EQ(p.out_height, 56);  // (112 + 1 - 3) / 2 + 1
+  KILN_EXPECT_TRUE(kiln_kernel_conv2d_is_depthwise(&dw));
+  conv.groups = 2;  // 3 input channels do not split in two
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "do not divide into 2 groups",
+                             kiln_kernel_params_conv2d(&conv, 0, 0, &p));
+  conv.groups = 1;
+  conv.in_height = 3;  // 3 + 6 < 7? no: 9 >= 7 -> 2 rows; shrink pads
+  conv.pad_top = conv.pad_bottom = 0;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "is empty",
+                             kiln_kernel_params_conv2d(&conv, 0, 0, &p));
+  conv.stride_h = 0;
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT, kiln_kernel_params_conv2d(&conv, 0, 0, &p));
+
+  // ConvTranspose 2x upsample: (5 - 1) * 2 + 1 + 3 + 1 - 2 = 11.
+  kiln_kernel_conv2d_attrs_t up = {1, 8, 5, 5, 4, 1, 4, 4, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0};
+  KILN_ASSERT_OK(kiln_kernel_params_conv_transpose2d(&up, 0, 0, &p));
+  KILN_EXPECT_EQ(p.out_height, 11);
+  KILN_EXPECT_EQ(p.out_width, 10);
+
+  kiln_kernel_pool2d_attrs_t pool = {64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  kiln_kernel_pool2d_params_t q;
+  KILN_ASSERT_OK(kiln_kernel_params_pool2d(&pool, &q));
+  KILN_EXPECT_EQ(q.out_height, 56);
+  pool.ceil_mode = true;
+  pool.in_height = 8;
+  pool.pad_top = pool.pad_bottom = 0;  // (8 - 3) / 2 rounds up: 3 + 1 = 4
+  KILN_ASSERT_OK(kiln_kernel_params_pool2d(&pool, &q));
+  KILN_EXPECT_EQ(q.out_height, 4);
+  pool.pad_left = 3;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "pad 1 is 3 for a kernel of 3",
+                             kiln_kernel_params_pool2d(&pool, &q));
+}

@@ -7,6 +7,7 @@
 #ifndef KILN_COMPILER_KERNELS_PARAMS_H_
 #define KILN_COMPILER_KERNELS_PARAMS_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +72,36 @@ kiln_status_t kiln_kernel_params_matmul(int64_t batch, int64_t a_batch,
 kiln_status_t kiln_kernel_params_pad(const int64_t* dims, size_t rank,
                                      const int64_t* pads, float value,
                                      kiln_kernel_pad_params_t* out_params);
+
+// Conv / ConvTranspose attributes on NCHW (ONNX's, with the pads split).
+typedef struct kiln_kernel_conv2d_attrs_t {
+  int64_t batch, in_channels, in_height, in_width, out_channels, groups;
+  int64_t kernel_h, kernel_w, stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w;
+  int64_t output_pad_h, output_pad_w;  // ConvTranspose only
+} kiln_kernel_conv2d_attrs_t;
+
+// Conv: checks channels divide by groups, positive sizes, an output of at
+// least 1x1, and computes the output size (floor).
+kiln_status_t kiln_kernel_params_conv2d(const kiln_kernel_conv2d_attrs_t* attrs,
+                                        float alpha, float beta,
+                                        kiln_kernel_conv2d_params_t* out_params);
+// True when the depthwise kernel applies (groups == C_in, C_out a multiple).
+bool kiln_kernel_conv2d_is_depthwise(const kiln_kernel_conv2d_attrs_t* attrs);
+// ConvTranspose: output = stride*(in-1) + output_pad + (k-1)*dilation + 1
+// - pads, per axis.
+kiln_status_t kiln_kernel_params_conv_transpose2d(
+    const kiln_kernel_conv2d_attrs_t* attrs, float alpha, float beta,
+    kiln_kernel_conv2d_params_t* out_params);
+
+// MaxPool / AveragePool attributes; planes = N * C.
+typedef struct kiln_kernel_pool2d_attrs_t {
+  int64_t planes, in_height, in_width, kernel_h, kernel_w, stride_h, stride_w;
+  int64_t pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w;
+  bool ceil_mode, count_include_pad;
+} kiln_kernel_pool2d_attrs_t;
+kiln_status_t kiln_kernel_params_pool2d(const kiln_kernel_pool2d_attrs_t* attrs,
+                                        kiln_kernel_pool2d_params_t* out_params);
 
 #ifdef __cplusplus
 }

@@ -195,15 +195,24 @@ typedef struct conv_case_t {
   float alpha, beta;
 } conv_case_t;
 
+// The kernel's push constants from the library's builder, whose output
+// size must agree with the reference's.
 static kiln_kernel_conv2d_params_t conv_params(const ref_conv2d_t* c, size_t out_h,
-                                               size_t out_w, float alpha, float beta) {
-  kiln_kernel_conv2d_params_t p = {
-      (uint32_t)c->batch,    (uint32_t)c->in_channels, (uint32_t)c->in_h,
-      (uint32_t)c->in_w,     (uint32_t)c->out_channels, (uint32_t)out_h,
-      (uint32_t)out_w,       (uint32_t)c->groups,     (uint32_t)c->kernel_h,
-      (uint32_t)c->kernel_w, (uint32_t)c->stride_h,   (uint32_t)c->stride_w,
-      (uint32_t)c->pad_top,  (uint32_t)c->pad_left,   (uint32_t)c->dilation_h,
-      (uint32_t)c->dilation_w, alpha, beta};
+                                               size_t out_w, float alpha, float beta,
+                                               bool transpose) {
+  kiln_kernel_conv2d_attrs_t attrs = {
+      (int64_t)c->batch,    (int64_t)c->in_channels, (int64_t)c->in_h,
+      (int64_t)c->in_w,     (int64_t)c->out_channels, (int64_t)c->groups,
+      (int64_t)c->kernel_h, (int64_t)c->kernel_w,    (int64_t)c->stride_h,
+      (int64_t)c->stride_w, (int64_t)c->pad_top,     (int64_t)c->pad_left,
+      (int64_t)c->pad_bottom, (int64_t)c->pad_right, (int64_t)c->dilation_h,
+      (int64_t)c->dilation_w, (int64_t)c->output_pad_h, (int64_t)c->output_pad_w};
+  kiln_kernel_conv2d_params_t p;
+  memset(&p, 0, sizeof(p));
+  KILN_EXPECT_OK(transpose ? kiln_kernel_params_conv_transpose2d(&attrs, alpha, beta, &p)
+                           : kiln_kernel_params_conv2d(&attrs, alpha, beta, &p));
+  KILN_EXPECT_EQ(p.out_height, out_h);
+  KILN_EXPECT_EQ(p.out_width, out_w);
   return p;
 }
 
@@ -224,7 +233,7 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   float* residual = gpu_random_alloc(out_count, 24, -1, 1);
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
-  kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta);
+  kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta, transpose);
   kiln_kernel_config_t config =
       gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_ACTIVATION, k->act));
@@ -316,7 +325,7 @@ KILN_TEST(GpuConvTest, Conv2dEveryChannelBlock) {
     float* w = gpu_random_alloc(w_count, 32, -1, 1);
     float* want = gpu_alloc(out_count);
     float* got = gpu_alloc(out_count);
-    kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0);
+    kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0, false);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV2D, KILN_KERNEL_STORAGE_FP32);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CO_BLOCK, blocks[b]));
     uint32_t grid[3];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
@@ -189,7 +190,8 @@ typedef struct pool_case_t {
 } pool_case_t;
 
 KILN_TEST(GpuPoolTest, MaxAndAverage) {
-  // {planes, H, W, KH, KW, SH, SW, pads t/l/b/r, DH, DW, count_include_pad}
+  // {planes, H, W, KH, KW, SH, SW, pads t/l/b/r, DH, DW, count_include_pad,
+  //  ceil_mode}
   const pool_case_t cases[] = {
       // ResNet stem max pool: 3x3 stride 2 pad 1.
       {{6, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false}, KILN_POOL_MAX},
@@ -200,6 +202,10 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
       // Asymmetric pads with count_include_pad: edge windows differ.
       {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, true}, KILN_POOL_AVG},
       {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false}, KILN_POOL_AVG},
+      // ceil_mode: partial last windows (8 -> 4 with 3x3 stride 2).
+      {{3, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, true}, KILN_POOL_MAX},
+      {{3, 8, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}, KILN_POOL_AVG},
+      {{3, 8, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true}, KILN_POOL_AVG},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     const ref_pool2d_t* r = &cases[i].p;
@@ -208,13 +214,16 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
     float* x = gpu_random_alloc(in_count, 120 + (uint32_t)i, -1, 1);
     float* want = gpu_alloc(out_count);
     float* got = gpu_alloc(out_count);
-    kiln_kernel_pool2d_params_t p = {
-        (uint32_t)r->planes,    (uint32_t)r->in_h,     (uint32_t)r->in_w,
-        (uint32_t)oh,           (uint32_t)ow,          (uint32_t)r->kernel_h,
-        (uint32_t)r->kernel_w,  (uint32_t)r->stride_h, (uint32_t)r->stride_w,
-        (uint32_t)r->pad_top,   (uint32_t)r->pad_left, (uint32_t)r->pad_bottom,
-        (uint32_t)r->pad_right, (uint32_t)r->dilation_h, (uint32_t)r->dilation_w,
-        r->count_include_pad ? 1u : 0u};
+    kiln_kernel_pool2d_attrs_t attrs = {
+        (int64_t)r->planes,   (int64_t)r->in_h,     (int64_t)r->in_w,
+        (int64_t)r->kernel_h, (int64_t)r->kernel_w, (int64_t)r->stride_h,
+        (int64_t)r->stride_w, (int64_t)r->pad_top,  (int64_t)r->pad_left,
+        (int64_t)r->pad_bottom, (int64_t)r->pad_right, (int64_t)r->dilation_h,
+        (int64_t)r->dilation_w, r->ceil_mode, r->count_include_pad};
+    kiln_kernel_pool2d_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_pool2d(&attrs, &p));
+    KILN_EXPECT_EQ(p.out_height, oh);
+    KILN_EXPECT_EQ(p.out_width, ow);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_POOL2D, KILN_KERNEL_STORAGE_FP32);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_POOL_OP, cases[i].op));
     uint32_t grid[3];
