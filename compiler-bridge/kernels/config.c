@@ -119,8 +119,9 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
 
   switch (kernel) {
     case KILN_KERNEL_GEMM:
+    case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
-                                    "selecting a gemm tiling");
+                                    "selecting a %s tiling", desc->name);
       break;
     case KILN_KERNEL_CONV2D: {
       // Desktop GPUs have the registers for 8 accumulators per invocation.

@@ -54,6 +54,10 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_pad_params_t), 1, V(FP32)},
     {KILN_KERNEL_RESIZE, "resize", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_resize_params_t), 1, V(FP32)},
+    {KILN_KERNEL_CONV2D_GEMM, "conv2d_gemm", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -34,6 +34,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_GATHER,
   KILN_KERNEL_PAD,
   KILN_KERNEL_RESIZE,
+  KILN_KERNEL_CONV2D_GEMM,  // conv as implicit GEMM (gemm tiling)
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 

@@ -164,6 +164,18 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
     if (!status) print_row(what, "cpu", ns, flops, reference_ns);
     kiln_hal_executable_release(kernel.executable);
   }
+  for (size_t t = 0; t < sizeof(kTilings) / sizeof(kTilings[0]) && !status; ++t) {
+    kiln_kernel_executable_t kernel;
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_CONV2D_GEMM,
+                                                    kTilings[t], NULL, 0, &kernel);
+    if (status) break;
+    uint32_t grid[3];
+    double ns = 0;
+    status = kiln_kernel_grid_conv2d_gemm(&kernel.config, &p, grid);
+    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) print_row("conv2d_gemm 64->64 3x3 28x28", kTilings[t], ns, flops, reference_ns);
+    kiln_hal_executable_release(kernel.executable);
+  }
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   free(x);
   free(w);

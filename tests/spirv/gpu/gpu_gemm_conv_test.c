@@ -236,12 +236,20 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta, transpose);
   kiln_kernel_config_t config =
       gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_ACTIVATION, k->act));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_BIAS, k->bias));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_RESIDUAL, k->residual));
+  // conv2d_gemm takes gemm's spec ids; the other conv kernels their own.
+  bool gemm_like = kernel == KILN_KERNEL_CONV2D_GEMM;
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_ACTIVATION : KILN_SPEC_CONV_ACTIVATION, k->act));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_HAS_BIAS : KILN_SPEC_CONV_HAS_BIAS, k->bias));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_HAS_RESIDUAL : KILN_SPEC_CONV_HAS_RESIDUAL,
+      k->residual));
   uint32_t grid[3];
   if (kernel == KILN_KERNEL_CONV2D) {
     KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
+  } else if (gemm_like) {
+    KILN_ASSERT_OK(kiln_kernel_grid_conv2d_gemm(&config, &p, grid));
   } else {
     KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
   }
@@ -385,6 +393,7 @@ KILN_TEST(GpuConvTest, Fp16StorageVariants) {
   run_conv_case("conv2d_f16", KILN_KERNEL_CONV2D, &kConvCases[1], true);
   run_conv_case("depthwise_f16", KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[1], true);
   run_conv_case("conv_transpose_f16", KILN_KERNEL_CONV_TRANSPOSE2D, &kTransposeCases[1], true);
+  run_conv_case("conv2d_gemm_f16", KILN_KERNEL_CONV2D_GEMM, &kConvCases[1], true);
 }
 
 // ONNX MatMul / Gemm through kiln_kernel_params_matmul: A broadcast over
@@ -415,3 +424,19 @@ KILN_TEST(GpuGemmTest, MatmulParamsHelper) {
   free(want);
   free(got);
 }
+
+// The implicit-GEMM conv on the same cases, plus depthwise shapes (one
+// output channel per group) it must also get right.
+KILN_TEST(GpuConvTest, Conv2dAsImplicitGemm) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d_gemm case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[i], false);
+  }
+  for (size_t i = 0; i < sizeof(kDepthwiseCases) / sizeof(kDepthwiseCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d_gemm depthwise case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV2D_GEMM, &kDepthwiseCases[i], false);
+  }
+}
+
