@@ -53,15 +53,15 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
 KILN_TEST(KernelTargetTest, GemmTilings) {
   kiln_kernel_config_t config;
   kiln_kernel_arch_caps_t cpu = caps_for("cpu");
-  // llvmpipe: 64 invocations (8x8) with 4x4 per-invocation tiles, TK 16:
-  // 16 * (32 + 32) floats = 4 KiB of shared memory.
+  // llvmpipe: 64 invocations (8x8) with 8x8 per-invocation tiles, TK 16:
+  // 16 * (64 + 64) floats = 8 KiB of shared memory.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 4096);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 8192);
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
   // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 128 floats = 8 KiB.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
@@ -151,13 +151,13 @@ KILN_TEST(KernelTargetTest, Grids) {
                                            KILN_KERNEL_STORAGE_FP32, &config));
   kiln_kernel_gemm_params_t gemm;
   memset(&gemm, 0, sizeof(gemm));
-  gemm.m = 100;  // tile 32x32
-  gemm.n = 33;
+  gemm.m = 130;  // tile 64x64
+  gemm.n = 65;
   gemm.batch = 3;
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
   KILN_EXPECT_EQ(grid[0], 2);
-  KILN_EXPECT_EQ(grid[1], 4);
+  KILN_EXPECT_EQ(grid[1], 3);
   KILN_EXPECT_EQ(grid[2], 3);
   gemm.batch = 70000;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
