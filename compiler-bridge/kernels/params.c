@@ -454,6 +454,20 @@ bool kiln_kernel_conv2d_is_depthwise(const kiln_kernel_conv2d_attrs_t* attrs) {
          attrs->out_channels % attrs->in_channels == 0;
 }
 
+kiln_kernel_id_t kiln_kernel_conv2d_choose(const kiln_kernel_conv2d_attrs_t* a) {
+  if (a->kernel_h == 1 && a->kernel_w == 1 && a->stride_h == 1 && a->stride_w == 1 &&
+      a->pad_top == 0 && a->pad_left == 0 && a->pad_bottom == 0 && a->pad_right == 0 &&
+      a->groups == 1) {
+    return KILN_KERNEL_GEMM;
+  }
+  if (kiln_kernel_conv2d_is_depthwise(a)) return KILN_KERNEL_DEPTHWISE_CONV2D;
+  // Below ~16 on either side most of a 64-wide tile would be padding.
+  int64_t reduction = a->groups ? a->in_channels / a->groups * a->kernel_h * a->kernel_w : 0;
+  int64_t channels = a->groups ? a->out_channels / a->groups : 0;
+  if (reduction >= 16 && channels >= 16) return KILN_KERNEL_CONV2D_GEMM;
+  return KILN_KERNEL_CONV2D;
+}
+
 kiln_status_t kiln_kernel_params_conv_transpose2d(
     const kiln_kernel_conv2d_attrs_t* attrs, float alpha, float beta,
     kiln_kernel_conv2d_params_t* out_params) {

@@ -123,10 +123,20 @@ KILN_TEST(KernelParamsTest, ConvAndPoolBuilders) {
   KILN_EXPECT_EQ(p.out_width, 112);
   KILN_EXPECT_NEAR(p.beta, 6, 0);
   KILN_EXPECT_FALSE(kiln_kernel_conv2d_is_depthwise(&conv));
+  // The stem has 3*7*7 = 147 reduction terms and 64 channels: implicit GEMM.
+  KILN_EXPECT_EQ(kiln_kernel_conv2d_choose(&conv), KILN_KERNEL_CONV2D_GEMM);
+  kiln_kernel_conv2d_attrs_t pointwise = {1, 32, 56, 56, 64, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1,
+                                          0, 0};
+  KILN_EXPECT_EQ(kiln_kernel_conv2d_choose(&pointwise), KILN_KERNEL_GEMM);
+  pointwise.stride_h = pointwise.stride_w = 2;  // strided 1x1 (ResNet downsample)
+  KILN_EXPECT_EQ(kiln_kernel_conv2d_choose(&pointwise), KILN_KERNEL_CONV2D_GEMM);
+  kiln_kernel_conv2d_attrs_t narrow = {1, 8, 16, 16, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  KILN_EXPECT_EQ(kiln_kernel_conv2d_choose(&narrow), KILN_KERNEL_CONV2D);
   kiln_kernel_conv2d_attrs_t dw = {1, 32, 112, 112, 32, 32, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 0, 0};
   KILN_ASSERT_OK(kiln_kernel_params_conv2d(&dw, 0, 0, &p));
   KILN_EXPECT_EQ(p.out_height, 56);  // (112 + 1 - 3) / 2 + 1
   KILN_EXPECT_TRUE(kiln_kernel_conv2d_is_depthwise(&dw));
+  KILN_EXPECT_EQ(kiln_kernel_conv2d_choose(&dw), KILN_KERNEL_DEPTHWISE_CONV2D);
   conv.groups = 2;  // 3 input channels do not split in two
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "do not divide into 2 groups",
                              kiln_kernel_params_conv2d(&conv, 0, 0, &p));

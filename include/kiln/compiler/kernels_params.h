@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "kiln/base/status.h"
-#include "kiln/compiler/kernels_abi.h"
+#include "kiln/compiler/kernels.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +88,11 @@ kiln_status_t kiln_kernel_params_conv2d(const kiln_kernel_conv2d_attrs_t* attrs,
                                         kiln_kernel_conv2d_params_t* out_params);
 // True when the depthwise kernel applies (groups == C_in, C_out a multiple).
 bool kiln_kernel_conv2d_is_depthwise(const kiln_kernel_conv2d_attrs_t* attrs);
+// The kernel a Conv should use: gemm for 1x1 / stride 1 / unpadded /
+// ungrouped (with kiln_kernel_params_conv1x1_as_gemm), depthwise_conv2d for
+// depthwise, conv2d_gemm when the reduction (C_in/groups*KH*KW) and the
+// channels per group are wide enough to fill its tiles, conv2d otherwise.
+kiln_kernel_id_t kiln_kernel_conv2d_choose(const kiln_kernel_conv2d_attrs_t* attrs);
 // ConvTranspose: output = stride*(in-1) + output_pad + (k-1)*dilation + 1
 // - pads, per axis.
 kiln_status_t kiln_kernel_params_conv_transpose2d(
