@@ -241,3 +241,57 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
     free(got);
   }
 }
+
+// More rows than the 65535 workgroups a grid may have: the row kernels'
+// workgroup-stride loop must cover the rest. Small workgroups (8) keep
+// this quick on a CPU device.
+KILN_TEST(GpuReduceTest, RowsBeyondTheGridLimit) {
+  const size_t rows = 70001, size = 5;
+  float* x = gpu_random_alloc(rows * size, 140, -1, 1);
+  float* want = gpu_alloc(rows * size);
+  float* got = gpu_alloc(rows * size);
+  float* scale = gpu_random_alloc(size, 141, 0.5f, 1.5f);
+  float* bias = gpu_random_alloc(size, 142, -1, 1);
+  const kiln_kernel_id_t kernels[] = {KILN_KERNEL_REDUCE, KILN_KERNEL_SOFTMAX, KILN_KERNEL_NORM};
+  for (size_t k = 0; k < 3; ++k) {
+    kiln_kernel_variant_t variants[2];
+    size_t variant_count = runnable_variants(kernels[k], variants);
+    for (size_t v = 0; v < variant_count; ++v) {
+      kiln_kernel_config_t config = gpu_config(kernels[k], KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, 8));
+      config.workgroup_size[0] = 8;
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+      KILN_EXPECT_EQ(grid[0], 65535);
+      size_t out_count = kernels[k] == KILN_KERNEL_REDUCE ? rows : rows * size;
+      if (kernels[k] == KILN_KERNEL_NORM) {
+        kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
+        gpu_arg_t args[4] = {{x, rows * size * 4}, {scale, size * 4}, {bias, size * 4},
+                             {NULL, out_count * 4}};
+        gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 4, 3, got,
+                out_count * 4, grid);
+        ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+      } else {
+        kiln_kernel_reduce_params_t p = {(uint32_t)rows, (uint32_t)size, 1};
+        gpu_arg_t args[2] = {{x, rows * size * 4}, {NULL, out_count * 4}};
+        gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 2, 1, got,
+                out_count * 4, grid);
+        if (kernels[k] == KILN_KERNEL_REDUCE) {
+          ref_reduce(KILN_REDUCE_SUM, rows, size, 1, x, want);
+        } else {
+          ref_softmax(false, rows, size, 1, x, want);
+        }
+      }
+      char what[64];
+      snprintf(what, sizeof(what), "%s over %zu rows, %s", kiln_kernel_desc(kernels[k])->name,
+               rows, kiln_kernel_variant_name(variants[v]));
+      // LayerNorm of 5 values divides by a small std: relative error grows.
+      gpu_expect_close(what, got, want, out_count, 1e-4, 1e-4);
+    }
+  }
+  free(x);
+  free(want);
+  free(got);
+  free(scale);
+  free(bias);
+}
