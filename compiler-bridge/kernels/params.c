@@ -531,3 +531,157 @@ kiln_status_t kiln_kernel_params_pool2d(const kiln_kernel_pool2d_attrs_t* a,
       a->count_include_pad ? 1u : 0u};
   return kiln_ok_status();
 }
+
+// Normalizes a possibly negative axis; INVALID_ARGUMENT when out of range.
+static kiln_status_t kiln_params_axis(const char* what, int64_t axis, size_t rank,
+                                      size_t* out_axis) {
+  int64_t normalized = axis < 0 ? axis + (int64_t)rank : axis;
+  if (normalized < 0 || normalized >= (int64_t)rank) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: axis %lld of rank %zu", what,
+                            (long long)axis, rank);
+  }
+  *out_axis = (size_t)normalized;
+  return kiln_ok_status();
+}
+
+static uint64_t kiln_params_product(const int64_t* dims, size_t begin, size_t end) {
+  uint64_t product = 1;
+  for (size_t d = begin; d < end; ++d) product *= (uint64_t)dims[d];
+  return product;
+}
+
+kiln_status_t kiln_kernel_params_axes(const int64_t* dims, size_t rank,
+                                      const int64_t* axes, size_t axis_count,
+                                      kiln_kernel_reduce_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params || (axis_count && !axes)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "axes: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("axes input", dims, rank, &count));
+  bool selected[R6] = {false};
+  for (size_t i = 0; i < axis_count; ++i) {
+    size_t axis = 0;
+    KILN_RETURN_IF_ERROR(kiln_params_axis("axes", axes[i], rank, &axis));
+    selected[axis] = true;
+  }
+  if (axis_count == 0) {
+    for (size_t d = 0; d < rank; ++d) selected[d] = true;
+  }
+  size_t first = rank, last = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (!selected[d]) continue;
+    if (first == rank) first = d;
+    last = d;
+  }
+  if (first == rank) {  // rank 0: a scalar reduces to itself
+    out_params->outer = out_params->size = out_params->inner = 1;
+    return kiln_ok_status();
+  }
+  for (size_t d = first; d <= last; ++d) {
+    if (!selected[d]) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "axes: %zu..%zu are not adjacent (axis %zu is kept); "
+                              "transpose them together first",
+                              first, last, d);
+    }
+  }
+  out_params->outer = (uint32_t)kiln_params_product(dims, 0, first);
+  out_params->size = (uint32_t)kiln_params_product(dims, first, last + 1);
+  out_params->inner = (uint32_t)kiln_params_product(dims, last + 1, rank);
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_layer_norm(const int64_t* dims, size_t rank,
+                                            int64_t axis, float epsilon,
+                                            kiln_kernel_norm_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "layer_norm: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("layer_norm input", dims, rank, &count));
+  size_t first = 0;
+  KILN_RETURN_IF_ERROR(kiln_params_axis("layer_norm", axis, rank, &first));
+  out_params->rows = (uint32_t)kiln_params_product(dims, 0, first);
+  out_params->size = (uint32_t)kiln_params_product(dims, first, rank);
+  out_params->channels = 1;
+  out_params->epsilon = epsilon;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_instance_norm(const int64_t* dims, size_t rank,
+                                               float epsilon,
+                                               kiln_kernel_norm_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "instance_norm: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("instance_norm input", dims, rank, &count));
+  if (rank < 3 || dims[1] == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "instance_norm: needs [N, C, spatial...] with C > 0, got rank %zu",
+                            rank);
+  }
+  out_params->rows = (uint32_t)(dims[0] * dims[1]);
+  out_params->size = (uint32_t)kiln_params_product(dims, 2, rank);
+  out_params->channels = (uint32_t)dims[1];
+  out_params->epsilon = epsilon;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_gather(const int64_t* dims, size_t rank,
+                                        int64_t axis, int64_t index_count,
+                                        kiln_kernel_gather_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gather: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("gather data", dims, rank, &count));
+  size_t a = 0;
+  KILN_RETURN_IF_ERROR(kiln_params_axis("gather", axis, rank, &a));
+  uint64_t outer = kiln_params_product(dims, 0, a);
+  uint64_t inner = kiln_params_product(dims, a + 1, rank);
+  if (index_count < 0 || (uint64_t)index_count * outer * inner > UINT32_MAX) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "gather: %lld indices exceed the kernels' 32-bit indexing",
+                            (long long)index_count);
+  }
+  out_params->outer = (uint32_t)outer;
+  out_params->axis_size = (uint32_t)dims[a];
+  out_params->inner = (uint32_t)inner;
+  out_params->index_count = (uint32_t)index_count;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_params_resize(const int64_t* dims, size_t rank,
+                                        int64_t out_h, int64_t out_w,
+                                        float scale_h, float scale_w,
+                                        kiln_kernel_resize_params_t* out_params) {
+  if (out_params) memset(out_params, 0, sizeof(*out_params));
+  uint64_t count = 0;
+  if (!out_params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "resize: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("resize input", dims, rank, &count));
+  if (rank != 4 || count == 0) {
+    return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                            "resize: only non-empty NCHW (rank 4) is supported, got rank %zu",
+                            rank);
+  }
+  const int64_t out_dims[] = {dims[0], dims[1], out_h, out_w};
+  KILN_RETURN_IF_ERROR(kiln_params_check_dims("resize output", out_dims, 4, &count));
+  if (out_h == 0 || out_w == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "resize: empty output");
+  }
+  out_params->planes = (uint32_t)(dims[0] * dims[1]);
+  out_params->in_height = (uint32_t)dims[2];
+  out_params->in_width = (uint32_t)dims[3];
+  out_params->out_height = (uint32_t)out_h;
+  out_params->out_width = (uint32_t)out_w;
+  out_params->scale_h = scale_h > 0 ? scale_h : (float)out_h / (float)dims[2];
+  out_params->scale_w = scale_w > 0 ? scale_w : (float)out_w / (float)dims[3];
+  return kiln_ok_status();
+}

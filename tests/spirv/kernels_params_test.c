@@ -167,3 +167,53 @@ KILN_TEST(KernelParamsTest, ConvAndPoolBuilders) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "pad 1 is 3 for a kernel of 3",
                              kiln_kernel_params_pool2d(&pool, &q));
 }
+
+KILN_TEST(KernelParamsTest, AxesNormGatherResize) {
+  const int64_t dims[] = {2, 3, 4, 5};
+  kiln_kernel_reduce_params_t r;
+  const int64_t hw[] = {-1, 2, 3};  // duplicates and negatives
+  KILN_ASSERT_OK(kiln_kernel_params_axes(dims, 4, hw, 3, &r));
+  KILN_EXPECT_EQ(r.outer, 6);
+  KILN_EXPECT_EQ(r.size, 20);
+  KILN_EXPECT_EQ(r.inner, 1);
+  const int64_t middle[] = {1};
+  KILN_ASSERT_OK(kiln_kernel_params_axes(dims, 4, middle, 1, &r));
+  KILN_EXPECT_EQ(r.outer, 2);
+  KILN_EXPECT_EQ(r.size, 3);
+  KILN_EXPECT_EQ(r.inner, 20);
+  KILN_ASSERT_OK(kiln_kernel_params_axes(dims, 4, NULL, 0, &r));
+  KILN_EXPECT_EQ(r.size, 120);
+  const int64_t apart[] = {0, 2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "not adjacent",
+                             kiln_kernel_params_axes(dims, 4, apart, 2, &r));
+  const int64_t bad[] = {4};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "axis 4 of rank 4",
+                             kiln_kernel_params_axes(dims, 4, bad, 1, &r));
+
+  kiln_kernel_norm_params_t n;
+  KILN_ASSERT_OK(kiln_kernel_params_layer_norm(dims, 4, -2, 1e-5f, &n));
+  KILN_EXPECT_EQ(n.rows, 6);
+  KILN_EXPECT_EQ(n.size, 20);
+  KILN_ASSERT_OK(kiln_kernel_params_instance_norm(dims, 4, 1e-5f, &n));
+  KILN_EXPECT_EQ(n.rows, 6);
+  KILN_EXPECT_EQ(n.channels, 3);
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_kernel_params_instance_norm(dims, 2, 1e-5f, &n));
+
+  kiln_kernel_gather_params_t g;
+  KILN_ASSERT_OK(kiln_kernel_params_gather(dims, 4, -3, 7, &g));
+  KILN_EXPECT_EQ(g.outer, 2);
+  KILN_EXPECT_EQ(g.axis_size, 3);
+  KILN_EXPECT_EQ(g.inner, 20);
+  KILN_EXPECT_EQ(g.index_count, 7);
+
+  kiln_kernel_resize_params_t z;
+  KILN_ASSERT_OK(kiln_kernel_params_resize(dims, 4, 8, 15, 0, 0, &z));
+  KILN_EXPECT_EQ(z.planes, 6);
+  KILN_EXPECT_NEAR(z.scale_h, 2.0, 0);
+  KILN_EXPECT_NEAR(z.scale_w, 3.0, 0);
+  KILN_ASSERT_OK(kiln_kernel_params_resize(dims, 4, 8, 15, 2.1f, 3.2f, &z));
+  KILN_EXPECT_NEAR(z.scale_w, 3.2, 1e-6);
+  KILN_EXPECT_STATUS(KILN_STATUS_UNIMPLEMENTED,
+                     kiln_kernel_params_resize(dims, 3, 8, 15, 0, 0, &z));
+}

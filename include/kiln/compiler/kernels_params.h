@@ -73,6 +73,37 @@ kiln_status_t kiln_kernel_params_pad(const int64_t* dims, size_t rank,
                                      const int64_t* pads, float value,
                                      kiln_kernel_pad_params_t* out_params);
 
+// Reduce / Softmax view of `dims` over `axes` (negative counts from the end;
+// duplicates allowed; empty = all axes): outer x size x inner. The axes
+// must be adjacent once sorted (UNIMPLEMENTED otherwise: transpose first).
+// Serves ReduceSum/Mean/Max/Min, global pooling (axes {2, 3}), Softmax and
+// LogSoftmax (one axis, or axis..rank-1 for opset < 13).
+kiln_status_t kiln_kernel_params_axes(const int64_t* dims, size_t rank,
+                                      const int64_t* axes, size_t axis_count,
+                                      kiln_kernel_reduce_params_t* out_params);
+
+// LayerNormalization over axis..rank-1 (scale/bias of that many values).
+kiln_status_t kiln_kernel_params_layer_norm(const int64_t* dims, size_t rank,
+                                            int64_t axis, float epsilon,
+                                            kiln_kernel_norm_params_t* out_params);
+// InstanceNormalization of [N, C, spatial...] (scale/bias of C values).
+kiln_status_t kiln_kernel_params_instance_norm(const int64_t* dims, size_t rank,
+                                               float epsilon,
+                                               kiln_kernel_norm_params_t* out_params);
+
+// Gather along `axis` (negative counts from the end) with `index_count`
+// indices (any index shape, flattened).
+kiln_status_t kiln_kernel_params_gather(const int64_t* dims, size_t rank,
+                                        int64_t axis, int64_t index_count,
+                                        kiln_kernel_gather_params_t* out_params);
+
+// Resize of NCHW (rank 4, N and C unchanged) to out_h x out_w. ONNX scales
+// when given (> 0), else out / in as ONNX derives them from sizes.
+kiln_status_t kiln_kernel_params_resize(const int64_t* dims, size_t rank,
+                                        int64_t out_h, int64_t out_w,
+                                        float scale_h, float scale_w,
+                                        kiln_kernel_resize_params_t* out_params);
+
 // Conv / ConvTranspose attributes on NCHW (ONNX's, with the pads split).
 typedef struct kiln_kernel_conv2d_attrs_t {
   int64_t batch, in_channels, in_height, in_width, out_channels, groups;

@@ -143,8 +143,13 @@ KILN_TEST(GpuMovementTest, Gather) {
     size_t out_count = outer * index_count * inner;
     float* got = gpu_alloc(out_count);
     float* want = gpu_alloc(out_count);
-    kiln_kernel_gather_params_t p = {(uint32_t)outer, (uint32_t)shape[axis], (uint32_t)inner,
-                                     (uint32_t)index_count};
+    int64_t dims[3];
+    to_dims(shape, 3, dims);
+    kiln_kernel_gather_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_gather(dims, 3, (int64_t)axis - 3, (int64_t)index_count,
+                                             &p));
+    KILN_EXPECT_EQ(p.outer, outer);
+    KILN_EXPECT_EQ(p.inner, inner);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GATHER, KILN_KERNEL_STORAGE_FP32);
     uint32_t grid[3];
     KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));

@@ -76,7 +76,11 @@ KILN_TEST(GpuReduceTest, GlobalAveragePool) {
   float* got = gpu_alloc(n * c);
   ref_pool2d_t pool = {n * c, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false};
   ref_avg_pool2d(&pool, x, want);
-  kiln_kernel_reduce_params_t p = {(uint32_t)(n * c), (uint32_t)hw, 1};
+  // GlobalAveragePool is ReduceMean over axes {2, 3} of NCHW.
+  const int64_t dims[] = {(int64_t)n, (int64_t)c, 7, 7}, axes[] = {2, 3};
+  kiln_kernel_reduce_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_axes(dims, 4, axes, 2, &p));
+  KILN_EXPECT_EQ(p.outer, n * c);
   kiln_kernel_config_t config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_MEAN));
   uint32_t grid[3];
