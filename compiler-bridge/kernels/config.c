@@ -51,11 +51,11 @@ static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
                     : 2;
   uint32_t tn = tm;
   uint32_t tk = caps->max_shared_memory_bytes >= 32 * 1024 ? 16 : 8;
-  // Shared use: TK * (TILE_M + TILE_N) floats.
-  while (tk > 1 && tk * (wg_y * tm + wg_x * tn) * 4 > caps->max_shared_memory_bytes) {
+  // Shared use: TK * (TILE_M + 1 + TILE_N) floats (A rows are padded).
+  while (tk > 1 && tk * (wg_y * tm + 1 + wg_x * tn) * 4 > caps->max_shared_memory_bytes) {
     tk /= 2;
   }
-  uint32_t shared = tk * (wg_y * tm + wg_x * tn) * 4;
+  uint32_t shared = tk * (wg_y * tm + 1 + wg_x * tn) * 4;
   if (shared > caps->max_shared_memory_bytes) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "gemm: no tiling fits %u bytes of shared memory",

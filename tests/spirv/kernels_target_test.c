@@ -54,22 +54,22 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   kiln_kernel_config_t config;
   kiln_kernel_arch_caps_t cpu = caps_for("cpu");
   // llvmpipe: 64 invocations (8x8) with 8x8 per-invocation tiles, TK 16:
-  // 16 * (64 + 64) floats = 8 KiB of shared memory.
+  // 16 * (64 + 1 + 64) floats (A rows padded by one) of shared memory.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 8192);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
-  // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 128 floats = 8 KiB.
+  // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 129 floats.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.workgroup_size[0], 16);
   KILN_EXPECT_EQ(config.workgroup_size[1], 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 8192);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
   // unknown: 128 invocations, 16 KiB shared.
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,

@@ -32,7 +32,10 @@ const uint WG_X = gl_WorkGroupSize.x;
 const uint WG_Y = gl_WorkGroupSize.y;
 const uint TILE_M = WG_Y * TM;
 const uint TILE_N = WG_X * TN;
-shared float a_tile[TK * TILE_M];  // [k][output channel]
+// Rows of the A tile are padded by one float: the loads below write down
+// a column, which would otherwise hit one shared-memory bank.
+const uint A_STRIDE = TILE_M + 1;
+shared float a_tile[TK * A_STRIDE];  // [k][output channel]
 shared float b_tile[TK * TILE_N];  // [k][pixel]
 
 void main() {
@@ -60,7 +63,7 @@ void main() {
     for (uint i = tid; i < TK * TILE_M; i += threads) {
       uint kk = i % TK, mm = i / TK;
       uint row = row0 + mm, k = k0 + kk;
-      a_tile[kk * TILE_M + mm] =
+      a_tile[kk * A_STRIDE + mm] =
           (row < cog && k < k_total) ? LOAD(w[w_base + row * k_total + k]) : 0.0;
     }
     for (uint i = tid; i < TK * TILE_N; i += threads) {
@@ -83,7 +86,7 @@ void main() {
       float bv[TN];
       for (uint j = 0; j < TN; ++j) bv[j] = b_tile[kk * TILE_N + tx + j * WG_X];
       for (uint i = 0; i < TM; ++i) {
-        float av = a_tile[kk * TILE_M + ty + i * WG_Y];
+        float av = a_tile[kk * A_STRIDE + ty + i * WG_Y];
         for (uint j = 0; j < TN; ++j) acc[i * TN + j] += av * bv[j];
       }
     }
