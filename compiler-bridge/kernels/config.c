@@ -117,7 +117,13 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
              (desc->variant_mask & (1u << KILN_KERNEL_VARIANT_SUBGROUP))) {
     config.variant = KILN_KERNEL_VARIANT_SUBGROUP;
   }
-  config.required_features = kiln_kernel_variant_features(config.variant);
+  config.required_features =
+      desc->base_features | kiln_kernel_variant_features(config.variant);
+  if ((desc->base_features & KILN_KERNEL_FEATURE_FP16_STORAGE) && !caps->fp16_storage) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "kernel '%s' needs 16-bit storage, which the arch lacks",
+                            desc->name);
+  }
   config.workgroup_size[0] = config.workgroup_size[1] =
       config.workgroup_size[2] = 1;
 
