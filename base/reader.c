@@ -36,28 +36,28 @@ static kiln_status_t kiln_reader_take(kiln_reader_t* reader, size_t length,
 }
 
 kiln_status_t kiln_reader_read_u8(kiln_reader_t* reader, uint8_t* out) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   KILN_RETURN_IF_ERROR(kiln_reader_take(reader, 1, &p));
   *out = p[0];
   return kiln_ok_status();
 }
 
 kiln_status_t kiln_reader_read_u16(kiln_reader_t* reader, uint16_t* out) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   KILN_RETURN_IF_ERROR(kiln_reader_take(reader, 2, &p));
   *out = kiln_load_le_u16(p);
   return kiln_ok_status();
 }
 
 kiln_status_t kiln_reader_read_u32(kiln_reader_t* reader, uint32_t* out) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   KILN_RETURN_IF_ERROR(kiln_reader_take(reader, 4, &p));
   *out = kiln_load_le_u32(p);
   return kiln_ok_status();
 }
 
 kiln_status_t kiln_reader_read_u64(kiln_reader_t* reader, uint64_t* out) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   KILN_RETURN_IF_ERROR(kiln_reader_take(reader, 8, &p));
   *out = kiln_load_le_u64(p);
   return kiln_ok_status();
@@ -93,14 +93,14 @@ kiln_status_t kiln_reader_read_f64(kiln_reader_t* reader, double* out) {
 
 kiln_status_t kiln_reader_read_span(kiln_reader_t* reader, size_t length,
                                     kiln_const_byte_span_t* out) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   KILN_RETURN_IF_ERROR(kiln_reader_take(reader, length, &p));
   *out = kiln_make_const_byte_span(p, length);
   return kiln_ok_status();
 }
 
 kiln_status_t kiln_reader_skip(kiln_reader_t* reader, size_t length) {
-  const uint8_t* p;
+  const uint8_t* p = NULL;
   return kiln_reader_take(reader, length, &p);
 }
 

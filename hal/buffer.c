@@ -37,7 +37,23 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
       vtable->buffer_allocate(device, params, out_buffer),
       "while allocating a %llu-byte buffer",
       (unsigned long long)params->size);
+  uint64_t live = __atomic_add_fetch(&device->live_buffer_bytes, params->size,
+                                     __ATOMIC_RELAXED);
+  uint64_t peak = __atomic_load_n(&device->peak_buffer_bytes, __ATOMIC_RELAXED);
+  while (live > peak &&
+         !__atomic_compare_exchange_n(&device->peak_buffer_bytes, &peak, live,
+                                      true, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
   return kiln_ok_status();
+}
+
+kiln_hal_memory_stats_t kiln_hal_device_memory_stats(
+    const kiln_hal_device_t* device) {
+  kiln_hal_memory_stats_t stats = {
+      __atomic_load_n(&device->live_buffer_bytes, __ATOMIC_RELAXED),
+      __atomic_load_n(&device->peak_buffer_bytes, __ATOMIC_RELAXED)};
+  return stats;
 }
 
 void kiln_hal_buffer_retain(kiln_hal_buffer_t* buffer) {
@@ -46,6 +62,8 @@ void kiln_hal_buffer_retain(kiln_hal_buffer_t* buffer) {
 
 void kiln_hal_buffer_release(kiln_hal_buffer_t* buffer) {
   if (buffer && kiln_hal_resource_release(&buffer->resource)) {
+    __atomic_sub_fetch(&buffer->device->live_buffer_bytes,
+                       buffer->params.size, __ATOMIC_RELAXED);
     BUFFER_VTABLE(buffer)->destroy(buffer);
   }
 }

@@ -39,8 +39,20 @@ for case in root.iter("testcase"):
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 )
-echo "$summary"
+# The fuzzers (clang, libFuzzer, ASan/UBSan) run for a bounded time on a
+# seed corpus of test modules; each target counts as one test.
+fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
+fuzz_passed=0 fuzz_failed=0
+if [ "$fuzz_seconds" != 0 ]; then
+  if bash scripts/fuzz.sh "$fuzz_seconds"; then fuzz_passed=2; else fuzz_failed=1; fi
+fi
+
+passed=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
 failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-if [ "$meson_status" != 0 ] || [ "${failed:-1}" != 0 ]; then
+skipped=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+passed=$(( ${passed:-0} + fuzz_passed ))
+failed=$(( ${failed:-1} + fuzz_failed ))
+echo "$passed passed, $failed failed, ${skipped:-0} skipped"
+if [ "$meson_status" != 0 ] || [ "$failed" != 0 ]; then
   exit 1
 fi

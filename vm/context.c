@@ -9,6 +9,7 @@ kiln_vm_context_options_t kiln_vm_context_options_default(void) {
   options.max_call_depth = 256;
   options.stack_i32_words = 64 * 1024;
   options.stack_refs = 16 * 1024;
+  options.max_allocation_bytes = UINT64_C(1) << 30;
   return options;
 }
 
@@ -138,6 +139,7 @@ kiln_status_t kiln_vm_context_create(kiln_vm_instance_t* instance,
   context->frame_capacity = options->max_call_depth;
   context->i32_capacity = options->stack_i32_words;
   context->ref_capacity = options->stack_refs;
+  context->max_allocation_bytes = options->max_allocation_bytes;
   kiln_status_t status = kiln_allocator_calloc_array(
       context->allocator, module_count ? module_count : 1,
       sizeof(kiln_vm_module_state_t), (void**)&context->states);
@@ -244,7 +246,21 @@ kiln_status_t kiln_vm_call_native(kiln_vm_context_t* context,
                                   uint32_t ordinal, const kiln_vm_value_t* args,
                                   kiln_vm_value_t* results) {
   const kiln_vm_native_export_t* entry = &state->module->native.exports[ordinal];
-  return entry->fn(context, state->native_state, args, results);
+  kiln_status_t status = entry->fn(context, state->native_state, args, results);
+  if (KILN_UNLIKELY(context->native_call_hook != NULL)) {
+    context->native_call_hook(context->native_call_hook_data,
+                              state->module->native.name, entry->name,
+                              &state->module->native_signatures[ordinal], args,
+                              results, status);
+  }
+  return status;
+}
+
+void kiln_vm_context_set_native_call_hook(kiln_vm_context_t* context,
+                                          kiln_vm_native_call_hook_t hook,
+                                          void* user_data) {
+  context->native_call_hook = hook;
+  context->native_call_hook_data = user_data;
 }
 
 kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
@@ -254,12 +270,26 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
                                      kiln_vm_value_t* results,
                                      size_t result_count) {
   if (results && result_count) memset(results, 0, result_count * sizeof(*results));
-  if (function.module_index >= context->state_count || !function.signature) {
+  if (function.module_index >= context->state_count) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "invoke: function handle does not belong to this "
                             "context");
   }
-  const kiln_format_signature_t* signature = function.signature;
+  // The signature comes from the module, never from the handle, so a
+  // forged handle cannot make the VM read or write past the caller's arrays.
+  kiln_vm_module_t* target = context->states[function.module_index].module;
+  uint32_t limit = target->is_native ? (uint32_t)target->native.export_count
+                                     : target->format.function_count;
+  if (function.ordinal >= limit) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "invoke: function ordinal %u out of range (%u)",
+                            function.ordinal, limit);
+  }
+  const kiln_format_signature_t* signature =
+      target->is_native
+          ? &target->native_signatures[function.ordinal]
+          : &target->format.signatures[target->format.functions[function.ordinal]
+                                           .signature];
   if (arg_count != signature->arg_count ||
       result_count != signature->result_count ||
       (arg_count && !args) || (result_count && !results)) {
@@ -282,11 +312,6 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
       }
     }
     return status;
-  }
-  if (function.ordinal >= state->module->format.function_count) {
-    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                            "invoke: function ordinal %u out of range",
-                            function.ordinal);
   }
   return kiln_vm_interpret(context, state, function.ordinal, args, results);
 }

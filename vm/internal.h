@@ -105,7 +105,10 @@ struct kiln_vm_context_t {
   uint32_t frame_capacity;
   uint32_t depth;
   uint64_t fuel;
+  uint64_t max_allocation_bytes;
   void* user_data;
+  kiln_vm_native_call_hook_t native_call_hook;  // NULL unless tracing
+  void* native_call_hook_data;
 };
 
 // Runs bytecode function `function` of `state` (vm/interpreter.c).

@@ -714,6 +714,11 @@ dispatch:
          (index), (list)->size);                                              \
   }
   OP(LIST_ALLOC) {
+    if (KILN_UNLIKELY((uint64_t)RI(4) * 8u > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED,
+           "list.alloc of %u elements exceeds the allocation limit of %llu bytes",
+           RI(4), (unsigned long long)context->max_allocation_bytes);
+    }
     kiln_vm_list_t* list = NULL;
     kiln_status_t alloc_status = kiln_vm_list_create(
         context->allocator, pc[3], RI(4), &list);
@@ -736,9 +741,12 @@ dispatch:
   OP(LIST_RESIZE) {
     LIST_OPERAND(list, 1, 0xFFu);
     uint32_t size = RI(3);
-    if (KILN_UNLIKELY(size > KILN_VM_LIST_MAX_SIZE)) {
-      TRAP(KILN_STATUS_OUT_OF_RANGE, "list size %u exceeds the limit %u", size,
-           KILN_VM_LIST_MAX_SIZE);
+    if (KILN_UNLIKELY(size > KILN_VM_LIST_MAX_SIZE ||
+                      (uint64_t)size * 8u > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_OUT_OF_RANGE,
+           "list size %u exceeds the limit (%u elements, %llu bytes)", size,
+           KILN_VM_LIST_MAX_SIZE,
+           (unsigned long long)context->max_allocation_bytes);
     }
     kiln_status_t resize_status = kiln_vm_list_resize(list, size);
     if (KILN_UNLIKELY(resize_status)) {
@@ -789,6 +797,12 @@ dispatch:
     uint32_t index = RI(3);
     LIST_INDEX(list, index);
     kiln_vm_ref_object_t* value = RR(5);
+    // Only lists hold refs, so refusing lists inside lists makes reference
+    // cycles (which counting cannot free) impossible to build.
+    if (KILN_UNLIKELY(value && value->type == &kiln_vm_list_type)) {
+      TRAP(KILN_STATUS_FAILED_PRECONDITION,
+           "a list cannot hold a vm.list (reference cycles would leak)");
+    }
     kiln_vm_ref_retain(value);
     kiln_vm_set_ref(&((kiln_vm_ref_object_t**)list->data)[index], value);
     NEXT(LIST_SET_REF);
@@ -827,6 +841,12 @@ dispatch:
     NEXT(BUFFER_RODATA);
   }
   OP(BUFFER_ALLOC) {
+    if (KILN_UNLIKELY(RL(3) > context->max_allocation_bytes)) {
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED,
+           "buffer.alloc of %llu bytes exceeds the allocation limit of %llu",
+           (unsigned long long)RL(3),
+           (unsigned long long)context->max_allocation_bytes);
+    }
     kiln_vm_buffer_t* buffer = NULL;
     kiln_status_t alloc_status =
         kiln_vm_buffer_allocate(context->allocator, RL(3), &buffer);

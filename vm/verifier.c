@@ -3,8 +3,6 @@
 // interpreter can run without per-instruction checks. Two passes: the first
 // decodes every instruction and marks where each starts, the second checks
 // that branch targets land on those starts.
-#include <stdlib.h>
-
 #include "internal.h"
 #include "kiln/base/reader.h"
 
@@ -284,14 +282,12 @@ static kiln_status_t kiln_verify_function(const kiln_format_module_t* format,
   if (v.fn->bytecode_length == 0) {
     return KILN_VERIFY_FAIL(&v, "function has no bytecode");
   }
-  v.starts = (uint8_t*)calloc((v.fn->bytecode_length + 7) / 8, 1);
-  if (!v.starts) {
-    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                            "out of memory verifying function %u", index);
-  }
+  kiln_allocator_t allocator = format->arena.parent;
+  KILN_RETURN_IF_ERROR(kiln_allocator_calloc(
+      allocator, (v.fn->bytecode_length + 7) / 8, (void**)&v.starts));
   kiln_status_t status = kiln_verify_walk(&v, false);
   if (!status) status = kiln_verify_walk(&v, true);
-  free(v.starts);
+  kiln_allocator_free(allocator, v.starts);
   return status;
 }
 

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "kiln/base/arena.h"
+#include "kiln/base/file.h"
+#include "kiln/base/reader.h"
 #include "kiln/compiler/module_writer.h"
 #include "kiln/format/signature.h"
 #include "kiln/vm/isa.h"
@@ -302,6 +304,55 @@ static void kiln_asm_exe_close_variant(kiln_asm_exe_builder_t* b) {
   memset(&b->entries, 0, sizeof(b->entries));
 }
 
+// `spirv file "k.spv"`: reads a SPIR-V binary (glslc output) from a path
+// relative to the source file's folder, so kernels compiled at build time
+// need not be pasted in as words.
+static kiln_status_t kiln_asm_spirv_file(kiln_asm_t* a,
+                                         const kiln_asm_token_t* path_token) {
+  if (!path_token->is_string) {
+    return kiln_asm_error(a, "spirv file needs a quoted path");
+  }
+  char path[4096];
+  kiln_string_view_t source = kiln_make_cstring_view(a->source_name);
+  size_t slash = kiln_string_view_find_last_char(source, '/');
+  bool absolute = path_token->text.size > 0 && path_token->text.data[0] == '/';
+  int length;
+  if (absolute || slash == SIZE_MAX) {
+    length = snprintf(path, sizeof(path), "%.*s", KILN_SV_ARG(path_token->text));
+  } else {
+    length = snprintf(path, sizeof(path), "%.*s/%.*s", (int)slash, source.data,
+                      KILN_SV_ARG(path_token->text));
+  }
+  if (length < 0 || (size_t)length >= sizeof(path)) {
+    return kiln_asm_error(a, "spirv file path is too long");
+  }
+  kiln_file_contents_t contents;
+  kiln_status_t status =
+      kiln_file_read_all(path, kiln_allocator_system(), &contents);
+  if (status) {
+    char* text = kiln_status_to_string(status);
+    kiln_status_t error = kiln_asm_error(a, "spirv file: %s", text);
+    free(text);
+    kiln_status_free(status);
+    return error;
+  }
+  if (contents.size == 0 || contents.size % 4 != 0 ||
+      kiln_load_le_u32(contents.data) != 0x07230203u) {
+    kiln_file_contents_deinit(&contents);
+    return kiln_asm_error(a, "'%s' is not a SPIR-V binary (size %% 4 != 0 or "
+                          "bad magic)", path);
+  }
+  kiln_asm_exe_builder_t* b = &a->exe;
+  status = kiln_ok_status();
+  for (size_t i = 0; i < contents.size && !status; i += 4) {
+    uint8_t* slot = NULL;
+    status = kiln_asm_push(a, &b->words, 4, (void**)&slot);
+    if (!status) memcpy(slot, contents.data + i, 4);
+  }
+  kiln_file_contents_deinit(&contents);
+  return status;
+}
+
 static kiln_status_t kiln_asm_executable_line(kiln_asm_t* a) {
   kiln_asm_exe_builder_t* b = &a->exe;
   const kiln_asm_token_t* head = &a->line.tokens[0];
@@ -323,6 +374,10 @@ static kiln_status_t kiln_asm_executable_line(kiln_asm_t* a) {
   if (b->variants.count == 0) {
     return kiln_asm_error(a, "'%.*s' before any 'variant' in executable",
                           KILN_SV_ARG(head->text));
+  }
+  if (kiln_asm_is(head, "spirv") && a->line.count == 3 &&
+      kiln_asm_is(&a->line.tokens[1], "file")) {
+    return kiln_asm_spirv_file(a, &a->line.tokens[2]);
   }
   if (kiln_asm_is(head, "spirv")) {
     for (int i = 1; i < a->line.count; ++i) {

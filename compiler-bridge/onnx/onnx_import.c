@@ -352,6 +352,18 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
       graph->inputs[graph->input_count++] = (int32_t)graph->value_count - 1;
     }
   }
+  // An override for a name the model lacks is a typo: say so.
+  for (size_t i = 0; import->options && i < import->options->input_shape_count;
+       ++i) {
+    const char* name = import->options->input_shapes[i].name;
+    int32_t id = kiln_graph_find_value(graph, name);
+    if (id < 0 || !graph->values[id].is_input) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "%s: --input-shape names '%s', which is not a "
+                              "graph input",
+                              import->source, name);
+    }
+  }
   for (size_t i = 0; i < proto->n_node; ++i) {
     KILN_RETURN_IF_ERROR(kiln_onnx_add_node(import, proto->node[i]));
   }

@@ -4,7 +4,8 @@
 #include "ops.h"
 
 static const kiln_op_def_t* const kiln_op_families[] = {
-    kiln_ops_elementwise, kiln_ops_shape, kiln_ops_conv,   kiln_ops_pool,
+    kiln_ops_elementwise, kiln_ops_shape, kiln_ops_copy, kiln_ops_conv,
+    kiln_ops_pool,        kiln_ops_logic,
     kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize,
 };
 
@@ -19,12 +20,14 @@ const kiln_op_def_t* kiln_op_find(const char* op_type) {
 }
 
 const char* kiln_op_supported_list(void) {
-  return "Abs, Add, AveragePool, BatchNormalization, Cast, Clip, Concat, "
-         "Constant, Conv, ConvTranspose, Div, Dropout, Elu, Erf, Exp, Expand, "
-         "Flatten, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
+  return "Abs, Add, And, AveragePool, BatchNormalization, Cast, Clip, "
+         "Concat, Constant, ConstantOfShape, Conv, ConvTranspose, Div, "
+         "Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, "
+         "GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
          "HardSigmoid, HardSwish, Identity, InstanceNormalization, "
-         "LayerNormalization, LeakyRelu, Log, LogSoftmax, MatMul, MaxPool, Mul, "
-         "Neg, Pad, Pow, Reciprocal, ReduceMax, ReduceMean, ReduceMin, "
-         "ReduceSum, Relu, Reshape, Resize, Shape, Sigmoid, Slice, Softmax, "
-         "Softplus, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";
+         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "
+         "MatMul, Max, MaxPool, Mean, Min, Mul, Neg, Not, Or, Pad, Pow, Range, "
+         "Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, "
+         "Reshape, Resize, Shape, Sigmoid, Slice, Softmax, Softplus, Split, "
+         "Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where, Xor";
 }

@@ -127,6 +127,8 @@ float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
 // Op families.
 extern const kiln_op_def_t kiln_ops_elementwise[];
 extern const kiln_op_def_t kiln_ops_shape[];
+extern const kiln_op_def_t kiln_ops_copy[];
+extern const kiln_op_def_t kiln_ops_logic[];
 extern const kiln_op_def_t kiln_ops_conv[];
 extern const kiln_op_def_t kiln_ops_pool[];
 extern const kiln_op_def_t kiln_ops_matmul[];

@@ -125,6 +125,7 @@ static kiln_status_t kiln_run_instance_norm(const kiln_op_run_args_t* args) {
 
 static kiln_status_t kiln_layer_norm_axis(const kiln_graph_node_t* node,
                                           int32_t rank, int32_t* out_axis) {
+  *out_axis = 0;
   int64_t axis = -1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "axis", -1, &axis));
   if (axis < -rank || axis >= rank) {
@@ -236,6 +237,9 @@ static kiln_status_t kiln_softmax_geometry(const kiln_graph_node_t* node,
                                            const kiln_graph_shape_t* shape,
                                            size_t* outer, size_t* axis_size,
                                            size_t* inner) {
+  *outer = 1;
+  *axis_size = 1;
+  *inner = 1;
   int64_t axis = opset >= 13 ? -1 : 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "axis", axis, &axis));
   int32_t rank = shape->rank;

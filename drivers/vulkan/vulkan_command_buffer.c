@@ -82,25 +82,30 @@ static kiln_vk_device_t* cb_device(kiln_vk_command_buffer_t* cb) {
   return kiln_vk_device_cast(cb->base.device);
 }
 
-// Grows an array of `element_size` items to hold one more.
-static kiln_status_t grow(void** items, size_t* capacity, size_t needed,
+// Grows an array of `element_size` items (from the device's allocator) to
+// hold `needed` items.
+static kiln_status_t grow(struct kiln_vk_command_buffer_t* cb, void** items,
+                          size_t* capacity, size_t needed,
                           size_t element_size) {
   if (needed <= *capacity) return kiln_ok_status();
   size_t new_capacity = *capacity ? *capacity : 16;
-  while (new_capacity < needed) new_capacity *= 2;
-  void* grown = realloc(*items, new_capacity * element_size);
-  if (!grown) {
-    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                            "out of host memory recording a command buffer");
+  while (new_capacity < needed) {
+    if (new_capacity > SIZE_MAX / 2) {
+      return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                              "command buffer grew past the address space");
+    }
+    new_capacity *= 2;
   }
-  *items = grown;
+  KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(cb->base.device->allocator,
+                                                    new_capacity,
+                                                    element_size, items));
   *capacity = new_capacity;
   return kiln_ok_status();
 }
 
 static kiln_status_t push_command(kiln_vk_command_buffer_t* cb,
                                   const cmd_t* command) {
-  KILN_RETURN_IF_ERROR(grow((void**)&cb->commands, &cb->command_capacity,
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->commands, &cb->command_capacity,
                             cb->command_count + 1, sizeof(cmd_t)));
   cb->commands[cb->command_count++] = *command;
   return kiln_ok_status();
@@ -109,7 +114,7 @@ static kiln_status_t push_command(kiln_vk_command_buffer_t* cb,
 static kiln_status_t push_bytes(kiln_vk_command_buffer_t* cb, const void* data,
                                 size_t length, size_t* out_offset) {
   size_t aligned = (cb->byte_count + 7) & ~(size_t)7;
-  KILN_RETURN_IF_ERROR(grow((void**)&cb->bytes, &cb->byte_capacity,
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->bytes, &cb->byte_capacity,
                             aligned + length, 1));
   memcpy(cb->bytes + aligned, data, length);
   *out_offset = aligned;
@@ -122,7 +127,7 @@ static kiln_status_t keep_buffer(kiln_vk_command_buffer_t* cb,
   if (cb->buffer_count && cb->buffers[cb->buffer_count - 1] == buffer) {
     return kiln_ok_status();
   }
-  KILN_RETURN_IF_ERROR(grow((void**)&cb->buffers, &cb->buffer_capacity,
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->buffers, &cb->buffer_capacity,
                             cb->buffer_count + 1, sizeof(*cb->buffers)));
   kiln_hal_buffer_retain(buffer);
   cb->buffers[cb->buffer_count++] = buffer;
@@ -135,7 +140,7 @@ static kiln_status_t keep_executable(kiln_vk_command_buffer_t* cb,
       cb->executables[cb->executable_count - 1] == executable) {
     return kiln_ok_status();
   }
-  KILN_RETURN_IF_ERROR(grow((void**)&cb->executables, &cb->executable_capacity,
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->executables, &cb->executable_capacity,
                             cb->executable_count + 1,
                             sizeof(*cb->executables)));
   kiln_hal_executable_retain(executable);
@@ -275,7 +280,7 @@ static kiln_status_t cb_dispatch(kiln_hal_command_buffer_t* base,
                                     dispatch->push_constant_bytes,
                                     &command.dispatch.push_offset));
   }
-  KILN_RETURN_IF_ERROR(grow((void**)&cb->bindings, &cb->binding_capacity,
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->bindings, &cb->binding_capacity,
                             cb->binding_count + dispatch->binding_count,
                             sizeof(kiln_hal_binding_t)));
   for (uint32_t i = 0; i < dispatch->binding_count; ++i) {
@@ -285,8 +290,10 @@ static kiln_status_t cb_dispatch(kiln_hal_command_buffer_t* base,
   }
   command.dispatch.binding_start = cb->binding_count;
   command.dispatch.binding_count = dispatch->binding_count;
-  memcpy(cb->bindings + cb->binding_count, dispatch->bindings,
-         dispatch->binding_count * sizeof(kiln_hal_binding_t));
+  if (dispatch->binding_count) {
+    memcpy(cb->bindings + cb->binding_count, dispatch->bindings,
+           dispatch->binding_count * sizeof(kiln_hal_binding_t));
+  }
   cb->binding_count += dispatch->binding_count;
   return push_command(cb, &command);
 }
@@ -591,12 +598,10 @@ kiln_status_t kiln_vk_command_buffer_prepare_submit(
   if (slots && !(cb->translated && table_matches(cb, table, slots))) {
     // Re-recording must not race a pending execution of the old recording.
     KILN_RETURN_IF_ERROR(wait_pending(cb));
-    kiln_hal_binding_table_entry_t* copy =
-        realloc(cb->bound_table, slots * sizeof(*copy));
-    if (!copy) {
-      return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                              "out of host memory for a binding table");
-    }
+    KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(
+        base->device->allocator, slots, sizeof(*cb->bound_table),
+        (void**)&cb->bound_table));
+    kiln_hal_binding_table_entry_t* copy = cb->bound_table;
     for (uint32_t i = 0; i < slots; ++i) kiln_hal_buffer_retain(table->entries[i].buffer);
     // The old entries are released after the new ones are retained, so a
     // buffer in both stays alive.
@@ -660,12 +665,13 @@ static void cb_destroy(kiln_hal_command_buffer_t* base) {
     device->vk.vkDestroyQueryPool(device->device, cb->query_pool, NULL);
   }
   if (cb->pool) device->vk.vkDestroyCommandPool(device->device, cb->pool, NULL);
-  free(cb->commands);
-  free(cb->bindings);
-  free(cb->bytes);
-  free(cb->buffers);
-  free(cb->executables);
-  free(cb->bound_table);
+  kiln_allocator_t allocator = device->base.allocator;
+  kiln_allocator_free(allocator, cb->commands);
+  kiln_allocator_free(allocator, cb->bindings);
+  kiln_allocator_free(allocator, cb->bytes);
+  kiln_allocator_free(allocator, cb->buffers);
+  kiln_allocator_free(allocator, cb->executables);
+  kiln_allocator_free(allocator, cb->bound_table);
   kiln_allocator_free(device->base.allocator, cb);
   kiln_hal_device_release(&device->base);
 }

@@ -142,7 +142,25 @@ static kiln_status_t pick_physical_device(kiln_vk_device_t* device,
                           KILN_SV_ARG(path), count);
 }
 
+// A validation layer older than an extension reports every use of it as an
+// error; under such a layer kiln leaves VK_KHR_cooperative_matrix (1.3.255)
+// off, and says so in the device info.
+static void drop_features_the_layer_predates(kiln_vk_device_t* device) {
+  const uint32_t cooperative_matrix_header = VK_MAKE_API_VERSION(0, 1, 3, 255);
+  if (device->instance.validation && device->support.cooperative_matrix &&
+      device->instance.validation_layer_version < cooperative_matrix_header) {
+    device->support.cooperative_matrix = false;
+    device->base.info.features &= ~KILN_TARGET_FEATURE_COOPERATIVE_MATRIX;
+    device->base.info.cooperative_matrix_shape_count = 0;
+    size_t used = strlen(device->base.info.triple_reason);
+    snprintf(device->base.info.triple_reason + used,
+             sizeof(device->base.info.triple_reason) - used,
+             "; cooperative matrix off: the validation layer predates it");
+  }
+}
+
 static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
+  drop_features_the_layer_predates(device);
   const kiln_vk_device_support_t* s = &device->support;
   if (!s->timeline_semaphore) {
     return kiln_make_status(KILN_STATUS_UNAVAILABLE,

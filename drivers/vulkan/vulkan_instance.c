@@ -9,7 +9,27 @@
 static pthread_once_t g_loader_once = PTHREAD_ONCE_INIT;
 static VkResult g_loader_result = VK_ERROR_INITIALIZATION_FAILED;
 
-static void load_once(void) { g_loader_result = volkInitialize(); }
+// Once loaded, drivers stay loaded: an instance that lives as long as the
+// process keeps the loader from unloading ICDs when the last device goes.
+// NVIDIA's ICD does not survive repeated unload/reload in one process
+// (vkCreateInstance fails with VK_ERROR_INCOMPATIBLE_DRIVER after about
+// twenty cycles, seen on the H200 with driver 580), and a driver that stays
+// mapped also lets LeakSanitizer name leaks inside it.
+static VkInstance g_anchor_instance = VK_NULL_HANDLE;
+
+static void load_once(void) {
+  g_loader_result = volkInitialize();
+  if (g_loader_result != VK_SUCCESS) return;
+  VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+                           .pApplicationName = "kiln (driver anchor)",
+                           .apiVersion = VK_API_VERSION_1_1};
+  VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                               .pApplicationInfo = &app};
+  // A failure here is reported by the real instance creation later.
+  if (vkCreateInstance(&info, NULL, &g_anchor_instance) != VK_SUCCESS) {
+    g_anchor_instance = VK_NULL_HANDLE;
+  }
+}
 
 kiln_status_t kiln_vk_loader_initialize(void) {
   pthread_once(&g_loader_once, load_once);
@@ -105,7 +125,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(
   return VK_FALSE;
 }
 
-static bool layer_available(const char* name) {
+static bool layer_available(const char* name, uint32_t* out_version) {
   uint32_t count = 0;
   if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS) {
     return false;
@@ -115,7 +135,10 @@ static bool layer_available(const char* name) {
   bool found = false;
   if (vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS) {
     for (uint32_t i = 0; i < count; ++i) {
-      if (strcmp(layers[i].layerName, name) == 0) found = true;
+      if (strcmp(layers[i].layerName, name) == 0) {
+        found = true;
+        *out_version = layers[i].specVersion;
+      }
     }
   }
   free(layers);
@@ -128,7 +151,8 @@ kiln_status_t kiln_vk_instance_create(bool validation,
   memset(out_instance, 0, sizeof(*out_instance));
   KILN_RETURN_IF_ERROR(kiln_vk_loader_initialize());
   static const char* kLayer = "VK_LAYER_KHRONOS_validation";
-  if (validation && !layer_available(kLayer)) {
+  uint32_t layer_version = 0;
+  if (validation && !layer_available(kLayer, &layer_version)) {
     return kiln_make_status(KILN_STATUS_UNAVAILABLE,
                             "validation was requested but %s is not "
                             "installed (apt-get install vulkan-validationlayers)",
@@ -168,6 +192,7 @@ kiln_status_t kiln_vk_instance_create(bool validation,
   volkLoadInstance(instance);
   out_instance->instance = instance;
   out_instance->validation = validation;
+  out_instance->validation_layer_version = layer_version;
   if (validation) {
     VkResult result = vkCreateDebugUtilsMessengerEXT(
         instance, &messenger_info, NULL, &out_instance->messenger);

@@ -23,6 +23,7 @@ typedef struct kiln_vk_instance_t {
   VkInstance instance;
   VkDebugUtilsMessengerEXT messenger;
   bool validation;
+  uint32_t validation_layer_version;  // the layer's specVersion, 0 if off
 } kiln_vk_instance_t;
 
 // Creates an instance; with `validation` the Khronos layer and a messenger

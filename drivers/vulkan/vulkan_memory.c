@@ -17,6 +17,7 @@ typedef struct free_range_t {
 
 struct kiln_vk_block_t {
   kiln_vk_block_t* next;
+  kiln_allocator_t allocator;
   VkDeviceMemory memory;
   VkDeviceSize size;
   uint32_t type_index;
@@ -38,8 +39,8 @@ static void block_destroy(kiln_vk_memory_t* memory, kiln_vk_block_t* block) {
   kiln_vk_device_t* device = memory->device;
   if (block->mapped) device->vk.vkUnmapMemory(device->device, block->memory);
   device->vk.vkFreeMemory(device->device, block->memory, NULL);
-  free(block->ranges);
-  free(block);
+  kiln_allocator_free(device->base.allocator, block->ranges);
+  kiln_allocator_free(device->base.allocator, block);
   memory->block_count--;
 }
 
@@ -95,14 +96,20 @@ static kiln_status_t block_create(kiln_vk_memory_t* memory,
                                   kiln_vk_block_t** out_block) {
   *out_block = NULL;
   kiln_vk_device_t* device = memory->device;
-  kiln_vk_block_t* block = calloc(1, sizeof(*block));
-  free_range_t* ranges = calloc(4, sizeof(*ranges));
-  if (!block || !ranges) {
-    free(block);
-    free(ranges);
-    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                            "out of host memory for a memory block");
+  kiln_allocator_t allocator = device->base.allocator;
+  kiln_vk_block_t* block = NULL;
+  free_range_t* ranges = NULL;
+  kiln_status_t status =
+      kiln_allocator_calloc(allocator, sizeof(*block), (void**)&block);
+  if (!status) {
+    status = kiln_allocator_calloc_array(allocator, 4, sizeof(*ranges),
+                                         (void**)&ranges);
   }
+  if (status) {
+    kiln_allocator_free(allocator, block);
+    return status;
+  }
+  block->allocator = allocator;
   VkMemoryAllocateInfo allocate_info = {
       .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
       .allocationSize = size,
@@ -111,8 +118,8 @@ static kiln_status_t block_create(kiln_vk_memory_t* memory,
   VkResult result = device->vk.vkAllocateMemory(device->device, &allocate_info,
                                                 NULL, &block->memory);
   if (result != VK_SUCCESS) {
-    free(block);
-    free(ranges);
+    kiln_allocator_free(allocator, block);
+    kiln_allocator_free(allocator, ranges);
     return kiln_vk_result_status(result, "vkAllocateMemory");
   }
   VkMemoryPropertyFlags flags =
@@ -124,8 +131,8 @@ static kiln_status_t block_create(kiln_vk_memory_t* memory,
                                     VK_WHOLE_SIZE, 0, &mapped);
     if (result != VK_SUCCESS) {
       device->vk.vkFreeMemory(device->device, block->memory, NULL);
-      free(block);
-      free(ranges);
+      kiln_allocator_free(allocator, block);
+      kiln_allocator_free(allocator, ranges);
       return kiln_vk_result_status(result, "vkMapMemory");
     }
     block->mapped = mapped;
@@ -157,9 +164,13 @@ static bool block_place(kiln_vk_block_t* block, VkDeviceSize size,
     size_t pieces = (padding ? 1 : 0) + (tail_size ? 1 : 0);
     if (pieces == 2 && block->range_count == block->range_capacity) {
       size_t capacity = block->range_capacity * 2;
-      free_range_t* grown = realloc(block->ranges, capacity * sizeof(*grown));
-      if (!grown) return false;
-      block->ranges = grown;
+      kiln_status_t status = kiln_allocator_realloc_array(
+          block->allocator, capacity, sizeof(free_range_t),
+          (void**)&block->ranges);
+      if (status) {
+        kiln_status_free(status);
+        return false;
+      }
       block->range_capacity = capacity;
     }
     if (pieces == 0) {
@@ -203,9 +214,13 @@ static bool block_release(kiln_vk_block_t* block, VkDeviceSize offset,
   } else {
     if (block->range_count == block->range_capacity) {
       size_t capacity = block->range_capacity * 2;
-      free_range_t* grown = realloc(block->ranges, capacity * sizeof(*grown));
-      if (!grown) return false;  // the range leaks inside the block
-      block->ranges = grown;
+      kiln_status_t status = kiln_allocator_realloc_array(
+          block->allocator, capacity, sizeof(free_range_t),
+          (void**)&block->ranges);
+      if (status) {  // the range stays unusable inside the block
+        kiln_status_free(status);
+        return false;
+      }
       block->range_capacity = capacity;
     }
     memmove(&block->ranges[i + 1], &block->ranges[i],

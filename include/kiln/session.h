@@ -36,6 +36,7 @@ typedef struct kiln_session_options_t {
   const char* device_uri;  // "vulkan" (the first device), "vulkan://1", ...
   bool enable_validation;  // Khronos validation layer (also KILN_VULKAN_VALIDATION=1)
   const char* pipeline_cache_path;  // NULL: no persistent cache
+  bool gpu_timestamps;  // time every dispatch on the GPU (statistics)
 } kiln_session_options_t;
 
 void kiln_session_options_init(kiln_session_options_t* options);

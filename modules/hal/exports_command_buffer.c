@@ -27,9 +27,14 @@ static kiln_status_t kiln_hal_export_cb_create(kiln_vm_context_t* context,
   kiln_hal_device_t* device = NULL;
   KILN_RETURN_IF_ERROR(kiln_hal_arg(args, 0, &kiln_hal_device_ref_type,
                                     "command_buffer.create", (void**)&device));
+  kiln_hal_command_buffer_flags_t flags =
+      (kiln_hal_command_buffer_flags_t)args[1].i32;
+  if (state->options.force_timestamps) {
+    flags |= KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+  }
   kiln_hal_command_buffer_t* command_buffer = NULL;
-  KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
-      device, (kiln_hal_command_buffer_flags_t)args[1].i32, &command_buffer));
+  KILN_RETURN_IF_ERROR(
+      kiln_hal_command_buffer_create(device, flags, &command_buffer));
   kiln_status_t status = kiln_hal_command_buffer_begin(command_buffer);
   if (!kiln_status_is_ok(status)) {
     kiln_hal_command_buffer_release(command_buffer);

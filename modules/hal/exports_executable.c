@@ -271,7 +271,46 @@ static kiln_status_t kiln_hal_export_executable_entry_point(
   return kiln_ok_status();
 }
 
+// (executable, entry point, dimension 0..2) -> the workgroup size the chosen
+// variant uses, so bytecode can size its dispatch grid for any variant.
+static kiln_status_t kiln_hal_export_executable_workgroup_size(
+    kiln_vm_context_t* context, void* opaque, const kiln_vm_value_t* args,
+    kiln_vm_value_t* results) {
+  const char* export_name = "executable.workgroup_size";
+  kiln_hal_executable_t* executable = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_arg(args, 0, &kiln_hal_executable_ref_type,
+                                    export_name, (void**)&executable));
+  uint32_t count = kiln_hal_executable_entry_point_count(executable);
+  if (args[1].i32 < 0 || (uint32_t)args[1].i32 >= count || args[2].i32 < 0 ||
+      args[2].i32 > 2) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "hal.%s: entry point %d (of %u), dimension %d (of "
+                            "3)",
+                            export_name, args[1].i32, count, args[2].i32);
+  }
+  const kiln_hal_entry_point_spec_t* entry =
+      kiln_hal_executable_entry_point(executable, (uint32_t)args[1].i32);
+  results[0] = kiln_vm_value_i32((int32_t)entry->workgroup_size[args[2].i32]);
+  return kiln_ok_status();
+}
+
+// (executable) -> the index of the variant the device chose, so bytecode
+// can pick per-variant constants (grid sizes) from a table.
+static kiln_status_t kiln_hal_export_executable_variant(
+    kiln_vm_context_t* context, void* opaque, const kiln_vm_value_t* args,
+    kiln_vm_value_t* results) {
+  kiln_hal_executable_t* executable = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_arg(args, 0, &kiln_hal_executable_ref_type,
+                                    "executable.variant", (void**)&executable));
+  results[0] =
+      kiln_vm_value_i32((int32_t)kiln_hal_executable_variant_index(executable));
+  return kiln_ok_status();
+}
+
 const kiln_vm_native_export_t kiln_hal_executable_exports[] = {
+    {"executable.variant", "r_i", kiln_hal_export_executable_variant},
+    {"executable.workgroup_size", "rii_i",
+     kiln_hal_export_executable_workgroup_size},
     {"executable.lookup", "rr_r", kiln_hal_export_executable_lookup},
     {"executable.entry_point", "rr_i", kiln_hal_export_executable_entry_point},
 };

@@ -86,6 +86,7 @@ typedef struct kiln_hal_module_user_data_t {
   kiln_allocator_t allocator;
   kiln_hal_device_t* device;
   kiln_vm_native_export_t* exports;
+  kiln_hal_module_options_t options;
 } kiln_hal_module_user_data_t;
 
 static kiln_status_t kiln_hal_module_create_state(void* user_data,
@@ -97,6 +98,7 @@ static kiln_status_t kiln_hal_module_create_state(void* user_data,
       kiln_allocator_calloc(data->allocator, sizeof(*state), (void**)&state));
   state->allocator = data->allocator;
   state->device = data->device;
+  state->options = data->options;
   kiln_hal_device_retain(state->device);
   state->context = context;
   *out_state = state;
@@ -127,6 +129,13 @@ static void kiln_hal_module_destroy_user_data(void* opaque) {
 kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
                                      kiln_hal_device_t* device,
                                      kiln_vm_module_t** out_module) {
+  return kiln_hal_module_create_with_options(instance, device, NULL,
+                                             out_module);
+}
+
+kiln_status_t kiln_hal_module_create_with_options(
+    kiln_vm_instance_t* instance, kiln_hal_device_t* device,
+    const kiln_hal_module_options_t* options, kiln_vm_module_t** out_module) {
   *out_module = NULL;
   KILN_RETURN_IF_ERROR(kiln_hal_refs_register(instance));
   kiln_allocator_t allocator = kiln_vm_instance_allocator(instance);
@@ -160,6 +169,7 @@ kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
   }
   data->allocator = allocator;
   data->device = device;
+  if (options) data->options = *options;
   kiln_vm_native_module_desc_t desc = {
       .name = "hal",
       .exports = data->exports,

@@ -108,3 +108,10 @@ kiln_status_t kiln_hal_module_unwrap_buffer_view(
   return kiln_hal_ref_unwrap(ref, &kiln_hal_buffer_view_ref_type, what,
                              (void**)out_view);
 }
+
+kiln_status_t kiln_hal_module_unwrap_command_buffer(
+    kiln_vm_ref_object_t* ref, const char* what,
+    kiln_hal_command_buffer_t** out_command_buffer) {
+  return kiln_hal_ref_unwrap(ref, &kiln_hal_command_buffer_ref_type, what,
+                             (void**)out_command_buffer);
+}

@@ -49,8 +49,10 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
                                     &session->device);
   }
   if (kiln_status_is_ok(status)) {
-    status = kiln_hal_module_create(session->instance, session->device,
-                                    &session->modules[0]);
+    kiln_hal_module_options_t module_options = {options->gpu_timestamps};
+    status = kiln_hal_module_create_with_options(
+        session->instance, session->device, &module_options,
+        &session->modules[0]);
     if (kiln_status_is_ok(status)) session->module_count = 1;
   }
   if (!kiln_status_is_ok(status)) {

@@ -1,5 +1,8 @@
 // Error paths return statuses naming what is wrong: bindings outside the
 // layout, wrong usage, too-large dispatches, misused command buffers.
+#include <stdlib.h>
+
+#include "kiln/drivers/registration.h"
 #include "test_device.h"
 
 typedef struct fixture_t {
@@ -126,4 +129,65 @@ KILN_TEST(ErrorTest, TransferArgumentsAreChecked) {
   // Staged reads need TRANSFER_SRC on device-local, unmappable memory; on
   // devices whose device-local memory is host-visible they go direct.
   fixture_release(&f);
+}
+
+static kiln_status_t create_with(kiln_allocator_t allocator,
+                                 kiln_hal_device_t** out_device) {
+  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
+  KILN_RETURN_IF_ERROR(kiln_drivers_register_all(registry));
+  const char* uri = getenv("KILN_TEST_DEVICE");
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
+  return kiln_hal_create_device(
+      registry, kiln_make_cstring_view(uri && uri[0] ? uri : "vulkan"),
+      &options, allocator, out_device);
+}
+
+// Host memory goes through the allocator given at device creation; running
+// out of it is a status, never a crash or a leak.
+KILN_TEST(ErrorTest, HostAllocationsUseTheDeviceAllocator) {
+  kiln_counting_allocator_t counting;
+  kiln_counting_allocator_init(&counting, kiln_allocator_system(), SIZE_MAX);
+  kiln_hal_device_t* device = NULL;
+  KILN_ASSERT_OK(create_with(kiln_counting_allocator(&counting), &device));
+  kiln_hal_executable_t* executable = kiln_test_two_entries_executable(device);
+  kiln_hal_buffer_t* buffer = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, 256);
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  uint32_t count = 64;
+  kiln_hal_binding_t binding = {0, 0, buffer, 0, 0, KILN_HAL_WHOLE_BUFFER};
+  kiln_hal_dispatch_t dispatch = {executable, 0, {1, 1, 1}, &count, 4, &binding, 1};
+  for (int i = 0; i < 100; ++i) {
+    KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  }
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  KILN_EXPECT_GT(counting.live_blocks, 3);
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_buffer_release(buffer);
+  kiln_hal_executable_release(executable);
+  kiln_test_device_release(device);
+  KILN_EXPECT_EQ(counting.live_blocks, 0);
+
+  // Every budget below what the same work needs fails cleanly.
+  for (size_t budget = 0; budget < 6; ++budget) {
+    kiln_counting_allocator_init(&counting, kiln_allocator_system(), budget);
+    device = NULL;
+    kiln_status_t status = create_with(kiln_counting_allocator(&counting), &device);
+    if (!status) {
+      kiln_hal_buffer_t* b = NULL;
+      kiln_hal_buffer_params_t params = {KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                         KILN_HAL_BUFFER_USAGE_DEFAULT, 64};
+      status = kiln_hal_buffer_allocate(device, &params, &b);
+      kiln_hal_buffer_release(b);
+      kiln_hal_device_release(device);
+    }
+    if (status) {
+      KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_RESOURCE_EXHAUSTED);
+    }
+    kiln_status_free(status);
+    KILN_EXPECT_EQ(counting.live_blocks, 0);
+  }
 }

@@ -49,8 +49,12 @@ void kiln_test_device_release(kiln_hal_device_t* device) {
 }
 
 kiln_test_spirv_t kiln_test_spirv_load(const char* name) {
+  // KILN_HAL_TEST_KERNEL_DIR in the environment lets a copied build run
+  // elsewhere (the GPU machine); the build folder is the default.
+  const char* dir = getenv("KILN_HAL_TEST_KERNEL_DIR");
+  if (!dir || !dir[0]) dir = KILN_HAL_TEST_KERNEL_DIR;
   char path[1024];
-  snprintf(path, sizeof(path), "%s/%s.spv", KILN_HAL_TEST_KERNEL_DIR, name);
+  snprintf(path, sizeof(path), "%s/%s.spv", dir, name);
   kiln_file_contents_t contents;
   KILN_ASSERT_OK(kiln_file_read_all(path, kiln_allocator_system(), &contents));
   KILN_ASSERT_EQ(contents.size % 4, 0);

@@ -9,6 +9,7 @@
 
 #include "kiln/compiler/graph_memory_plan.h"
 #include "kiln/compiler/graph_passes.h"
+#include "kiln/compiler/graph_print.h"
 #include "kiln/compiler/graph_reference.h"
 #include "kiln_test.h"
 #include "onnx_test_util.h"
@@ -178,6 +179,15 @@ KILN_TEST(GraphPassesTest, FoldsBatchNormAndFusesResidualAndRelu) {
   const kiln_graph_attr_t* first = kiln_graph_node_find_attr(conv, "kiln.residual_first");
   KILN_ASSERT_TRUE(first != NULL);
   KILN_EXPECT_EQ(first->i, 1);
+  char* text = NULL;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  kiln_graph_print(&g, stream);
+  fclose(stream);
+  KILN_EXPECT_CONTAINS(text, "kiln.activation=\"Relu\"");
+  KILN_EXPECT_CONTAINS(text, "input %x:float32[1x4x6x6]");
+  KILN_EXPECT_CONTAINS(text, " = Conv '");
+  free(text);
   kiln_graph_deinitialize(&g);
 }
 

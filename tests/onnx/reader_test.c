@@ -276,6 +276,11 @@ KILN_TEST(OnnxReaderTest, DynamicDimsNeedAnInputShape) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
                              "sets dim 1 to 5 but the model fixes it at 3",
                              kiln_import_spec(&spec, "m.onnx", &options, &graph));
+  KILN_ASSERT_OK(kiln_onnx_parse_input_shape("images:4x3", &shape));
+  kiln_model_spec_t fixed = {0};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "names 'images', which is not a graph input",
+                             kiln_import_spec(&fixed, "m.onnx", &options, &graph));
   KILN_ASSERT_OK(kiln_onnx_parse_input_shape("x:4", &shape));
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "has rank 1",
                              kiln_import_spec(&spec, "m.onnx", &options, &graph));

@@ -233,3 +233,123 @@ KILN_TEST(VmApi, TwoContextsRunOnTwoThreads) {
   kiln_vm_context_destroy(second);
   kiln_vm_test_env_deinit(&env);
 }
+
+// Every allocation the load/context/run path makes fails in turn; each
+// failure must surface as a status and leave nothing allocated.
+KILN_TEST(VmApi, AllocationFailuresAreCleanAtEveryPoint) {
+  kiln_file_contents_t source;
+  KILN_ASSERT_OK(kiln_file_read_all(KILN_VM_TESTDATA "/features.kasm",
+                                    kiln_allocator_system(), &source));
+  kiln_byte_buffer_t bytes;
+  KILN_ASSERT_OK(kiln_vm_test_assemble((const char*)source.data, &bytes));
+  kiln_file_contents_deinit(&source);
+  bool succeeded = false;
+  size_t budget = 0;
+  for (budget = 0; budget < 500 && !succeeded; ++budget) {
+    kiln_counting_allocator_t counting;
+    kiln_counting_allocator_init(&counting, kiln_allocator_system(), budget);
+    kiln_allocator_t allocator = kiln_counting_allocator(&counting);
+    kiln_vm_instance_t* instance = NULL;
+    kiln_vm_module_t* host = NULL;
+    kiln_vm_module_t* module = NULL;
+    kiln_vm_context_t* context = NULL;
+    kiln_status_t status = kiln_vm_instance_create(allocator, &instance);
+    if (!status) status = kiln_vm_test_host_module(instance, &host);
+    if (!status) {
+      status = kiln_vm_module_load_from_memory(instance, kiln_byte_buffer_span(&bytes),
+                                               "features", NULL, &module);
+    }
+    if (!status) {
+      kiln_vm_module_t* modules[2] = {host, module};
+      status = kiln_vm_context_create(instance, modules, 2, NULL, &context);
+    }
+    if (!status) {
+      kiln_vm_function_t main_fn;
+      status = kiln_vm_context_find_function(context, "main", &main_fn);
+      kiln_vm_value_t arg = kiln_vm_value_i32(3), r[4];
+      if (!status) status = kiln_vm_context_invoke(context, main_fn, &arg, 1, r, 4);
+      if (!status) {
+        KILN_EXPECT_EQ(r[0].i32, 6);
+        succeeded = true;
+      }
+    }
+    kiln_status_free(status);
+    kiln_vm_context_destroy(context);
+    kiln_vm_module_release(module);
+    kiln_vm_module_release(host);
+    if (instance) kiln_vm_instance_destroy(instance);
+    if (counting.live_blocks != 0) {
+      KILN_ADD_FAILURE("budget %zu: %zu blocks leaked", budget, counting.live_blocks);
+    }
+  }
+  KILN_EXPECT_TRUE(succeeded);
+  KILN_EXPECT_GT(budget, 20);  // many failure points were exercised
+  kiln_byte_buffer_deinit(&bytes);
+}
+
+// A native function may call back into the same context (modules/hal will
+// not need to, but callbacks must not corrupt the running frames).
+static kiln_status_t kiln_reenter(kiln_vm_context_t* context, void* state,
+                                  const kiln_vm_value_t* args, kiln_vm_value_t* results) {
+  kiln_vm_function_t inner;
+  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "app.square", &inner));
+  return kiln_vm_context_invoke(context, inner, args, 1, results, 1);
+}
+static const kiln_vm_native_export_t kReenterExports[] = {{"reenter", "i_i", kiln_reenter}};
+
+KILN_TEST(VmApi, NativeMayReenterTheContext) {
+  kiln_vm_instance_t* instance = NULL;
+  KILN_ASSERT_OK(kiln_vm_instance_create(kiln_allocator_system(), &instance));
+  kiln_vm_native_module_desc_t desc;
+  memset(&desc, 0, sizeof(desc));
+  desc.name = "cb";
+  desc.exports = kReenterExports;
+  desc.export_count = 1;
+  kiln_vm_module_t* native = NULL;
+  KILN_ASSERT_OK(kiln_vm_module_create_native(instance, &desc, &native));
+  kiln_vm_module_t* app = NULL;
+  KILN_ASSERT_OK(kiln_load_source(instance,
+      "module app\nimport cb.reenter \"i_i\"\n"
+      "func square \"i_i\"\n  mul.i32 i1 i0 i0\n  return i1\nend\n"
+      "func outer \"i_i\"\n  list.alloc r0 i32 i0\n  addi.i32 i1 i0 1\n"
+      "  call.import cb.reenter i1 -> i2\n  list.size i3 r0\n  add.i32 i2 i2 i3\n"
+      "  return i2\nend\nexport square\nexport outer\n", &app));
+  kiln_vm_module_t* modules[2] = {native, app};
+  kiln_vm_context_t* context = NULL;
+  KILN_ASSERT_OK(kiln_vm_context_create(instance, modules, 2, NULL, &context));
+  kiln_vm_function_t outer;
+  KILN_ASSERT_OK(kiln_vm_context_find_function(context, "outer", &outer));
+  kiln_vm_context_set_fuel(context, 100);
+  kiln_vm_value_t arg = kiln_vm_value_i32(4), r;
+  KILN_ASSERT_OK(kiln_vm_context_invoke(context, outer, &arg, 1, &r, 1));
+  KILN_EXPECT_EQ(r.i32, 25 + 0);  // (4+1)^2 + size of an empty list
+  KILN_EXPECT_EQ_U64(kiln_vm_context_fuel(context), 99);  // one import call
+  KILN_EXPECT_EQ(context->depth, 0);
+  kiln_vm_context_destroy(context);
+  kiln_vm_module_release(app);
+  kiln_vm_module_release(native);
+  kiln_vm_instance_destroy(instance);
+}
+
+KILN_TEST(VmApi, ForgedFunctionHandlesAreRejected) {
+  kiln_vm_test_env_t env;
+  KILN_ASSERT_OK(kiln_vm_test_env_init(&env, "func f \"i_i\"\n  return i0\nend\nexport f\n"));
+  kiln_vm_function_t function;
+  KILN_ASSERT_OK(kiln_vm_context_find_function(env.context, "f", &function));
+  kiln_vm_value_t arg = kiln_vm_value_i32(1), r[3];
+  function.ordinal = 7;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "function ordinal 7 out of range",
+                             kiln_vm_context_invoke(env.context, function, &arg, 1, r, 1));
+  function.ordinal = 0;
+  function.module_index = 9;
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_vm_context_invoke(env.context, function, &arg, 1, r, 1));
+  // A handle whose signature pointer lies is checked against the module's.
+  static const kiln_format_signature_t kLie = {{"i_iii", 5}, 1, 3, {'i', 'i', 'i', 'i'}};
+  function.module_index = 1;
+  function.signature = &kLie;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "signature 'i_i' takes 1 arguments and 1 results, got 1 and 3",
+                             kiln_vm_context_invoke(env.context, function, &arg, 1, r, 3));
+  kiln_vm_test_env_deinit(&env);
+}

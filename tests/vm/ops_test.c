@@ -426,19 +426,27 @@ KILN_TEST(VmOps, ListsOfValuesAndRefs) {
       "  list.alloc r1 i64 i0\n  const.i32 i6 1\n  list.resize r1 i6\n"
       "  const.i64 I8 -77\n  const.i32 i7 0\n  list.set.i64 r1 i7 I8\n  list.get.i64 I10 r1 i7\n"
       "  list.alloc r2 ref i7\n  const.i32 i12 2\n  list.resize r2 i12\n"
-      "  list.set.ref r2 i6 r0\n  list.get.ref r3 r2 i6\n  list.size i13 r3\n"
-      "  list.resize r0 i6\n  move.ref r4 r2\n  return i5 I10 i13 r4\nend\nexport f\n"));
+      "  const.i64 I14 24\n  buffer.alloc r5 I14\n"
+      "  list.set.ref r2 i6 r5\n  list.get.ref r3 r2 i6\n  buffer.length I16 r3\n"
+      "  trunc.i64.i32 i13 I16\n  move.ref r4 r2\n  return i5 I10 i13 r4\nend\n"
+      "func cycle \"v_v\"\n  const.i32 i0 1\n  list.alloc r0 ref i0\n  list.resize r0 i0\n"
+      "  const.i32 i1 0\n  list.set.ref r0 i1 r0\n  return\nend\n"
+      "export f\nexport cycle\n"));
   kiln_vm_value_t arg = kiln_vm_value_i32(9), r[4];
   KILN_ASSERT_OK(kiln_vm_test_call(&env, "f", &arg, 1, r, 4));
   KILN_EXPECT_EQ(r[0].i32, 64);
   KILN_EXPECT_EQ(r[1].i64, -77);
-  KILN_EXPECT_EQ(r[2].i32, 9);
+  KILN_EXPECT_EQ(r[2].i32, 24);
   KILN_ASSERT_OK(kiln_vm_ref_check(r[3].ref, &kiln_vm_list_type, "result"));
   const kiln_vm_list_t* outer = (const kiln_vm_list_t*)r[3].ref;
   KILN_EXPECT_EQ(outer->size, 2);
-  const kiln_vm_list_t* inner = ((kiln_vm_list_t**)outer->data)[1];
-  KILN_EXPECT_EQ(inner->size, 1);  // resized through r0 after it was stored
+  KILN_EXPECT_TRUE(((kiln_vm_ref_object_t**)outer->data)[0] == NULL);
+  KILN_EXPECT_OK(kiln_vm_ref_check(((kiln_vm_ref_object_t**)outer->data)[1],
+                                   &kiln_vm_buffer_type, "element 1"));
   kiln_vm_ref_release(r[3].ref);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION,
+                             "a list cannot hold a vm.list",
+                             kiln_vm_test_call(&env, "cycle", NULL, 0, NULL, 0));
   kiln_vm_test_env_deinit(&env);
 }
 

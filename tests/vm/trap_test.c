@@ -146,3 +146,30 @@ KILN_TEST(VmTraps, FailImportErrorsAndReadOnly) {
   KILN_EXPECT_EQ((uint32_t)r.i32, 0x33221100u);
   kiln_vm_test_env_deinit(&env);
 }
+
+KILN_TEST(VmTraps, AllocationLimit) {
+  kiln_vm_test_env_t env;
+  KILN_ASSERT_OK(kiln_vm_test_env_init(&env,
+      "func big \"I_v\"\n  buffer.alloc r0 I0\n  return\nend\n"
+      "func many \"i_v\"\n  list.alloc r0 i64 i0\n  return\nend\nexport big\nexport many\n"));
+  kiln_vm_context_options_t options = kiln_vm_context_options_default();
+  options.max_allocation_bytes = 64;
+  kiln_vm_module_t* modules[2] = {env.host, env.module};
+  kiln_vm_context_t* context = NULL;
+  KILN_ASSERT_OK(kiln_vm_context_create(env.instance, modules, 2, &options, &context));
+  kiln_vm_function_t big, many;
+  KILN_ASSERT_OK(kiln_vm_context_find_function(context, "big", &big));
+  KILN_ASSERT_OK(kiln_vm_context_find_function(context, "many", &many));
+  kiln_vm_value_t arg = kiln_vm_value_i64(64);
+  KILN_EXPECT_OK(kiln_vm_context_invoke(context, big, &arg, 1, NULL, 0));
+  arg = kiln_vm_value_i64(65);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_RESOURCE_EXHAUSTED,
+                             "buffer.alloc of 65 bytes exceeds the allocation limit of 64",
+                             kiln_vm_context_invoke(context, big, &arg, 1, NULL, 0));
+  arg = kiln_vm_value_i32(9);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_RESOURCE_EXHAUSTED,
+                             "list.alloc of 9 elements exceeds the allocation limit",
+                             kiln_vm_context_invoke(context, many, &arg, 1, NULL, 0));
+  kiln_vm_context_destroy(context);
+  kiln_vm_test_env_deinit(&env);
+}

@@ -33,6 +33,12 @@ static kiln_status_t kiln_host_make_list(kiln_vm_context_t* context,
                                          void* state,
                                          const kiln_vm_value_t* args,
                                          kiln_vm_value_t* results) {
+  // Bounded like any host function facing untrusted bytecode.
+  if (args[0].i32 < 0 || args[0].i32 > 65536) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "host.make_list: length %d outside [0, 65536]",
+                            args[0].i32);
+  }
   kiln_vm_list_t* list = NULL;
   KILN_RETURN_IF_ERROR(kiln_vm_list_create(kiln_vm_context_allocator(context),
                                            KILN_VM_LIST_I32, 0, &list));
@@ -71,8 +77,9 @@ static kiln_status_t kiln_host_echo_ref(kiln_vm_context_t* context,
 static kiln_status_t kiln_host_create_state(void* user_data,
                                             kiln_vm_context_t* context,
                                             void** out_state) {
-  return kiln_allocator_calloc(kiln_vm_context_allocator(context),
-                               sizeof(int32_t), out_state);
+  // The system allocator on both ends: destroy_state gets no context.
+  return kiln_allocator_calloc(kiln_allocator_system(), sizeof(int32_t),
+                               out_state);
 }
 
 static void kiln_host_destroy_state(void* user_data, void* state) {

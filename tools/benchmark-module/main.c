@@ -39,8 +39,6 @@ static kiln_status_t kiln_bench_nop(kiln_vm_context_t* context, void* state,
 
 static const kiln_vm_native_export_t kHostExports[] = {{"nop", "i_i", kiln_bench_nop}};
 
-#define KILN_BENCH_REPEATS 9
-
 static int kiln_compare_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
@@ -60,64 +58,66 @@ static __attribute__((noinline)) int32_t kiln_native_loop(int32_t n) {
   return i;
 }
 
-// Median nanoseconds of one invocation of `name` with argument n.
-static kiln_status_t kiln_bench_vm(kiln_vm_context_t* context, const char* name,
-                                   int32_t n, double* out_ns) {
-  kiln_vm_function_t function;
-  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, name, &function));
-  double samples[KILN_BENCH_REPEATS];
-  for (int r = 0; r < KILN_BENCH_REPEATS; ++r) {
-    kiln_vm_value_t arg = kiln_vm_value_i32(n), result;
-    int64_t start = kiln_time_now_ns();
-    KILN_RETURN_IF_ERROR(kiln_vm_context_invoke(context, function, &arg, 1, &result, 1));
-    samples[r] = (double)(kiln_time_now_ns() - start);
-    if (result.i32 != n) {
-      return kiln_make_status(KILN_STATUS_INTERNAL, "%s returned %d, expected %d", name,
-                              result.i32, n);
-    }
+#define KILN_BENCH_REPEATS 15
+
+// Nanoseconds of one invocation of `function` with argument n.
+static kiln_status_t kiln_bench_once(kiln_vm_context_t* context,
+                                     kiln_vm_function_t function, int32_t n,
+                                     double* out_ns) {
+  kiln_vm_value_t arg = kiln_vm_value_i32(n), result;
+  int64_t start = kiln_time_now_ns();
+  KILN_RETURN_IF_ERROR(kiln_vm_context_invoke(context, function, &arg, 1, &result, 1));
+  *out_ns = (double)(kiln_time_now_ns() - start);
+  if (result.i32 != n) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "benchmark returned %d, expected %d",
+                            result.i32, n);
   }
-  *out_ns = kiln_median(samples, KILN_BENCH_REPEATS);
   return kiln_ok_status();
 }
 
+// Each repetition runs every variant back to back, so the call figures are
+// differences taken under the same machine load; medians over repetitions.
 static kiln_status_t kiln_bench_run(kiln_vm_context_t* context, int32_t n) {
-  double vm_loop, vm_calls, vm_natives;
-  KILN_RETURN_IF_ERROR(kiln_bench_vm(context, "loop", n, &vm_loop));
-  KILN_RETURN_IF_ERROR(kiln_bench_vm(context, "calls", n, &vm_calls));
-  KILN_RETURN_IF_ERROR(kiln_bench_vm(context, "natives", n, &vm_natives));
-  double samples[KILN_BENCH_REPEATS];
-  for (int r = 0; r < KILN_BENCH_REPEATS; ++r) {
-    int64_t start = kiln_time_now_ns();
-    int32_t got = kiln_native_loop(n);
-    samples[r] = (double)(kiln_time_now_ns() - start);
-    if (got != n) return kiln_make_status(KILN_STATUS_INTERNAL, "native loop miscounted");
-  }
-  double c_loop = kiln_median(samples, KILN_BENCH_REPEATS);
-
-  kiln_vm_function_t nothing;
+  kiln_vm_function_t loop, calls, natives, nothing;
+  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "loop", &loop));
+  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "calls", &calls));
+  KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "natives", &natives));
   KILN_RETURN_IF_ERROR(kiln_vm_context_find_function(context, "nothing", &nothing));
+  double vm_op[KILN_BENCH_REPEATS], c_op[KILN_BENCH_REPEATS], ratio[KILN_BENCH_REPEATS];
+  double call[KILN_BENCH_REPEATS], native[KILN_BENCH_REPEATS], invoke[KILN_BENCH_REPEATS];
   const int invokes = n / 4 > 0 ? n / 4 : 1;
   for (int r = 0; r < KILN_BENCH_REPEATS; ++r) {
+    double loop_ns, calls_ns, natives_ns;
+    KILN_RETURN_IF_ERROR(kiln_bench_once(context, loop, n, &loop_ns));
     int64_t start = kiln_time_now_ns();
+    int32_t got = kiln_native_loop(n);
+    double c_ns = (double)(kiln_time_now_ns() - start);
+    if (got != n) return kiln_make_status(KILN_STATUS_INTERNAL, "native loop miscounted");
+    KILN_RETURN_IF_ERROR(kiln_bench_once(context, calls, n, &calls_ns));
+    KILN_RETURN_IF_ERROR(kiln_bench_once(context, natives, n, &natives_ns));
+    start = kiln_time_now_ns();
     for (int i = 0; i < invokes; ++i) {
       KILN_RETURN_IF_ERROR(kiln_vm_context_invoke(context, nothing, NULL, 0, NULL, 0));
     }
-    samples[r] = (double)(kiln_time_now_ns() - start) / invokes;
+    invoke[r] = (double)(kiln_time_now_ns() - start) / invokes;
+    vm_op[r] = loop_ns / (3.0 * n);
+    c_op[r] = c_ns / (3.0 * n);
+    ratio[r] = vm_op[r] / c_op[r];
+    call[r] = (calls_ns - loop_ns) / n;
+    native[r] = (natives_ns - loop_ns) / n;
   }
-  double invoke = kiln_median(samples, KILN_BENCH_REPEATS);
-
-  double ops = 3.0 * n;
-  double vm_op = vm_loop / ops, c_op = c_loop / ops;
-  double call = (vm_calls - vm_loop) / n, native = (vm_natives - vm_loop) / n;
-  printf("%-44s %12s %12s %8s\n", "measurement (median of 9)", "kiln", "plain C", "ratio");
-  printf("%-44s %12.3f %12.3f %7.2fx\n", "3-op loop (add, compare, branch), ns/op", vm_op,
-         c_op, vm_op / c_op);
-  printf("%-44s %12.2f %12s %8s\n", "bytecode -> bytecode call, ns/call", call, "-", "-");
-  printf("%-44s %12.2f %12s %8s\n", "bytecode -> native call, ns/call", native, "-", "-");
-  printf("%-44s %12.2f %12s %8s\n", "host -> VM invoke of empty function, ns", invoke, "-",
-         "-");
-  printf("(%d loop iterations per run; call figures are the loop with the call minus "
-         "the loop without it)\n", n);
+  printf("%-46s %10s %10s %8s\n", "measurement (median of 15)", "kiln", "plain C", "ratio");
+  printf("%-46s %10.3f %10.3f %7.2fx\n", "3-op loop (add, compare, branch), ns/op",
+         kiln_median(vm_op, KILN_BENCH_REPEATS), kiln_median(c_op, KILN_BENCH_REPEATS),
+         kiln_median(ratio, KILN_BENCH_REPEATS));
+  printf("%-46s %10.2f %10s %8s\n", "bytecode -> bytecode call, ns/call",
+         kiln_median(call, KILN_BENCH_REPEATS), "-", "-");
+  printf("%-46s %10.2f %10s %8s\n", "bytecode -> native call, ns/call",
+         kiln_median(native, KILN_BENCH_REPEATS), "-", "-");
+  printf("%-46s %10.2f %10s %8s\n", "host -> VM invoke of empty function, ns",
+         kiln_median(invoke, KILN_BENCH_REPEATS), "-", "-");
+  printf("(%d loop iterations per run; a call figure is the loop with the call minus "
+         "the loop without it, in the same repetition)\n", n);
   return kiln_ok_status();
 }
 

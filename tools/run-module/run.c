@@ -202,6 +202,76 @@ static int kiln_compare_doubles(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+// Prints one value of type `type` for --trace_execution.
+static void kiln_run_trace_value(FILE* out, char type, kiln_vm_value_t value) {
+  switch (type) {
+    case KILN_VALUE_TYPE_I32: fprintf(out, "%d", value.i32); break;
+    case KILN_VALUE_TYPE_I64: fprintf(out, "%lld", (long long)value.i64); break;
+    case KILN_VALUE_TYPE_F32: fprintf(out, "%g", value.f32); break;
+    case KILN_VALUE_TYPE_F64: fprintf(out, "%g", value.f64); break;
+    default:
+      fprintf(out, "%s", value.ref ? value.ref->type->name : "null");
+      break;
+  }
+}
+
+typedef struct kiln_run_hook_state_t {
+  FILE* out;
+  bool trace;       // --trace_execution
+  bool statistics;  // --print_statistics: sum GPU time of submissions
+  double gpu_ns;    // GPU time of the current call's dispatches
+} kiln_run_hook_state_t;
+
+// Adds the timestamped dispatch times of a just-completed submission.
+static void kiln_run_add_gpu_time(kiln_run_hook_state_t* hook,
+                                  kiln_vm_ref_object_t* ref) {
+  kiln_hal_command_buffer_t* command_buffer = NULL;
+  kiln_status_t status =
+      kiln_hal_module_unwrap_command_buffer(ref, "statistics", &command_buffer);
+  uint32_t count =
+      status ? 0 : kiln_hal_command_buffer_dispatch_count(command_buffer);
+  for (uint32_t i = 0; i < count && !status; ++i) {
+    double ns = 0;
+    status = kiln_hal_command_buffer_dispatch_time_ns(command_buffer, i, &ns);
+    hook->gpu_ns += ns;
+  }
+  kiln_status_free(status);
+}
+
+// Observes every call into a native module: traces it, and (statistics)
+// collects GPU time after each blocking submission.
+static void kiln_run_native_hook(void* user_data, const char* module_name,
+                                 const char* export_name,
+                                 const kiln_format_signature_t* signature,
+                                 const kiln_vm_value_t* args,
+                                 const kiln_vm_value_t* results,
+                                 kiln_status_t status) {
+  kiln_run_hook_state_t* hook = user_data;
+  if (hook->statistics && !status &&
+      strcmp(export_name, "device.submit_and_wait") == 0) {
+    kiln_run_add_gpu_time(hook, args[1].ref);
+  }
+  if (!hook->trace) return;
+  FILE* out = hook->out;
+  fprintf(out, "[trace] %s.%s(", module_name, export_name);
+  for (size_t i = 0; i < signature->arg_count; ++i) {
+    if (i) fputs(", ", out);
+    kiln_run_trace_value(out, signature->types[i], args[i]);
+  }
+  fputs(")", out);
+  if (status) {
+    fprintf(out, " -> trap %s\n",
+            kiln_status_code_name(kiln_status_code(status)));
+    return;
+  }
+  for (size_t i = 0; i < signature->result_count; ++i) {
+    fputs(i ? ", " : " -> ", out);
+    kiln_run_trace_value(out, signature->types[signature->arg_count + i],
+                         results[i]);
+  }
+  fputc('\n', out);
+}
+
 typedef struct kiln_run_state_t {
   const kiln_run_options_t* options;
   FILE* out;
@@ -213,6 +283,7 @@ typedef struct kiln_run_state_t {
   const kiln_format_signature_t* signature;
   kiln_host_tensor_t result_tensors[KILN_RUN_MAX_VALUES];
   kiln_input_value_t expected[KILN_RUN_MAX_VALUES];
+  kiln_run_hook_state_t hook;
 } kiln_run_state_t;
 
 static void kiln_run_release_values(kiln_vm_value_t* values, const char* types,
@@ -312,6 +383,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   if (options->device) session_options.device_uri = options->device;
   session_options.enable_validation = options->validation;
   session_options.pipeline_cache_path = options->pipeline_cache;
+  session_options.gpu_timestamps = options->print_statistics;
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_session_create(&session_options, &run->session),
       "creating device '%s'", session_options.device_uri);
@@ -326,6 +398,13 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
                                               name, sizeof(name)));
   kiln_vm_function_t function;
   KILN_RETURN_IF_ERROR(kiln_session_lookup(run->session, name, &function));
+  run->hook.out = run->out;
+  run->hook.trace = options->trace_execution;
+  run->hook.statistics = options->print_statistics;
+  if (options->trace_execution || options->print_statistics) {
+    kiln_vm_context_set_native_call_hook(kiln_session_context(run->session),
+                                         kiln_run_native_hook, &run->hook);
+  }
   run->signature = function.signature;
   size_t arg_count = run->signature->arg_count;
   if (options->input_count != arg_count) {
@@ -346,10 +425,12 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
         run->session, run->signature->types[i], i, &run->inputs[i],
         &run->args[i]));
   }
-  fprintf(run->out, "EXEC @%s\n", name);
   int calls = options->call_count > 0 ? options->call_count : 1;
   double* call_ns = calloc((size_t)calls, sizeof(double));
-  if (!call_ns) {
+  double* gpu_ns = calloc((size_t)calls, sizeof(double));
+  if (!call_ns || !gpu_ns) {
+    free(call_ns);
+    free(gpu_ns);
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
   kiln_status_t status = kiln_ok_status();
@@ -358,12 +439,18 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     // Keep the last call's results; drop earlier ones.
     kiln_run_release_values(run->results, result_types,
                             run->signature->result_count);
+    run->hook.gpu_ns = 0;
     int64_t t0 = kiln_time_now_ns();
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
                                  run->results, run->signature->result_count);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
+    gpu_ns[c] = run->hook.gpu_ns;
   }
-  if (kiln_status_is_ok(status)) status = kiln_run_report(run, exit_code);
+  // Printed once the call succeeded, so a trap is reported as one line.
+  if (kiln_status_is_ok(status)) {
+    fprintf(run->out, "EXEC @%s\n", name);
+    status = kiln_run_report(run, exit_code);
+  }
   if (kiln_status_is_ok(status) && options->print_statistics) {
     double first = call_ns[0];
     qsort(call_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
@@ -376,6 +463,14 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             first / 1e6);
     fprintf(run->out, "[statistics] calls: %d, median wall time: %.3f ms\n",
             calls, call_ns[calls / 2] / 1e6);
+    qsort(gpu_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
+    fprintf(run->out,
+            "[statistics] median GPU time of a call (timestamps): %.3f ms\n",
+            gpu_ns[calls / 2] / 1e6);
+    kiln_hal_memory_stats_t memory =
+        kiln_hal_device_memory_stats(kiln_session_device(run->session));
+    fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",
+            memory.peak_bytes / (1024.0 * 1024.0));
     kiln_hal_pipeline_cache_stats_t cache;
     kiln_status_t cache_status = kiln_hal_device_pipeline_cache_stats(
         kiln_session_device(run->session), &cache);
@@ -392,6 +487,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
         kiln_session_device(run->session), options->pipeline_cache);
   }
   free(call_ns);
+  free(gpu_ns);
   return status;
 }
 

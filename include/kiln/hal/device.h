@@ -134,6 +134,15 @@ kiln_status_t kiln_hal_device_read_buffer(kiln_hal_device_t* device,
                                           uint64_t offset, void* data,
                                           uint64_t length);
 
+// Bytes held in buffers allocated through kiln_hal_buffer_allocate: now and
+// at the most (for --print_statistics).
+typedef struct kiln_hal_memory_stats_t {
+  uint64_t live_bytes;
+  uint64_t peak_bytes;
+} kiln_hal_memory_stats_t;
+kiln_hal_memory_stats_t kiln_hal_device_memory_stats(
+    const kiln_hal_device_t* device);
+
 typedef struct kiln_hal_pipeline_cache_stats_t {
   bool loaded;             // a cache file was accepted at creation
   char rejected_reason[256];  // why a file was not used ("" if accepted/none)

@@ -68,6 +68,9 @@ struct kiln_hal_device_t {
   // Written by the driver's debug messenger.
   uint64_t validation_message_count;  // atomic
   char last_validation_message[KILN_HAL_VALIDATION_MESSAGE_CAPACITY];
+  // Bytes in buffers made through kiln_hal_buffer_allocate (atomics).
+  uint64_t live_buffer_bytes;
+  uint64_t peak_buffer_bytes;
 };
 
 typedef struct kiln_hal_buffer_vtable_t {

@@ -8,6 +8,7 @@
 #define KILN_MODULES_HAL_MODULE_H_
 
 #include "kiln/hal/buffer_view.h"
+#include "kiln/hal/command_buffer.h"
 #include "kiln/hal/device.h"
 #include "kiln/vm/module.h"
 #include "kiln/vm/ref.h"
@@ -16,11 +17,20 @@
 extern "C" {
 #endif
 
+typedef struct kiln_hal_module_options_t {
+  // Every command buffer the bytecode creates records GPU timestamps around
+  // its dispatches (for --print_statistics), whatever flags it asked for.
+  bool force_timestamps;
+} kiln_hal_module_options_t;
+
 // Creates the module bound to `device` (retained). Registers the hal.* ref
-// types with the instance on first use.
+// types with the instance on first use. `options` may be NULL.
 kiln_status_t kiln_hal_module_create(kiln_vm_instance_t* instance,
                                      kiln_hal_device_t* device,
                                      kiln_vm_module_t** out_module);
+kiln_status_t kiln_hal_module_create_with_options(
+    kiln_vm_instance_t* instance, kiln_hal_device_t* device,
+    const kiln_hal_module_options_t* options, kiln_vm_module_t** out_module);
 
 // Ref types, for hosts that pass HAL objects in and out of functions.
 extern const kiln_vm_ref_type_t kiln_hal_device_ref_type;
@@ -41,6 +51,11 @@ kiln_status_t kiln_hal_module_wrap_buffer_view(
 kiln_status_t kiln_hal_module_unwrap_buffer_view(
     kiln_vm_ref_object_t* ref, const char* what,
     kiln_hal_buffer_view_t** out_view);
+
+// The command buffer inside a hal.command_buffer ref (borrowed).
+kiln_status_t kiln_hal_module_unwrap_command_buffer(
+    kiln_vm_ref_object_t* ref, const char* what,
+    kiln_hal_command_buffer_t** out_command_buffer);
 
 #ifdef __cplusplus
 }

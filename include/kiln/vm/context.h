@@ -22,6 +22,8 @@ typedef struct kiln_vm_context_options_t {
   uint32_t max_call_depth;   // frames; deeper calls trap
   uint32_t stack_i32_words;  // 32-bit registers over all frames
   uint32_t stack_refs;       // ref registers over all frames
+  // Largest single list or buffer bytecode may allocate; larger traps.
+  uint64_t max_allocation_bytes;
 } kiln_vm_context_options_t;
 kiln_vm_context_options_t kiln_vm_context_options_default(void);
 
@@ -38,7 +40,7 @@ void kiln_vm_context_destroy(kiln_vm_context_t* context);
 typedef struct kiln_vm_function_t {
   uint32_t module_index;  // in the context's module list
   uint32_t ordinal;       // function (bytecode) or export (native) ordinal
-  const kiln_format_signature_t* signature;
+  const kiln_format_signature_t* signature;  // informational; invoke rechecks
 } kiln_vm_function_t;
 
 // `name` is "module.export" or a bare export name (searched from the last
@@ -65,6 +67,17 @@ uint64_t kiln_vm_context_fuel(const kiln_vm_context_t* context);
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data);
 void* kiln_vm_context_user_data(const kiln_vm_context_t* context);
+// Called after every call into a native module (for tracing, e.g.
+// kiln-run-module --trace_execution); `status` is the call's result (still
+// owned by the VM). NULL turns it off.
+typedef void (*kiln_vm_native_call_hook_t)(
+    void* user_data, const char* module_name, const char* export_name,
+    const kiln_format_signature_t* signature, const kiln_vm_value_t* args,
+    const kiln_vm_value_t* results, kiln_status_t status);
+void kiln_vm_context_set_native_call_hook(kiln_vm_context_t* context,
+                                          kiln_vm_native_call_hook_t hook,
+                                          void* user_data);
+
 // The context's modules in the order given at creation (native modules
 // such as hal look up data, e.g. executables, in the bytecode modules).
 size_t kiln_vm_context_module_count(const kiln_vm_context_t* context);

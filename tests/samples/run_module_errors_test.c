@@ -1,0 +1,167 @@
+// Every kind of user mistake gives one clear line naming what is wrong and
+// a non-zero exit status, never a crash (these run under ASan/UBSan).
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kiln/base/file.h"
+#include "kiln_test.h"
+#include "sample_runner.h"
+
+static char output[1 << 16];
+
+static size_t kiln_count_lines(const char* text) {
+  size_t lines = 0;
+  for (const char* p = text; *p; ++p) lines += *p == '\n';
+  return lines;
+}
+
+// Runs the tool and expects failure with `message` in a single line.
+static void kiln_expect_error(const char* args, int code, const char* message) {
+  int actual = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(actual, code);
+  KILN_EXPECT_CONTAINS(output, message);
+  KILN_EXPECT_EQ(kiln_count_lines(output), 1);
+  if (actual != code || !strstr(output, message)) printf("args: %s\n", args);
+}
+
+static const char* kiln_temp_file(const char* name, const void* data,
+                                  size_t size) {
+  static char paths[4][256];
+  static int next = 0;
+  char* path = paths[next++ % 4];
+  snprintf(path, 256, "/tmp/kiln_errors_%d_%s", (int)getpid(), name);
+  kiln_status_free(
+      kiln_file_write_all(path, kiln_make_const_byte_span(data, size)));
+  return path;
+}
+
+KILN_TEST(RunModuleErrors, BadModuleFiles) {
+  char args[2048];
+  kiln_expect_error("--module=/nonexistent/m.kiln", 1,
+                    "cannot open '/nonexistent/m.kiln'");
+  const char* text = kiln_temp_file("text.kiln", "hello world\n", 12);
+  snprintf(args, sizeof(args), "--module=%s", text);
+  kiln_expect_error(args, 1, "not a kiln module");
+  // The real matmul module cut in half.
+  kiln_file_contents_t module;
+  KILN_ASSERT_OK(kiln_file_read_all(kiln_test_sample_path("matmul"),
+                                    kiln_allocator_system(), &module));
+  const char* half = kiln_temp_file("half.kiln", module.data, module.size / 2);
+  kiln_file_contents_deinit(&module);
+  snprintf(args, sizeof(args), "--module=%s", half);
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 1);
+  KILN_EXPECT_CONTAINS(output, "kiln-run-module: ");
+  KILN_EXPECT_CONTAINS(output, half);
+  KILN_EXPECT_EQ(kiln_count_lines(output), 1);
+}
+
+KILN_TEST(RunModuleErrors, FunctionAndArity) {
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --function=nope --input=1",
+           kiln_test_sample_path("matmul"));
+  kiln_expect_error(args, 1, "no function 'nope'; the module exports: predict");
+  snprintf(args, sizeof(args), "--module=%s --input='2x2xf32=1'",
+           kiln_test_sample_path("matmul"));
+  kiln_expect_error(args, 1, "takes 2 inputs (signature 'rr_r'), got 1");
+  snprintf(args, sizeof(args), "--module=%s --input=3 --input=4",
+           kiln_test_sample_path("matmul"));
+  kiln_expect_error(args, 1, "input 0: the function takes a tensor here");
+}
+
+KILN_TEST(RunModuleErrors, ShapeAndTypeMismatch) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x3xf32=1' --input='4x2xf32=1'",
+           kiln_test_sample_path("matmul"));
+  kiln_expect_error(args, 1, "input 1: expected 3x2xf32, got 4x2xf32");
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x3xf32=1' --input='3x2xi32=1'",
+           kiln_test_sample_path("matmul"));
+  kiln_expect_error(args, 1, "input 1: expected 3x2xf32, got 3x2xi32");
+  snprintf(args, sizeof(args), "--module=%s --input='2x3xi32=1'",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1, "softmax: the input must be a rank-2 f32 matrix");
+}
+
+KILN_TEST(RunModuleErrors, MalformedInputs) {
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --input='2x2xf32=1 2 3'",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1, "got 3 values for a tensor of 4 elements");
+  snprintf(args, sizeof(args), "--module=%s --input='2x2xq8=1'",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1, "unknown element type 'q8'");
+  static const char complex_npy[] =
+      "\x93NUMPY\x01\x00\x3a\x00{'descr': '<c8', 'fortran_order': False, "
+      "'shape': (1,), }\n\x00\x00\x00\x00\x00\x00\x00\x00";
+  const char* path = kiln_temp_file("c8.npy", complex_npy, sizeof(complex_npy) - 1);
+  snprintf(args, sizeof(args), "--module=%s --input=@%s",
+           kiln_test_sample_path("softmax"), path);
+  kiln_expect_error(args, 1, "unsupported NumPy dtype '<c8'");
+  static const char fortran_npy[] =
+      "\x93NUMPY\x01\x00\x3d\x00{'descr': '<f4', 'fortran_order': True, "
+      "'shape': (1, 1), }\n\x00\x00\x00\x00";
+  path = kiln_temp_file("fortran.npy", fortran_npy, sizeof(fortran_npy) - 1);
+  snprintf(args, sizeof(args), "--module=%s --input=@%s",
+           kiln_test_sample_path("softmax"), path);
+  kiln_expect_error(args, 1, "fortran-order .npy arrays are not supported");
+  snprintf(args, sizeof(args), "--module=%s --input=@/nonexistent.npy",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1, "cannot open '/nonexistent.npy'");
+}
+
+KILN_TEST(RunModuleErrors, DevicesAndFlags) {
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --device=vulkan://42 --input='1x1xf32=1'",
+           kiln_test_sample_path("softmax"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 1);
+  KILN_EXPECT_CONTAINS(output, "42");
+  KILN_EXPECT_EQ(kiln_count_lines(output), 1);
+  snprintf(args, sizeof(args), "--module=%s --device=cuda --input='1x1xf32=1'",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1, "vulkan");
+  kiln_expect_error("--frobnicate", 2, "unknown flag '--frobnicate'");
+  kiln_expect_error("--module", 2, "flag '--module' needs a value");
+  kiln_expect_error("--call_count=0", 2, "must be between 1 and 1e9");
+}
+
+KILN_TEST(RunModuleErrors, HelpAndFlagfile) {
+  int code = kiln_test_run_tool("--help", output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "--expected_output=VALUE (repeatable)");
+  char flags[2048];
+  snprintf(flags, sizeof(flags),
+           "# a flag file\n--module=%s\n\n--input=1x3xf32=0 0 0\n"
+           "--expected_output=1x3xf32=0.3333333 0.3333333 0.3333333\n",
+           kiln_test_sample_path("softmax"));
+  const char* path = kiln_temp_file("flags.txt", flags, strlen(flags));
+  char args[512];
+  snprintf(args, sizeof(args), "--flagfile=%s", path);
+  code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "[SUCCESS]");
+}
+
+KILN_TEST(RunModuleFlags, TraceAndStatistics) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x32xf32=0.25' --trace_execution "
+           "--print_statistics --call_count=3",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  // Weights upload only on the first of the three calls.
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.write(hal.buffer, 0, vm.buffer, 0, 8192)");
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.command_buffer.dispatch(hal.command_buffer, hal.executable, 0, ");
+  const char* first = strstr(output, "hal.buffer.write(");
+  size_t writes = 0;
+  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.write(")) ++writes;
+  KILN_EXPECT_EQ(writes, 4);  // w1, b1, w2, b2 once, not per call
+  KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
+  KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
+}

@@ -1,0 +1,236 @@
+// kiln-benchmark-hal: the HAL's overheads on one device, in the form of
+// ../shared/tools/vkfloor so scripts/bench-hal.sh can print them side by
+// side: submit round trip of one dispatch, host cost per recorded dispatch
+// (against raw vkCmdDispatch + barrier recorded on the same VkDevice in the
+// same run), and per-dispatch cost of resubmitting a recorded command buffer
+// (unchanged, and with a new binding table that forces a re-record).
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../drivers/vulkan/vulkan_internal.h"
+#include "kiln/base/time.h"
+#include "kiln/drivers/registration.h"
+#include "kiln/hal.h"
+
+static const uint32_t kEmptySpirv[] =
+#include "empty.spv.inc"
+    ;
+
+enum { kRoundTrips = 400, kDispatches = 5000, kRepeats = 7 };
+
+#define CHECK(expr)                                              \
+  do {                                                           \
+    kiln_status_t status_ = (expr);                              \
+    if (status_) {                                               \
+      char* text_ = kiln_status_to_string(status_);              \
+      fprintf(stderr, "kiln-benchmark-hal: %s: %s\n", #expr, text_); \
+      exit(1);                                                   \
+    }                                                            \
+  } while (0)
+
+static int compare_doubles(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+static double now_us(void) { return kiln_time_now_ns() / 1e3; }
+
+static void submit_wait(kiln_hal_device_t* device, kiln_hal_command_buffer_t* cb,
+                        const kiln_hal_binding_table_t* table,
+                        kiln_hal_fence_t* fence) {
+  kiln_hal_submit_batch_t batch = {.command_buffers = &cb,
+                                   .binding_tables = table,
+                                   .command_buffer_count = 1,
+                                   .fence = fence};
+  CHECK(kiln_hal_device_queue_submit(device, &batch));
+  CHECK(kiln_hal_fence_wait(fence, KILN_INFINITE_TIMEOUT_NS));
+  CHECK(kiln_hal_fence_reset(fence));
+}
+
+static void record_empty(kiln_hal_command_buffer_t* cb,
+                         kiln_hal_executable_t* executable, int count,
+                         const kiln_hal_binding_t* bindings,
+                         uint32_t binding_count) {
+  CHECK(kiln_hal_command_buffer_begin(cb));
+  kiln_hal_dispatch_t dispatch = {executable, 0, {1, 1, 1}, NULL, 0, bindings,
+                                  binding_count};
+  for (int i = 0; i < count; ++i) {
+    CHECK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+    CHECK(kiln_hal_command_buffer_barrier(
+        cb, KILN_HAL_STAGE_DISPATCH | KILN_HAL_STAGE_TRANSFER,
+        KILN_HAL_STAGE_DISPATCH | KILN_HAL_STAGE_TRANSFER));
+  }
+  CHECK(kiln_hal_command_buffer_end(cb));
+}
+
+// Raw Vulkan: the same dispatch + barrier pairs into a plain command buffer.
+static double raw_record_us(kiln_vk_device_t* device, VkPipeline pipeline) {
+  const struct VolkDeviceTable* vk = &device->vk;
+  VkCommandPoolCreateInfo pool_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+      .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+      .queueFamilyIndex = device->support.queue_family};
+  VkCommandPool pool;
+  vk->vkCreateCommandPool(device->device, &pool_info, NULL, &pool);
+  VkCommandBufferAllocateInfo allocate_info = {
+      .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+      .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+      .commandBufferCount = 1};
+  VkCommandBuffer cb;
+  vk->vkAllocateCommandBuffers(device->device, &allocate_info, &cb);
+  double samples[kRepeats];
+  for (int r = 0; r < kRepeats; ++r) {
+    double start = now_us();
+    VkCommandBufferBeginInfo begin = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    vk->vkBeginCommandBuffer(cb, &begin);
+    vk->vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+    VkMemoryBarrier barrier = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    for (int i = 0; i < kDispatches; ++i) {
+      vk->vkCmdDispatch(cb, 1, 1, 1);
+      vk->vkCmdPipelineBarrier(
+          cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+          1, &barrier, 0, NULL, 0, NULL);
+    }
+    vk->vkEndCommandBuffer(cb);
+    samples[r] = (now_us() - start) / kDispatches;
+  }
+  vk->vkDestroyCommandPool(device->device, pool, NULL);
+  qsort(samples, kRepeats, sizeof(double), compare_doubles);
+  return samples[kRepeats / 2];
+}
+
+int main(int argc, char** argv) {
+  const char* uri = "vulkan";
+  for (int i = 1; i < argc; ++i) {
+    if (strncmp(argv[i], "--device=", 9) == 0) {
+      uri = argv[i] + 9;
+    } else {
+      fprintf(stderr,
+              "usage: %s [--device=vulkan://N]\nunknown argument '%s'\n",
+              argv[0], argv[i]);
+      return 2;
+    }
+  }
+  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
+  CHECK(kiln_drivers_register_all(registry));
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
+  kiln_hal_device_t* device = NULL;
+  CHECK(kiln_hal_create_device(registry, kiln_make_cstring_view(uri), &options,
+                               kiln_allocator_system(), &device));
+  const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
+  if (strcmp(info->driver, "vulkan") != 0) {
+    fprintf(stderr, "kiln-benchmark-hal measures the Vulkan driver only\n");
+    return 1;
+  }
+  char triple[KILN_TARGET_TRIPLE_TEXT_CAPACITY];
+  kiln_target_triple_format(&info->triple, triple, sizeof(triple));
+  printf("device: %s (%s, api %u.%u.%u)\n", info->name, triple, info->api_major,
+         info->api_minor, info->api_patch);
+
+  kiln_hal_entry_point_spec_t entry = {"main", {64, 1, 1}, 0, NULL, 0, 0};
+  kiln_hal_executable_variant_spec_t variant = {
+      "unknown", 0, {0}, kEmptySpirv, sizeof(kEmptySpirv) / 4, &entry, 1, NULL, 0};
+  kiln_hal_executable_spec_t spec = {"empty", &variant, 1};
+  kiln_hal_executable_t* executable = NULL;
+  CHECK(kiln_hal_executable_create(device, &spec, &executable));
+  kiln_hal_fence_t* fence = NULL;
+  CHECK(kiln_hal_fence_create(device, &fence));
+
+  // 1. Submit round trip of one recorded dispatch.
+  kiln_hal_command_buffer_t* one = NULL;
+  CHECK(kiln_hal_command_buffer_create(device, 0, &one));
+  CHECK(kiln_hal_command_buffer_begin(one));
+  kiln_hal_dispatch_t dispatch = {executable, 0, {1, 1, 1}, NULL, 0, NULL, 0};
+  CHECK(kiln_hal_command_buffer_dispatch(one, &dispatch));
+  CHECK(kiln_hal_command_buffer_end(one));
+  for (int i = 0; i < 20; ++i) submit_wait(device, one, NULL, fence);
+  static double rtt[kRoundTrips];
+  for (int i = 0; i < kRoundTrips; ++i) {
+    double start = now_us();
+    submit_wait(device, one, NULL, fence);
+    rtt[i] = now_us() - start;
+  }
+  qsort(rtt, kRoundTrips, sizeof(double), compare_doubles);
+  printf("submit_rtt_us: %.2f (p10 %.2f, p90 %.2f)\n", rtt[kRoundTrips / 2],
+         rtt[kRoundTrips / 10], rtt[kRoundTrips * 9 / 10]);
+
+  // 2. Host cost per recorded dispatch (+ barrier), kiln vs raw Vulkan.
+  kiln_hal_command_buffer_t* many = NULL;
+  CHECK(kiln_hal_command_buffer_create(device, 0, &many));
+  double record[kRepeats];
+  for (int r = 0; r < kRepeats; ++r) {
+    double start = now_us();
+    record_empty(many, executable, kDispatches, NULL, 0);
+    record[r] = (now_us() - start) / kDispatches;
+  }
+  qsort(record, kRepeats, sizeof(double), compare_doubles);
+  VkPipeline pipeline =
+      ((kiln_vk_executable_t*)executable)->entry_points[0].pipeline;
+  double raw = raw_record_us(kiln_vk_device_cast(device), pipeline);
+  printf("record_us: %.4f kiln, %.4f raw (per dispatch+barrier, %d in one "
+         "command buffer)\n",
+         record[kRepeats / 2], raw, kDispatches);
+
+  // 3. Resubmitting the recorded command buffer: per-dispatch host time.
+  submit_wait(device, many, NULL, fence);
+  double resubmit[kRepeats];
+  for (int r = 0; r < kRepeats; ++r) {
+    double start = now_us();
+    submit_wait(device, many, NULL, fence);
+    resubmit[r] = (now_us() - start) / kDispatches;
+  }
+  qsort(resubmit, kRepeats, sizeof(double), compare_doubles);
+  printf("resubmit_us: %.4f host (per dispatch+barrier, %d in one command "
+         "buffer)\n",
+         resubmit[kRepeats / 2], kDispatches);
+
+  // 4. Resubmitting with a new binding table each time (forces re-record):
+  // the cost a program pays when its inputs change every call.
+  kiln_hal_binding_layout_t layout = {0, 0, false};
+  kiln_hal_entry_point_spec_t bound_entry = {"main", {64, 1, 1}, 0, &layout, 1, 0};
+  variant.entry_points = &bound_entry;
+  kiln_hal_executable_t* bound_executable = NULL;
+  CHECK(kiln_hal_executable_create(device, &spec, &bound_executable));
+  kiln_hal_buffer_t* buffers[2];
+  for (int b = 0; b < 2; ++b) {
+    kiln_hal_buffer_params_t params = {KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                       KILN_HAL_BUFFER_USAGE_DEFAULT, 4096};
+    CHECK(kiln_hal_buffer_allocate(device, &params, &buffers[b]));
+  }
+  kiln_hal_binding_t slot = {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER};
+  kiln_hal_command_buffer_t* rebound = NULL;
+  CHECK(kiln_hal_command_buffer_create(device, 0, &rebound));
+  record_empty(rebound, bound_executable, kDispatches, &slot, 1);
+  double rebind[kRepeats];
+  for (int r = 0; r < kRepeats + 1; ++r) {
+    kiln_hal_binding_table_entry_t entry_table = {buffers[r % 2], 0,
+                                                  KILN_HAL_WHOLE_BUFFER};
+    kiln_hal_binding_table_t table = {&entry_table, 1};
+    double start = now_us();
+    submit_wait(device, rebound, &table, fence);
+    if (r) rebind[r - 1] = (now_us() - start) / kDispatches;
+  }
+  qsort(rebind, kRepeats, sizeof(double), compare_doubles);
+  printf("rebind_resubmit_us: %.4f host (per dispatch+barrier with a new "
+         "binding table each submit)\n",
+         rebind[kRepeats / 2]);
+
+  kiln_hal_command_buffer_release(rebound);
+  for (int b = 0; b < 2; ++b) kiln_hal_buffer_release(buffers[b]);
+  kiln_hal_executable_release(bound_executable);
+  kiln_hal_command_buffer_release(one);
+  kiln_hal_command_buffer_release(many);
+  kiln_hal_fence_release(fence);
+  kiln_hal_executable_release(executable);
+  kiln_hal_device_release(device);
+  return 0;
+}
