@@ -61,6 +61,24 @@ kiln_status_t kiln_kernel_grid_conv2d(const kiln_kernel_config_t* config,
                          params->batch, out_grid);
 }
 
+kiln_status_t kiln_kernel_grid_conv2d_gemm(const kiln_kernel_config_t* config,
+                                           const kiln_kernel_conv2d_params_t* params,
+                                           uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
+                    kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
+  uint64_t tile_m = (uint64_t)config->workgroup_size[1] *
+                    kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
+  if (tile_n == 0 || tile_m == 0 || params->groups == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "conv2d_gemm: zero tile size or groups");
+  }
+  uint64_t pixels = (uint64_t)params->out_height * params->out_width;
+  return kiln_grid_store("conv2d_gemm", kiln_ceil_div(pixels, tile_n),
+                         kiln_ceil_div(params->out_channels / params->groups, tile_m),
+                         (uint64_t)params->batch * params->groups, out_grid);
+}
+
 kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
                                       uint64_t count, uint32_t out_grid[3]) {
   KILN_RETURN_IF_ERROR(kiln_grid_check(config, &count, out_grid));

@@ -29,16 +29,16 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_BINARY, "binary", "main", 3,
      {RO(0, "a"), RO(1, "b"), RW(2, "output")},
-     sizeof(kiln_kernel_binary_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_binary_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_UNARY, "unary", "main", 2, {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_unary_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_unary_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_COPY, "copy", "main", 2, {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_copy_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_STRIDED_COPY, "strided_copy", "main", 2,
      {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_strided_copy_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_strided_copy_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_POOL2D, "pool2d", "main", 2, {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_pool2d_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_pool2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_REDUCE, "reduce", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_reduce_params_t), 1, V(FP32) | V(SUBGROUP)},
     {KILN_KERNEL_SOFTMAX, "softmax", "main", 2,
@@ -54,6 +54,16 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_pad_params_t), 1, V(FP32)},
     {KILN_KERNEL_RESIZE, "resize", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_resize_params_t), 1, V(FP32)},
+    {KILN_KERNEL_CONV2D_GEMM, "conv2d_gemm", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
+    {KILN_KERNEL_CAST_F32_TO_F16, "cast_f32_to_f16", "main", 2,
+     {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_KERNEL_FEATURE_FP16_STORAGE},
+    {KILN_KERNEL_CAST_F16_TO_F32, "cast_f16_to_f32", "main", 2,
+     {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_KERNEL_FEATURE_FP16_STORAGE},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -132,7 +142,8 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
       out_spirv->blob_name = kiln_kernel_spirv_blobs[i].name;
       out_spirv->words = kiln_kernel_spirv_blobs[i].words;
       out_spirv->word_count = kiln_kernel_spirv_blobs[i].word_count;
-      out_spirv->required_features = kiln_kernel_variant_features(variant);
+      out_spirv->required_features =
+          desc->base_features | kiln_kernel_variant_features(variant);
       return kiln_ok_status();
     }
   }

@@ -320,3 +320,41 @@ kiln_status_t kiln_spirv_reflection_find_spec_constant(
   return kiln_make_status(KILN_STATUS_NOT_FOUND,
                           "no specialization constant with id %u", id);
 }
+
+kiln_status_t kiln_spirv_reflection_specialize(
+    const kiln_spirv_reflection_t* reflection, const uint32_t* spec_ids,
+    const uint32_t* spec_values, size_t spec_count, uint32_t out_workgroup_size[3]) {
+  if (out_workgroup_size) memset(out_workgroup_size, 0, 3 * sizeof(uint32_t));
+  if (!reflection || !out_workgroup_size || (spec_count && (!spec_ids || !spec_values))) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "specialize: NULL argument");
+  }
+  for (size_t i = 0; i < spec_count; ++i) {
+    const kiln_spirv_spec_constant_t* constant = NULL;
+    kiln_status_t status =
+        kiln_spirv_reflection_find_spec_constant(reflection, spec_ids[i], &constant);
+    if (status) {
+      return kiln_status_annotate(status, "specialization value %zu names no constant", i);
+    }
+    if (constant->type == KILN_SPIRV_SCALAR_BOOL && spec_values[i] > 1) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "specialization constant %u is a bool; value %u", spec_ids[i],
+                              spec_values[i]);
+    }
+  }
+  uint32_t size[3];
+  for (int d = 0; d < 3; ++d) {
+    const kiln_spirv_workgroup_dim_t* dim = &reflection->workgroup_size[d];
+    size[d] = dim->size;
+    if (!dim->is_spec_constant) continue;
+    for (size_t i = 0; i < spec_count; ++i) {
+      if (spec_ids[i] == dim->spec_id) size[d] = spec_values[i];  // last one wins
+    }
+    if (size[d] == 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "workgroup dimension %d (spec id %u) specialized to 0", d,
+                              dim->spec_id);
+    }
+  }
+  memcpy(out_workgroup_size, size, sizeof(size));
+  return kiln_ok_status();
+}

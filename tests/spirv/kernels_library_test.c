@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels.h"
+#include "kiln/compiler/kernels_target.h"
 #include "kiln/compiler/spirv.h"
 #include "kiln_test.h"
 
@@ -28,7 +29,8 @@ KILN_TEST(KernelLibraryTest, EveryVariantMatchesItsDescriptor) {
       KILN_ASSERT_OK(status);
       ++builds;
       KILN_EXPECT_EQ(spirv.required_features,
-                     kiln_kernel_variant_features((kiln_kernel_variant_t)v));
+                     desc->base_features |
+                         kiln_kernel_variant_features((kiln_kernel_variant_t)v));
       KILN_EXPECT_OK(kiln_spirv_validate(spirv.blob_name, spirv.words,
                                          spirv.word_count,
                                          KILN_SPIRV_TARGET_VULKAN_1_1));
@@ -56,7 +58,7 @@ KILN_TEST(KernelLibraryTest, EveryVariantMatchesItsDescriptor) {
       }
     }
   }
-  KILN_EXPECT_EQ(builds, 22);  // the builds listed in kernels/meson.build
+  KILN_EXPECT_EQ(builds, 31);  // the builds listed in kernels/meson.build
 }
 
 KILN_TEST(KernelLibraryTest, LookupByName) {
@@ -77,4 +79,56 @@ KILN_TEST(KernelLibraryTest, MissingVariantNamesKernel) {
   KILN_EXPECT_TRUE(spirv.words == NULL);
   KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
                      kiln_kernel_get_spirv(KILN_KERNEL_PAD, KILN_KERNEL_VARIANT_COUNT, &spirv));
+}
+
+// Every kernel's config for every arch is a valid specialization of its
+// SPIR-V, and gives the workgroup size the config states.
+KILN_TEST(KernelLibraryTest, ConfigsSpecializeTheirSpirv) {
+  const char* arches[] = {"cpu", "unknown", "valhall", "adreno", "ampere"};
+  for (size_t a = 0; a < 5; ++a) {
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    for (unsigned id = 0; id < KILN_KERNEL_COUNT; ++id) {
+      kiln_kernel_config_t config;
+      kiln_status_t status = kiln_kernel_config_select((kiln_kernel_id_t)id, &caps,
+                                                       KILN_KERNEL_STORAGE_FP32, &config);
+      if (status) {  // casts on an arch without 16-bit storage
+        KILN_EXPECT_EQ(kiln_status_consume_code(status), KILN_STATUS_FAILED_PRECONDITION);
+        continue;
+      }
+      kiln_kernel_spirv_t spirv;
+      KILN_ASSERT_OK(kiln_kernel_get_spirv((kiln_kernel_id_t)id, config.variant, &spirv));
+      kiln_spirv_reflection_t r;
+      KILN_ASSERT_OK(kiln_spirv_reflect(spirv.blob_name, spirv.words, spirv.word_count, &r));
+      uint32_t ids[KILN_KERNEL_MAX_SPEC_VALUES], values[KILN_KERNEL_MAX_SPEC_VALUES];
+      for (size_t i = 0; i < config.spec_count; ++i) {
+        ids[i] = config.spec[i].id;
+        values[i] = config.spec[i].value;
+      }
+      uint32_t wg[3];
+      KILN_ASSERT_OK(kiln_spirv_reflection_specialize(&r, ids, values, config.spec_count, wg));
+      KILN_EXPECT_BYTES_EQ(wg, config.workgroup_size, sizeof(wg));
+    }
+  }
+}
+
+KILN_TEST(KernelLibraryTest, SpecializeRejectsUnknownIdsAndBadBools) {
+  kiln_kernel_spirv_t spirv;
+  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &spirv));
+  kiln_spirv_reflection_t r;
+  KILN_ASSERT_OK(kiln_spirv_reflect("gemm", spirv.words, spirv.word_count, &r));
+  uint32_t wg[3];
+  const uint32_t unknown_ids[] = {0, 42}, values[] = {16, 1};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "id 42",
+                             kiln_spirv_reflection_specialize(&r, unknown_ids, values, 2, wg));
+  const uint32_t bool_ids[] = {KILN_SPEC_GEMM_HAS_BIAS}, bool_values[] = {2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "is a bool",
+                             kiln_spirv_reflection_specialize(&r, bool_ids, bool_values, 1, wg));
+  const uint32_t zero_ids[] = {1}, zero_values[] = {0};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "specialized to 0",
+                             kiln_spirv_reflection_specialize(&r, zero_ids, zero_values, 1, wg));
+  // Defaults: gemm declares local_size_x_id/y_id with default 1.
+  KILN_ASSERT_OK(kiln_spirv_reflection_specialize(&r, NULL, NULL, 0, wg));
+  KILN_EXPECT_EQ(wg[0], 1);
+  KILN_EXPECT_EQ(wg[2], 1);
 }

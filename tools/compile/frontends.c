@@ -25,7 +25,7 @@ kiln_status_t kiln_compile_dispatch(const char* input_path,
   }
   if (kiln_string_view_ends_with(path, kiln_make_cstring_view(".onnx"))) {
     return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                            "'%s': ONNX support is not built yet", input_path);
+                            "'%s': this kiln-compile was built without ONNX support", input_path);
   }
   return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                           "'%s': unknown input kind (expected .kasm or .onnx)",

@@ -2,6 +2,8 @@
 #ifndef KILN_TOOLS_COMPILE_FRONTENDS_H_
 #define KILN_TOOLS_COMPILE_FRONTENDS_H_
 
+#include <stdbool.h>
+
 #include "kiln/base/byte_buffer.h"
 #include "kiln/base/status.h"
 
@@ -9,5 +11,14 @@
 kiln_status_t kiln_compile_dispatch(const char* input_path,
                                     kiln_allocator_t allocator,
                                     kiln_byte_buffer_t* out);
+
+// Loads module bytes with the VM so a module that would not verify is never
+// written.
+kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes, const char* what);
+
+// The ONNX front end has its own flags: main hands it the whole command line
+// when an argument ends in ".onnx" (compile_onnx.c).
+bool kiln_compile_is_onnx(int argc, char** argv);
+int kiln_compile_onnx_main(int argc, char** argv);
 
 #endif  // KILN_TOOLS_COMPILE_FRONTENDS_H_

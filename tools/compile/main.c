@@ -1,6 +1,6 @@
-// kiln-compile INPUT -o OUTPUT.kiln: compiles assembly (or, later, ONNX)
-// into a module, then loads it with the VM so a module that would not
-// verify is never written.
+// kiln-compile INPUT -o OUTPUT.kiln: compiles assembly or ONNX (which has
+// its own flags, compile_onnx.c) into a module, then loads it with the VM so
+// a module that would not verify is never written.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +10,12 @@
 #include "kiln/vm/vm.h"
 
 static int kiln_compile_usage(void) {
-  fprintf(stderr, "usage: kiln-compile INPUT.kasm -o OUTPUT.kiln\n");
+  fprintf(stderr, "usage: kiln-compile INPUT.kasm|INPUT.onnx -o OUTPUT.kiln "
+                  "(--help with an .onnx input lists the ONNX options)\n");
   return 2;
 }
 
-static kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes,
+kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes,
                                          const char* what) {
   kiln_vm_instance_t* instance = NULL;
   KILN_RETURN_IF_ERROR(kiln_vm_instance_create(kiln_allocator_system(), &instance));
@@ -27,6 +28,9 @@ static kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes,
 }
 
 int main(int argc, char** argv) {
+#ifdef KILN_COMPILE_HAVE_ONNX
+  if (kiln_compile_is_onnx(argc, argv)) return kiln_compile_onnx_main(argc, argv);
+#endif
   const char* input = NULL;
   const char* output = NULL;
   for (int i = 1; i < argc; ++i) {

@@ -5,15 +5,16 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 #include "activation.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_BINARY_OP) const uint OP = 0;
 layout(constant_id = KILN_SPEC_BINARY_ACTIVATION) const uint ACTIVATION = 0;
 
-layout(set = 0, binding = 0) readonly buffer ABuffer { float a[]; };
-layout(set = 0, binding = 1) readonly buffer BBuffer { float b[]; };
-layout(set = 0, binding = 2) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer ABuffer { STORAGE_T a[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { STORAGE_T b[]; };
+layout(set = 0, binding = 2) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_binary_params_t (kernels_abi.h).
 layout(push_constant) uniform Params {
@@ -54,6 +55,6 @@ void main() {
       ai += coord * p.a_strides[d];
       bi += coord * p.b_strides[d];
     }
-    y[index] = kiln_activate(ACTIVATION, apply(a[ai], b[bi]), p.alpha, p.beta);
+    y[index] = STORE(kiln_activate(ACTIVATION, apply(LOAD(a[ai]), LOAD(b[bi])), p.alpha, p.beta));
   }
 }

@@ -40,7 +40,11 @@ const uint WG_X = gl_WorkGroupSize.x;
 const uint WG_Y = gl_WorkGroupSize.y;
 const uint TILE_M = WG_Y * TM;
 const uint TILE_N = WG_X * TN;
-shared float a_tile[TK * TILE_M];  // [k][m]
+// Rows of the A tile are padded by one float: the loads below write down
+// a column (consecutive invocations, consecutive k), which would otherwise
+// hit one shared-memory bank.
+const uint A_STRIDE = TILE_M + 1;
+shared float a_tile[TK * A_STRIDE];  // [k][m]
 shared float b_tile[TK * TILE_N];  // [k][n]
 
 void main() {
@@ -63,7 +67,7 @@ void main() {
     for (uint i = tid; i < TK * TILE_M; i += threads) {
       uint kk = i % TK, mm = i / TK;
       uint gm = row0 + mm, gk = k0 + kk;
-      a_tile[kk * TILE_M + mm] = (gm < p.m && gk < p.k)
+      a_tile[kk * A_STRIDE + mm] = (gm < p.m && gk < p.k)
           ? LOAD(a[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0;
     }
     for (uint i = tid; i < TK * TILE_N; i += threads) {
@@ -77,7 +81,7 @@ void main() {
       float bv[TN];
       for (uint j = 0; j < TN; ++j) bv[j] = b_tile[kk * TILE_N + tx + j * WG_X];
       for (uint i = 0; i < TM; ++i) {
-        float av = a_tile[kk * TILE_M + ty + i * WG_Y];
+        float av = a_tile[kk * A_STRIDE + ty + i * WG_Y];
         for (uint j = 0; j < TN; ++j) acc[i * TN + j] += av * bv[j];
       }
     }

@@ -5,12 +5,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_POOL_OP) const uint OP = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_pool2d_params_t.
 layout(push_constant) uniform Params {
@@ -41,7 +42,7 @@ void main() {
         int iw = iw0 + int(kw * p.dilation_w);
         if (row_pad && iw < int(p.in_width + p.pad_right)) ++padded;
         if (!row_in || iw < 0 || iw >= int(p.in_width)) continue;
-        float v = x[base + uint(ih) * p.in_width + uint(iw)];
+        float v = LOAD(x[base + uint(ih) * p.in_width + uint(iw)]);
         acc = (OP == KILN_POOL_MAX) ? max(acc, v) : acc + v;
         ++inside;
       }
@@ -50,6 +51,6 @@ void main() {
       uint divisor = p.count_include_pad != 0 ? padded : inside;
       acc = divisor > 0 ? acc / float(divisor) : 0.0;
     }
-    y[index] = acc;
+    y[index] = STORE(acc);
   }
 }

@@ -34,6 +34,9 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_GATHER,
   KILN_KERNEL_PAD,
   KILN_KERNEL_RESIZE,
+  KILN_KERNEL_CONV2D_GEMM,  // conv as implicit GEMM (gemm tiling)
+  KILN_KERNEL_CAST_F32_TO_F16,
+  KILN_KERNEL_CAST_F16_TO_F32,
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
@@ -66,6 +69,7 @@ typedef struct kiln_kernel_desc_t {
   uint32_t push_constant_size;  // sizeof the params struct in kernels_abi.h
   uint32_t workgroup_dims;      // 1: only local_size_x_id; 2: x and y
   uint32_t variant_mask;        // bit (1 << variant) per variant built
+  uint32_t base_features;       // needed by every build (casts: fp16 storage)
 } kiln_kernel_desc_t;
 
 // NULL for an id out of range.
@@ -80,7 +84,7 @@ typedef struct kiln_kernel_spirv_t {
   const char* blob_name;  // "gemm_f16"
   const uint32_t* words;  // static storage
   size_t word_count;
-  uint32_t required_features;  // KILN_KERNEL_FEATURE_* bits
+  uint32_t required_features;  // KILN_KERNEL_FEATURE_* bits (base | variant)
 } kiln_kernel_spirv_t;
 
 // The SPIR-V of one kernel variant; NOT_FOUND if that variant is not built.

@@ -43,12 +43,14 @@ typedef struct kiln_kernel_gemm_params_t {
 } kiln_kernel_gemm_params_t;
 _Static_assert(sizeof(kiln_kernel_gemm_params_t) == 80, "gemm push constants");
 
-// conv2d, depthwise_conv2d, conv_transpose2d: bindings 0 input (ro),
+// conv2d, conv2d_gemm, depthwise_conv2d, conv_transpose2d: bindings 0 input (ro),
 // 1 weight (ro), 2 bias (ro), 3 residual (ro), 4 output.
 // y = act(conv(x, w) + bias + residual). Weights: conv2d and depthwise
 // [C_out, C_in/groups, KH, KW]; conv_transpose2d [C_in, C_out/groups, KH, KW].
 // pad_* are the begin pads; the end pads only shape the output.
 // Grids: conv2d (ceil(OH*OW / WG_X), ceil(C_out / CO_BLOCK), N);
+// conv2d_gemm (implicit GEMM, gemm's spec ids and tiling)
+// (ceil(OH*OW / (WG_X*TN)), ceil(C_out/groups / (WG_Y*TM)), N*groups);
 // depthwise and transpose: linear over N*C_out*OH*OW (kiln_kernel_grid_linear).
 typedef struct kiln_kernel_conv2d_params_t {
   uint32_t batch, in_channels, in_height, in_width;

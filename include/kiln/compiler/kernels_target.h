@@ -79,6 +79,10 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
 kiln_status_t kiln_kernel_grid_conv2d(const kiln_kernel_config_t* config,
                                       const kiln_kernel_conv2d_params_t* params,
                                       uint32_t out_grid[3]);
+// conv2d_gemm: (ceil(OH*OW / TILE_N), ceil((C_out/groups) / TILE_M), N*groups).
+kiln_status_t kiln_kernel_grid_conv2d_gemm(const kiln_kernel_config_t* config,
+                                           const kiln_kernel_conv2d_params_t* params,
+                                           uint32_t out_grid[3]);
 // Grid-stride kernels over `count` values (binary, unary, copy, ...).
 kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
                                       uint64_t count, uint32_t out_grid[3]);

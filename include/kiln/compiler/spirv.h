@@ -89,6 +89,14 @@ kiln_status_t kiln_spirv_reflection_find_spec_constant(
     const kiln_spirv_reflection_t* reflection, uint32_t id,
     const kiln_spirv_spec_constant_t** out_constant);
 
+// Checks specialization values against the module (every id declared,
+// bools 0 or 1) and returns the workgroup size they produce, as a pipeline
+// built with them would run: what an executable variant records. Errors
+// name the id at fault.
+kiln_status_t kiln_spirv_reflection_specialize(
+    const kiln_spirv_reflection_t* reflection, const uint32_t* spec_ids,
+    const uint32_t* spec_values, size_t spec_count, uint32_t out_workgroup_size[3]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,24 +9,9 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
-
-// Right-aligns `shape` to rank 6 and writes dense strides, 0 where the
-// dimension broadcasts against `out`.
-static void broadcast_strides(const size_t* shape, size_t rank, const uint32_t* out6,
-                              uint32_t* strides6) {
-  uint32_t dims[KILN_KERNEL_MAX_RANK];
-  for (size_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    size_t from_end = KILN_KERNEL_MAX_RANK - d;
-    dims[d] = from_end <= rank ? (uint32_t)shape[rank - from_end] : 1;
-  }
-  uint32_t stride = 1;
-  for (size_t d = KILN_KERNEL_MAX_RANK; d-- > 0;) {
-    strides6[d] = (dims[d] == 1 && out6[d] != 1) ? 0 : stride;
-    stride *= dims[d];
-  }
-}
 
 static size_t product(const size_t* shape, size_t rank) {
   size_t n = 1;
@@ -37,21 +22,17 @@ static size_t product(const size_t* shape, size_t rank) {
 static void run_binary(const char* what, uint32_t op, const size_t* a_shape, size_t a_rank,
                        const size_t* b_shape, size_t b_rank, float lo, float hi,
                        uint32_t act, double atol, double rtol) {
-  size_t rank = a_rank > b_rank ? a_rank : b_rank;
+  // Shapes as the graph IR holds them (int64); the library builds the
+  // broadcast strides.
+  int64_t a_dims[6], b_dims[6], out_dims[6];
+  for (size_t d = 0; d < a_rank; ++d) a_dims[d] = (int64_t)a_shape[d];
+  for (size_t d = 0; d < b_rank; ++d) b_dims[d] = (int64_t)b_shape[d];
   kiln_kernel_binary_params_t p;
-  memset(&p, 0, sizeof(p));
-  size_t count = 1;
-  for (size_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    size_t from_end = KILN_KERNEL_MAX_RANK - d;
-    size_t ad = from_end <= a_rank ? a_shape[a_rank - from_end] : 1;
-    size_t bd = from_end <= b_rank ? b_shape[b_rank - from_end] : 1;
-    p.shape[d] = (uint32_t)(ad > bd ? ad : bd);
-    count *= p.shape[d];
-  }
-  (void)rank;
-  broadcast_strides(a_shape, a_rank, p.shape, p.a_strides);
-  broadcast_strides(b_shape, b_rank, p.shape, p.b_strides);
-  p.count = (uint32_t)count;
+  size_t rank = 0;
+  KILN_ASSERT_OK(kiln_kernel_params_binary(a_dims, a_rank, b_dims, b_rank, 0, 0, &p,
+                                           out_dims, &rank));
+  size_t count = p.count;
+  KILN_EXPECT_EQ(rank, a_rank > b_rank ? a_rank : b_rank);
   size_t a_count = product(a_shape, a_rank), b_count = product(b_shape, b_rank);
   float* a = gpu_random_alloc(a_count, 41, lo, hi);
   float* b = gpu_random_alloc(b_count, 42, lo, hi);

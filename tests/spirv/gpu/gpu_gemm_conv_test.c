@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
@@ -166,20 +167,9 @@ KILN_TEST(GpuGemmTest, Conv1x1AsGemm) {
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
   kiln_kernel_gemm_params_t p;
-  memset(&p, 0, sizeof(p));
-  p.m = (uint32_t)c.out_channels;
-  p.n = (uint32_t)hw;
-  p.k = (uint32_t)c.in_channels;
-  p.batch = (uint32_t)c.batch;
-  p.a_row_stride = (uint32_t)c.in_channels;
-  p.a_col_stride = 1;
-  p.b_batch_stride = (uint32_t)(c.in_channels * hw);
-  p.b_row_stride = (uint32_t)hw;
-  p.b_col_stride = 1;
-  p.c_batch_stride = (uint32_t)(c.out_channels * hw);
-  p.c_row_stride = (uint32_t)hw;
-  p.bias_row_stride = 1;
-  p.scale = 1;
+  KILN_ASSERT_OK(kiln_kernel_params_conv1x1_as_gemm((int64_t)c.batch, (int64_t)c.in_channels,
+                                                    (int64_t)hw, (int64_t)c.out_channels, 0,
+                                                    0, &p));
   kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_RELU));
@@ -205,15 +195,24 @@ typedef struct conv_case_t {
   float alpha, beta;
 } conv_case_t;
 
+// The kernel's push constants from the library's builder, whose output
+// size must agree with the reference's.
 static kiln_kernel_conv2d_params_t conv_params(const ref_conv2d_t* c, size_t out_h,
-                                               size_t out_w, float alpha, float beta) {
-  kiln_kernel_conv2d_params_t p = {
-      (uint32_t)c->batch,    (uint32_t)c->in_channels, (uint32_t)c->in_h,
-      (uint32_t)c->in_w,     (uint32_t)c->out_channels, (uint32_t)out_h,
-      (uint32_t)out_w,       (uint32_t)c->groups,     (uint32_t)c->kernel_h,
-      (uint32_t)c->kernel_w, (uint32_t)c->stride_h,   (uint32_t)c->stride_w,
-      (uint32_t)c->pad_top,  (uint32_t)c->pad_left,   (uint32_t)c->dilation_h,
-      (uint32_t)c->dilation_w, alpha, beta};
+                                               size_t out_w, float alpha, float beta,
+                                               bool transpose) {
+  kiln_kernel_conv2d_attrs_t attrs = {
+      (int64_t)c->batch,    (int64_t)c->in_channels, (int64_t)c->in_h,
+      (int64_t)c->in_w,     (int64_t)c->out_channels, (int64_t)c->groups,
+      (int64_t)c->kernel_h, (int64_t)c->kernel_w,    (int64_t)c->stride_h,
+      (int64_t)c->stride_w, (int64_t)c->pad_top,     (int64_t)c->pad_left,
+      (int64_t)c->pad_bottom, (int64_t)c->pad_right, (int64_t)c->dilation_h,
+      (int64_t)c->dilation_w, (int64_t)c->output_pad_h, (int64_t)c->output_pad_w};
+  kiln_kernel_conv2d_params_t p;
+  memset(&p, 0, sizeof(p));
+  KILN_EXPECT_OK(transpose ? kiln_kernel_params_conv_transpose2d(&attrs, alpha, beta, &p)
+                           : kiln_kernel_params_conv2d(&attrs, alpha, beta, &p));
+  KILN_EXPECT_EQ(p.out_height, out_h);
+  KILN_EXPECT_EQ(p.out_width, out_w);
   return p;
 }
 
@@ -234,15 +233,23 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   float* residual = gpu_random_alloc(out_count, 24, -1, 1);
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
-  kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta);
+  kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta, transpose);
   kiln_kernel_config_t config =
       gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_ACTIVATION, k->act));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_BIAS, k->bias));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_HAS_RESIDUAL, k->residual));
+  // conv2d_gemm takes gemm's spec ids; the other conv kernels their own.
+  bool gemm_like = kernel == KILN_KERNEL_CONV2D_GEMM;
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_ACTIVATION : KILN_SPEC_CONV_ACTIVATION, k->act));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_HAS_BIAS : KILN_SPEC_CONV_HAS_BIAS, k->bias));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(
+      &config, gemm_like ? KILN_SPEC_GEMM_HAS_RESIDUAL : KILN_SPEC_CONV_HAS_RESIDUAL,
+      k->residual));
   uint32_t grid[3];
   if (kernel == KILN_KERNEL_CONV2D) {
     KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
+  } else if (gemm_like) {
+    KILN_ASSERT_OK(kiln_kernel_grid_conv2d_gemm(&config, &p, grid));
   } else {
     KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
   }
@@ -326,7 +333,7 @@ KILN_TEST(GpuConvTest, Conv2dEveryChannelBlock) {
     float* w = gpu_random_alloc(w_count, 32, -1, 1);
     float* want = gpu_alloc(out_count);
     float* got = gpu_alloc(out_count);
-    kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0);
+    kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0, false);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV2D, KILN_KERNEL_STORAGE_FP32);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CO_BLOCK, blocks[b]));
     uint32_t grid[3];
@@ -386,4 +393,50 @@ KILN_TEST(GpuConvTest, Fp16StorageVariants) {
   run_conv_case("conv2d_f16", KILN_KERNEL_CONV2D, &kConvCases[1], true);
   run_conv_case("depthwise_f16", KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[1], true);
   run_conv_case("conv_transpose_f16", KILN_KERNEL_CONV_TRANSPOSE2D, &kTransposeCases[1], true);
+  run_conv_case("conv2d_gemm_f16", KILN_KERNEL_CONV2D_GEMM, &kConvCases[1], true);
 }
+
+// ONNX MatMul / Gemm through kiln_kernel_params_matmul: A broadcast over
+// the batch, B stored transposed, a row-vector bias, scale 0.5.
+KILN_TEST(GpuGemmTest, MatmulParamsHelper) {
+  const size_t batch = 3, m = 21, n = 18, k = 40;
+  float* a = gpu_random_alloc(m * k, 91, -1, 1);
+  float* b = gpu_random_alloc(batch * n * k, 92, -1, 1);
+  float* bias = gpu_random_alloc(n, 93, -1, 1);
+  float* want = gpu_alloc(batch * m * n);
+  float* got = gpu_alloc(batch * m * n);
+  kiln_kernel_gemm_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_matmul(batch, 1, batch, m, n, k, 0, 1, 0.5f, &p));
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{a, m * k * 4}, {b, batch * n * k * 4}, {bias, n * 4}, {NULL, 4},
+                       {NULL, batch * m * n * 4}};
+  gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4, got,
+          batch * m * n * 4, grid);
+  ref_gemm(batch, m, n, k, a, false, false, b, true, true, 0.5f, bias, false, NULL,
+           KILN_ACT_NONE, 0, 0, want);
+  gpu_expect_close("matmul helper", got, want, batch * m * n, 1e-4, 1e-4);
+  free(a);
+  free(b);
+  free(bias);
+  free(want);
+  free(got);
+}
+
+// The implicit-GEMM conv on the same cases, plus depthwise shapes (one
+// output channel per group) it must also get right.
+KILN_TEST(GpuConvTest, Conv2dAsImplicitGemm) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d_gemm case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[i], false);
+  }
+  for (size_t i = 0; i < sizeof(kDepthwiseCases) / sizeof(kDepthwiseCases[0]); ++i) {
+    char what[48];
+    snprintf(what, sizeof(what), "conv2d_gemm depthwise case %zu", i);
+    run_conv_case(what, KILN_KERNEL_CONV2D_GEMM, &kDepthwiseCases[i], false);
+  }
+}
+

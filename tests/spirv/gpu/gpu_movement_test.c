@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
@@ -19,34 +20,8 @@ static size_t product(const size_t* shape, size_t rank) {
   return n;
 }
 
-// Dense strides of `shape` (rank <= 6).
-static void dense_strides(const size_t* shape, size_t rank, int64_t* strides) {
-  int64_t s = 1;
-  for (size_t d = rank; d-- > 0;) {
-    strides[d] = s;
-    s *= (int64_t)shape[d];
-  }
-}
-
-// Fills params from rank-`rank` arrays, right-aligned into rank 6.
-static kiln_kernel_strided_copy_params_t copy_params(const size_t* shape, size_t rank,
-                                                     const int64_t* in_strides,
-                                                     int64_t in_offset,
-                                                     const int64_t* out_strides,
-                                                     int64_t out_offset) {
-  kiln_kernel_strided_copy_params_t p;
-  memset(&p, 0, sizeof(p));
-  for (size_t d = 0; d < R6; ++d) p.shape[d] = 1;
-  for (size_t d = 0; d < rank; ++d) {
-    size_t at = R6 - rank + d;
-    p.shape[at] = (uint32_t)shape[d];
-    p.in_strides[at] = (int32_t)in_strides[d];
-    p.out_strides[at] = (uint32_t)out_strides[d];
-  }
-  p.count = (uint32_t)product(shape, rank);
-  p.in_offset = (int32_t)in_offset;
-  p.out_offset = (uint32_t)out_offset;
-  return p;
+static void to_dims(const size_t* shape, size_t rank, int64_t* dims) {
+  for (size_t d = 0; d < rank; ++d) dims[d] = (int64_t)shape[d];
 }
 
 // Runs strided_copy from `x` (in_count values) into `out` (out_count
@@ -68,16 +43,11 @@ KILN_TEST(GpuMovementTest, Transpose) {
   float* x = gpu_random_alloc(count, 130, -1, 1);
   for (size_t t = 0; t < 3; ++t) {
     const size_t* perm = perms[t];
-    size_t out_shape[4];
-    int64_t in_dense[4], in_strides[4], out_strides[4];
-    dense_strides(shape, 4, in_dense);
-    for (size_t d = 0; d < 4; ++d) {
-      out_shape[d] = shape[perm[d]];
-      in_strides[d] = in_dense[perm[d]];
-    }
-    dense_strides(out_shape, 4, out_strides);
-    kiln_kernel_strided_copy_params_t p =
-        copy_params(out_shape, 4, in_strides, 0, out_strides, 0);
+    int64_t dims[4], perm64[4];
+    to_dims(shape, 4, dims);
+    to_dims(perm, 4, perm64);
+    kiln_kernel_strided_copy_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_transpose(dims, 4, perm64, &p));
     float* got = gpu_alloc(count);
     float* want = gpu_alloc(count);
     run_strided_copy(&p, x, count, got, count);
@@ -96,16 +66,11 @@ KILN_TEST(GpuMovementTest, SliceWithNegativeStep) {
   const size_t out_shape[] = {2, 4, 3};
   size_t in_count = product(shape, 3), out_count = product(out_shape, 3);
   float* x = gpu_random_alloc(in_count, 140, -1, 1);
-  int64_t dense[3], in_strides[3], out_strides[3];
-  dense_strides(shape, 3, dense);
-  int64_t offset = 0;
-  for (size_t d = 0; d < 3; ++d) {
-    in_strides[d] = dense[d] * steps[d];
-    offset += starts[d] * dense[d];
-  }
-  dense_strides(out_shape, 3, out_strides);
-  kiln_kernel_strided_copy_params_t p =
-      copy_params(out_shape, 3, in_strides, offset, out_strides, 0);
+  int64_t dims[3], out_dims[3];
+  to_dims(shape, 3, dims);
+  to_dims(out_shape, 3, out_dims);
+  kiln_kernel_strided_copy_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_slice(dims, 3, starts, steps, out_dims, &p));
   float* got = gpu_alloc(out_count);
   float* want = gpu_alloc(out_count);
   run_strided_copy(&p, x, in_count, got, out_count);
@@ -120,12 +85,11 @@ KILN_TEST(GpuMovementTest, Expand) {
   const size_t shape[] = {3, 1, 5}, out_shape[] = {3, 4, 5};
   size_t in_count = product(shape, 3), out_count = product(out_shape, 3);
   float* x = gpu_random_alloc(in_count, 150, -1, 1);
-  int64_t in_strides[3], out_strides[3];
-  dense_strides(shape, 3, in_strides);
-  in_strides[1] = 0;  // the broadcast axis
-  dense_strides(out_shape, 3, out_strides);
-  kiln_kernel_strided_copy_params_t p =
-      copy_params(out_shape, 3, in_strides, 0, out_strides, 0);
+  int64_t dims[3], out_dims[3];
+  to_dims(shape, 3, dims);
+  to_dims(out_shape, 3, out_dims);
+  kiln_kernel_strided_copy_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_expand(dims, 3, out_dims, 3, &p));
   float* got = gpu_alloc(out_count);
   float* want = gpu_alloc(out_count);
   run_strided_copy(&p, x, in_count, got, out_count);
@@ -149,14 +113,13 @@ KILN_TEST(GpuMovementTest, ConcatAlongChannels) {
   }
   float* got = gpu_alloc(out_count);
   float* want = gpu_alloc(out_count);
-  int64_t out_strides[4];
-  dense_strides(out_shape, 4, out_strides);
   size_t channel = 0;
   for (size_t t = 0; t < 3; ++t) {
-    int64_t in_strides[4];
-    dense_strides(shapes[t], 4, in_strides);
-    kiln_kernel_strided_copy_params_t p = copy_params(
-        shapes[t], 4, in_strides, 0, out_strides, (int64_t)channel * out_strides[1]);
+    int64_t dims[4];
+    to_dims(shapes[t], 4, dims);
+    kiln_kernel_strided_copy_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_concat_part(dims, 4, 1, (int64_t)out_shape[1],
+                                                  (int64_t)channel, &p));
     run_strided_copy(&p, inputs[t], product(shapes[t], 4), got, out_count);
     channel += shapes[t][1];
   }
@@ -180,8 +143,13 @@ KILN_TEST(GpuMovementTest, Gather) {
     size_t out_count = outer * index_count * inner;
     float* got = gpu_alloc(out_count);
     float* want = gpu_alloc(out_count);
-    kiln_kernel_gather_params_t p = {(uint32_t)outer, (uint32_t)shape[axis], (uint32_t)inner,
-                                     (uint32_t)index_count};
+    int64_t dims[3];
+    to_dims(shape, 3, dims);
+    kiln_kernel_gather_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_gather(dims, 3, (int64_t)axis - 3, (int64_t)index_count,
+                                             &p));
+    KILN_EXPECT_EQ(p.outer, outer);
+    KILN_EXPECT_EQ(p.inner, inner);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GATHER, KILN_KERNEL_STORAGE_FP32);
     uint32_t grid[3];
     KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
@@ -208,16 +176,11 @@ KILN_TEST(GpuMovementTest, PadAllModes) {
   float* x = gpu_random_alloc(in_count, 180, -1, 1);
   const char* names[] = {"constant", "reflect", "edge"};
   for (uint32_t mode = 0; mode < 3; ++mode) {
+    int64_t dims[4];
+    to_dims(shape, 4, dims);
     kiln_kernel_pad_params_t p;
-    memset(&p, 0, sizeof(p));
-    p.count = (uint32_t)out_count;
-    for (size_t d = 0; d < R6; ++d) p.out_shape[d] = p.in_shape[d] = 1;
-    for (size_t d = 0; d < 4; ++d) {
-      p.out_shape[2 + d] = (uint32_t)out_shape[d];
-      p.in_shape[2 + d] = (uint32_t)shape[d];
-      p.pad_begin[2 + d] = (int32_t)pads[d];
-    }
-    p.value = 0.25f;
+    KILN_ASSERT_OK(kiln_kernel_params_pad(dims, 4, pads, 0.25f, &p));
+    KILN_ASSERT_EQ(p.count, out_count);
     float* got = gpu_alloc(out_count);
     float* want = gpu_alloc(out_count);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_PAD, KILN_KERNEL_STORAGE_FP32);

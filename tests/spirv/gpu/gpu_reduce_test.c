@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
@@ -75,7 +76,11 @@ KILN_TEST(GpuReduceTest, GlobalAveragePool) {
   float* got = gpu_alloc(n * c);
   ref_pool2d_t pool = {n * c, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1, false};
   ref_avg_pool2d(&pool, x, want);
-  kiln_kernel_reduce_params_t p = {(uint32_t)(n * c), (uint32_t)hw, 1};
+  // GlobalAveragePool is ReduceMean over axes {2, 3} of NCHW.
+  const int64_t dims[] = {(int64_t)n, (int64_t)c, 7, 7}, axes[] = {2, 3};
+  kiln_kernel_reduce_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_axes(dims, 4, axes, 2, &p));
+  KILN_EXPECT_EQ(p.outer, n * c);
   kiln_kernel_config_t config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_MEAN));
   uint32_t grid[3];
@@ -189,7 +194,8 @@ typedef struct pool_case_t {
 } pool_case_t;
 
 KILN_TEST(GpuPoolTest, MaxAndAverage) {
-  // {planes, H, W, KH, KW, SH, SW, pads t/l/b/r, DH, DW, count_include_pad}
+  // {planes, H, W, KH, KW, SH, SW, pads t/l/b/r, DH, DW, count_include_pad,
+  //  ceil_mode}
   const pool_case_t cases[] = {
       // ResNet stem max pool: 3x3 stride 2 pad 1.
       {{6, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false}, KILN_POOL_MAX},
@@ -200,6 +206,10 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
       // Asymmetric pads with count_include_pad: edge windows differ.
       {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, true}, KILN_POOL_AVG},
       {{2, 7, 6, 3, 2, 2, 2, 0, 1, 2, 1, 1, 1, false}, KILN_POOL_AVG},
+      // ceil_mode: partial last windows (8 -> 4 with 3x3 stride 2).
+      {{3, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, false, true}, KILN_POOL_MAX},
+      {{3, 8, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, true, true}, KILN_POOL_AVG},
+      {{3, 8, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true}, KILN_POOL_AVG},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     const ref_pool2d_t* r = &cases[i].p;
@@ -208,13 +218,16 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
     float* x = gpu_random_alloc(in_count, 120 + (uint32_t)i, -1, 1);
     float* want = gpu_alloc(out_count);
     float* got = gpu_alloc(out_count);
-    kiln_kernel_pool2d_params_t p = {
-        (uint32_t)r->planes,    (uint32_t)r->in_h,     (uint32_t)r->in_w,
-        (uint32_t)oh,           (uint32_t)ow,          (uint32_t)r->kernel_h,
-        (uint32_t)r->kernel_w,  (uint32_t)r->stride_h, (uint32_t)r->stride_w,
-        (uint32_t)r->pad_top,   (uint32_t)r->pad_left, (uint32_t)r->pad_bottom,
-        (uint32_t)r->pad_right, (uint32_t)r->dilation_h, (uint32_t)r->dilation_w,
-        r->count_include_pad ? 1u : 0u};
+    kiln_kernel_pool2d_attrs_t attrs = {
+        (int64_t)r->planes,   (int64_t)r->in_h,     (int64_t)r->in_w,
+        (int64_t)r->kernel_h, (int64_t)r->kernel_w, (int64_t)r->stride_h,
+        (int64_t)r->stride_w, (int64_t)r->pad_top,  (int64_t)r->pad_left,
+        (int64_t)r->pad_bottom, (int64_t)r->pad_right, (int64_t)r->dilation_h,
+        (int64_t)r->dilation_w, r->ceil_mode, r->count_include_pad};
+    kiln_kernel_pool2d_params_t p;
+    KILN_ASSERT_OK(kiln_kernel_params_pool2d(&attrs, &p));
+    KILN_EXPECT_EQ(p.out_height, oh);
+    KILN_EXPECT_EQ(p.out_width, ow);
     kiln_kernel_config_t config = gpu_config(KILN_KERNEL_POOL2D, KILN_KERNEL_STORAGE_FP32);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_POOL_OP, cases[i].op));
     uint32_t grid[3];
@@ -231,4 +244,58 @@ KILN_TEST(GpuPoolTest, MaxAndAverage) {
     free(want);
     free(got);
   }
+}
+
+// More rows than the 65535 workgroups a grid may have: the row kernels'
+// workgroup-stride loop must cover the rest. Small workgroups (8) keep
+// this quick on a CPU device.
+KILN_TEST(GpuReduceTest, RowsBeyondTheGridLimit) {
+  const size_t rows = 70001, size = 5;
+  float* x = gpu_random_alloc(rows * size, 140, -1, 1);
+  float* want = gpu_alloc(rows * size);
+  float* got = gpu_alloc(rows * size);
+  float* scale = gpu_random_alloc(size, 141, 0.5f, 1.5f);
+  float* bias = gpu_random_alloc(size, 142, -1, 1);
+  const kiln_kernel_id_t kernels[] = {KILN_KERNEL_REDUCE, KILN_KERNEL_SOFTMAX, KILN_KERNEL_NORM};
+  for (size_t k = 0; k < 3; ++k) {
+    kiln_kernel_variant_t variants[2];
+    size_t variant_count = runnable_variants(kernels[k], variants);
+    for (size_t v = 0; v < variant_count; ++v) {
+      kiln_kernel_config_t config = gpu_config(kernels[k], KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, 8));
+      config.workgroup_size[0] = 8;
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+      KILN_EXPECT_EQ(grid[0], 65535);
+      size_t out_count = kernels[k] == KILN_KERNEL_REDUCE ? rows : rows * size;
+      if (kernels[k] == KILN_KERNEL_NORM) {
+        kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
+        gpu_arg_t args[4] = {{x, rows * size * 4}, {scale, size * 4}, {bias, size * 4},
+                             {NULL, out_count * 4}};
+        gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 4, 3, got,
+                out_count * 4, grid);
+        ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+      } else {
+        kiln_kernel_reduce_params_t p = {(uint32_t)rows, (uint32_t)size, 1};
+        gpu_arg_t args[2] = {{x, rows * size * 4}, {NULL, out_count * 4}};
+        gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 2, 1, got,
+                out_count * 4, grid);
+        if (kernels[k] == KILN_KERNEL_REDUCE) {
+          ref_reduce(KILN_REDUCE_SUM, rows, size, 1, x, want);
+        } else {
+          ref_softmax(false, rows, size, 1, x, want);
+        }
+      }
+      char what[64];
+      snprintf(what, sizeof(what), "%s over %zu rows, %s", kiln_kernel_desc(kernels[k])->name,
+               rows, kiln_kernel_variant_name(variants[v]));
+      // LayerNorm of 5 values divides by a small std: relative error grows.
+      gpu_expect_close(what, got, want, out_count, 1e-4, 1e-4);
+    }
+  }
+  free(x);
+  free(want);
+  free(got);
+  free(scale);
+  free(bias);
 }

@@ -5,7 +5,6 @@
 // command buffer with barriers between dependent kernels. Results are
 // compared with tests/spirv/reference: atol 1e-4 + rtol 1e-4 (fp32
 // accumulation over at most a few hundred terms of magnitude <= 1).
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,31 +13,21 @@
 #include "kiln/base/time.h"
 #include "kiln/compiler/kernels.h"
 #include "kiln/compiler/kernels_target.h"
-#include "kiln/drivers/registration.h"
 #include "kiln/hal.h"
+#include "hal/kernel_executable.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
 
-// The arches each executable carries, most specific first; lavapipe is
-// "cpu-llvmpipe-linux", so it must pick the "cpu" variant.
+// The arches each executable carries; lavapipe is "cpu-llvmpipe-linux", so
+// it must pick the "cpu" variant.
 static const char* const kArches[] = {"cpu", "ampere", "valhall", "adreno", "unknown"};
 #define ARCH_COUNT (sizeof(kArches) / sizeof(kArches[0]))
 
+typedef kiln_kernel_executable_t kernel_executable_t;
+
 static kiln_hal_device_t* create_device(void) {
-  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
-  KILN_ASSERT_OK(kiln_drivers_register_all(registry));
-  const char* uri = getenv("KILN_TEST_DEVICE");
-  if (!uri || !uri[0]) uri = "vulkan";
-  kiln_hal_device_options_t options;
-  kiln_hal_device_options_init(&options);
   kiln_hal_device_t* device = NULL;
-  KILN_ASSERT_OK(kiln_hal_create_device(registry, kiln_make_cstring_view(uri), &options,
-                                        kiln_allocator_system(), &device));
-  // Keeps lavapipe mapped after the loader unloads it, so its known leak
-  // (tests/hal/lsan_suppressions.txt) is attributed by name.
-  if (kiln_hal_device_info(device)->driver_id == 13) {
-    (void)dlopen("libvulkan_lvp.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-  }
+  KILN_ASSERT_OK(kiln_kernel_test_device_create(&device));
   return device;
 }
 
@@ -52,108 +41,31 @@ static void release_device(kiln_hal_device_t* device) {
   kiln_hal_device_release(device);
 }
 
-static kiln_target_features_t hal_features(uint32_t kernel_features) {
-  kiln_target_features_t features = 0;
-  if (kernel_features & KILN_KERNEL_FEATURE_FP16_STORAGE) {
-    features |= KILN_TARGET_FEATURE_STORAGE_16BIT;
-  }
-  if (kernel_features & KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC) {
-    features |= KILN_TARGET_FEATURE_SUBGROUP_OPS;
-  }
-  return features;
-}
-
-// An executable of `kernel` with one variant per arch in kArches; `ops`
-// are the op spec constants added to every variant. Returns the config of
-// the variant the device picked.
-typedef struct kernel_executable_t {
-  kiln_hal_executable_t* executable;
-  kiln_kernel_config_t config;
-} kernel_executable_t;
-
-static kernel_executable_t make_executable(kiln_hal_device_t* device,
-                                           kiln_kernel_id_t kernel,
+static kernel_executable_t make_executable(kiln_hal_device_t* device, kiln_kernel_id_t kernel,
                                            const kiln_kernel_spec_value_t* ops,
                                            size_t op_count) {
-  const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
-  kiln_kernel_config_t configs[ARCH_COUNT];
-  kiln_kernel_spirv_t spirv[ARCH_COUNT];
-  kiln_hal_binding_layout_t bindings[KILN_KERNEL_MAX_BINDINGS];
-  kiln_hal_entry_point_spec_t entries[ARCH_COUNT];
-  kiln_hal_specialization_constant_t constants[ARCH_COUNT][KILN_KERNEL_MAX_SPEC_VALUES];
-  kiln_hal_executable_variant_spec_t variants[ARCH_COUNT];
-  for (uint32_t b = 0; b < desc->binding_count; ++b) {
-    bindings[b] = (kiln_hal_binding_layout_t){0, desc->bindings[b].binding,
-                                              desc->bindings[b].read_only};
-  }
-  for (size_t a = 0; a < ARCH_COUNT; ++a) {
-    kiln_kernel_arch_caps_t caps;
-    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(kArches[a], &caps));
-    KILN_ASSERT_OK(kiln_kernel_config_select(kernel, &caps, KILN_KERNEL_STORAGE_FP32,
-                                             &configs[a]));
-    for (size_t i = 0; i < op_count; ++i) {
-      KILN_ASSERT_OK(kiln_kernel_config_set_spec(&configs[a], ops[i].id, ops[i].value));
-    }
-    KILN_ASSERT_OK(kiln_kernel_get_spirv(kernel, configs[a].variant, &spirv[a]));
-    for (size_t i = 0; i < configs[a].spec_count; ++i) {
-      constants[a][i] = (kiln_hal_specialization_constant_t){configs[a].spec[i].id,
-                                                             configs[a].spec[i].value};
-    }
-    entries[a] = (kiln_hal_entry_point_spec_t){
-        desc->entry_point,
-        {configs[a].workgroup_size[0], configs[a].workgroup_size[1],
-         configs[a].workgroup_size[2]},
-        desc->push_constant_size, bindings, desc->binding_count, 0};
-    kiln_target_limits_t limits = {0, configs[a].workgroup_size[0] *
-                                          configs[a].workgroup_size[1] *
-                                          configs[a].workgroup_size[2],
-                                   configs[a].shared_memory_bytes,
-                                   desc->push_constant_size, 0};
-    variants[a] = (kiln_hal_executable_variant_spec_t){
-        kArches[a], hal_features(configs[a].required_features), limits, spirv[a].words,
-        spirv[a].word_count, &entries[a], 1, constants[a], (uint32_t)configs[a].spec_count};
-  }
-  kiln_hal_executable_spec_t spec = {desc->name, variants, ARCH_COUNT};
-  KILN_ASSERT_OK(kiln_hal_executable_spec_verify(&spec));
   kernel_executable_t result;
-  memset(&result, 0, sizeof(result));
-  KILN_ASSERT_OK(kiln_hal_executable_create(device, &spec, &result.executable));
-  uint32_t picked = kiln_hal_executable_variant_index(result.executable);
-  KILN_ASSERT_LT(picked, ARCH_COUNT);
-  result.config = configs[picked];
+  KILN_ASSERT_OK(kiln_kernel_executable_create(device, kernel, kArches, ARCH_COUNT, ops,
+                                               op_count, &result));
   return result;
 }
 
 static kiln_hal_buffer_t* make_buffer(kiln_hal_device_t* device, const float* data,
                                       size_t count) {
-  kiln_hal_buffer_params_t params = {KILN_HAL_MEMORY_DEVICE_LOCAL,
-                                     KILN_HAL_BUFFER_USAGE_DEFAULT, count * 4};
   kiln_hal_buffer_t* buffer = NULL;
-  KILN_ASSERT_OK(kiln_hal_buffer_allocate(device, &params, &buffer));
-  if (data) KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, buffer, 0, data, count * 4));
+  KILN_ASSERT_OK(kiln_kernel_test_buffer(device, data, count, &buffer));
   return buffer;
 }
 
 static void dispatch(kiln_hal_command_buffer_t* cb, const kernel_executable_t* k,
                      const void* push, uint32_t push_bytes, kiln_hal_buffer_t** buffers,
                      uint32_t buffer_count, const uint32_t grid[3]) {
-  kiln_hal_binding_t bindings[KILN_KERNEL_MAX_BINDINGS];
-  for (uint32_t i = 0; i < buffer_count; ++i) {
-    bindings[i] = (kiln_hal_binding_t){0, i, buffers[i], 0, 0, KILN_HAL_WHOLE_BUFFER};
-  }
-  kiln_hal_dispatch_t d = {k->executable, 0, {grid[0], grid[1], grid[2]}, push, push_bytes,
-                           bindings, buffer_count};
-  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &d));
+  KILN_ASSERT_OK(kiln_kernel_test_dispatch(cb, k, push, push_bytes, buffers, buffer_count,
+                                           grid));
 }
 
 static void submit_and_wait(kiln_hal_device_t* device, kiln_hal_command_buffer_t* cb) {
-  kiln_hal_fence_t* fence = NULL;
-  KILN_ASSERT_OK(kiln_hal_fence_create(device, &fence));
-  kiln_hal_submit_batch_t batch = {.command_buffers = &cb, .command_buffer_count = 1,
-                                   .fence = fence};
-  KILN_EXPECT_OK(kiln_hal_device_queue_submit(device, &batch));
-  KILN_EXPECT_OK(kiln_hal_fence_wait(fence, 60ll * 1000 * 1000 * 1000));
-  kiln_hal_fence_release(fence);
+  KILN_EXPECT_OK(kiln_kernel_test_submit_and_wait(device, cb));
 }
 
 static float* random_values(size_t count, uint32_t seed) {

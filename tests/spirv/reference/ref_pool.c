@@ -4,14 +4,24 @@
 
 #include "reference.h"
 
+static size_t ref_pool_out(size_t in, size_t pad_begin, size_t pad_end, size_t kernel,
+                           size_t stride, size_t dilation, bool ceil_mode) {
+  double span = (double)(in + pad_begin + pad_end) - (double)(dilation * (kernel - 1) + 1);
+  double steps = span / (double)stride;
+  size_t out = (size_t)(ceil_mode ? ceil(steps) : floor(steps)) + 1;
+  // The last window must start inside the input or its begin padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
 size_t ref_pool2d_out_h(const ref_pool2d_t* p) {
-  return (p->in_h + p->pad_top + p->pad_bottom - (p->dilation_h * (p->kernel_h - 1) + 1)) /
-             p->stride_h + 1;
+  return ref_pool_out(p->in_h, p->pad_top, p->pad_bottom, p->kernel_h, p->stride_h,
+                      p->dilation_h, p->ceil_mode);
 }
 
 size_t ref_pool2d_out_w(const ref_pool2d_t* p) {
-  return (p->in_w + p->pad_left + p->pad_right - (p->dilation_w * (p->kernel_w - 1) + 1)) /
-             p->stride_w + 1;
+  return ref_pool_out(p->in_w, p->pad_left, p->pad_right, p->kernel_w, p->stride_w,
+                      p->dilation_w, p->ceil_mode);
 }
 
 static void ref_pool2d(const ref_pool2d_t* p, const float* x, bool is_max, float* out) {

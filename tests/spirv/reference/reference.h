@@ -58,6 +58,8 @@ typedef struct ref_pool2d_t {
   size_t planes, in_h, in_w, kernel_h, kernel_w, stride_h, stride_w;
   size_t pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w;
   bool count_include_pad;
+  bool ceil_mode;  // output size rounds up; a window starting in the end
+                   // padding or beyond is dropped
 } ref_pool2d_t;
 size_t ref_pool2d_out_h(const ref_pool2d_t* p);
 size_t ref_pool2d_out_w(const ref_pool2d_t* p);

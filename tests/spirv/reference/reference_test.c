@@ -85,6 +85,13 @@ KILN_TEST(ReferenceTest, Pooling) {
   avg.count_include_pad = false;
   ref_avg_pool2d(&avg, x, out);
   KILN_EXPECT_NEAR(out[0], 3.0, 1e-6);
+  // ceil_mode: 4x4 with 2x2 windows at stride 3 gives 2x2, the second
+  // windows cut to one row / column.
+  ref_pool2d_t ceil = {1, 4, 4, 2, 2, 3, 3, 0, 0, 0, 0, 1, 1, false, true};
+  KILN_ASSERT_EQ(ref_pool2d_out_h(&ceil), 2);
+  ref_max_pool2d(&ceil, x, out);
+  const float want_ceil[] = {6, 8, 14, 16};
+  expect_all_near(out, want_ceil, 4);
 }
 
 KILN_TEST(ReferenceTest, SoftmaxAndNorm) {

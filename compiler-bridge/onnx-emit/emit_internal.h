@@ -1,0 +1,122 @@
+// The ONNX emitter's internal program: executables (kernel + op spec
+// constants, one config per target), weights, and dispatches whose bindings
+// name where each tensor lives. lower_*.c fill it from the graph;
+// emit_asm.c prints it as kiln assembly.
+#ifndef KILN_COMPILER_ONNX_EMIT_INTERNAL_H_
+#define KILN_COMPILER_ONNX_EMIT_INTERNAL_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/base/byte_buffer.h"
+#include "kiln/compiler/graph.h"
+#include "kiln/compiler/graph_memory_plan.h"
+#include "kiln/compiler/kernels_target.h"
+#include "kiln/compiler/onnx_compile.h"
+
+// Storage buffers are bound at offsets aligned to this (every device's
+// minStorageBufferOffsetAlignment is at most 256).
+#define KILN_EMIT_ALIGNMENT 256u
+
+typedef enum kiln_emit_space_e {
+  KILN_EMIT_SPACE_INPUT = 0,      // binding-table slot = input index
+  KILN_EMIT_SPACE_OUTPUT = 1,     // slot = input count + output index
+  KILN_EMIT_SPACE_TRANSIENT = 2,  // the planned transient buffer
+  KILN_EMIT_SPACE_WEIGHTS = 3,    // the uploaded rodata blob
+} kiln_emit_space_t;
+
+typedef struct kiln_emit_range_t {
+  kiln_emit_space_t space;
+  uint32_t index;   // input / output index
+  uint64_t offset;  // bytes within the space
+  uint64_t length;  // bytes
+} kiln_emit_range_t;
+
+typedef struct kiln_emit_executable_t {
+  kiln_kernel_id_t kernel;
+  size_t op_count;
+  kiln_kernel_spec_value_t ops[8];
+  kiln_kernel_config_t configs[KILN_ONNX_COMPILE_MAX_TARGETS];
+  char name[96];
+} kiln_emit_executable_t;
+
+typedef enum kiln_emit_grid_e {
+  KILN_EMIT_GRID_GEMM,
+  KILN_EMIT_GRID_CONV2D,
+  KILN_EMIT_GRID_LINEAR,
+  KILN_EMIT_GRID_ROWS,
+} kiln_emit_grid_t;
+
+typedef struct kiln_emit_dispatch_t {
+  uint32_t executable;
+  uint8_t push[KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES];
+  uint32_t push_size;
+  uint32_t binding_count;
+  kiln_emit_range_t bindings[KILN_KERNEL_MAX_BINDINGS];
+  uint32_t grids[KILN_ONNX_COMPILE_MAX_TARGETS][3];
+  bool barrier_before;
+} kiln_emit_dispatch_t;
+
+typedef struct kiln_emit_program_t {
+  kiln_allocator_t allocator;
+  const kiln_graph_t* graph;
+  const kiln_graph_memory_plan_t* plan;
+  size_t target_count;
+  const char* const* targets;
+  kiln_kernel_arch_caps_t caps[KILN_ONNX_COMPILE_MAX_TARGETS];
+  kiln_emit_executable_t* executables;
+  size_t executable_count, executable_capacity;
+  kiln_emit_dispatch_t* dispatches;
+  size_t dispatch_count, dispatch_capacity;
+  kiln_byte_buffer_t weights;   // all constants, each KILN_EMIT_ALIGNMENT-aligned
+  uint64_t* weight_offsets;     // per value id; UINT64_MAX when not placed
+  // Ranges read and written since the last barrier (hazard tracking).
+  kiln_emit_range_t* pending;
+  size_t pending_count, pending_capacity;
+} kiln_emit_program_t;
+
+kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
+                                     const kiln_graph_memory_plan_t* plan,
+                                     const char* const* targets,
+                                     size_t target_count,
+                                     kiln_allocator_t allocator,
+                                     kiln_emit_program_t* out_program);
+void kiln_emit_program_deinit(kiln_emit_program_t* program);
+
+// Where value `value_id` lives (a constant is placed in the weights on first
+// use; `data` overrides its contents, e.g. converted indices).
+kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
+                                    int32_t value_id, kiln_emit_range_t* out);
+// Places `size` bytes as an anonymous constant in the weights.
+kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
+                                   const void* data, size_t size,
+                                   kiln_emit_range_t* out);
+
+// Describes one dispatch for kiln_emit_add_dispatch.
+typedef struct kiln_emit_dispatch_desc_t {
+  kiln_kernel_id_t kernel;
+  const kiln_kernel_spec_value_t* ops;
+  size_t op_count;
+  const void* push;  // the kernel's params struct
+  uint32_t binding_count;
+  kiln_emit_range_t bindings[KILN_KERNEL_MAX_BINDINGS];
+  uint32_t written_mask;  // bit per binding the kernel writes
+  kiln_emit_grid_t grid;
+  uint64_t grid_count;  // LINEAR: values; ROWS: rows
+} kiln_emit_dispatch_desc_t;
+
+// Finds or makes the executable, computes every target's grid, and inserts
+// a barrier where a binding overlaps a range used since the last one.
+kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
+                                     const kiln_emit_dispatch_desc_t* desc);
+
+// Lowers one live node into dispatches; UNIMPLEMENTED names node and op.
+kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
+                                   int32_t node_id);
+
+// Prints the whole module as kiln assembly.
+kiln_status_t kiln_emit_write_assembly(const kiln_emit_program_t* program,
+                                       const char* function_name, FILE* stream);
+
+#endif  // KILN_COMPILER_ONNX_EMIT_INTERNAL_H_

@@ -1,0 +1,226 @@
+// Data movement: Transpose, Concat and Slice (strided_copy), Gather with
+// constant indices, Pad.
+#include <string.h>
+
+#include "lower_util.h"
+
+static void kiln_lower_contiguous(const kiln_graph_shape_t* shape, int64_t* strides) {
+  int64_t stride = 1;
+  for (int32_t d = shape->rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape->dims[d];
+  }
+}
+
+// One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's 6).
+static kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
+                                             const kiln_emit_range_t* in,
+                                             const kiln_emit_range_t* out,
+                                             const kiln_graph_shape_t* shape,
+                                             const int64_t* in_strides,
+                                             const int64_t* out_strides,
+                                             int64_t in_offset, int64_t out_offset) {
+  if (shape->rank > KILN_KERNEL_MAX_RANK) {
+    return kiln_lower_refuse(l, "rank %d exceeds the kernels' %d", shape->rank,
+                             KILN_KERNEL_MAX_RANK);
+  }
+  kiln_kernel_strided_copy_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.count = (uint32_t)kiln_lower_count(shape);
+  if (p.count == 0) return kiln_ok_status();
+  int32_t lead = KILN_KERNEL_MAX_RANK - shape->rank;
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    p.shape[d] = d < lead ? 1 : (uint32_t)shape->dims[d - lead];
+    p.in_strides[d] = d < lead ? 0 : (int32_t)in_strides[d - lead];
+    p.out_strides[d] = d < lead ? 0 : (uint32_t)out_strides[d - lead];
+  }
+  p.in_offset = (int32_t)in_offset;
+  p.out_offset = (uint32_t)out_offset;
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_STRIDED_COPY, .push = &p,
+                                    .binding_count = 2, .bindings = {*in, *out},
+                                    .written_mask = 2u, .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = p.count};
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+kiln_status_t kiln_lower_transpose(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  const int64_t* perm = NULL;
+  size_t perm_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_ints(l->node, "perm", &perm, &perm_count));
+  int64_t in_strides[KILN_GRAPH_MAX_RANK], strides[KILN_GRAPH_MAX_RANK];
+  int64_t out_strides[KILN_GRAPH_MAX_RANK];
+  kiln_lower_contiguous(&x->shape, in_strides);
+  kiln_lower_contiguous(&y->shape, out_strides);
+  for (int32_t d = 0; d < y->shape.rank; ++d) {
+    int64_t source = perm_count ? perm[d] : y->shape.rank - 1 - d;
+    strides[d] = in_strides[source];
+  }
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, 0, 0);
+}
+
+kiln_status_t kiln_lower_concat(const kiln_lower_t* l) {
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, y->shape.rank, &axis));
+  int64_t out_strides[KILN_GRAPH_MAX_RANK];
+  kiln_lower_contiguous(&y->shape, out_strides);
+  kiln_emit_range_t out;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  int64_t position = 0;
+  for (size_t i = 0; i < l->node->input_count; ++i) {
+    const kiln_graph_value_t* x = kiln_lower_in(l, i);
+    if (!x) continue;
+    if (kiln_lower_count(&x->shape) == 0) continue;
+    int64_t in_strides[KILN_GRAPH_MAX_RANK];
+    kiln_lower_contiguous(&x->shape, in_strides);
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &in));
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &out, &x->shape, in_strides,
+                                                 out_strides, 0,
+                                                 position * out_strides[axis]));
+    position += x->shape.dims[axis];
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_lower_slice(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  const int64_t *starts = NULL, *axes = NULL, *steps = NULL, *ends = NULL;
+  size_t count = 0, axes_count = 0, steps_count = 0, ends_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 1, &starts, &count));
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 2, &ends, &ends_count));
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 3, &axes, &axes_count));
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 4, &steps, &steps_count));
+  if (!starts) return kiln_lower_refuse(l, "Slice needs starts as an input (opset 10+)");
+  int64_t in_strides[KILN_GRAPH_MAX_RANK], strides[KILN_GRAPH_MAX_RANK];
+  int64_t out_strides[KILN_GRAPH_MAX_RANK];
+  kiln_lower_contiguous(&x->shape, in_strides);
+  kiln_lower_contiguous(&y->shape, out_strides);
+  memcpy(strides, in_strides, sizeof(strides));
+  int64_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    int32_t axis = 0;
+    KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axes ? axes[i] : (int64_t)i, x->shape.rank, &axis));
+    int64_t dim = x->shape.dims[axis];
+    int64_t step = steps ? steps[i] : 1;
+    int64_t start = starts[i];
+    if (start < 0) start += dim;
+    // Clamping as ONNX does: [0, dim] for positive steps, [0, dim-1] else.
+    if (step > 0) {
+      start = start < 0 ? 0 : (start > dim ? dim : start);
+    } else {
+      start = start < 0 ? 0 : (start > dim - 1 ? dim - 1 : start);
+    }
+    offset += start * in_strides[axis];
+    strides[axis] = in_strides[axis] * step;
+  }
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, offset, 0);
+}
+
+kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
+  const kiln_graph_value_t* data = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* indices = kiln_lower_in(l, 1);
+  if (!indices->data) return kiln_lower_refuse(l, "run-time indices are not supported");
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, data->shape.rank, &axis));
+  int64_t axis_size = data->shape.dims[axis];
+  size_t index_count = (size_t)kiln_lower_count(&indices->shape);
+  if (index_count == 0) return kiln_lower_refuse(l, "no indices");
+  int32_t* converted = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                             index_count * sizeof(int32_t),
+                                             (void**)&converted));
+  for (size_t i = 0; i < index_count; ++i) {
+    int64_t index = indices->dtype == KILN_GRAPH_DTYPE_I64
+                        ? ((const int64_t*)indices->data)[i]
+                        : ((const int32_t*)indices->data)[i];
+    if (index < 0) index += axis_size;
+    if (index < 0 || index >= axis_size) {
+      kiln_allocator_free(l->program->allocator, converted);
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "node '%s' (op Gather): index %zu out of range",
+                              l->node->name, i);
+    }
+    converted[i] = (int32_t)index;
+  }
+  kiln_emit_range_t index_range;
+  kiln_status_t status = kiln_emit_add_weight(l->program, converted,
+                                              index_count * sizeof(int32_t), &index_range);
+  kiln_allocator_free(l->program->allocator, converted);
+  KILN_RETURN_IF_ERROR(status);
+  kiln_kernel_gather_params_t p = {
+      (uint32_t)kiln_lower_dims(&data->shape, 0, axis), (uint32_t)axis_size,
+      (uint32_t)kiln_lower_dims(&data->shape, axis + 1, data->shape.rank),
+      (uint32_t)index_count};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GATHER, .push = &p,
+                                    .binding_count = 3, .written_mask = 4u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = (uint64_t)p.outer * p.index_count * p.inner};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  desc.bindings[1] = index_range;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[2]));
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+kiln_status_t kiln_lower_pad(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  const char* mode = NULL;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(l->node, "mode", "constant", &mode));
+  uint32_t mode_code = strcmp(mode, "reflect") == 0 ? KILN_PAD_REFLECT
+                       : strcmp(mode, "edge") == 0  ? KILN_PAD_EDGE
+                                                    : KILN_PAD_CONSTANT;
+  const int64_t* pads = NULL;
+  size_t pad_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 1, &pads, &pad_count));
+  const int64_t *axes = NULL;
+  size_t axes_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_const_ints(l, 3, &axes, &axes_count));
+  if (axes || !pads || pad_count != 2 * (size_t)x->shape.rank) {
+    return kiln_lower_refuse(l, "Pad needs constant pads for every axis");
+  }
+  float value = 0.0f;
+  const kiln_graph_value_t* constant = kiln_lower_in(l, 2);
+  if (constant) {
+    if (!constant->data || constant->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_lower_refuse(l, "constant_value must be a constant float");
+    }
+    memcpy(&value, constant->data, sizeof(float));
+  }
+  if (x->shape.rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
+  kiln_kernel_pad_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.count = (uint32_t)kiln_lower_count(&y->shape);
+  p.value = value;
+  int32_t lead = KILN_KERNEL_MAX_RANK - x->shape.rank;
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    p.out_shape[d] = d < lead ? 1 : (uint32_t)y->shape.dims[d - lead];
+    p.in_shape[d] = d < lead ? 1 : (uint32_t)x->shape.dims[d - lead];
+    p.pad_begin[d] = d < lead ? 0 : (int32_t)pads[d - lead];
+    if (d >= lead && (pads[d - lead] < 0 || pads[d - lead + x->shape.rank] < 0)) {
+      return kiln_lower_refuse(l, "negative pads are not supported");
+    }
+  }
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_PAD, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR, .grid_count = p.count};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_PAD_MODE, mode_code}};
+  desc.ops = ops;
+  desc.op_count = 1;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}

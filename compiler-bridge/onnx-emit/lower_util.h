@@ -1,0 +1,69 @@
+// Helpers shared by the lowering files: refusals, shapes, activations.
+#ifndef KILN_COMPILER_ONNX_EMIT_LOWER_UTIL_H_
+#define KILN_COMPILER_ONNX_EMIT_LOWER_UTIL_H_
+
+#include "emit_internal.h"
+
+typedef struct kiln_lower_t {
+  kiln_emit_program_t* program;
+  const kiln_graph_t* graph;
+  const kiln_graph_node_t* node;
+} kiln_lower_t;
+
+// UNIMPLEMENTED naming node, op type and opset plus the reason.
+kiln_status_t kiln_lower_refuse(const kiln_lower_t* l, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// Input/output values (NULL when absent).
+const kiln_graph_value_t* kiln_lower_in(const kiln_lower_t* l, size_t index);
+const kiln_graph_value_t* kiln_lower_out(const kiln_lower_t* l, size_t index);
+// The range of input/output `index`; refuses non-f32 runtime tensors.
+kiln_status_t kiln_lower_in_range(const kiln_lower_t* l, size_t index,
+                                  kiln_emit_range_t* out);
+kiln_status_t kiln_lower_out_range(const kiln_lower_t* l, size_t index,
+                                   kiln_emit_range_t* out);
+uint64_t kiln_lower_count(const kiln_graph_shape_t* shape);
+// Product of dims [begin, end).
+uint64_t kiln_lower_dims(const kiln_graph_shape_t* shape, int32_t begin,
+                         int32_t end);
+// Refuses counts that do not fit the kernels' u32 indices.
+kiln_status_t kiln_lower_check_u32(const kiln_lower_t* l, uint64_t value);
+// Normalizes a possibly negative axis for `rank`.
+kiln_status_t kiln_lower_axis(const kiln_lower_t* l, int64_t axis,
+                              int32_t rank, int32_t* out_axis);
+// Reads a constant int64 input (axes, pads, starts...).
+kiln_status_t kiln_lower_const_ints(const kiln_lower_t* l, size_t index,
+                                    const int64_t** out_values,
+                                    size_t* out_count);
+
+// An activation by ONNX op name with its parameters, as a KILN_ACT_* code.
+kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
+                                    float alpha, float beta, uint32_t* out_code,
+                                    float* out_alpha, float* out_beta);
+
+// Lowering families.
+kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
+kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);
+kiln_status_t kiln_lower_binary(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_unary(const kiln_lower_t* l);
+kiln_status_t kiln_lower_copy(const kiln_lower_t* l);
+kiln_status_t kiln_lower_transpose(const kiln_lower_t* l);
+kiln_status_t kiln_lower_concat(const kiln_lower_t* l);
+kiln_status_t kiln_lower_slice(const kiln_lower_t* l);
+kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_reduce(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log);
+kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
+kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
+
+// Records a plain copy of `count` 32-bit words from `in` to `out`.
+kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
+                                   const kiln_emit_range_t* in,
+                                   const kiln_emit_range_t* out,
+                                   uint64_t count);
+
+#endif  // KILN_COMPILER_ONNX_EMIT_LOWER_UTIL_H_

@@ -1,0 +1,170 @@
+// kiln_onnx_compile_*: passes, memory plan, lowering, assembly, module.
+#include "kiln/compiler/onnx_compile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_util.h"
+#include "kiln/compiler/assembler.h"
+#include "kiln/compiler/graph_passes.h"
+
+const char* const kiln_onnx_compile_default_targets[] = {
+    "cpu-llvmpipe-linux", "hopper-h100-linux", "valhall-g78-android30",
+    "unknown-unknown-unknown"};
+const size_t kiln_onnx_compile_default_target_count = 4;
+
+void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
+  memset(options, 0, sizeof(*options));
+  options->function_name = "predict";
+}
+
+// Graph inputs and outputs cross the ABI as f32 buffer views.
+static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
+  if (graph->output_count == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "'%s': the graph has no outputs",
+                            graph->source);
+  }
+  for (size_t i = 0; i < graph->input_count + graph->output_count; ++i) {
+    bool is_input = i < graph->input_count;
+    int32_t id = is_input ? graph->inputs[i] : graph->outputs[i - graph->input_count];
+    const kiln_graph_value_t* value = &graph->values[id];
+    if (value->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': %s '%s' is %s; compiled models take and return "
+                              "float32 tensors",
+                              graph->source, is_input ? "input" : "output", value->name,
+                              kiln_graph_dtype_name(value->dtype));
+    }
+    size_t count = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&value->shape, &count));
+    if (count == 0) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED, "'%s': %s '%s' is empty",
+                              graph->source, is_input ? "input" : "output", value->name);
+    }
+    if (!is_input) {
+      for (size_t o = 0; o < i - graph->input_count; ++o) {
+        if (graph->outputs[o] == id) {
+          return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                                  "'%s': output '%s' is listed twice", graph->source,
+                                  value->name);
+        }
+      }
+    }
+  }
+  return kiln_ok_status();
+}
+
+// Outputs that no node writes (a graph input or a constant) get a copy.
+static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program) {
+  const kiln_graph_t* graph = program->graph;
+  for (size_t o = 0; o < graph->output_count; ++o) {
+    int32_t id = graph->outputs[o];
+    const kiln_graph_value_t* value = &graph->values[id];
+    if (value->producer >= 0 && !value->data && !value->is_input) continue;
+    size_t size = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_value_byte_size(value, &size));
+    kiln_emit_range_t source = {KILN_EMIT_SPACE_INPUT, 0, 0, size};
+    if (value->data) {
+      KILN_RETURN_IF_ERROR(kiln_emit_add_weight(program, value->data, size, &source));
+    } else {
+      bool found = false;
+      for (size_t i = 0; i < graph->input_count && !found; ++i) {
+        if (graph->inputs[i] == id) {
+          source.index = (uint32_t)i;
+          found = true;
+        }
+      }
+      if (!found) {
+        return kiln_make_status(KILN_STATUS_INTERNAL, "output '%s' has no source",
+                                value->name);
+      }
+    }
+    kiln_emit_range_t target = {KILN_EMIT_SPACE_OUTPUT, (uint32_t)o, 0, size};
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(program, &source, &target, size / 4));
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
+                                               const kiln_onnx_compile_options_t* options,
+                                               const kiln_graph_memory_plan_t* plan,
+                                               kiln_allocator_t allocator,
+                                               kiln_byte_buffer_t* out) {
+  const char* const* targets = options->targets;
+  size_t target_count = options->target_count;
+  if (target_count == 0) {
+    targets = kiln_onnx_compile_default_targets;
+    target_count = kiln_onnx_compile_default_target_count;
+  }
+  kiln_emit_program_t program;
+  KILN_RETURN_IF_ERROR(
+      kiln_emit_program_init(graph, plan, targets, target_count, allocator, &program));
+  kiln_status_t status = kiln_ok_status();
+  for (size_t n = 0; n < graph->node_count && !status; ++n) {
+    if (graph->nodes[n].removed) continue;
+    status = kiln_emit_lower_node(&program, (int32_t)n);
+  }
+  if (!status) status = kiln_onnx_compile_passthrough(&program);
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* stream = NULL;
+  if (!status) {
+    stream = open_memstream(&text, &text_size);
+    if (!stream) {
+      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "open_memstream failed");
+    }
+  }
+  if (!status) {
+    status = kiln_emit_write_assembly(
+        &program, options->function_name ? options->function_name : "predict", stream);
+    if (fclose(stream) != 0 && !status) {
+      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "assembly stream failed");
+    }
+  }
+  if (!status && options->assembly_stream) {
+    fwrite(text, 1, text_size, options->assembly_stream);
+  }
+  if (!status) {
+    size_t before = out->size;
+    status = kiln_assembler_assemble(kiln_make_string_view(text, text_size),
+                                     "<onnx-emit>", allocator, out);
+    if (status) out->size = before;
+  }
+  free(text);
+  kiln_emit_program_deinit(&program);
+  return status;
+}
+
+kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
+                                      const kiln_onnx_compile_options_t* options,
+                                      kiln_allocator_t allocator,
+                                      kiln_byte_buffer_t* out) {
+  kiln_onnx_compile_options_t defaults;
+  if (!options) {
+    kiln_onnx_compile_options_init(&defaults);
+    options = &defaults;
+  }
+  KILN_RETURN_IF_ERROR(kiln_graph_run_default_passes(graph));
+  KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
+  kiln_graph_memory_plan_t plan;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_memory_plan_build(graph, KILN_EMIT_ALIGNMENT, allocator, &plan));
+  if (options->memory_plan_stream) {
+    kiln_graph_memory_plan_print(graph, &plan, options->memory_plan_stream);
+  }
+  kiln_status_t status = kiln_onnx_compile_program(graph, options, &plan, allocator, out);
+  kiln_graph_memory_plan_deinit(&plan);
+  return status;
+}
+
+kiln_status_t kiln_onnx_compile_file(const char* path,
+                                     const kiln_onnx_compile_options_t* options,
+                                     kiln_allocator_t allocator,
+                                     kiln_byte_buffer_t* out) {
+  kiln_graph_t graph;
+  KILN_RETURN_IF_ERROR(
+      kiln_onnx_import_file(path, options ? &options->import : NULL, allocator, &graph));
+  kiln_status_t status = kiln_onnx_compile_graph(&graph, options, allocator, out);
+  kiln_graph_deinitialize(&graph);
+  return status;
+}

@@ -1,0 +1,256 @@
+// The emitter's program: tensor placement, executable dedup, per-target
+// grids and barrier placement.
+#include <string.h>
+
+#include "emit_internal.h"
+#include "kiln/base/size_math.h"
+#include "kiln/hal/target_triple.h"
+
+kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
+                                     const kiln_graph_memory_plan_t* plan,
+                                     const char* const* targets,
+                                     size_t target_count,
+                                     kiln_allocator_t allocator,
+                                     kiln_emit_program_t* out_program) {
+  memset(out_program, 0, sizeof(*out_program));
+  if (target_count == 0 || target_count > KILN_ONNX_COMPILE_MAX_TARGETS) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "%zu target triples given; 1 to %d are allowed",
+                            target_count, KILN_ONNX_COMPILE_MAX_TARGETS);
+  }
+  kiln_emit_program_t program;
+  memset(&program, 0, sizeof(program));
+  program.allocator = allocator;
+  program.graph = graph;
+  program.plan = plan;
+  program.targets = targets;
+  program.target_count = target_count;
+  for (size_t t = 0; t < target_count; ++t) {
+    kiln_target_triple_t triple;
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_target_triple_parse(kiln_make_cstring_view(targets[t]), &triple),
+        "target triple '%s'", targets[t]);
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_kernel_arch_caps_for_arch(triple.arch, &program.caps[t]),
+        "target triple '%s'", targets[t]);
+  }
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
+      allocator, graph->value_count * sizeof(uint64_t) + 1,
+      (void**)&program.weight_offsets));
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    program.weight_offsets[v] = UINT64_MAX;
+  }
+  kiln_byte_buffer_init(&program.weights, allocator);
+  *out_program = program;
+  return kiln_ok_status();
+}
+
+void kiln_emit_program_deinit(kiln_emit_program_t* program) {
+  kiln_allocator_free(program->allocator, program->executables);
+  kiln_allocator_free(program->allocator, program->dispatches);
+  kiln_allocator_free(program->allocator, program->weight_offsets);
+  kiln_allocator_free(program->allocator, program->pending);
+  kiln_byte_buffer_deinit(&program->weights);
+  memset(program, 0, sizeof(*program));
+}
+
+// Grows an array of `element_size` items to hold one more.
+static kiln_status_t kiln_emit_grow(kiln_allocator_t allocator, void** items,
+                                    size_t count, size_t* capacity,
+                                    size_t element_size) {
+  if (count < *capacity) return kiln_ok_status();
+  size_t new_capacity = *capacity ? *capacity * 2 : 16;
+  size_t bytes = 0;
+  if (!kiln_size_mul(new_capacity, element_size, &bytes)) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "emitter table overflow");
+  }
+  KILN_RETURN_IF_ERROR(kiln_allocator_realloc(allocator, bytes, items));
+  *capacity = new_capacity;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
+                                   const void* data, size_t size,
+                                   kiln_emit_range_t* out) {
+  memset(out, 0, sizeof(*out));
+  size_t offset = program->weights.size;
+  size_t aligned = (offset + KILN_EMIT_ALIGNMENT - 1) & ~(size_t)(KILN_EMIT_ALIGNMENT - 1);
+  static const uint8_t zeros[KILN_EMIT_ALIGNMENT] = {0};
+  KILN_RETURN_IF_ERROR(
+      kiln_byte_buffer_append(&program->weights, zeros, aligned - offset));
+  // A zero-length binding is invalid: keep at least 4 bytes.
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(&program->weights, data, size));
+  if (size < 4) {
+    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(&program->weights, zeros, 4 - size));
+  }
+  out->space = KILN_EMIT_SPACE_WEIGHTS;
+  out->offset = aligned;
+  out->length = size < 4 ? 4 : size;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
+                                    int32_t value_id, kiln_emit_range_t* out) {
+  memset(out, 0, sizeof(*out));
+  const kiln_graph_t* graph = program->graph;
+  if (value_id < 0 || (size_t)value_id >= graph->value_count) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "value %d out of range", value_id);
+  }
+  const kiln_graph_value_t* value = &graph->values[value_id];
+  size_t size = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_value_byte_size(value, &size));
+  for (size_t i = 0; i < graph->output_count; ++i) {
+    if (graph->outputs[i] == value_id) {
+      *out = (kiln_emit_range_t){KILN_EMIT_SPACE_OUTPUT, (uint32_t)i, 0, size};
+      return kiln_ok_status();
+    }
+  }
+  for (size_t i = 0; i < graph->input_count; ++i) {
+    if (graph->inputs[i] == value_id) {
+      *out = (kiln_emit_range_t){KILN_EMIT_SPACE_INPUT, (uint32_t)i, 0, size};
+      return kiln_ok_status();
+    }
+  }
+  if (value->data) {
+    if (program->weight_offsets[value_id] == UINT64_MAX) {
+      kiln_emit_range_t placed;
+      KILN_RETURN_IF_ERROR(kiln_emit_add_weight(program, value->data, size, &placed));
+      program->weight_offsets[value_id] = placed.offset;
+    }
+    *out = (kiln_emit_range_t){KILN_EMIT_SPACE_WEIGHTS, 0,
+                               program->weight_offsets[value_id], size < 4 ? 4 : size};
+    return kiln_ok_status();
+  }
+  if ((size_t)value_id < program->plan->value_count &&
+      program->plan->offsets[value_id] != KILN_GRAPH_NOT_PLANNED) {
+    *out = (kiln_emit_range_t){KILN_EMIT_SPACE_TRANSIENT, 0,
+                               program->plan->offsets[value_id], size};
+    return kiln_ok_status();
+  }
+  return kiln_make_status(KILN_STATUS_INTERNAL,
+                          "value '%s' has no place (not planned)", value->name);
+}
+
+static bool kiln_emit_ranges_overlap(const kiln_emit_range_t* a,
+                                     const kiln_emit_range_t* b) {
+  if (a->space != b->space) return false;
+  if ((a->space == KILN_EMIT_SPACE_INPUT || a->space == KILN_EMIT_SPACE_OUTPUT) &&
+      a->index != b->index) {
+    return false;
+  }
+  return a->offset < b->offset + b->length && b->offset < a->offset + a->length;
+}
+
+// Executables are shared by every dispatch of one kernel with the same op
+// spec constants (spec constants are per executable variant).
+static kiln_status_t kiln_emit_find_executable(
+    kiln_emit_program_t* program, const kiln_emit_dispatch_desc_t* desc,
+    uint32_t* out_index) {
+  for (size_t e = 0; e < program->executable_count; ++e) {
+    const kiln_emit_executable_t* exe = &program->executables[e];
+    if (exe->kernel == desc->kernel && exe->op_count == desc->op_count &&
+        memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0) {
+      *out_index = (uint32_t)e;
+      return kiln_ok_status();
+    }
+  }
+  if (desc->op_count > 8) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "too many op spec constants");
+  }
+  KILN_RETURN_IF_ERROR(kiln_emit_grow(
+      program->allocator, (void**)&program->executables, program->executable_count,
+      &program->executable_capacity, sizeof(kiln_emit_executable_t)));
+  kiln_emit_executable_t* exe = &program->executables[program->executable_count];
+  memset(exe, 0, sizeof(*exe));
+  exe->kernel = desc->kernel;
+  exe->op_count = desc->op_count;
+  if (desc->op_count) memcpy(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0]));
+  int length = snprintf(exe->name, sizeof(exe->name), "%s",
+                        kiln_kernel_desc(desc->kernel)->name);
+  for (size_t i = 0; i < desc->op_count && length < (int)sizeof(exe->name); ++i) {
+    length += snprintf(exe->name + length, sizeof(exe->name) - (size_t)length,
+                       "_%u", desc->ops[i].value);
+  }
+  for (size_t t = 0; t < program->target_count; ++t) {
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_kernel_config_select(desc->kernel, &program->caps[t],
+                                  KILN_KERNEL_STORAGE_FP32, &exe->configs[t]),
+        "target '%s'", program->targets[t]);
+    for (size_t i = 0; i < desc->op_count; ++i) {
+      KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(
+          &exe->configs[t], desc->ops[i].id, desc->ops[i].value));
+    }
+  }
+  *out_index = (uint32_t)program->executable_count++;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
+                                     const kiln_emit_dispatch_desc_t* desc) {
+  const kiln_kernel_desc_t* kernel = kiln_kernel_desc(desc->kernel);
+  if (!kernel || desc->binding_count != kernel->binding_count) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "bad dispatch of kernel %d",
+                            (int)desc->kernel);
+  }
+  uint32_t executable = 0;
+  KILN_RETURN_IF_ERROR(kiln_emit_find_executable(program, desc, &executable));
+  KILN_RETURN_IF_ERROR(kiln_emit_grow(
+      program->allocator, (void**)&program->dispatches, program->dispatch_count,
+      &program->dispatch_capacity, sizeof(kiln_emit_dispatch_t)));
+  kiln_emit_dispatch_t* dispatch = &program->dispatches[program->dispatch_count];
+  memset(dispatch, 0, sizeof(*dispatch));
+  dispatch->executable = executable;
+  dispatch->push_size = kernel->push_constant_size;
+  memcpy(dispatch->push, desc->push, kernel->push_constant_size);
+  dispatch->binding_count = desc->binding_count;
+  memcpy(dispatch->bindings, desc->bindings,
+         desc->binding_count * sizeof(desc->bindings[0]));
+  const kiln_emit_executable_t* exe = &program->executables[executable];
+  for (size_t t = 0; t < program->target_count; ++t) {
+    const kiln_kernel_config_t* config = &exe->configs[t];
+    uint32_t* grid = dispatch->grids[t];
+    switch (desc->grid) {
+      case KILN_EMIT_GRID_GEMM:
+        KILN_RETURN_IF_ERROR(kiln_kernel_grid_gemm(config, desc->push, grid));
+        break;
+      case KILN_EMIT_GRID_CONV2D:
+        KILN_RETURN_IF_ERROR(kiln_kernel_grid_conv2d(config, desc->push, grid));
+        break;
+      case KILN_EMIT_GRID_LINEAR:
+        KILN_RETURN_IF_ERROR(kiln_kernel_grid_linear(config, desc->grid_count, grid));
+        break;
+      case KILN_EMIT_GRID_ROWS:
+        KILN_RETURN_IF_ERROR(kiln_kernel_grid_rows(config, desc->grid_count, grid));
+        break;
+    }
+  }
+  // A barrier when any binding overlaps what was used since the last one
+  // (read-after-write, write-after-read and write-after-write alike, since
+  // the memory plan reuses transient ranges).
+  bool barrier = false;
+  for (uint32_t b = 0; b < desc->binding_count && !barrier; ++b) {
+    bool writes = (desc->written_mask >> b) & 1;
+    for (size_t p = 0; p < program->pending_count; ++p) {
+      const kiln_emit_range_t* used = &program->pending[p];
+      bool used_write = used->index & 0x80000000u;
+      kiln_emit_range_t plain = *used;
+      plain.index &= 0x7fffffffu;
+      if ((writes || used_write) && kiln_emit_ranges_overlap(&desc->bindings[b], &plain)) {
+        barrier = true;
+        break;
+      }
+    }
+  }
+  if (barrier) program->pending_count = 0;
+  dispatch->barrier_before = barrier;
+  for (uint32_t b = 0; b < desc->binding_count; ++b) {
+    KILN_RETURN_IF_ERROR(kiln_emit_grow(
+        program->allocator, (void**)&program->pending, program->pending_count,
+        &program->pending_capacity, sizeof(kiln_emit_range_t)));
+    kiln_emit_range_t used = desc->bindings[b];
+    if ((desc->written_mask >> b) & 1) used.index |= 0x80000000u;
+    program->pending[program->pending_count++] = used;
+  }
+  ++program->dispatch_count;
+  return kiln_ok_status();
+}

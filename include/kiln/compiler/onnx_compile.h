@@ -1,0 +1,56 @@
+// ONNX -> kiln module: after the default passes and the memory plan, each
+// live node becomes one or more kernel dispatches (kernel library), recorded
+// once into a reusable command buffer by the emitted bytecode. The module
+// exports one function taking the graph inputs (f32 buffer views) in order
+// and returning the graph outputs in order.
+#ifndef KILN_COMPILER_ONNX_COMPILE_H_
+#define KILN_COMPILER_ONNX_COMPILE_H_
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "kiln/base/byte_buffer.h"
+#include "kiln/compiler/graph.h"
+#include "kiln/compiler/onnx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_ONNX_COMPILE_MAX_TARGETS 8
+
+typedef struct kiln_onnx_compile_options_t {
+  const char* function_name;  // NULL: "predict"
+  // Full or partial target triples, one executable variant each, in this
+  // order. None: kiln_onnx_compile_default_targets.
+  const char* const* targets;
+  size_t target_count;
+  kiln_onnx_import_options_t import;  // input shapes, frozen inputs
+  FILE* memory_plan_stream;           // non-NULL: print the memory plan
+  FILE* assembly_stream;              // non-NULL: dump the emitted assembly
+} kiln_onnx_compile_options_t;
+
+void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);
+
+// The default triples: portable fallback, lavapipe, an NVIDIA and a Mali.
+extern const char* const kiln_onnx_compile_default_targets[];
+extern const size_t kiln_onnx_compile_default_target_count;
+
+// Compiles an imported graph (the default passes run here) and appends the
+// module to `out`. An op without a GPU lowering is UNIMPLEMENTED naming the
+// node, op type and opset; nothing is appended on failure.
+kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
+                                      const kiln_onnx_compile_options_t* options,
+                                      kiln_allocator_t allocator,
+                                      kiln_byte_buffer_t* out);
+// Imports `path` and compiles it.
+kiln_status_t kiln_onnx_compile_file(const char* path,
+                                     const kiln_onnx_compile_options_t* options,
+                                     kiln_allocator_t allocator,
+                                     kiln_byte_buffer_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_ONNX_COMPILE_H_

@@ -1,0 +1,66 @@
+// Real models exported from PyTorch by scripts/export_models.py, compiled to
+// modules and run on the default device (lavapipe in CI) through the
+// session API: max|err| <= 1e-4 * max|ref| against PyTorch's float64 output.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/onnx.h"
+#include "kiln_test.h"
+#include "onnx_gpu_util.h"
+
+static const char* kiln_models_dir(void) {
+  const char* dir = getenv("KILN_ONNX_MODELS_DIR");
+  return dir ? dir : "tests/onnx/models";
+}
+
+static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
+  char path[1024], input_path[1024], output_path[1024];
+  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
+  snprintf(input_path, sizeof(input_path), "%s/%s/input_0.pb", kiln_models_dir(), name);
+  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
+  kiln_onnx_input_shape_t shape;
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  if (input_shape) {
+    KILN_ASSERT_OK(kiln_onnx_parse_input_shape(input_shape, &shape));
+    options.import.input_shapes = &shape;
+    options.import.input_shape_count = 1;
+  }
+  kiln_graph_t graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  kiln_graph_tensor_t input, expected, actual;
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &actual, &stats));
+  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
+  size_t count = expected.byte_size / sizeof(float);
+  const float* a = (const float*)actual.data;
+  const float* e = (const float*)expected.data;
+  double max_ref = 0.0, max_err = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    max_ref = fmax(max_ref, fabs((double)e[i]));
+    double err = fabs((double)a[i] - e[i]);
+    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
+  }
+  printf("%s on the GPU: max|err| %.3g vs max|ref| %.3g (ratio %.2g); compile %.0f ms, "
+         "first call %.1f ms, second call %.1f ms\n",
+         name, max_err, max_ref, max_err / max_ref, stats.compile_ms, stats.first_call_ms,
+         stats.second_call_ms);
+  KILN_EXPECT_TRUE(max_ref > 0.0);
+  KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // values printed above
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&actual);
+  kiln_graph_deinitialize(&graph);
+}
+
+KILN_TEST(OnnxGpuModelTest, MobileNetV2) { kiln_check_model_on_gpu("mobilenet_v2", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ResNet18) { kiln_check_model_on_gpu("resnet18", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, TransformerEncoderLayer) {
+  kiln_check_model_on_gpu("transformer_encoder", "input:2x10x64");
+}

@@ -1,0 +1,30 @@
+// Compiles an ONNX graph to a module and runs it on the default device
+// (KILN_TEST_DEVICE, else "vulkan") through kiln_session_t, with the
+// validation layer on: any validation message is an error.
+#ifndef KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_
+#define KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_
+
+#include <stddef.h>
+
+#include "kiln/compiler/graph.h"
+#include "kiln/compiler/graph_tensor.h"
+#include "kiln/compiler/onnx_compile.h"
+
+typedef struct kiln_gpu_run_stats_t {
+  double compile_ms;
+  double first_call_ms;   // includes pipeline creation and weight upload
+  double second_call_ms;  // the record-once path: one submission
+} kiln_gpu_run_stats_t;
+
+// Compiles `graph` (the default passes run inside) and calls the module's
+// `predict` twice on `inputs` (graph->input_count tensors, graph order);
+// fills `outputs` (graph->output_count tensors, the second call's results;
+// the caller deinits them). Fails if the two calls differ. Compile errors
+// come back unchanged (UNIMPLEMENTED for an op without a lowering).
+kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
+                                       const kiln_onnx_compile_options_t* options,
+                                       const kiln_graph_tensor_t* inputs,
+                                       kiln_graph_tensor_t* outputs,
+                                       kiln_gpu_run_stats_t* out_stats);
+
+#endif  // KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_

@@ -1,0 +1,209 @@
+// kiln-kernels-bench: times library kernels through the HAL on the device
+// KILN_TEST_DEVICE names, once per target tiling (each run here as a
+// portable variant), against the plain C reference measured in the same
+// run. Prints one table: what was measured, the median of the GPU times of
+// 7 submissions (per-dispatch timestamps where the device has them, else
+// wall time around submit-and-wait), GFLOP/s, and the ratio to the C
+// reference (single-threaded, double accumulation: a floor, not a rival).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal/kernel_executable.h"
+#include "kiln/base/time.h"
+#include "reference/reference.h"
+
+#define REPS 7
+
+static int compare_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static float* random_values(size_t count, uint32_t seed) {
+  float* values = malloc(count * sizeof(float));
+  if (!values) abort();
+  uint32_t state = seed * 2654435761u + 7u;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    values[i] = (float)((state >> 8) * (2.0 / 16777216.0) - 1.0);
+  }
+  return values;
+}
+
+// Records one dispatch and returns the median time of REPS submissions.
+static kiln_status_t time_dispatch(kiln_hal_device_t* device,
+                                   const kiln_kernel_executable_t* kernel, const void* push,
+                                   uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                   uint32_t buffer_count, const uint32_t grid[3],
+                                   double* out_median_ns) {
+  bool timestamps = kiln_hal_device_info(device)->timestamps;
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
+      device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb));
+  kiln_status_t status = kiln_hal_command_buffer_begin(cb);
+  if (!status) {
+    status = kiln_kernel_test_dispatch(cb, kernel, push, push_bytes, buffers, buffer_count,
+                                       grid);
+  }
+  if (!status) status = kiln_hal_command_buffer_end(cb);
+  if (!status) status = kiln_kernel_test_submit_and_wait(device, cb);  // warm-up
+  double times[REPS];
+  for (int r = 0; r < REPS && !status; ++r) {
+    int64_t start = kiln_time_now_ns();
+    status = kiln_kernel_test_submit_and_wait(device, cb);
+    times[r] = (double)(kiln_time_now_ns() - start);
+    if (!status && timestamps) status = kiln_hal_command_buffer_dispatch_time_ns(cb, 0, &times[r]);
+  }
+  kiln_hal_command_buffer_release(cb);
+  if (status) return status;
+  qsort(times, REPS, sizeof(double), compare_double);
+  *out_median_ns = times[REPS / 2];
+  return kiln_ok_status();
+}
+
+static void print_row(const char* what, const char* tiling, double ns, double flops,
+                      double reference_ns) {
+  printf("| %-34s | %-8s | %10.3f | %8.2f | %8.1fx |\n", what, tiling, ns / 1e6,
+         flops / ns, reference_ns / ns);
+}
+
+static const char* const kTilings[] = {"cpu", "unknown", "valhall", "adreno", "ampere"};
+
+static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
+  const size_t m = size, n = size, k = size;
+  float* a = random_values(m * k, 1);
+  float* b = random_values(k * n, 2);
+  float* c = malloc(m * n * sizeof(float));
+  if (!c) abort();
+  int64_t start = kiln_time_now_ns();
+  ref_gemm(1, m, n, k, a, true, false, b, true, false, 1, NULL, false, NULL, 0, 0, 0, c);
+  double reference_ns = (double)(kiln_time_now_ns() - start);
+  kiln_hal_buffer_t* buffers[5] = {NULL};
+  kiln_status_t status = kiln_kernel_test_buffer(device, a, m * k, &buffers[0]);
+  if (!status) status = kiln_kernel_test_buffer(device, b, k * n, &buffers[1]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, 4, &buffers[2]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, 4, &buffers[3]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, m * n, &buffers[4]);
+  char what[64];
+  snprintf(what, sizeof(what), "gemm %zux%zux%zu", m, n, k);
+  kiln_kernel_gemm_params_t p = {(uint32_t)m, (uint32_t)n, (uint32_t)k, 1, 0, (uint32_t)k, 1,
+                                 0, (uint32_t)n, 1, 0, (uint32_t)n, 0, 0, 0, 0, 0, 1, 0, 0};
+  for (size_t t = 0; t < sizeof(kTilings) / sizeof(kTilings[0]) && !status; ++t) {
+    kiln_kernel_executable_t kernel;
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_GEMM, kTilings[t],
+                                                    NULL, 0, &kernel);
+    if (status) break;
+    uint32_t grid[3];
+    double ns = 0;
+    status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
+    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) print_row(what, kTilings[t], ns, 2.0 * m * n * k, reference_ns);
+    kiln_hal_executable_release(kernel.executable);
+  }
+  // Other per-invocation tiles on the cpu workgroup (the evidence behind
+  // the cpu tiling in config.c).
+  const uint32_t tiles[][3] = {{4, 4, 16}, {4, 4, 32}, {8, 8, 32}};
+  for (size_t t = 0; t < 3 && !status; ++t) {
+    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_TM, tiles[t][0]},
+                                      {KILN_SPEC_GEMM_TN, tiles[t][1]},
+                                      {KILN_SPEC_GEMM_TK, tiles[t][2]}};
+    kiln_kernel_executable_t kernel;
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_GEMM, "cpu", ops, 3,
+                                                    &kernel);
+    if (status) break;
+    uint32_t grid[3];
+    double ns = 0;
+    status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
+    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    char tiled[128];
+    snprintf(tiled, sizeof(tiled), "%s TM=TN=%u TK=%u", what, tiles[t][0], tiles[t][2]);
+    if (!status) print_row(tiled, "cpu", ns, 2.0 * m * n * k, reference_ns);
+    kiln_hal_executable_release(kernel.executable);
+  }
+  for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
+  free(a);
+  free(b);
+  free(c);
+  return status;
+}
+
+// ResNet-18 stage 2 conv: 64 -> 64 channels, 3x3 pad 1 on 28x28, as the
+// direct conv with every CO_BLOCK, and MobileNetV2's 144-channel depthwise.
+static kiln_status_t bench_conv(kiln_hal_device_t* device) {
+  ref_conv2d_t c = {1, 64, 28, 28, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  size_t x_count = 64 * 28 * 28, w_count = 64 * 64 * 9;
+  float* x = random_values(x_count, 3);
+  float* w = random_values(w_count, 4);
+  float* y = malloc(x_count * sizeof(float));
+  if (!y) abort();
+  int64_t start = kiln_time_now_ns();
+  ref_conv2d(&c, x, w, NULL, NULL, 0, 0, 0, y);
+  double reference_ns = (double)(kiln_time_now_ns() - start);
+  kiln_hal_buffer_t* buffers[5] = {NULL};
+  kiln_status_t status = kiln_kernel_test_buffer(device, x, x_count, &buffers[0]);
+  if (!status) status = kiln_kernel_test_buffer(device, w, w_count, &buffers[1]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, 64, &buffers[2]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, 4, &buffers[3]);
+  if (!status) status = kiln_kernel_test_buffer(device, NULL, x_count, &buffers[4]);
+  kiln_kernel_conv2d_params_t p = {1, 64, 28, 28, 64, 28, 28, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0};
+  double flops = 2.0 * 64 * 64 * 9 * 28 * 28;
+  const uint32_t blocks[] = {1, 4, 8, 16};
+  for (size_t i = 0; i < 4 && !status; ++i) {
+    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CONV_CO_BLOCK, blocks[i]}};
+    kiln_kernel_executable_t kernel;
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_CONV2D, "cpu", ops, 1,
+                                                    &kernel);
+    if (status) break;
+    uint32_t grid[3];
+    double ns = 0;
+    status = kiln_kernel_grid_conv2d(&kernel.config, &p, grid);
+    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    char what[64];
+    snprintf(what, sizeof(what), "conv2d 64->64 3x3 28x28 CO_BLOCK=%u", blocks[i]);
+    if (!status) print_row(what, "cpu", ns, flops, reference_ns);
+    kiln_hal_executable_release(kernel.executable);
+  }
+  for (size_t t = 0; t < sizeof(kTilings) / sizeof(kTilings[0]) && !status; ++t) {
+    kiln_kernel_executable_t kernel;
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_CONV2D_GEMM,
+                                                    kTilings[t], NULL, 0, &kernel);
+    if (status) break;
+    uint32_t grid[3];
+    double ns = 0;
+    status = kiln_kernel_grid_conv2d_gemm(&kernel.config, &p, grid);
+    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) print_row("conv2d_gemm 64->64 3x3 28x28", kTilings[t], ns, flops, reference_ns);
+    kiln_hal_executable_release(kernel.executable);
+  }
+  for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
+  free(x);
+  free(w);
+  free(y);
+  return status;
+}
+
+int main(void) {
+  kiln_hal_device_t* device = NULL;
+  kiln_status_t status = kiln_kernel_test_device_create(&device);
+  if (!status) {
+    const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
+    printf("device: %s-%s-%s, GPU times from %s; median of %d\n\n", info->triple.arch,
+           info->triple.product, info->triple.os,
+           info->timestamps ? "timestamps" : "wall clock", REPS);
+    printf("| %-34s | %-8s | %10s | %8s | %9s |\n", "kernel", "tiling", "median ms",
+           "GFLOP/s", "vs C ref");
+    printf("|------------------------------------|----------|------------|----------|-----------|\n");
+    status = bench_gemm(device, 256);
+    if (!status) status = bench_conv(device);
+    kiln_hal_device_release(device);
+  }
+  if (status) {
+    char* text = kiln_status_to_string(status);
+    fprintf(stderr, "kiln-kernels-bench: %s\n", text);
+    free(text);
+    kiln_status_free(status);
+    return 1;
+  }
+  return 0;
+}

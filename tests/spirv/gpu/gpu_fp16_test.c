@@ -1,0 +1,176 @@
+// fp16-storage builds of the elementwise, pooling and copy kernels, and the
+// fp32 <-> fp16 casts, against the references run on fp16-rounded inputs.
+// Tolerances: moves and max are exact (bit for bit); arithmetic rounds its
+// fp32 result to fp16 once: atol 1e-3 + rtol 2^-10; fp32 -> fp16 casts may
+// round to nearest or toward zero (Vulkan allows both): within 1 fp16 ulp.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kiln/compiler/kernels_params.h"
+#include "kiln_test.h"
+#include "reference/reference.h"
+
+static bool have_fp16(void) {
+  if (kiln_vk_harness_caps(gpu_harness())->fp16_storage) return true;
+  KILN_ADD_FAILURE("device lacks 16-bit storage; fp16 builds cannot be checked");
+  return false;
+}
+
+// Random values rounded to fp16: `half` gets the bits, `value` the floats.
+static void random_half(size_t count, uint32_t seed, float lo, float hi, uint16_t** half,
+                        float** value) {
+  *value = gpu_random_alloc(count, seed, lo, hi);
+  *half = malloc(count * 2 + 2);
+  if (!*half) abort();
+  for (size_t i = 0; i < count; ++i) {
+    (*half)[i] = gpu_float_to_half((*value)[i]);
+    (*value)[i] = gpu_half_to_float((*half)[i]);
+  }
+}
+
+static void halves_to_floats(const uint16_t* half, size_t count, float* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = gpu_half_to_float(half[i]);
+}
+
+KILN_TEST(GpuFp16Test, CastsRoundTrip) {
+  if (!have_fp16()) return;
+  const size_t count = 4099;
+  float* x = gpu_random_alloc(count, 200, -300, 300);
+  uint16_t* half = malloc(count * 2 + 2);
+  float* back = gpu_alloc(count);
+  KILN_ASSERT_TRUE(half != NULL);
+  kiln_kernel_copy_params_t p = {(uint32_t)count};
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CAST_F32_TO_F16, KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_EQ(config.required_features, KILN_KERNEL_FEATURE_FP16_STORAGE);
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, count, grid));
+  gpu_arg_t to_half[2] = {{x, count * 4}, {NULL, count * 2}};
+  gpu_run(KILN_KERNEL_CAST_F32_TO_F16, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p),
+          to_half, 2, 1, half, count * 2, grid);
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    float h = gpu_half_to_float(half[i]);
+    // One fp16 ulp at x: 2^(floor(log2|x|) - 10).
+    float ulp = ldexpf(1.0f, ilogbf(fabsf(x[i]) > 6.1e-5f ? x[i] : 6.1e-5f) - 10);
+    if (!(fabsf(h - x[i]) <= ulp)) ++bad;
+  }
+  KILN_EXPECT_EQ(bad, 0);
+  config = gpu_config(KILN_KERNEL_CAST_F16_TO_F32, KILN_KERNEL_STORAGE_FP32);
+  gpu_arg_t to_float[2] = {{half, count * 2}, {NULL, count * 4}};
+  gpu_run(KILN_KERNEL_CAST_F16_TO_F32, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p),
+          to_float, 2, 1, back, count * 4, grid);
+  float* want = gpu_alloc(count);
+  halves_to_floats(half, count, want);
+  KILN_EXPECT_BYTES_EQ(back, want, count * 4);  // fp16 -> fp32 is exact
+  free(x);
+  free(half);
+  free(back);
+  free(want);
+}
+
+KILN_TEST(GpuFp16Test, BinaryAndUnary) {
+  if (!have_fp16()) return;
+  const int64_t a_dims[] = {2, 3, 4, 5}, b_dims[] = {3, 1, 5};
+  const size_t a_shape[] = {2, 3, 4, 5}, b_shape[] = {3, 1, 5};
+  kiln_kernel_binary_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_binary(a_dims, 4, b_dims, 3, 0, 0, &p, NULL, NULL));
+  size_t count = p.count;
+  uint16_t *ha, *hb;
+  float *a, *b;
+  random_half(120, 201, -2, 2, &ha, &a);
+  random_half(15, 202, -2, 2, &hb, &b);
+  uint16_t* hout = malloc(count * 2 + 2);
+  float* got = gpu_alloc(count);
+  float* want = gpu_alloc(count);
+  KILN_ASSERT_TRUE(hout != NULL);
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_BINARY, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_BINARY_OP, KILN_BINARY_MUL));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_RELU));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, count, grid));
+  gpu_arg_t args[3] = {{ha, 240}, {hb, 30}, {NULL, count * 2}};
+  gpu_run(KILN_KERNEL_BINARY, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p), args,
+          3, 2, hout, count * 2, grid);
+  halves_to_floats(hout, count, got);
+  ref_binary(KILN_BINARY_MUL, a, a_shape, 4, b, b_shape, 3, KILN_ACT_RELU, 0, 0, want);
+  gpu_expect_close("binary_f16 mul+relu", got, want, count, 1e-3, 1.0 / 1024);
+
+  const uint32_t ops[] = {KILN_ACT_SIGMOID, KILN_ACT_HARD_SWISH, KILN_ACT_GELU, KILN_ACT_TANH};
+  for (size_t o = 0; o < 4; ++o) {
+    kiln_kernel_unary_params_t u = {120, 0, 0};
+    config = gpu_config(KILN_KERNEL_UNARY, KILN_KERNEL_STORAGE_FP16);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_UNARY_OP, ops[o]));
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 120, grid));
+    gpu_arg_t uargs[2] = {{ha, 240}, {NULL, 240}};
+    gpu_run(KILN_KERNEL_UNARY, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &u, sizeof(u), uargs,
+            2, 1, hout, 240, grid);
+    halves_to_floats(hout, 120, got);
+    for (size_t i = 0; i < 120; ++i) want[i] = (float)ref_activation(ops[o], a[i], 0, 0);
+    char what[48];
+    snprintf(what, sizeof(what), "unary_f16 op %u", ops[o]);
+    gpu_expect_close(what, got, want, 120, 1e-3, 1.0 / 1024);
+  }
+  free(ha);
+  free(hb);
+  free(a);
+  free(b);
+  free(hout);
+  free(got);
+  free(want);
+}
+
+KILN_TEST(GpuFp16Test, PoolAndMoves) {
+  if (!have_fp16()) return;
+  // Max pool 3x3 stride 2 pad 1 over 4 planes of 9x9: exact in fp16.
+  ref_pool2d_t r = {4, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  kiln_kernel_pool2d_attrs_t attrs = {4, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, false};
+  kiln_kernel_pool2d_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_pool2d(&attrs, &p));
+  size_t in_count = 4 * 81, out_count = 4 * p.out_height * p.out_width;
+  uint16_t* hx;
+  float* x;
+  random_half(in_count, 203, -1, 1, &hx, &x);
+  uint16_t* hout = malloc(in_count * 2 + 2);
+  float* got = gpu_alloc(in_count);
+  float* want = gpu_alloc(in_count);
+  KILN_ASSERT_TRUE(hout != NULL);
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_POOL2D, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_POOL_OP, KILN_POOL_MAX));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, out_count, grid));
+  gpu_arg_t args[2] = {{hx, in_count * 2}, {NULL, out_count * 2}};
+  gpu_run(KILN_KERNEL_POOL2D, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p), args, 2,
+          1, hout, out_count * 2, grid);
+  halves_to_floats(hout, out_count, got);
+  ref_max_pool2d(&r, x, want);
+  KILN_EXPECT_BYTES_EQ(got, want, out_count * 4);
+
+  // Transpose NCHW -> NHWC of the same halves: a move, bit for bit.
+  const int64_t dims[] = {1, 4, 9, 9}, perm[] = {0, 2, 3, 1};
+  const size_t shape[] = {1, 4, 9, 9}, perm_s[] = {0, 2, 3, 1};
+  kiln_kernel_strided_copy_params_t t;
+  KILN_ASSERT_OK(kiln_kernel_params_transpose(dims, 4, perm, &t));
+  config = gpu_config(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_STORAGE_FP16);
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, in_count, grid));
+  gpu_arg_t targs[2] = {{hx, in_count * 2}, {NULL, in_count * 2}};
+  gpu_run(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &t, sizeof(t),
+          targs, 2, 1, hout, in_count * 2, grid);
+  halves_to_floats(hout, in_count, got);
+  ref_transpose(x, shape, 4, perm_s, want);
+  KILN_EXPECT_BYTES_EQ(got, want, in_count * 4);
+
+  kiln_kernel_copy_params_t c = {(uint32_t)in_count};
+  config = gpu_config(KILN_KERNEL_COPY, KILN_KERNEL_STORAGE_FP16);
+  gpu_run(KILN_KERNEL_COPY, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &c, sizeof(c), targs, 2,
+          1, hout, in_count * 2, grid);
+  KILN_EXPECT_BYTES_EQ(hout, hx, in_count * 2);
+  free(hx);
+  free(x);
+  free(hout);
+  free(got);
+  free(want);
+}

@@ -1,0 +1,118 @@
+// kiln-compile model.onnx -o model.kiln [--target-triple=T]...
+// [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
+// [--print-memory-plan] [--dump-assembly=FILE]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontends.h"
+#include "kiln/base/file.h"
+#include "kiln/compiler/onnx_compile.h"
+
+static void kiln_compile_onnx_usage(FILE* stream) {
+  fprintf(stream,
+          "usage: kiln-compile model.onnx -o model.kiln [options]\n"
+          "       kiln-compile program.kasm -o program.kiln\n"
+          "ONNX options:\n"
+          "  --target-triple=T        add an executable variant for T (full or\n"
+          "                           partial triple; repeatable). Default:");
+  for (size_t i = 0; i < kiln_onnx_compile_default_target_count; ++i) {
+    fprintf(stream, " %s", kiln_onnx_compile_default_targets[i]);
+  }
+  fprintf(stream,
+          "\n  --function-name=NAME     exported function (default predict)\n"
+          "  --input-shape=NAME:DIMS  fix an input's dynamic dims, e.g. x:1x3x224x224\n"
+          "  --print-memory-plan      print the transient-buffer plan\n"
+          "  --dump-assembly=FILE     write the emitted assembly\n"
+          "  --help                   this text\n");
+}
+
+bool kiln_compile_is_onnx(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    size_t length = strlen(argv[i]);
+    if (argv[i][0] != '-' && length > 5 && strcmp(argv[i] + length - 5, ".onnx") == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+static int kiln_compile_onnx_fail(kiln_status_t status) {
+  char* text = kiln_status_to_string(status);
+  fprintf(stderr, "kiln-compile: %s\n", text);
+  free(text);
+  kiln_status_free(status);
+  return 1;
+}
+
+int kiln_compile_onnx_main(int argc, char** argv) {
+  const char* input = NULL;
+  const char* output = NULL;
+  const char* assembly_path = NULL;
+  const char* targets[KILN_ONNX_COMPILE_MAX_TARGETS];
+  kiln_onnx_input_shape_t shapes[16];
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.targets = targets;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strcmp(arg, "--help") == 0) {
+      kiln_compile_onnx_usage(stdout);
+      return 0;
+    } else if (strcmp(arg, "-o") == 0 && i + 1 < argc) {
+      output = argv[++i];
+    } else if (strncmp(arg, "--target-triple=", 16) == 0) {
+      if (options.target_count == KILN_ONNX_COMPILE_MAX_TARGETS) {
+        fprintf(stderr, "kiln-compile: at most %d target triples\n",
+                KILN_ONNX_COMPILE_MAX_TARGETS);
+        return 2;
+      }
+      targets[options.target_count++] = arg + 16;
+    } else if (strncmp(arg, "--function-name=", 16) == 0 && arg[16]) {
+      options.function_name = arg + 16;
+    } else if (strncmp(arg, "--input-shape=", 14) == 0) {
+      if (options.import.input_shape_count == sizeof(shapes) / sizeof(shapes[0])) {
+        fprintf(stderr, "kiln-compile: too many --input-shape flags\n");
+        return 2;
+      }
+      kiln_status_t status = kiln_onnx_parse_input_shape(
+          arg + 14, &shapes[options.import.input_shape_count]);
+      if (status) return kiln_compile_onnx_fail(status);
+      options.import.input_shape_count++;
+      options.import.input_shapes = shapes;
+    } else if (strcmp(arg, "--print-memory-plan") == 0) {
+      options.memory_plan_stream = stdout;
+    } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
+      assembly_path = arg + 16;
+    } else if (arg[0] == '-' || input) {
+      fprintf(stderr, "kiln-compile: unexpected argument '%s'\n", arg);
+      kiln_compile_onnx_usage(stderr);
+      return 2;
+    } else {
+      input = arg;
+    }
+  }
+  if (!input || !output) {
+    kiln_compile_onnx_usage(stderr);
+    return 2;
+  }
+  FILE* assembly = NULL;
+  if (assembly_path) {
+    assembly = fopen(assembly_path, "w");
+    if (!assembly) {
+      perror(assembly_path);
+      return 1;
+    }
+    options.assembly_stream = assembly;
+  }
+  kiln_byte_buffer_t out;
+  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  kiln_status_t status =
+      kiln_onnx_compile_file(input, &options, kiln_allocator_system(), &out);
+  if (assembly) fclose(assembly);
+  if (!status) status = kiln_compile_verify(kiln_byte_buffer_span(&out), input);
+  if (!status) status = kiln_file_write_all(output, kiln_byte_buffer_span(&out));
+  kiln_byte_buffer_deinit(&out);
+  if (status) return kiln_compile_onnx_fail(status);
+  return 0;
+}
