@@ -215,12 +215,82 @@ static void kiln_run_trace_value(FILE* out, char type, kiln_vm_value_t value) {
   }
 }
 
+enum { KILN_RUN_MAX_TRACKED = 1024 };
+
+// What --print_statistics learns about dispatches: the executable names
+// (from executable.lookup), each recorded dispatch of the first command
+// buffer recorded, and GPU time summed per dispatch over all calls.
+typedef struct kiln_run_dispatch_t {
+  char executable[48];
+  int32_t grid[3];
+  double total_ns;
+} kiln_run_dispatch_t;
+
 typedef struct kiln_run_hook_state_t {
   FILE* out;
   bool trace;       // --trace_execution
   bool statistics;  // --print_statistics: sum GPU time of submissions
   double gpu_ns;    // GPU time of the current call's dispatches
+  size_t executable_count;
+  const void* executable_refs[64];
+  char executable_names[64][48];
+  const void* tracked_command_buffer;  // the first one recorded into
+  size_t dispatch_count;
+  kiln_run_dispatch_t dispatches[KILN_RUN_MAX_TRACKED];
 } kiln_run_hook_state_t;
+
+static void kiln_run_note_dispatch(kiln_run_hook_state_t* hook,
+                                   const kiln_vm_value_t* args) {
+  if (!hook->tracked_command_buffer) hook->tracked_command_buffer = args[0].ref;
+  if (args[0].ref != hook->tracked_command_buffer ||
+      hook->dispatch_count == KILN_RUN_MAX_TRACKED) {
+    return;
+  }
+  kiln_run_dispatch_t* dispatch = &hook->dispatches[hook->dispatch_count++];
+  snprintf(dispatch->executable, sizeof(dispatch->executable), "?");
+  for (size_t i = 0; i < hook->executable_count; ++i) {
+    if (hook->executable_refs[i] == args[1].ref) {
+      snprintf(dispatch->executable, sizeof(dispatch->executable), "%s",
+               hook->executable_names[i]);
+    }
+  }
+  for (int d = 0; d < 3; ++d) dispatch->grid[d] = args[3 + d].i32;
+}
+
+static void kiln_run_note_executable(kiln_run_hook_state_t* hook,
+                                     const kiln_vm_value_t* args,
+                                     const kiln_vm_value_t* results) {
+  if (hook->executable_count == 64) return;
+  const kiln_vm_buffer_t* name = (const kiln_vm_buffer_t*)args[1].ref;
+  size_t i = hook->executable_count++;
+  hook->executable_refs[i] = results[0].ref;
+  snprintf(hook->executable_names[i], sizeof(hook->executable_names[i]),
+           "%.*s", (int)(name->length < 47 ? name->length : 47),
+           (const char*)name->data);
+}
+
+static int kiln_run_compare_dispatch_time(const void* a, const void* b) {
+  double x = ((const kiln_run_dispatch_t*)a)->total_ns;
+  double y = ((const kiln_run_dispatch_t*)b)->total_ns;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+// The dispatches that took the most GPU time, summed over all calls.
+static void kiln_run_print_top_dispatches(kiln_run_hook_state_t* hook,
+                                          int calls) {
+  if (hook->dispatch_count == 0) return;
+  qsort(hook->dispatches, hook->dispatch_count, sizeof(hook->dispatches[0]),
+        kiln_run_compare_dispatch_time);
+  size_t shown = hook->dispatch_count < 10 ? hook->dispatch_count : 10;
+  fprintf(hook->out, "[statistics] %zu dispatches per call; slowest (mean GPU ms per call):\n",
+          hook->dispatch_count);
+  for (size_t i = 0; i < shown; ++i) {
+    const kiln_run_dispatch_t* d = &hook->dispatches[i];
+    fprintf(hook->out, "[statistics]   %9.3f  %s grid %dx%dx%d\n",
+            d->total_ns / calls / 1e6, d->executable, d->grid[0], d->grid[1],
+            d->grid[2]);
+  }
+}
 
 // Adds the timestamped dispatch times of a just-completed submission.
 static void kiln_run_add_gpu_time(kiln_run_hook_state_t* hook,
@@ -230,10 +300,13 @@ static void kiln_run_add_gpu_time(kiln_run_hook_state_t* hook,
       kiln_hal_module_unwrap_command_buffer(ref, "statistics", &command_buffer);
   uint32_t count =
       status ? 0 : kiln_hal_command_buffer_dispatch_count(command_buffer);
+  bool tracked = ref == hook->tracked_command_buffer &&
+                 count == hook->dispatch_count;
   for (uint32_t i = 0; i < count && !status; ++i) {
     double ns = 0;
     status = kiln_hal_command_buffer_dispatch_time_ns(command_buffer, i, &ns);
     hook->gpu_ns += ns;
+    if (tracked) hook->dispatches[i].total_ns += ns;
   }
   kiln_status_free(status);
 }
@@ -247,9 +320,14 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
                                  const kiln_vm_value_t* results,
                                  kiln_status_t status) {
   kiln_run_hook_state_t* hook = user_data;
-  if (hook->statistics && !status &&
-      strcmp(export_name, "device.submit_and_wait") == 0) {
-    kiln_run_add_gpu_time(hook, args[1].ref);
+  if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
+    if (strcmp(export_name, "device.submit_and_wait") == 0) {
+      kiln_run_add_gpu_time(hook, args[1].ref);
+    } else if (strcmp(export_name, "command_buffer.dispatch") == 0) {
+      kiln_run_note_dispatch(hook, args);
+    } else if (strcmp(export_name, "executable.lookup") == 0) {
+      kiln_run_note_executable(hook, args, results);
+    }
   }
   if (!hook->trace) return;
   FILE* out = hook->out;
@@ -283,7 +361,7 @@ typedef struct kiln_run_state_t {
   const kiln_format_signature_t* signature;
   kiln_host_tensor_t result_tensors[KILN_RUN_MAX_VALUES];
   kiln_input_value_t expected[KILN_RUN_MAX_VALUES];
-  kiln_run_hook_state_t hook;
+  kiln_run_hook_state_t hook;  // large: the state is heap-allocated
 } kiln_run_state_t;
 
 static void kiln_run_release_values(kiln_vm_value_t* values, const char* types,
@@ -467,6 +545,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     fprintf(run->out,
             "[statistics] median GPU time of a call (timestamps): %.3f ms\n",
             gpu_ns[calls / 2] / 1e6);
+    kiln_run_print_top_dispatches(&run->hook, calls);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
     fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",
