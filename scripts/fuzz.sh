@@ -17,7 +17,8 @@ if [ ! -f "$build/build.ninja" ]; then
     -Donnx=disabled -Dc_args=-fsanitize=fuzzer-no-link
 fi
 ninja -C "$build" -j2 tests/fuzz/kiln_module_load_fuzzer \
-  tests/fuzz/kiln_module_run_fuzzer tools/compile/kiln-compile
+  tests/fuzz/kiln_module_run_fuzzer tests/fuzz/kiln_input_fuzzer \
+  tools/compile/kiln-compile
 
 # Seed corpus: every test assembly file compiled to a module.
 seeds="$build/fuzz-seeds"
@@ -30,11 +31,26 @@ done
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Seeds for the input fuzzer: --input texts and a small .npy file.
+input_seeds="$build/fuzz-input-seeds"
+rm -rf "$input_seeds"
+mkdir -p "$input_seeds"
+printf '2x2xf32=[1 2][3 4]' > "$input_seeds/list.txt"
+printf '1x3xi8=7' > "$input_seeds/splat.txt"
+printf 'f64=-1.5e3' > "$input_seeds/scalar.txt"
+printf "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n\x00\x00\x80\x3f\x00\x00\x00\x40" \
+  > "$input_seeds/two.npy"
+
 status=0
-for target in kiln_module_load_fuzzer kiln_module_run_fuzzer; do
+for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer; do
   work="$build/fuzz-out/$target"
+  rm -rf "$work/corpus"
   mkdir -p "$work/corpus"
-  cp "$seeds"/*.kiln "$work/corpus/"
+  if [ "$target" = kiln_input_fuzzer ]; then
+    cp "$input_seeds"/* "$work/corpus/"
+  else
+    cp "$seeds"/*.kiln "$work/corpus/"
+  fi
   echo "== $target for ${seconds}s"
   if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$seconds" \
           -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \

@@ -44,7 +44,7 @@ PY
 fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
 fuzz_passed=0 fuzz_failed=0
 if [ "$fuzz_seconds" != 0 ]; then
-  if bash scripts/fuzz.sh "$fuzz_seconds"; then fuzz_passed=2; else fuzz_failed=1; fi
+  if bash scripts/fuzz.sh "$fuzz_seconds"; then fuzz_passed=3; else fuzz_failed=1; fi
 fi
 
 passed=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')

@@ -79,12 +79,23 @@ KILN_TEST(TensorTextTest, MalformedInputsNameTheProblem) {
                              kiln_input_parser_parse(&parser, "2xf32=1 abc", &value));
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "does not fit in i8",
                              kiln_input_parser_parse(&parser, "1xi8=300", &value));
-  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "overflows",
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "would exceed",
                              kiln_input_parser_parse(&parser,
                                 "4294967296x4294967296x16xf32", &value));
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "would exceed 4294967296 bytes",
+                             kiln_input_parser_parse(&parser, "222222x22222xf32=2", &value));
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "'/nonexistent.npy'",
                              kiln_input_parser_parse(&parser, "@/nonexistent.npy", &value));
   kiln_input_parser_deinit(&parser);
+}
+
+KILN_TEST(TensorTextTest, AllocationOverflowIsAnError) {
+  kiln_host_tensor_t tensor;
+  int64_t dims[3] = {INT64_C(4294967296), INT64_C(4294967296), 16};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "overflows",
+                             kiln_host_tensor_allocate(kiln_allocator_system(),
+                                                       KILN_ELEMENT_F32, 3,
+                                                       dims, &tensor));
 }
 
 KILN_TEST(TensorTextTest, PrintTruncatesAndNests) {

@@ -12,6 +12,7 @@ void kiln_input_parser_init(kiln_input_parser_t* parser,
                             kiln_allocator_t allocator) {
   memset(parser, 0, sizeof(*parser));
   parser->allocator = allocator;
+  parser->max_tensor_bytes = UINT64_C(4) << 30;
 }
 
 void kiln_input_parser_deinit(kiln_input_parser_t* parser) {
@@ -134,10 +135,12 @@ static kiln_status_t kiln_parse_values(kiln_host_tensor_t* tensor,
     }
     ++count;
   }
-  if (count == 1 && tensor->element_count != 1) {
-    // One value splats across the whole tensor.
-    for (size_t j = 0; j < tensor->element_count; ++j) {
-      KILN_RETURN_IF_ERROR(kiln_parse_element(tensor, j, first));
+  if (count == 1 && tensor->element_count > 1) {
+    // One value splats: parse it once, then copy its bytes.
+    KILN_RETURN_IF_ERROR(kiln_parse_element(tensor, 0, first));
+    size_t element_size = kiln_element_type_size(tensor->element_type);
+    for (size_t j = 1; j < tensor->element_count; ++j) {
+      memcpy(tensor->data + j * element_size, tensor->data, element_size);
     }
     return kiln_ok_status();
   }
@@ -241,6 +244,16 @@ static kiln_status_t kiln_input_parse_inner(kiln_input_parser_t* parser,
   kiln_element_type_t type;
   KILN_RETURN_IF_ERROR(
       kiln_tensor_type_parse(kiln_string_view_trim(type_text), &rank, dims, &type));
+  uint64_t bytes = kiln_element_type_size(type);
+  for (size_t i = 0; i < rank; ++i) {
+    if (dims[i] != 0 && bytes > parser->max_tensor_bytes / (uint64_t)dims[i]) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "tensor '%.*s' would exceed %llu bytes",
+                              KILN_SV_ARG(type_text),
+                              (unsigned long long)parser->max_tensor_bytes);
+    }
+    bytes *= (uint64_t)dims[i];
+  }
   KILN_RETURN_IF_ERROR(kiln_host_tensor_allocate(parser->allocator, type, rank,
                                                  dims, &out_value->tensor));
   out_value->kind = KILN_INPUT_TENSOR;

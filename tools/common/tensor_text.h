@@ -31,6 +31,9 @@ typedef struct kiln_input_value_t {
 #define KILN_INPUT_PARSER_MAX_FILES 32
 typedef struct kiln_input_parser_t {
   kiln_allocator_t allocator;
+  // Largest tensor one --input may make (default 4 GiB): a typo such as
+  // 222222x2222xf32 is an error, not an allocation of gigabytes.
+  uint64_t max_tensor_bytes;
   size_t file_count;
   char* file_paths[KILN_INPUT_PARSER_MAX_FILES];
   size_t file_offsets[KILN_INPUT_PARSER_MAX_FILES];
