@@ -112,6 +112,14 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (strncmp(argv[i], "--device=", 9) == 0) {
       uri = argv[i] + 9;
+    } else if (strcmp(argv[i], "--help") == 0) {
+      printf("usage: %s [--device=vulkan://N]\n"
+             "Measures kiln's HAL overheads on one device: submit round trip "
+             "of one dispatch, host cost per recorded dispatch, and per-dispatch "
+             "cost of resubmitting a recorded command buffer (medians).\n"
+             "scripts/bench-hal.sh prints them beside raw Vulkan (vkfloor).\n",
+             argv[0]);
+      return 0;
     } else {
       fprintf(stderr,
               "usage: %s [--device=vulkan://N]\nunknown argument '%s'\n",
