@@ -149,7 +149,8 @@ static kiln_status_t kiln_emit_find_executable(
   for (size_t e = 0; e < program->executable_count; ++e) {
     const kiln_emit_executable_t* exe = &program->executables[e];
     if (exe->kernel == desc->kernel && exe->op_count == desc->op_count &&
-        memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0) {
+        (desc->op_count == 0 ||
+         memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0)) {
       *out_index = (uint32_t)e;
       return kiln_ok_status();
     }
