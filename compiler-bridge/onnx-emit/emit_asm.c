@@ -146,8 +146,10 @@ static void kiln_emit_record(const kiln_emit_program_t* program, FILE* stream) {
 
 // Builds an i64 dims list of `shape` in ref register `list`.
 static void kiln_emit_dims(FILE* stream, const kiln_graph_shape_t* shape, int list) {
-  fprintf(stream, "  const.i32 i0 %d\n  list.alloc r%d i64 i0\n  list.resize r%d i0\n",
-          shape->rank, list, list);
+  // Capacity at least 1, so a scalar's empty list still has storage.
+  fprintf(stream, "  const.i32 i0 %d\n  list.alloc r%d i64 i0\n", shape->rank ? shape->rank : 1,
+          list);
+  fprintf(stream, "  const.i32 i0 %d\n  list.resize r%d i0\n", shape->rank, list);
   for (int32_t d = 0; d < shape->rank; ++d) {
     fprintf(stream, "  const.i32 i0 %d\n  const.i64 I2 %" PRId64 "\n  list.set.i64 r%d i0 I2\n",
             d, shape->dims[d], list);

@@ -179,7 +179,9 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
   if (e.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Gemm is not supported");
-  if (cv && beta != 1.0f) return kiln_lower_refuse(l, "beta != 1 with C is not supported");
+  if (cv && beta != 1.0f && !cv->data) {
+    return kiln_lower_refuse(l, "beta != 1 with a run-time C is not supported");
+  }
   uint32_t m = (uint32_t)yv->shape.dims[0], n = (uint32_t)yv->shape.dims[1];
   uint32_t k = (uint32_t)(trans_a ? av->shape.dims[0] : av->shape.dims[1]);
   uint32_t a_cols = (uint32_t)av->shape.dims[1], b_cols = (uint32_t)bv->shape.dims[1];
@@ -197,7 +199,20 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
-  if (cv) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
+  if (cv && beta != 1.0f) {
+    // A constant C is pre-scaled by beta into the weights.
+    size_t count = (size_t)kiln_lower_count(&cv->shape);
+    float* scaled = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                               count * sizeof(float), (void**)&scaled));
+    for (size_t i = 0; i < count; ++i) scaled[i] = beta * ((const float*)cv->data)[i];
+    kiln_status_t status = kiln_emit_add_weight(l->program, scaled, count * sizeof(float),
+                                                &desc.bindings[2]);
+    kiln_allocator_free(l->program->allocator, scaled);
+    KILN_RETURN_IF_ERROR(status);
+  } else if (cv) {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
+  }
   desc.bindings[3] = desc.bindings[0];
   if (e.residual >= 0) {
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.residual, &desc.bindings[3]));

@@ -177,6 +177,10 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"LayerNormalization", kiln_lower_layer_norm},
       {"InstanceNormalization", kiln_lower_instance_norm},
       {"Gather", kiln_lower_gather},     {"Pad", kiln_lower_pad},
+      {"Split", kiln_lower_split},       {"Expand", kiln_lower_expand},
+      {"BatchNormalization", kiln_lower_batch_norm},
+      {"ConvTranspose", kiln_lower_conv_transpose},
+      {"Resize", kiln_lower_resize},
   };
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
@@ -188,6 +192,12 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                  {"Mul", KILN_BINARY_MUL}, {"Div", KILN_BINARY_DIV},
                  {"Pow", KILN_BINARY_POW}, {"Max", KILN_BINARY_MAX},
                  {"Min", KILN_BINARY_MIN}};
+  // Max/Min/Sum/Mean are variadic; two inputs are the plain binary op.
+  if (strcmp(op, "Sum") == 0) return kiln_lower_variadic(&l, KILN_BINARY_ADD, false);
+  if (strcmp(op, "Mean") == 0) return kiln_lower_variadic(&l, KILN_BINARY_ADD, true);
+  if ((strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) && l.node->input_count != 2) {
+    return kiln_lower_variadic(&l, op[1] == 'a' ? KILN_BINARY_MAX : KILN_BINARY_MIN, false);
+  }
   for (size_t i = 0; i < sizeof(kBinary) / sizeof(kBinary[0]); ++i) {
     if (strcmp(kBinary[i].op, op) == 0) return kiln_lower_binary(&l, kBinary[i].code);
   }
@@ -219,5 +229,6 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "Flatten, Squeeze, Unsqueeze, Transpose, Concat, Slice, MaxPool, "
           "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceSum, "
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
-          "LayerNormalization, InstanceNormalization, Gather, Pad");
+          "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
+          "Sum, Mean, BatchNormalization, ConvTranspose, Resize");
 }

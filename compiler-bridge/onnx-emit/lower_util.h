@@ -59,6 +59,12 @@ kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
+kiln_status_t kiln_lower_split(const kiln_lower_t* l);
+kiln_status_t kiln_lower_expand(const kiln_lower_t* l);
+kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean);
+kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
+kiln_status_t kiln_lower_resize(const kiln_lower_t* l);
 
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,

@@ -149,7 +149,8 @@ static kiln_status_t kiln_emit_find_executable(
   for (size_t e = 0; e < program->executable_count; ++e) {
     const kiln_emit_executable_t* exe = &program->executables[e];
     if (exe->kernel == desc->kernel && exe->op_count == desc->op_count &&
-        memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0) {
+        (desc->op_count == 0 ||
+         memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0)) {
       *out_index = (uint32_t)e;
       return kiln_ok_status();
     }
@@ -191,6 +192,17 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
   if (!kernel || desc->binding_count != kernel->binding_count) {
     return kiln_make_status(KILN_STATUS_INTERNAL, "bad dispatch of kernel %d",
                             (int)desc->kernel);
+  }
+  // lavapipe (and the Vulkan minimum guarantee on many mobile parts) binds
+  // at most 128 MiB per storage buffer range.
+  for (uint32_t b = 0; b < desc->binding_count; ++b) {
+    if (desc->bindings[b].length > ((uint64_t)128 << 20)) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "kernel '%s': binding %u spans %llu bytes, more than the "
+                              "128 MiB storage-buffer range kiln targets",
+                              kernel->name, b,
+                              (unsigned long long)desc->bindings[b].length);
+    }
   }
   uint32_t executable = 0;
   KILN_RETURN_IF_ERROR(kiln_emit_find_executable(program, desc, &executable));

@@ -1,0 +1,334 @@
+// Ops lowered onto other kernels' building blocks: Split and Expand
+// (strided_copy), variadic Sum/Mean/Max/Min (chained binary ops, the
+// output accumulating in place), standalone BatchNormalization with
+// constant statistics (mul + add), ConvTranspose and Resize.
+#include <math.h>
+#include <string.h>
+
+#include "lower_util.h"
+#include "window.h"
+
+static void kiln_more_contiguous(const kiln_graph_shape_t* shape, int64_t* strides) {
+  int64_t stride = 1;
+  for (int32_t d = shape->rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= shape->dims[d];
+  }
+}
+
+static kiln_status_t kiln_more_strided(const kiln_lower_t* l, const kiln_emit_range_t* in,
+                                       const kiln_emit_range_t* out,
+                                       const kiln_graph_shape_t* shape,
+                                       const int64_t* in_strides, const int64_t* out_strides,
+                                       int64_t in_offset) {
+  if (shape->rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
+  kiln_kernel_strided_copy_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.count = (uint32_t)kiln_lower_count(shape);
+  if (p.count == 0) return kiln_ok_status();
+  int32_t lead = KILN_KERNEL_MAX_RANK - shape->rank;
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    p.shape[d] = d < lead ? 1 : (uint32_t)shape->dims[d - lead];
+    p.in_strides[d] = d < lead ? 0 : (int32_t)in_strides[d - lead];
+    p.out_strides[d] = d < lead ? 0 : (uint32_t)out_strides[d - lead];
+  }
+  p.in_offset = (int32_t)in_offset;
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_STRIDED_COPY, .push = &p,
+                                    .binding_count = 2, .bindings = {*in, *out},
+                                    .written_mask = 2u, .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = p.count};
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+kiln_status_t kiln_lower_split(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, x->shape.rank, &axis));
+  int64_t in_strides[KILN_GRAPH_MAX_RANK];
+  kiln_more_contiguous(&x->shape, in_strides);
+  kiln_emit_range_t in;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  int64_t position = 0;
+  for (size_t o = 0; o < l->node->output_count; ++o) {
+    const kiln_graph_value_t* y = kiln_lower_out(l, o);
+    if (!y) return kiln_lower_refuse(l, "an absent output");
+    int64_t out_strides[KILN_GRAPH_MAX_RANK];
+    kiln_more_contiguous(&y->shape, out_strides);
+    if (kiln_lower_count(&y->shape) > 0) {
+      kiln_emit_range_t out;
+      KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, o, &out));
+      KILN_RETURN_IF_ERROR(kiln_more_strided(l, &in, &out, &y->shape, in_strides,
+                                             out_strides, position * in_strides[axis]));
+    }
+    position += y->shape.dims[axis];
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  int64_t x_strides[KILN_GRAPH_MAX_RANK], in_strides[KILN_GRAPH_MAX_RANK];
+  int64_t out_strides[KILN_GRAPH_MAX_RANK];
+  kiln_more_contiguous(&x->shape, x_strides);
+  kiln_more_contiguous(&y->shape, out_strides);
+  int32_t offset = y->shape.rank - x->shape.rank;
+  for (int32_t d = 0; d < y->shape.rank; ++d) {
+    int32_t xd = d - offset;
+    in_strides[d] = (xd < 0 || x->shape.dims[xd] == 1) ? 0 : x_strides[xd];
+  }
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_more_strided(l, &in, &out, &y->shape, in_strides, out_strides, 0);
+}
+
+// out = a op b with a, b broadcast to out (rank <= 6).
+static kiln_status_t kiln_more_binary(const kiln_lower_t* l, uint32_t op,
+                                      const kiln_emit_range_t* a,
+                                      const kiln_graph_shape_t* a_shape,
+                                      const kiln_emit_range_t* b,
+                                      const kiln_graph_shape_t* b_shape,
+                                      const kiln_emit_range_t* out,
+                                      const kiln_graph_shape_t* out_shape) {
+  if (out_shape->rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
+  kiln_kernel_binary_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.count = (uint32_t)kiln_lower_count(out_shape);
+  const kiln_graph_shape_t* shapes[2] = {a_shape, b_shape};
+  uint32_t* strides[2] = {p.a_strides, p.b_strides};
+  for (int s = 0; s < 2; ++s) {
+    uint64_t stride = 1;
+    for (int32_t d = KILN_KERNEL_MAX_RANK - 1; d >= 0; --d) {
+      int32_t sd = d - (KILN_KERNEL_MAX_RANK - shapes[s]->rank);
+      int64_t dim = sd >= 0 ? shapes[s]->dims[sd] : 1;
+      int32_t od = d - (KILN_KERNEL_MAX_RANK - out_shape->rank);
+      int64_t out_dim = od >= 0 ? out_shape->dims[od] : 1;
+      strides[s][d] = (dim == 1 && out_dim != 1) ? 0 : (uint32_t)stride;
+      stride *= (uint64_t)dim;
+    }
+  }
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    int32_t od = d - (KILN_KERNEL_MAX_RANK - out_shape->rank);
+    p.shape[d] = od >= 0 ? (uint32_t)out_shape->dims[od] : 1;
+  }
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_BINARY, .push = &p,
+                                    .binding_count = 3, .bindings = {*a, *b, *out},
+                                    .written_mask = 4u, .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = p.count};
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_BINARY_OP, op},
+                                    {KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_NONE}};
+  desc.ops = ops;
+  desc.op_count = 2;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean) {
+  size_t count = l->node->input_count;
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  kiln_emit_range_t out;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  if (count == 1) {
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+    // A single input: the op is the identity (the mean of one value too).
+    return kiln_lower_emit_copy(l->program, &in, &out, out.length / 4);
+  }
+  // out = in0 op in1, then out = out op in_k (elementwise in place: each
+  // invocation reads and writes only its own element of out).
+  for (size_t i = 1; i < count; ++i) {
+    kiln_emit_range_t a, b;
+    const kiln_graph_shape_t* a_shape = &y->shape;
+    if (i == 1) {
+      KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &a));
+      a_shape = &kiln_lower_in(l, 0)->shape;
+    } else {
+      a = out;
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &b));
+    KILN_RETURN_IF_ERROR(kiln_more_binary(l, op, &a, a_shape, &b, &kiln_lower_in(l, i)->shape,
+                                          &out, &y->shape));
+  }
+  if (mean) {
+    float scale = 1.0f / (float)count;
+    kiln_graph_shape_t scalar = {0};
+    kiln_emit_range_t scale_range;
+    KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &scale, sizeof(scale), &scale_range));
+    KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &out, &y->shape, &scale_range,
+                                          &scalar, &out, &y->shape));
+  }
+  return kiln_ok_status();
+}
+
+// Inference BatchNormalization with constant parameters:
+// y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s.
+kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  for (size_t o = 1; o < l->node->output_count; ++o) {
+    if (l->node->outputs[o] >= 0) return kiln_lower_refuse(l, "training outputs");
+  }
+  const kiln_graph_value_t* params[4];
+  for (size_t i = 0; i < 4; ++i) {
+    params[i] = kiln_lower_in(l, i + 1);
+    if (!params[i] || !params[i]->data || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_lower_refuse(l, "scale, B, mean and var must be float constants");
+    }
+  }
+  if (x->shape.rank < 2 || x->shape.rank > KILN_KERNEL_MAX_RANK) {
+    return kiln_lower_refuse(l, "input rank must be 2 to 6");
+  }
+  float epsilon = 1e-5f;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
+  size_t channels = (size_t)x->shape.dims[1];
+  float* st = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_malloc(l->program->allocator, 2 * channels * sizeof(float), (void**)&st));
+  const float* scale = params[0]->data;
+  const float* bias = params[1]->data;
+  const float* mean = params[2]->data;
+  const float* var = params[3]->data;
+  for (size_t c = 0; c < channels; ++c) {
+    st[c] = scale[c] / sqrtf(var[c] + epsilon);
+    st[channels + c] = bias[c] - mean[c] * st[c];
+  }
+  kiln_emit_range_t s_range, t_range;
+  kiln_status_t status =
+      kiln_emit_add_weight(l->program, st, channels * sizeof(float), &s_range);
+  if (!status) {
+    status = kiln_emit_add_weight(l->program, st + channels, channels * sizeof(float), &t_range);
+  }
+  kiln_allocator_free(l->program->allocator, st);
+  KILN_RETURN_IF_ERROR(status);
+  // Per-channel operands shaped [C, 1, ...] broadcast against [N, C, ...].
+  kiln_graph_shape_t per_channel = {x->shape.rank - 1, {0}};
+  per_channel.dims[0] = (int64_t)channels;
+  for (int32_t d = 1; d < per_channel.rank; ++d) per_channel.dims[d] = 1;
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
+                                        &per_channel, &out, &y->shape));
+  return kiln_more_binary(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel, &out,
+                          &y->shape);
+}
+
+kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
+  const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
+  if (xv->shape.rank != 4) return kiln_lower_refuse(l, "only 2-D ConvTranspose is supported");
+  kiln_window_t w;
+  KILN_RETURN_IF_ERROR(kiln_window_resolve_transpose(l->node, 2, &xv->shape.dims[2],
+                                                     &wv->shape.dims[2], &w));
+  int64_t group = 1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "group", 1, &group));
+  const kiln_graph_shape_t* x = &xv->shape;
+  const kiln_graph_shape_t* y = &yv->shape;
+  kiln_kernel_conv2d_params_t p = {
+      .batch = (uint32_t)x->dims[0], .in_channels = (uint32_t)x->dims[1],
+      .in_height = (uint32_t)x->dims[2], .in_width = (uint32_t)x->dims[3],
+      .out_channels = (uint32_t)y->dims[1], .out_height = (uint32_t)y->dims[2],
+      .out_width = (uint32_t)y->dims[3], .groups = (uint32_t)group,
+      .kernel_h = (uint32_t)w.kernel[0], .kernel_w = (uint32_t)w.kernel[1],
+      .stride_h = (uint32_t)w.stride[0], .stride_w = (uint32_t)w.stride[1],
+      .pad_top = (uint32_t)w.pad_begin[0], .pad_left = (uint32_t)w.pad_begin[1],
+      .dilation_h = (uint32_t)w.dilation[0], .dilation_w = (uint32_t)w.dilation[1]};
+  bool has_bias = kiln_lower_in(l, 2) != NULL;
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_CONV_TRANSPOSE2D, .push = &p,
+                                    .binding_count = 5, .written_mask = 1u << 4,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = kiln_lower_count(y)};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  desc.bindings[2] = desc.bindings[1];
+  if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
+  desc.bindings[3] = desc.bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CONV_ACTIVATION, KILN_ACT_NONE},
+                                    {KILN_SPEC_CONV_HAS_BIAS, has_bias},
+                                    {KILN_SPEC_CONV_HAS_RESIDUAL, 0}};
+  desc.ops = ops;
+  desc.op_count = 3;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+static kiln_status_t kiln_more_choice(const kiln_lower_t* l, const char* attr,
+                                      const char* fallback, const char* const* names,
+                                      const uint32_t* codes, size_t count, uint32_t* out) {
+  const char* value = NULL;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(l->node, attr, fallback, &value));
+  for (size_t i = 0; i < count; ++i) {
+    if (strcmp(names[i], value) == 0) {
+      *out = codes[i];
+      return kiln_ok_status();
+    }
+  }
+  return kiln_lower_refuse(l, "%s='%s' is not supported", attr, value);
+}
+
+kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (x->shape.rank != 4 || x->shape.dims[0] != y->shape.dims[0] ||
+      x->shape.dims[1] != y->shape.dims[1]) {
+    return kiln_lower_refuse(l, "only resizing the two spatial axes of NCHW is supported");
+  }
+  static const char* const kModes[] = {"nearest", "linear"};
+  static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR};
+  static const char* const kCoords[] = {"half_pixel", "asymmetric", "align_corners",
+                                        "pytorch_half_pixel"};
+  static const uint32_t kCoordCodes[] = {
+      KILN_RESIZE_COORD_HALF_PIXEL, KILN_RESIZE_COORD_ASYMMETRIC,
+      KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL};
+  static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
+                                         "ceil"};
+  static const uint32_t kNearestCodes[] = {
+      KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR, KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL,
+      KILN_RESIZE_NEAREST_FLOOR, KILN_RESIZE_NEAREST_CEIL};
+  uint32_t mode = 0, coord = 0, nearest = 0;
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes, 2, &mode));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode", "half_pixel",
+                                        kCoords, kCoordCodes, 4, &coord));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode", "round_prefer_floor", kNearest,
+                                        kNearestCodes, 4, &nearest));
+  float scale_h = (float)y->shape.dims[2] / (float)x->shape.dims[2];
+  float scale_w = (float)y->shape.dims[3] / (float)x->shape.dims[3];
+  const kiln_graph_value_t* scales = kiln_lower_in(l, 2);
+  if (scales && kiln_lower_count(&scales->shape) > 0) {
+    if (!scales->data || scales->dtype != KILN_GRAPH_DTYPE_F32 ||
+        kiln_lower_count(&scales->shape) != 4) {
+      return kiln_lower_refuse(l, "scales must be 4 constant floats");
+    }
+    const float* s = scales->data;
+    scale_h = s[2];
+    scale_w = s[3];
+    // These transforms use the unfloored in * scale length; the kernel
+    // uses the output size, so they agree only when nothing was floored.
+    bool exact = (double)x->shape.dims[2] * scale_h == (double)y->shape.dims[2] &&
+                 (double)x->shape.dims[3] * scale_w == (double)y->shape.dims[3];
+    if (!exact && (coord == KILN_RESIZE_COORD_ALIGN_CORNERS ||
+                   coord == KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL)) {
+      return kiln_lower_refuse(l, "align_corners/pytorch_half_pixel with scales that do "
+                                  "not give whole output sizes are not supported");
+    }
+  }
+  kiln_kernel_resize_params_t p = {
+      (uint32_t)(x->shape.dims[0] * x->shape.dims[1]), (uint32_t)x->shape.dims[2],
+      (uint32_t)x->shape.dims[3], (uint32_t)y->shape.dims[2], (uint32_t)y->shape.dims[3],
+      scale_h, scale_w};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_RESIZE, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = kiln_lower_count(&y->shape)};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_RESIZE_MODE, mode},
+                                    {KILN_SPEC_RESIZE_COORD, coord},
+                                    {KILN_SPEC_RESIZE_NEAREST, nearest}};
+  desc.ops = ops;
+  desc.op_count = 3;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}

@@ -1,0 +1,85 @@
+// kiln_onnx_compile_* contracts: refusals name node, op and opset and leave
+// no partial module; target triples are checked; the emitted module asserts
+// its input shapes at run time.
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/onnx.h"
+#include "kiln/compiler/onnx_compile.h"
+#include "kiln/session.h"
+#include "kiln_test.h"
+
+#define KILN_NODE_DIR "/usr/share/libonnx-testdata/data/node"
+
+KILN_TEST(OnnxCompileTest, UnsupportedNodeIsRefusedWithoutPartialModule) {
+  kiln_byte_buffer_t out;
+  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  // LayerNormalization with its Mean and InvStdDev outputs used: the norm
+  // kernel does not produce them.
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_UNIMPLEMENTED, "(op LayerNormalization, opset 17): the Mean/InvStdDev",
+      kiln_onnx_compile_file(KILN_NODE_DIR "/test_layer_normalization_2d_axis0/model.onnx",
+                             NULL, kiln_allocator_system(), &out));
+  KILN_EXPECT_EQ(out.size, 0u);
+  kiln_byte_buffer_deinit(&out);
+}
+
+KILN_TEST(OnnxCompileTest, NonFloatInputsAreRefused) {
+  kiln_byte_buffer_t out;
+  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_UNIMPLEMENTED, "compiled models take and return float32",
+      kiln_onnx_compile_file(KILN_NODE_DIR "/test_not_2d/model.onnx", NULL,
+                             kiln_allocator_system(), &out));
+  KILN_EXPECT_EQ(out.size, 0u);
+  kiln_byte_buffer_deinit(&out);
+}
+
+KILN_TEST(OnnxCompileTest, BadTargetTripleIsRefused) {
+  const char* targets[] = {"cpu-llvmpipe-linux", "nosucharch"};
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.targets = targets;
+  options.target_count = 2;
+  kiln_byte_buffer_t out;
+  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "nosucharch",
+      kiln_onnx_compile_file(KILN_NODE_DIR "/test_relu/model.onnx", &options,
+                             kiln_allocator_system(), &out));
+  KILN_EXPECT_EQ(out.size, 0u);
+  kiln_byte_buffer_deinit(&out);
+}
+
+KILN_TEST(OnnxCompileTest, WrongInputShapeTrapsNamingTheInput) {
+  kiln_byte_buffer_t module;
+  kiln_byte_buffer_init(&module, kiln_allocator_system());
+  KILN_ASSERT_OK(kiln_onnx_compile_file(KILN_NODE_DIR "/test_relu/model.onnx", NULL,
+                                        kiln_allocator_system(), &module));
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
+  const char* device = getenv("KILN_TEST_DEVICE");
+  if (device && device[0]) options.device_uri = device;
+  options.enable_validation = true;
+  kiln_session_t* session = NULL;
+  KILN_ASSERT_OK(kiln_session_create(&options, &session));
+  KILN_ASSERT_OK(kiln_session_load_module_memory(session, kiln_byte_buffer_span(&module),
+                                                 "relu"));
+  kiln_vm_function_t predict;
+  KILN_ASSERT_OK(kiln_session_lookup(session, "predict", &predict));
+  float data[12] = {0};
+  int64_t shape[2] = {3, 4};  // the model takes 3x4x5
+  kiln_hal_buffer_view_t* view = NULL;
+  KILN_ASSERT_OK(kiln_session_buffer_view_from_host(session, KILN_HAL_ELEMENT_F32, 2, shape,
+                                                    data, sizeof(data), &view));
+  kiln_vm_value_t args[1], results[1];
+  memset(results, 0, sizeof(results));
+  KILN_ASSERT_OK(
+      kiln_hal_module_wrap_buffer_view(kiln_session_allocator(session), view, &args[0].ref));
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "input 0: expected 3x4x5xf32",
+                             kiln_session_invoke(session, predict, args, 1, results, 1));
+  kiln_vm_ref_release(args[0].ref);
+  kiln_hal_buffer_view_release(view);
+  kiln_session_destroy(session);
+  kiln_byte_buffer_deinit(&module);
+}
