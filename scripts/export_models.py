@@ -99,7 +99,7 @@ def export(name, out_dir):
 
 
 def main():
-    if len(sys.argv) < 2:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(__doc__)
         return 2
     torch.set_num_threads(1)
