@@ -41,6 +41,13 @@ printf 'f64=-1.5e3' > "$input_seeds/scalar.txt"
 printf "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n\x00\x00\x80\x3f\x00\x00\x00\x40" \
   > "$input_seeds/two.npy"
 
+# KILN_FUZZ_RUNS=N makes a run reproducible: a fixed seed and at most N
+# executions per target (the test script uses this, so CI explores exactly
+# what was explored before landing; time stays an upper bound).
+determinism=""
+if [ -n "${KILN_FUZZ_RUNS:-}" ]; then
+  determinism="-runs=$KILN_FUZZ_RUNS -seed=${KILN_FUZZ_SEED:-1}"
+fi
 status=0
 for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer; do
   work="$build/fuzz-out/$target"
@@ -50,9 +57,11 @@ for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer; 
     cp "$input_seeds"/* "$work/corpus/"
   else
     cp "$seeds"/*.kiln "$work/corpus/"
+    # Inputs that once crashed a fuzzer stay in the corpus for good.
+    cp tests/vm/testdata/fuzz_regressions/* "$work/corpus/"
   fi
   echo "== $target for ${seconds}s"
-  if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$seconds" \
+  if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$seconds" $determinism \
           -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
           corpus > log.txt 2>&1); then
     echo "$target FAILED; see $work/log.txt and crash files in $work"

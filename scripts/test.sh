@@ -41,7 +41,8 @@ PY
 )
 # The fuzzers (clang, libFuzzer, ASan/UBSan) run for a bounded time on a
 # seed corpus of test modules; each target counts as one test.
-fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
+fuzz_seconds=${KILN_FUZZ_SECONDS:-180}
+export KILN_FUZZ_RUNS=${KILN_FUZZ_RUNS:-1500000}
 fuzz_passed=0 fuzz_failed=0
 if [ "$fuzz_seconds" != 0 ]; then
   if bash scripts/fuzz.sh "$fuzz_seconds"; then fuzz_passed=3; else fuzz_failed=1; fi

@@ -237,3 +237,23 @@ KILN_TEST(ModuleFormat, RodataAlignmentCompressionAndLimits) {
   kiln_status_free(status);
   kiln_byte_buffer_deinit(&bytes);
 }
+
+// Inputs that once made a fuzzer report a crash or undefined behaviour must
+// be rejected with a status (testdata/fuzz_regressions/).
+KILN_TEST(ModuleFormat, FuzzRegressionsAreRejected) {
+  static const char* const kFiles[] = {"no_bytecode_section.kiln"};
+  for (size_t i = 0; i < sizeof(kFiles) / sizeof(kFiles[0]); ++i) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/fuzz_regressions/%s", KILN_VM_TESTDATA,
+             kFiles[i]);
+    kiln_vm_instance_t* instance = NULL;
+    KILN_ASSERT_OK(kiln_vm_instance_create(kiln_allocator_system(), &instance));
+    kiln_vm_module_t* module = NULL;
+    kiln_status_t status =
+        kiln_vm_module_load_from_file(instance, path, NULL, &module);
+    KILN_EXPECT_NE(kiln_status_code(status), KILN_STATUS_OK);
+    kiln_status_free(status);
+    kiln_vm_module_release(module);
+    kiln_vm_instance_destroy(instance);
+  }
+}

@@ -328,7 +328,11 @@ static kiln_status_t kiln_read_functions(kiln_module_read_state_t* state) {
           i, at, function->bytecode_offset, function->bytecode_length,
           module->bytecode.size);
     }
-    function->bytecode = module->bytecode.data + function->bytecode_offset;
+    // A module without a bytecode section has a NULL span: no arithmetic
+    // on NULL (the range check above already forced offset 0, length 0).
+    function->bytecode = module->bytecode.data
+                             ? module->bytecode.data + function->bytecode_offset
+                             : NULL;
     function->name = kiln_make_string_view("", 0);
   }
   module->function_count = count;
