@@ -82,6 +82,13 @@ static kiln_status_t run(const char* module_path, const char* device) {
                               "%d wrong elements, host.report saw %lld", wrong,
                               (long long)reported_count);
   }
+  // Under KILN_VULKAN_VALIDATION=1 (the test suite), any message fails.
+  uint64_t messages =
+      kiln_hal_device_validation_message_count(kiln_session_device(session));
+  if (!status && messages) {
+    status = kiln_make_status(KILN_STATUS_INTERNAL, "%llu validation messages",
+                              (unsigned long long)messages);
+  }
   if (!status) printf("embed: predict scaled 100 elements by 2.5 correctly\n");
   kiln_vm_ref_release(args[0].ref);
   kiln_vm_ref_release(results[0].ref);

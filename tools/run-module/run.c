@@ -561,6 +561,17 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     }
     kiln_status_free(cache_status);
   }
+  // With the validation layer on, any message is a failure (tests rely on
+  // this to hold every run to zero messages).
+  kiln_hal_device_t* device = kiln_session_device(run->session);
+  uint64_t messages = kiln_hal_device_validation_message_count(device);
+  if (kiln_status_is_ok(status) && messages > 0) {
+    status = kiln_make_status(
+        KILN_STATUS_INTERNAL,
+        "the Vulkan validation layer reported %llu messages; the last: %s",
+        (unsigned long long)messages,
+        kiln_hal_device_last_validation_message(device));
+  }
   if (kiln_status_is_ok(status) && options->pipeline_cache) {
     status = kiln_hal_device_pipeline_cache_save(
         kiln_session_device(run->session), options->pipeline_cache);
