@@ -51,17 +51,22 @@ void store_row(uint batch, uint gm, uint n0, vec4 lo, vec4 hi, bool c_n4) {
   lo *= p.scale;
   hi *= p.scale;
   if (HAS_BIAS) {
+    // Per-row bias (1x1 convolutions): one load. Any other layout: a loop
+    // over the 8 columns that runs zero times (one masked pass) otherwise.
     const uint row = batch * p.bias_batch_stride + gm * p.bias_row_stride;
-    const uint last = p.n - 1;
-    const uint s = p.bias_col_stride;
-    uint i0 = row + min(n0, last) * s, i1 = row + min(n0 + 1, last) * s;
-    uint i2 = row + min(n0 + 2, last) * s, i3 = row + min(n0 + 3, last) * s;
-    uint i4 = row + min(n0 + 4, last) * s, i5 = row + min(n0 + 5, last) * s;
-    uint i6 = row + min(n0 + 6, last) * s, i7 = row + min(n0 + 7, last) * s;
-    lo += vec4(bias4[i0 >> 2][i0 & 3], bias4[i1 >> 2][i1 & 3],
-               bias4[i2 >> 2][i2 & 3], bias4[i3 >> 2][i3 & 3]);
-    hi += vec4(bias4[i4 >> 2][i4 & 3], bias4[i5 >> 2][i5 & 3],
-               bias4[i6 >> 2][i6 & 3], bias4[i7 >> 2][i7 & 3]);
+    const bool per_row = p.bias_col_stride == 0;
+    const float b_row = bias4[row >> 2][row & 3];
+    if (per_row) {
+      lo += b_row;
+      hi += b_row;
+    }
+    const uint bias_cols = per_row ? 0 : min(8, p.n - n0);
+    for (uint j = 0; j < bias_cols; ++j) {
+      const uint at = row + (n0 + j) * p.bias_col_stride;
+      const float bv = bias4[at >> 2][at & 3];
+      if (j < 4) lo[j & 3] += bv;
+      else hi[j & 3] += bv;
+    }
   }
   const uint c_row = batch * p.c_batch_stride + gm * p.c_row_stride + n0;
   const uint r_row = batch * p.residual_batch_stride + gm * p.residual_row_stride + n0;
@@ -117,7 +122,8 @@ void main() {
                     (p.b_batch_stride & 3) == 0;
   const bool b_n4 = p.b_col_stride == 1 && (p.b_row_stride & 3) == 0 &&
                     (p.b_batch_stride & 3) == 0 && (p.n & 3) == 0;
-  const uint k4_end = (a_k4 && (b_k4 || b_n4)) ? (p.k & ~3u) : 0;
+  // k handled by the vec4 loops below (every path with a k-contiguous A).
+  const uint k4_end = (a_k4 && (b_k4 || p.b_col_stride == 1)) ? (p.k & ~3u) : 0;
 
   // Both operands contiguous in k (Gemm with transB, MatMul of B^T).
   const uint kn_end = b_k4 ? k4_end : 0;
@@ -160,6 +166,38 @@ void main() {
     KILN_K_STEP(1)
     KILN_K_STEP(2)
     KILN_K_STEP(3)
+  }
+
+  // A contiguous in k, B contiguous in n but rows not 16-byte aligned (the
+  // 7x7 layers: n = 49): each 8-column run is cut out of three aligned
+  // vec4s. The shift is the same for every lane (n0 is a multiple of 8).
+  // Blocks are clamped to the binding, so B must end on a block boundary.
+  const uint b_end = (p.batch - 1) * p.b_batch_stride + (p.k - 1) * p.b_row_stride + p.n;
+  const bool b_n1 = p.b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  const uint nu_end = (a_k4 && b_n1) ? (p.k & ~3u) : 0;
+  const uint b_last4 = uint(b4.length()) - 1;
+  for (uint k = 0; k < nu_end; k += 4) {
+    vec4 a0 = a4[(ar0 + k) >> 2], a1 = a4[(ar1 + k) >> 2];
+    vec4 a2 = a4[(ar2 + k) >> 2], a3 = a4[(ar3 + k) >> 2];
+#define KILN_K_STEP_U(kk)                                               \
+    {                                                                   \
+      const uint e = bn0 + (k + kk) * p.b_row_stride;                   \
+      const uint q = e >> 2, sh = e & 3;                                \
+      vec4 q0 = b4[min(q, b_last4)], q1 = b4[min(q + 1, b_last4)];      \
+      vec4 q2 = b4[min(q + 2, b_last4)];                                \
+      vec4 lo = sh == 0 ? q0 : sh == 1 ? vec4(q0.yzw, q1.x)             \
+              : sh == 2 ? vec4(q0.zw, q1.xy) : vec4(q0.w, q1.xyz);      \
+      vec4 hi = sh == 0 ? q1 : sh == 1 ? vec4(q1.yzw, q2.x)             \
+              : sh == 2 ? vec4(q1.zw, q2.xy) : vec4(q1.w, q2.xyz);      \
+      c00 += a0[kk] * lo; c01 += a0[kk] * hi;                           \
+      c10 += a1[kk] * lo; c11 += a1[kk] * hi;                           \
+      c20 += a2[kk] * lo; c21 += a2[kk] * hi;                           \
+      c30 += a3[kk] * lo; c31 += a3[kk] * hi;                           \
+    }
+    KILN_K_STEP_U(0)
+    KILN_K_STEP_U(1)
+    KILN_K_STEP_U(2)
+    KILN_K_STEP_U(3)
   }
 
   // Any other layout, and the k tail of the vec4 paths.

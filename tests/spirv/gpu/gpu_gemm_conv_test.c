@@ -378,6 +378,10 @@ static const conv_case_t kDepthwiseCases[] = {
     // uneven pads, widths that leave partial 8-output blocks.
     {{2, 3, 9, 21, 6, 3, 3, 3, 1, 2, 0, 1, 2, 0, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
     {{1, 5, 6, 33, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    // The same with inputs that end on a 4-float boundary (vec4 windows).
+    {{2, 4, 9, 21, 8, 4, 3, 3, 1, 2, 0, 1, 2, 0, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    {{1, 4, 6, 33, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    {{1, 8, 16, 16, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
     // 3 wide but dilated, and 1 wide: the general path.
     {{1, 2, 7, 11, 2, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}, false, true, KILN_ACT_NONE, 0, 0},
     {{1, 2, 7, 11, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
