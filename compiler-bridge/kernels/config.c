@@ -70,6 +70,18 @@ static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
   return kiln_ok_status();
 }
 
+// The gemm_cpu variant: one 8-lane subgroup per workgroup (llvmpipe loops
+// over subgroups of a bigger workgroup on one thread anyway), each lane a
+// 4x8 register tile, which gemm_cpu.comp hard-codes; no shared memory.
+static void kiln_config_gemm_cpu(kiln_kernel_config_t* config) {
+  config->variant = KILN_KERNEL_VARIANT_CPU;
+  config->workgroup_size[0] = 8;
+  config->workgroup_size[1] = 1;
+  config->shared_memory_bytes = 0;
+  kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);
+  kiln_config_add(config, KILN_SPEC_GEMM_TN, 8);
+}
+
 kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
                                         const kiln_kernel_arch_caps_t* caps,
                                         kiln_kernel_storage_t storage,
@@ -129,6 +141,13 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
 
   switch (kernel) {
     case KILN_KERNEL_GEMM:
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        kiln_config_gemm_cpu(&config);
+        break;
+      }
+      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
+                                    "selecting a %s tiling", desc->name);
+      break;
     case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
                                     "selecting a %s tiling", desc->name);
@@ -138,8 +157,24 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       bool big = caps->subgroup_size >= 32 && caps->max_workgroup_invocations >= 1024;
       config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
       kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, big ? 8 : 4);
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        // conv2d_cpu: 8 lanes, each 4 pixels x 8 channels (hard-coded).
+        config.variant = KILN_KERNEL_VARIANT_CPU;
+        config.workgroup_size[0] = 8;
+        kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, 8);
+        kiln_config_add(&config, KILN_SPEC_CONV_TILE_W, 4);
+      }
       break;
     }
+    case KILN_KERNEL_DEPTHWISE_CONV2D:
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        // One invocation per 8 outputs of a row; 32 lanes (4 subgroups).
+        config.variant = KILN_KERNEL_VARIANT_CPU;
+        config.workgroup_size[0] = 32;
+        kiln_config_add(&config, KILN_SPEC_CONV_TILE_W, 8);
+      }
+      break;
     case KILN_KERNEL_REDUCE:
     case KILN_KERNEL_SOFTMAX:
     case KILN_KERNEL_NORM:

@@ -56,6 +56,14 @@ kiln_status_t kiln_kernel_grid_conv2d(const kiln_kernel_config_t* config,
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv2d: CO_BLOCK is 0");
   }
   uint64_t pixels = (uint64_t)params->out_height * params->out_width;
+  // conv2d_cpu: one invocation per TILE_W pixels.
+  if (config->variant == KILN_KERNEL_VARIANT_CPU) {
+    uint64_t tile = kiln_kernel_config_spec(config, KILN_SPEC_CONV_TILE_W, 1);
+    if (tile == 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "conv2d: TILE_W is 0");
+    }
+    pixels = kiln_ceil_div(pixels, tile);
+  }
   return kiln_grid_store("conv2d", kiln_ceil_div(pixels, config->workgroup_size[0]),
                          kiln_ceil_div(params->out_channels, block),
                          params->batch, out_grid);
@@ -86,6 +94,16 @@ kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                             "%llu values exceed the kernels' 32-bit indexing",
                             (unsigned long long)count);
+  }
+  // depthwise_conv2d_cpu: one invocation per TILE_W outputs of a row (rows
+  // of fewer outputs make this an underestimate; the kernel grid-strides).
+  if (config->kernel == KILN_KERNEL_DEPTHWISE_CONV2D &&
+      config->variant == KILN_KERNEL_VARIANT_CPU) {
+    uint64_t tile = kiln_kernel_config_spec(config, KILN_SPEC_CONV_TILE_W, 1);
+    if (tile == 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "depthwise: TILE_W is 0");
+    }
+    count = kiln_ceil_div(count, tile);
   }
   uint64_t groups = kiln_ceil_div(count, config->workgroup_size[0]);
   if (groups > KILN_KERNEL_MAX_GRID_X) groups = KILN_KERNEL_MAX_GRID_X;

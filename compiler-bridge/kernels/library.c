@@ -14,15 +14,15 @@
 static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_GEMM, "gemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE)},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU)},
     {KILN_KERNEL_CONV2D, "conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU)},
     {KILN_KERNEL_DEPTHWISE_CONV2D, "depthwise_conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU)},
     {KILN_KERNEL_CONV_TRANSPOSE2D, "conv_transpose2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
@@ -67,7 +67,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
-    "", "_f16", "_subgroup"};
+    "", "_f16", "_subgroup", "_cpu"};
 
 const kiln_kernel_desc_t* kiln_kernel_desc(kiln_kernel_id_t id) {
   if ((unsigned)id >= KILN_KERNEL_COUNT) return NULL;
@@ -104,6 +104,7 @@ const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant) {
     case KILN_KERNEL_VARIANT_FP32: return "fp32";
     case KILN_KERNEL_VARIANT_FP16_STORAGE: return "fp16-storage";
     case KILN_KERNEL_VARIANT_SUBGROUP: return "subgroup";
+    case KILN_KERNEL_VARIANT_CPU: return "cpu";
     default: return "unknown";
   }
 }

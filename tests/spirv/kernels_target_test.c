@@ -61,16 +61,26 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
 KILN_TEST(KernelTargetTest, GemmTilings) {
   kiln_kernel_config_t config;
   kiln_kernel_arch_caps_t cpu = caps_for("cpu");
-  // llvmpipe: 64 invocations (8x8) with 8x8 per-invocation tiles, TK 16:
-  // 16 * (64 + 1 + 64) floats (A rows padded by one) of shared memory.
+  // llvmpipe: the gemm_cpu variant, one 8-lane subgroup per workgroup with
+  // the 4x8 register tiles gemm_cpu.comp hard-codes, no shared memory.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+  KILN_EXPECT_EQ(config.workgroup_size[0], 8);
+  KILN_EXPECT_EQ(config.workgroup_size[1], 1);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 0);
+  KILN_EXPECT_EQ(config.required_features, 0);
+  // fp16 storage on the same caps keeps the shared-memory kernel: 64
+  // invocations (8x8), 8x8 tiles, TK 16: 16 * (64 + 1 + 64) floats.
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
   KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
-  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
   // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 129 floats.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
@@ -129,9 +139,18 @@ KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 4);
+  // llvmpipe: conv2d_cpu, 8 lanes of 4 pixels x 8 channels.
   caps = caps_for("cpu");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+  KILN_EXPECT_EQ(config.workgroup_size[0], 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_TILE_W, 0), 4);
+  // fp16 storage keeps the portable kernel.
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.workgroup_size[0], 128);
 }
 
@@ -159,13 +178,13 @@ KILN_TEST(KernelTargetTest, Grids) {
                                            KILN_KERNEL_STORAGE_FP32, &config));
   kiln_kernel_gemm_params_t gemm;
   memset(&gemm, 0, sizeof(gemm));
-  gemm.m = 130;  // tile 64x64
+  gemm.m = 130;  // gemm_cpu tile: 4 rows x 64 columns
   gemm.n = 65;
   gemm.batch = 3;
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
   KILN_EXPECT_EQ(grid[0], 2);
-  KILN_EXPECT_EQ(grid[1], 3);
+  KILN_EXPECT_EQ(grid[1], 33);
   KILN_EXPECT_EQ(grid[2], 3);
   gemm.batch = 70000;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
@@ -180,6 +199,12 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[0], 65535);  // capped; the kernel grid-strides
   KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
                      kiln_kernel_grid_linear(&config, 1ull << 33, grid));
+  // depthwise_conv2d_cpu: 32 lanes, 8 outputs each: ceil(ceil(1000 / 8) / 32).
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_DEPTHWISE_CONV2D, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 1000, grid));
+  KILN_EXPECT_EQ(grid[0], 4);
 
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
@@ -188,10 +213,10 @@ KILN_TEST(KernelTargetTest, Grids) {
   conv.batch = 2;
   conv.out_channels = 10;
   conv.out_height = 7;
-  conv.out_width = 40;  // 280 pixels / 128 -> 3; 10 channels / 4 -> 3
+  conv.out_width = 40;  // conv2d_cpu: 280 pixels / 4 / 8 -> 9; 10 channels / 8 -> 2
   KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &conv, grid));
-  KILN_EXPECT_EQ(grid[0], 3);
-  KILN_EXPECT_EQ(grid[1], 3);
+  KILN_EXPECT_EQ(grid[0], 9);
+  KILN_EXPECT_EQ(grid[1], 2);
   KILN_EXPECT_EQ(grid[2], 2);
   KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, 5, grid));
   KILN_EXPECT_EQ(grid[0], 5);

@@ -44,6 +44,7 @@ typedef enum kiln_kernel_variant_e {
   KILN_KERNEL_VARIANT_FP32 = 0,
   KILN_KERNEL_VARIANT_FP16_STORAGE = 1,  // fp16 buffers, fp32 arithmetic
   KILN_KERNEL_VARIANT_SUBGROUP = 2,      // fp32 ABI, subgroup arithmetic
+  KILN_KERNEL_VARIANT_CPU = 3,  // fp32 ABI, tuned for CPU devices (llvmpipe)
   KILN_KERNEL_VARIANT_COUNT,
 } kiln_kernel_variant_t;
 

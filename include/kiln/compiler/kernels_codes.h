@@ -85,6 +85,7 @@
 #define KILN_SPEC_CONV_ACTIVATION 4
 #define KILN_SPEC_CONV_HAS_BIAS 5
 #define KILN_SPEC_CONV_HAS_RESIDUAL 6
+#define KILN_SPEC_CONV_TILE_W 7  // outputs per invocation along W (depthwise cpu)
 // binary / unary.
 #define KILN_SPEC_BINARY_OP 3
 #define KILN_SPEC_BINARY_ACTIVATION 4

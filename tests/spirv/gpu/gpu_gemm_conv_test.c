@@ -93,7 +93,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
   } else {
     gpu_arg_t args[5] = {{a, a_count * 4}, {b, b_count * 4}, {bias, bias_count * 4},
                          {residual, out_count * 4}, {NULL, out_count * 4}};
-    gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5,
+    gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5,
             4, got, out_count * 4, grid);
   }
   ref_gemm(c->batch, c->m, c->n, c->k, a, c->a_batched, c->trans_a, b, c->b_batched,
@@ -116,6 +116,13 @@ static const gemm_case_t kGemmCases[] = {
     {3, 19, 70, 33, true, false, true, true, 1, true, KILN_ACT_NONE, 0.5f, 0, 0},
     {2, 40, 17, 100, false, true, false, true, 2, true, KILN_ACT_CLIP, 1, 0, 6},
     {4, 8, 9, 300, true, true, true, false, 0, false, KILN_ACT_GELU, 1, 0, 0},
+    // Shapes for gemm_cpu's vec4 paths: GEMV with B transposed (k-contiguous
+    // A and B), a 1x1 convolution (B contiguous in n) with residual and
+    // per-row bias, n = 49 (scalar B), and a k tail of 3.
+    {1, 1, 100, 128, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {2, 24, 196, 32, false, false, true, true, 1, true, KILN_ACT_CLIP, 1, 0, 6},
+    {1, 20, 49, 40, false, false, true, true, 1, false, KILN_ACT_RELU, 1, 0, 0},
+    {2, 13, 36, 7, false, true, false, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
 };
 
 // The device's own tiling and every arch's tiling, all run here: a tiling
@@ -177,7 +184,7 @@ KILN_TEST(GpuGemmTest, Conv1x1AsGemm) {
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
   gpu_arg_t args[5] = {{w, c.out_channels * c.in_channels * 4}, {x, x_count * 4},
                        {bias, c.out_channels * 4}, {NULL, 4}, {NULL, out_count * 4}};
-  gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4,
+  gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4,
           got, out_count * 4, grid);
   ref_conv2d(&c, x, w, bias, NULL, KILN_ACT_RELU, 0, 0, want);
   gpu_expect_close("conv 1x1 as gemm", got, want, out_count, 1e-4, 1e-4);
@@ -273,7 +280,7 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   } else {
     gpu_arg_t args[5] = {{x, x_count * 4}, {w, w_count * 4}, {bias, c->out_channels * 4},
                          {residual, out_count * 4}, {NULL, out_count * 4}};
-    gpu_run(kernel, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4, got,
+    gpu_run(kernel, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
             out_count * 4, grid);
   }
   if (transpose) {
@@ -334,7 +341,15 @@ KILN_TEST(GpuConvTest, Conv2dEveryChannelBlock) {
     float* want = gpu_alloc(out_count);
     float* got = gpu_alloc(out_count);
     kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, 0, 0, false);
-    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV2D, KILN_KERNEL_STORAGE_FP32);
+    // The portable kernel (a Mali config, fp32 variant): CPU-like devices
+    // otherwise get conv2d_cpu, whose channel block is fixed at 8.
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("valhall", &caps));
+    caps.subgroup_arithmetic = false;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CO_BLOCK, blocks[b]));
     uint32_t grid[3];
     KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
@@ -359,6 +374,17 @@ static const conv_case_t kDepthwiseCases[] = {
     {{2, 8, 15, 15, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
     // Channel multiplier 2, 5x5, dilation 2.
     {{1, 4, 12, 12, 8, 4, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0}, false, false, KILN_ACT_NONE, 0, 0},
+    // For depthwise_conv2d_cpu's 3-wide path: multiplier 2, stride 1 x 2,
+    // uneven pads, widths that leave partial 8-output blocks.
+    {{2, 3, 9, 21, 6, 3, 3, 3, 1, 2, 0, 1, 2, 0, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    {{1, 5, 6, 33, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    // The same with inputs that end on a 4-float boundary (vec4 windows).
+    {{2, 4, 9, 21, 8, 4, 3, 3, 1, 2, 0, 1, 2, 0, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    {{1, 4, 6, 33, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    {{1, 8, 16, 16, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    // 3 wide but dilated, and 1 wide: the general path.
+    {{1, 2, 7, 11, 2, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}, false, true, KILN_ACT_NONE, 0, 0},
+    {{1, 2, 7, 11, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
 };
 
 KILN_TEST(GpuConvTest, Depthwise) {
@@ -413,7 +439,7 @@ KILN_TEST(GpuGemmTest, MatmulParamsHelper) {
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
   gpu_arg_t args[5] = {{a, m * k * 4}, {b, batch * n * k * 4}, {bias, n * 4}, {NULL, 4},
                        {NULL, batch * m * n * 4}};
-  gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5, 4, got,
+  gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
           batch * m * n * 4, grid);
   ref_gemm(batch, m, n, k, a, false, false, b, true, true, 0.5f, bias, false, NULL,
            KILN_ACT_NONE, 0, 0, want);

@@ -1,0 +1,223 @@
+// GEMM for CPU Vulkan devices (llvmpipe): same ABI, bindings, push block and
+// grid formula as gemm.comp, but no shared memory and no barriers. llvmpipe
+// runs a workgroup's invocations as the SIMD lanes of one thread and turns
+// every storage-buffer load into a loop over lanes, so cost is counted in
+// load instructions: each invocation keeps a 4 x 8 register tile and loads
+// vec4s along whichever dimension is contiguous (k for A, k or n for B).
+// The tile is written out by hand (no arrays): an array that the compiler
+// does not fully unroll becomes per-lane scratch memory. The TM/TN spec
+// constants must therefore be 4 and 8 (config.c; kernels_target_test);
+// there is no TK.
+// Invocation (tx, ty) owns rows m0 + [0,4) and columns n0 + [0,8);
+// out-of-range rows/columns are clamped for loads and skipped for stores,
+// so no lane diverges inside the k loop.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+#include "activation.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 4;
+layout(constant_id = KILN_SPEC_GEMM_TN) const uint TN = 8;
+layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
+layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
+layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
+
+// Declared as vec4 arrays; scalar element i is x4[i >> 2][i & 3], which
+// compiles to a plain scalar load.
+layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { vec4 b4[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
+layout(set = 0, binding = 4) writeonly buffer CBuffer { vec4 c4[]; };
+
+// Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).
+layout(push_constant) uniform Params {
+  uint m, n, k, batch;
+  uint a_batch_stride, a_row_stride, a_col_stride;
+  uint b_batch_stride, b_row_stride, b_col_stride;
+  uint c_batch_stride, c_row_stride;
+  uint bias_batch_stride, bias_row_stride, bias_col_stride;
+  uint residual_batch_stride, residual_row_stride;
+  float scale, alpha, beta;
+} p;
+
+float a_at(uint i) { return a4[i >> 2][i & 3]; }
+float b_at(uint i) { return b4[i >> 2][i & 3]; }
+
+// Writes row gm (columns n0..n0+7, values lo|hi) through the epilogue.
+void store_row(uint batch, uint gm, uint n0, vec4 lo, vec4 hi, bool c_n4) {
+  if (gm >= p.m) return;
+  lo *= p.scale;
+  hi *= p.scale;
+  if (HAS_BIAS) {
+    // Per-row bias (1x1 convolutions): one load. Any other layout: a loop
+    // over the 8 columns that runs zero times (one masked pass) otherwise.
+    const uint row = batch * p.bias_batch_stride + gm * p.bias_row_stride;
+    const bool per_row = p.bias_col_stride == 0;
+    const float b_row = bias4[row >> 2][row & 3];
+    if (per_row) {
+      lo += b_row;
+      hi += b_row;
+    }
+    const uint bias_cols = per_row ? 0 : min(8, p.n - n0);
+    for (uint j = 0; j < bias_cols; ++j) {
+      const uint at = row + (n0 + j) * p.bias_col_stride;
+      const float bv = bias4[at >> 2][at & 3];
+      if (j < 4) lo[j & 3] += bv;
+      else hi[j & 3] += bv;
+    }
+  }
+  const uint c_row = batch * p.c_batch_stride + gm * p.c_row_stride + n0;
+  const uint r_row = batch * p.residual_batch_stride + gm * p.residual_row_stride + n0;
+  // llvmpipe executes both sides of a branch (masked): the vec4 path is
+  // straight-line, the scalar one a loop that runs zero times when unused.
+  if (c_n4) {
+    // n0 and n are multiples of 4, so each vec4 is wholly in or out.
+    vec4 o0 = lo, o1 = hi;
+    if (HAS_RESIDUAL) {
+      o0 += residual4[r_row >> 2];
+      o1 += residual4[min(r_row + 4, r_row + p.n - n0 - 4) >> 2];
+    }
+    for (uint e = 0; e < 4; ++e) {
+      o0[e] = kiln_activate(ACTIVATION, o0[e], p.alpha, p.beta);
+      o1[e] = kiln_activate(ACTIVATION, o1[e], p.alpha, p.beta);
+    }
+    c4[c_row >> 2] = o0;
+    if (n0 + 4 < p.n) c4[(c_row >> 2) + 1] = o1;
+  }
+  const uint scalar_count = c_n4 ? 0 : min(8, p.n - n0);
+  for (uint j = 0; j < scalar_count; ++j) {
+    float o = j < 4 ? lo[j & 3] : hi[j & 3];
+    if (HAS_RESIDUAL) o += residual4[(r_row + j) >> 2][(r_row + j) & 3];
+    c4[(c_row + j) >> 2][(c_row + j) & 3] = kiln_activate(ACTIVATION, o, p.alpha, p.beta);
+  }
+}
+
+void main() {
+  const uint batch = gl_WorkGroupID.z;
+  // The tile below is 4 x 8; any other TM/TN leaves the output unwritten,
+  // which the GPU tests would catch.
+  if (TM != 4 || TN != 8) return;
+  const uint m0 = (gl_WorkGroupID.y * gl_WorkGroupSize.y + gl_LocalInvocationID.y) * TM;
+  const uint n0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * TN;
+  if (m0 >= p.m || n0 >= p.n) return;
+  const uint a_base = batch * p.a_batch_stride;
+  const uint b_base = batch * p.b_batch_stride;
+  const uint last_m = p.m - 1, last_n = p.n - 1;
+  const uint ar0 = a_base + min(m0, last_m) * p.a_row_stride;
+  const uint ar1 = a_base + min(m0 + 1, last_m) * p.a_row_stride;
+  const uint ar2 = a_base + min(m0 + 2, last_m) * p.a_row_stride;
+  const uint ar3 = a_base + min(m0 + 3, last_m) * p.a_row_stride;
+
+  // c<row><half>: columns n0..n0+3 (0) and n0+4..n0+7 (1).
+  vec4 c00 = vec4(0), c01 = vec4(0), c10 = vec4(0), c11 = vec4(0);
+  vec4 c20 = vec4(0), c21 = vec4(0), c30 = vec4(0), c31 = vec4(0);
+
+  // vec4 paths need 16-byte aligned rows/columns (bindings are aligned to
+  // the device's storage offset alignment, 16 on llvmpipe).
+  const bool a_k4 = p.a_col_stride == 1 && (p.a_row_stride & 3) == 0 &&
+                    (p.a_batch_stride & 3) == 0;
+  const bool b_k4 = p.b_row_stride == 1 && (p.b_col_stride & 3) == 0 &&
+                    (p.b_batch_stride & 3) == 0;
+  const bool b_n4 = p.b_col_stride == 1 && (p.b_row_stride & 3) == 0 &&
+                    (p.b_batch_stride & 3) == 0 && (p.n & 3) == 0;
+  // k handled by the vec4 loops below (every path with a k-contiguous A).
+  const uint k4_end = (a_k4 && (b_k4 || p.b_col_stride == 1)) ? (p.k & ~3u) : 0;
+
+  // Both operands contiguous in k (Gemm with transB, MatMul of B^T).
+  const uint kn_end = b_k4 ? k4_end : 0;
+  uint bc[8];
+  for (uint j = 0; j < 8; ++j) bc[j] = b_base + min(n0 + j, last_n) * p.b_col_stride;
+  for (uint k = 0; k < kn_end; k += 4) {
+    vec4 a0 = a4[(ar0 + k) >> 2], a1 = a4[(ar1 + k) >> 2];
+    vec4 a2 = a4[(ar2 + k) >> 2], a3 = a4[(ar3 + k) >> 2];
+    vec4 b0 = b4[(bc[0] + k) >> 2], b1 = b4[(bc[1] + k) >> 2];
+    vec4 b2 = b4[(bc[2] + k) >> 2], b3 = b4[(bc[3] + k) >> 2];
+    vec4 b4_ = b4[(bc[4] + k) >> 2], b5 = b4[(bc[5] + k) >> 2];
+    vec4 b6 = b4[(bc[6] + k) >> 2], b7 = b4[(bc[7] + k) >> 2];
+#define KILN_ROW_DOT(c0, c1, a)                                         \
+    c0 += vec4(dot(a, b0), dot(a, b1), dot(a, b2), dot(a, b3));         \
+    c1 += vec4(dot(a, b4_), dot(a, b5), dot(a, b6), dot(a, b7));
+    KILN_ROW_DOT(c00, c01, a0)
+    KILN_ROW_DOT(c10, c11, a1)
+    KILN_ROW_DOT(c20, c21, a2)
+    KILN_ROW_DOT(c30, c31, a3)
+  }
+
+  // A contiguous in k, B in n (1x1 convolution: weights x image). Column
+  // blocks past n (n % 4 == 0) are clamped to the last block.
+  const uint nn_end = (b_n4 && !b_k4) ? k4_end : 0;
+  const uint bn0 = b_base + n0;
+  const uint bn1 = b_base + min(n0 + 4, p.n - 4);
+  for (uint k = 0; k < nn_end; k += 4) {
+    vec4 a0 = a4[(ar0 + k) >> 2], a1 = a4[(ar1 + k) >> 2];
+    vec4 a2 = a4[(ar2 + k) >> 2], a3 = a4[(ar3 + k) >> 2];
+#define KILN_K_STEP(kk)                                                 \
+    {                                                                   \
+      const uint row = (k + kk) * p.b_row_stride;                       \
+      vec4 lo = b4[(bn0 + row) >> 2], hi = b4[(bn1 + row) >> 2];        \
+      c00 += a0[kk] * lo; c01 += a0[kk] * hi;                           \
+      c10 += a1[kk] * lo; c11 += a1[kk] * hi;                           \
+      c20 += a2[kk] * lo; c21 += a2[kk] * hi;                           \
+      c30 += a3[kk] * lo; c31 += a3[kk] * hi;                           \
+    }
+    KILN_K_STEP(0)
+    KILN_K_STEP(1)
+    KILN_K_STEP(2)
+    KILN_K_STEP(3)
+  }
+
+  // A contiguous in k, B contiguous in n but rows not 16-byte aligned (the
+  // 7x7 layers: n = 49): each 8-column run is cut out of three aligned
+  // vec4s. The shift is the same for every lane (n0 is a multiple of 8).
+  // Blocks are clamped to the binding, so B must end on a block boundary.
+  const uint b_end = (p.batch - 1) * p.b_batch_stride + (p.k - 1) * p.b_row_stride + p.n;
+  const bool b_n1 = p.b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  const uint nu_end = (a_k4 && b_n1) ? (p.k & ~3u) : 0;
+  const uint b_last4 = uint(b4.length()) - 1;
+  for (uint k = 0; k < nu_end; k += 4) {
+    vec4 a0 = a4[(ar0 + k) >> 2], a1 = a4[(ar1 + k) >> 2];
+    vec4 a2 = a4[(ar2 + k) >> 2], a3 = a4[(ar3 + k) >> 2];
+#define KILN_K_STEP_U(kk)                                               \
+    {                                                                   \
+      const uint e = bn0 + (k + kk) * p.b_row_stride;                   \
+      const uint q = e >> 2, sh = e & 3;                                \
+      vec4 q0 = b4[min(q, b_last4)], q1 = b4[min(q + 1, b_last4)];      \
+      vec4 q2 = b4[min(q + 2, b_last4)];                                \
+      vec4 lo = sh == 0 ? q0 : sh == 1 ? vec4(q0.yzw, q1.x)             \
+              : sh == 2 ? vec4(q0.zw, q1.xy) : vec4(q0.w, q1.xyz);      \
+      vec4 hi = sh == 0 ? q1 : sh == 1 ? vec4(q1.yzw, q2.x)             \
+              : sh == 2 ? vec4(q1.zw, q2.xy) : vec4(q1.w, q2.xyz);      \
+      c00 += a0[kk] * lo; c01 += a0[kk] * hi;                           \
+      c10 += a1[kk] * lo; c11 += a1[kk] * hi;                           \
+      c20 += a2[kk] * lo; c21 += a2[kk] * hi;                           \
+      c30 += a3[kk] * lo; c31 += a3[kk] * hi;                           \
+    }
+    KILN_K_STEP_U(0)
+    KILN_K_STEP_U(1)
+    KILN_K_STEP_U(2)
+    KILN_K_STEP_U(3)
+  }
+
+  // Any other layout, and the k tail of the vec4 paths.
+  for (uint k = k4_end; k < p.k; ++k) {
+    const uint ka = k * p.a_col_stride, kb = k * p.b_row_stride;
+    float a0 = a_at(ar0 + ka), a1 = a_at(ar1 + ka), a2 = a_at(ar2 + ka), a3 = a_at(ar3 + ka);
+    vec4 lo = vec4(b_at(bc[0] + kb), b_at(bc[1] + kb), b_at(bc[2] + kb), b_at(bc[3] + kb));
+    vec4 hi = vec4(b_at(bc[4] + kb), b_at(bc[5] + kb), b_at(bc[6] + kb), b_at(bc[7] + kb));
+    c00 += a0 * lo; c01 += a0 * hi;
+    c10 += a1 * lo; c11 += a1 * hi;
+    c20 += a2 * lo; c21 += a2 * hi;
+    c30 += a3 * lo; c31 += a3 * hi;
+  }
+
+  const bool c_n4 = (p.c_row_stride & 3) == 0 && (p.c_batch_stride & 3) == 0 &&
+                    (p.n & 3) == 0 &&
+                    (!HAS_RESIDUAL || ((p.residual_row_stride & 3) == 0 &&
+                                       (p.residual_batch_stride & 3) == 0));
+  store_row(batch, m0, n0, c00, c01, c_n4);
+  store_row(batch, m0 + 1, n0, c10, c11, c_n4);
+  store_row(batch, m0 + 2, n0, c20, c21, c_n4);
+  store_row(batch, m0 + 3, n0, c30, c31, c_n4);
+}
