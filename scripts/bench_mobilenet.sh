@@ -37,4 +37,14 @@ printf '%-40s %14s\n' "kiln, Vulkan ${device:-default device}" "$kiln_ms"
 printf '%-40s %14s\n' "PyTorch $("$python" -c 'import torch; print(torch.__version__)') CPU, $threads threads" "$torch_ms"
 printf '%-40s %14s\n' "ratio PyTorch / kiln (>1: kiln faster)" \
   "$(awk -v k="$kiln_ms" -v t="$torch_ms" 'BEGIN { printf "%.2f", t / k }')"
+# PyTorch picks its thread count itself (one here); lavapipe uses every
+# core, so also show PyTorch on every core for a like-for-like row.
+cores=$(nproc)
+if [ "$threads" != "$cores" ]; then
+  all_line=$("$python" "$here/bench_torch_mobilenet.py" "$calls" "$cores")
+  all_ms=$(echo "$all_line" | awk '{print $2}')
+  printf '%-40s %14s\n' "PyTorch CPU, $cores threads (all cores)" "$all_ms"
+  printf '%-40s %14s\n' "ratio PyTorch all cores / kiln" \
+    "$(awk -v k="$kiln_ms" -v t="$all_ms" 'BEGIN { printf "%.2f", t / k }')"
+fi
 printf '(kiln first call, recording + pipelines: %s ms)\n' "$first_ms"

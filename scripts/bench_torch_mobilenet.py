@@ -3,7 +3,7 @@
 no_grad, float32, batch 1, 224x224) on PyTorch CPU. Prints one line:
 "torch_median_ms <value> threads <n>". Used by bench_mobilenet.sh.
 
-Usage: bench_torch_mobilenet.py CALLS
+Usage: bench_torch_mobilenet.py CALLS [THREADS]  (default: PyTorch's own choice)
 """
 import statistics
 import sys
@@ -15,6 +15,8 @@ import torchvision
 
 def main():
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    if len(sys.argv) > 2:
+        torch.set_num_threads(int(sys.argv[2]))
     torch.manual_seed(1)
     model = torchvision.models.mobilenet_v2(weights=None).eval()
     x = torch.rand(1, 3, 224, 224)
