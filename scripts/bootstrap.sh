@@ -8,7 +8,10 @@ shift || true
 
 bash "$here/scripts/install-deps.sh"
 cd "$here"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# Quiet on success; the whole log when something fails.
 if [ ! -f "$build_dir/build.ninja" ]; then
-  meson setup "$build_dir" "$@" >/dev/null
+  meson setup "$build_dir" "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
 fi
-ninja -C "$build_dir" >/dev/null
+ninja -C "$build_dir" >"$log" 2>&1 || { cat "$log"; exit 1; }
