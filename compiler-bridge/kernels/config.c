@@ -179,6 +179,11 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
     case KILN_KERNEL_SOFTMAX:
     case KILN_KERNEL_NORM:
       config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
+      // CPU devices: one subgroup per row; llvmpipe splits bigger
+      // workgroups at every barrier of the reduction.
+      if (kiln_caps_is_cpu_like(caps) && caps->subgroup_size <= config.workgroup_size[0]) {
+        config.workgroup_size[0] = caps->subgroup_size;
+      }
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
     default:

@@ -154,6 +154,19 @@ KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
   KILN_EXPECT_EQ(config.workgroup_size[0], 128);
 }
 
+// Row kernels on llvmpipe: one 8-lane subgroup per row.
+KILN_TEST(KernelTargetTest, RowKernelsUseOneSubgroupOnCpu) {
+  kiln_kernel_arch_caps_t cpu = caps_for("cpu");
+  const kiln_kernel_id_t kernels[] = {KILN_KERNEL_REDUCE, KILN_KERNEL_SOFTMAX, KILN_KERNEL_NORM};
+  for (size_t i = 0; i < 3; ++i) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(kernels[i], &cpu, KILN_KERNEL_STORAGE_FP32,
+                                             &config));
+    KILN_EXPECT_EQ(config.workgroup_size[0], 8);
+    KILN_EXPECT_EQ(config.shared_memory_bytes, 8 * 4);
+  }
+}
+
 KILN_TEST(KernelTargetTest, SetSpecKeepsOrderAndReplaces) {
   kiln_kernel_config_t config;
   memset(&config, 0, sizeof(config));
