@@ -72,13 +72,13 @@ static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
 
 // The gemm_cpu variant: one 8-lane subgroup per workgroup (llvmpipe loops
 // over subgroups of a bigger workgroup on one thread anyway), each lane a
-// 4x8 register tile, which gemm_cpu.comp hard-codes; no shared memory.
+// 8x8 register tile, which gemm_cpu.comp hard-codes; no shared memory.
 static void kiln_config_gemm_cpu(kiln_kernel_config_t* config) {
   config->variant = KILN_KERNEL_VARIANT_CPU;
   config->workgroup_size[0] = 8;
   config->workgroup_size[1] = 1;
   config->shared_memory_bytes = 0;
-  kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);
+  kiln_config_add(config, KILN_SPEC_GEMM_TM, 8);
   kiln_config_add(config, KILN_SPEC_GEMM_TN, 8);
 }
 

@@ -62,13 +62,13 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   kiln_kernel_config_t config;
   kiln_kernel_arch_caps_t cpu = caps_for("cpu");
   // llvmpipe: the gemm_cpu variant, one 8-lane subgroup per workgroup with
-  // the 4x8 register tiles gemm_cpu.comp hard-codes, no shared memory.
+  // the 8x8 register tiles gemm_cpu.comp hard-codes, no shared memory.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 1);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
   KILN_EXPECT_EQ(config.shared_memory_bytes, 0);
   KILN_EXPECT_EQ(config.required_features, 0);
@@ -191,13 +191,13 @@ KILN_TEST(KernelTargetTest, Grids) {
                                            KILN_KERNEL_STORAGE_FP32, &config));
   kiln_kernel_gemm_params_t gemm;
   memset(&gemm, 0, sizeof(gemm));
-  gemm.m = 130;  // gemm_cpu tile: 4 rows x 64 columns
+  gemm.m = 130;  // gemm_cpu tile: 8 rows x 64 columns
   gemm.n = 65;
   gemm.batch = 3;
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
   KILN_EXPECT_EQ(grid[0], 2);
-  KILN_EXPECT_EQ(grid[1], 33);
+  KILN_EXPECT_EQ(grid[1], 17);
   KILN_EXPECT_EQ(grid[2], 3);
   gemm.batch = 70000;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
