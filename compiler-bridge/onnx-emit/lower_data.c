@@ -12,8 +12,7 @@ static void kiln_lower_contiguous(const kiln_graph_shape_t* shape, int64_t* stri
   }
 }
 
-// One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's 6).
-static kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
+kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
                                              const kiln_emit_range_t* in,
                                              const kiln_emit_range_t* out,
                                              const kiln_graph_shape_t* shape,

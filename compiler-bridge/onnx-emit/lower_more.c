@@ -16,30 +16,6 @@ static void kiln_more_contiguous(const kiln_graph_shape_t* shape, int64_t* strid
   }
 }
 
-static kiln_status_t kiln_more_strided(const kiln_lower_t* l, const kiln_emit_range_t* in,
-                                       const kiln_emit_range_t* out,
-                                       const kiln_graph_shape_t* shape,
-                                       const int64_t* in_strides, const int64_t* out_strides,
-                                       int64_t in_offset) {
-  if (shape->rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
-  kiln_kernel_strided_copy_params_t p;
-  memset(&p, 0, sizeof(p));
-  p.count = (uint32_t)kiln_lower_count(shape);
-  if (p.count == 0) return kiln_ok_status();
-  int32_t lead = KILN_KERNEL_MAX_RANK - shape->rank;
-  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    p.shape[d] = d < lead ? 1 : (uint32_t)shape->dims[d - lead];
-    p.in_strides[d] = d < lead ? 0 : (int32_t)in_strides[d - lead];
-    p.out_strides[d] = d < lead ? 0 : (uint32_t)out_strides[d - lead];
-  }
-  p.in_offset = (int32_t)in_offset;
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_STRIDED_COPY, .push = &p,
-                                    .binding_count = 2, .bindings = {*in, *out},
-                                    .written_mask = 2u, .grid = KILN_EMIT_GRID_LINEAR,
-                                    .grid_count = p.count};
-  return kiln_emit_add_dispatch(l->program, &desc);
-}
-
 kiln_status_t kiln_lower_split(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   int64_t axis_attr = 0;
@@ -59,8 +35,8 @@ kiln_status_t kiln_lower_split(const kiln_lower_t* l) {
     if (kiln_lower_count(&y->shape) > 0) {
       kiln_emit_range_t out;
       KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, o, &out));
-      KILN_RETURN_IF_ERROR(kiln_more_strided(l, &in, &out, &y->shape, in_strides,
-                                             out_strides, position * in_strides[axis]));
+      KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &out, &y->shape, in_strides,
+                                             out_strides, position * in_strides[axis], 0));
     }
     position += y->shape.dims[axis];
   }
@@ -82,7 +58,8 @@ kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_more_strided(l, &in, &out, &y->shape, in_strides, out_strides, 0);
+  return kiln_lower_strided_copy(l, &in, &out, &y->shape, in_strides, out_strides, 0,
+                                 0);
 }
 
 // out = a op b with a, b broadcast to out (rank <= 6).

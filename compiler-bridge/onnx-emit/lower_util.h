@@ -66,6 +66,16 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
 kiln_status_t kiln_lower_resize(const kiln_lower_t* l);
 
+// One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's
+// 6 dimensions), with element offsets into the input and output ranges.
+kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
+                                      const kiln_emit_range_t* in,
+                                      const kiln_emit_range_t* out,
+                                      const kiln_graph_shape_t* shape,
+                                      const int64_t* in_strides,
+                                      const int64_t* out_strides,
+                                      int64_t in_offset, int64_t out_offset);
+
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
