@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang + ASan/UBSan into build-fuzz/ and
-# runs each for a bounded time on a seed corpus made from the test modules.
+# runs each for a bounded time on a seed corpus (the test modules; ONNX node-test models for the ONNX importer).
 # Usage: scripts/fuzz.sh [seconds per target, default 60]. Exits non-zero
 # when a target crashes, leaks, times out or fails to build.
 set -euo pipefail
@@ -14,11 +14,14 @@ cd "$here"
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ meson setup "$build" -Dfuzzers=true -Dtests=true \
     -Db_sanitize=address,undefined -Db_lundef=false -Dvulkan=disabled \
-    -Donnx=disabled -Dc_args=-fsanitize=fuzzer-no-link
+    -Donnx=enabled -Dc_args=-fsanitize=fuzzer-no-link
+else
+  # Older fuzz builds were configured without the ONNX front end.
+  meson configure "$build" -Donnx=enabled >/dev/null
 fi
 ninja -C "$build" -j2 tests/fuzz/kiln_module_load_fuzzer \
   tests/fuzz/kiln_module_run_fuzzer tests/fuzz/kiln_input_fuzzer \
-  tools/compile/kiln-compile
+  tests/fuzz/kiln_onnx_import_fuzzer tools/compile/kiln-compile
 
 # Seed corpus: every test assembly file compiled to a module.
 seeds="$build/fuzz-seeds"
@@ -41,6 +44,17 @@ printf 'f64=-1.5e3' > "$input_seeds/scalar.txt"
 printf "\x93NUMPY\x01\x00\x36\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n\x00\x00\x80\x3f\x00\x00\x00\x40" \
   > "$input_seeds/two.npy"
 
+# Seeds for the ONNX fuzzer: the small models of ONNX's node tests.
+onnx_seeds="$build/fuzz-onnx-seeds"
+rm -rf "$onnx_seeds"
+mkdir -p "$onnx_seeds"
+for model in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+  [ -f "$model" ] || continue
+  if [ "$(stat -c %s "$model")" -lt 4096 ]; then
+    cp "$model" "$onnx_seeds/$(basename "$(dirname "$model")").onnx"
+  fi
+done
+
 # KILN_FUZZ_RUNS=N makes a run reproducible: a fixed seed and at most N
 # executions per target (the test script uses this, so CI explores exactly
 # what was explored before landing; time stays an upper bound).
@@ -49,12 +63,15 @@ if [ -n "${KILN_FUZZ_RUNS:-}" ]; then
   determinism="-runs=$KILN_FUZZ_RUNS -seed=${KILN_FUZZ_SEED:-1}"
 fi
 status=0
-for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer; do
+for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer \
+              kiln_onnx_import_fuzzer; do
   work="$build/fuzz-out/$target"
   rm -rf "$work/corpus"
   mkdir -p "$work/corpus"
   if [ "$target" = kiln_input_fuzzer ]; then
     cp "$input_seeds"/* "$work/corpus/"
+  elif [ "$target" = kiln_onnx_import_fuzzer ]; then
+    cp "$onnx_seeds"/* "$work/corpus/"
   else
     cp "$seeds"/*.kiln "$work/corpus/"
     # Inputs that once crashed a fuzzer stay in the corpus for good.

@@ -209,7 +209,7 @@ static kiln_status_t kiln_onnx_convert_attr(kiln_onnx_import_t* import,
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
       attr.type = KILN_GRAPH_ATTR_STRING;
       size_t length = proto->s.len;
-      if (length >= sizeof(text) || memchr(proto->s.data, 0, length)) {
+      if (length >= sizeof(text) || (length && memchr(proto->s.data, 0, length))) {
         return kiln_make_status(
             KILN_STATUS_INVALID_ARGUMENT,
             "%s: node '%s': string attribute '%s' is too long or has NULs",
