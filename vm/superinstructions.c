@@ -83,10 +83,15 @@ static uint32_t kiln_vm_fuse_function(const uint8_t* original, uint8_t* copy,
       ++fused;
     } else if ((op == KILN_VM_OP_ADD_I32 || op == KILN_VM_OP_ADDI_I32) &&
                next < length) {
+      // The handler compares the sum it just computed: the compare's first
+      // operand must be the add's destination (a counted loop's step).
       uint32_t step = kiln_vm_fused_step(op, original[next]);
       uint32_t branch = next + KILN_VM_SIZE_EQ_I32;  // every i32 compare
-      if (step && kiln_vm_is_cond_br_on(original, length, branch,
-                                        kiln_load_le_u16(original + next + 1))) {
+      if (step &&
+          kiln_load_le_u16(original + next + 3) ==
+              kiln_load_le_u16(original + pos + 1) &&
+          kiln_vm_is_cond_br_on(original, length, branch,
+                                kiln_load_le_u16(original + next + 1))) {
         copy[pos] = (uint8_t)step;
         ++fused;
       }
@@ -96,11 +101,19 @@ static uint32_t kiln_vm_fuse_function(const uint8_t* original, uint8_t* copy,
   return fused;
 }
 
+// Each function's copy starts on a cache line, so where the allocator
+// happens to put the copy cannot make a hot loop's operands straddle lines
+// (a split load on the branch-target chain measured ~1.6x slower loops).
+#define KILN_VM_CODE_ALIGNMENT 64u
+
 kiln_status_t kiln_vm_module_build_code(kiln_vm_module_t* module, bool fuse) {
   const kiln_format_module_t* format = &module->format;
-  size_t total = 0;
+  size_t total = KILN_VM_CODE_ALIGNMENT;  // room to align the block itself
   for (uint32_t i = 0; i < format->function_count; ++i) {
-    if (!kiln_size_add(total, format->functions[i].bytecode_length, &total)) {
+    size_t padded = 0;
+    if (!kiln_size_align_up(format->functions[i].bytecode_length,
+                            KILN_VM_CODE_ALIGNMENT, &padded) ||
+        !kiln_size_add(total, padded, &total)) {
       return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                               "module '%.*s': bytecode of all functions "
                               "overflows the address space",
@@ -110,9 +123,12 @@ kiln_status_t kiln_vm_module_build_code(kiln_vm_module_t* module, bool fuse) {
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
       module->allocator, format->function_count ? format->function_count : 1,
       sizeof(*module->function_code), (void**)&module->function_code));
-  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
-      module->allocator, total ? total : 1, (void**)&module->code_copy));
-  uint8_t* at = module->code_copy;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_malloc(module->allocator, total, (void**)&module->code_copy));
+  uintptr_t base = (uintptr_t)module->code_copy;
+  uint8_t* at = module->code_copy + ((KILN_VM_CODE_ALIGNMENT -
+                                      base % KILN_VM_CODE_ALIGNMENT) %
+                                     KILN_VM_CODE_ALIGNMENT);
   for (uint32_t i = 0; i < format->function_count; ++i) {
     const kiln_format_function_t* fn = &format->functions[i];
     memcpy(at, fn->bytecode, fn->bytecode_length);
@@ -121,7 +137,8 @@ kiln_status_t kiln_vm_module_build_code(kiln_vm_module_t* module, bool fuse) {
           kiln_vm_fuse_function(fn->bytecode, at, fn->bytecode_length);
     }
     module->function_code[i] = at;
-    at += fn->bytecode_length;
+    at += (fn->bytecode_length + KILN_VM_CODE_ALIGNMENT - 1) &
+          ~(size_t)(KILN_VM_CODE_ALIGNMENT - 1);
   }
   return kiln_ok_status();
 }

@@ -12,7 +12,8 @@
 // at the cond_br's offset) and then jumps.
 //
 //   <cmp>_BR         <cmp> d a b ; cond_br d T F
-//   <add>_<cmp>_BR   <add> ... ; <i32 cmp> d a b ; cond_br d T F
+//   <add>_<cmp>_BR   <add> s ... ; <i32 cmp> d s b ; cond_br d T F
+//                    (the compare reads the add's destination first)
 #ifndef KILN_VM_SUPERINSTRUCTIONS_H_
 #define KILN_VM_SUPERINSTRUCTIONS_H_
 

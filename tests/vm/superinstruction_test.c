@@ -197,6 +197,11 @@ KILN_TEST(Superinstructions, CompareBranchMatchesReferenceAndPlainPath) {
   KILN_EXPECT_EQ(kiln_vm_module_superinstruction_count(pair.fused.module),
                  (uint32_t)KILN_COMPARE_COUNT);
   KILN_EXPECT_EQ(kiln_vm_module_superinstruction_count(pair.plain.module), 0u);
+  // Every function's code starts on a cache line, whatever malloc returned.
+  for (uint32_t i = 0; i < kiln_vm_module_format(pair.fused.module)->function_count; ++i) {
+    KILN_EXPECT_EQ((uintptr_t)pair.fused.module->function_code[i] % 64u, 0u);
+    KILN_EXPECT_EQ((uintptr_t)pair.plain.module->function_code[i] % 64u, 0u);
+  }
   for (size_t k = 0; k < KILN_COMPARE_COUNT; ++k) {
     const kiln_compare_case_t* c = &kCompares[k];
     char name[16];
@@ -432,8 +437,9 @@ KILN_TEST(Superinstructions, BranchesIntoAFusedSequence) {
 }
 
 KILN_TEST(Superinstructions, OnlyAdjacentSequencesOnTheSameRegisterFuse) {
-  // The cond_br tests another register, a mov sits between, the compare
-  // ends a function: nothing fuses, and everything still runs.
+  // The cond_br tests another register, or a mov sits between: nothing
+  // fuses; a step whose compare reads another register first keeps only the
+  // compare+cond_br pair. Everything still runs.
   static const char kSource[] =
       "func other \"ii_i\"\n  lt.i32.s i2 i0 i1\n  cond_br i0 a b\n"
       "a:\n  return i2\nb:\n  return i1\nend\n"
@@ -441,10 +447,14 @@ KILN_TEST(Superinstructions, OnlyAdjacentSequencesOnTheSameRegisterFuse) {
       "a:\n  return i3\nb:\n  return i1\nend\n"
       "func step_other \"ii_i\"\n  add.i32 i0 i0 i1\n  lt.i32.s i2 i0 i1\n  cond_br i1 a b\n"
       "a:\n  return i0\nb:\n  return i2\nend\n"
-      "export other\nexport gap\nexport step_other\n";
+      // The compare does not read the add's result first: only the
+      // compare+cond_br pair fuses.
+      "func step_swapped \"ii_i\"\n  add.i32 i0 i0 i1\n  lt.i32.s i2 i1 i0\n  cond_br i2 a b\n"
+      "a:\n  return i0\nb:\n  return i2\nend\n"
+      "export other\nexport gap\nexport step_other\nexport step_swapped\n";
   kiln_pair_t pair;
   KILN_ASSERT_OK(kiln_pair_init(&pair, kSource));
-  KILN_EXPECT_EQ(kiln_vm_module_superinstruction_count(pair.fused.module), 0u);
+  KILN_EXPECT_EQ(kiln_vm_module_superinstruction_count(pair.fused.module), 1u);
   kiln_vm_value_t args[2] = {kiln_vm_value_i32(1), kiln_vm_value_i32(4)}, r = {0};
   KILN_ASSERT_OK(kiln_vm_test_call(&pair.fused, "other", args, 2, &r, 1));
   KILN_EXPECT_EQ(r.i32, 1);
@@ -452,6 +462,13 @@ KILN_TEST(Superinstructions, OnlyAdjacentSequencesOnTheSameRegisterFuse) {
   KILN_EXPECT_EQ(r.i32, 1);
   KILN_ASSERT_OK(kiln_vm_test_call(&pair.fused, "step_other", args, 2, &r, 1));
   KILN_EXPECT_EQ(r.i32, 5);
+  KILN_ASSERT_OK(kiln_vm_test_call(&pair.fused, "step_swapped", args, 2, &r, 1));
+  KILN_EXPECT_EQ(r.i32, 5);  // 4 < 5: the true edge returns i0
+  uint8_t run = 0, file = 0;
+  kiln_code_bytes(pair.fused.module, "step_swapped", 0, &run, &file);
+  KILN_EXPECT_EQ(run, (uint8_t)KILN_VM_OP_ADD_I32);
+  kiln_code_bytes(pair.fused.module, "step_swapped", 7, &run, &file);
+  KILN_EXPECT_EQ(run, (uint8_t)KILN_VM_OP_LT_I32_S_BR);
   kiln_pair_deinit(&pair);
 }
 
