@@ -524,7 +524,8 @@ dispatch:
   KILN_VM_COMPARES(COMPARE_OPS, _)
   // `add; compare; cond_br`: the counted-loop step in one dispatch. The
   // loader fuses it only when the compare's first operand is the add's
-  // destination, so the sum is compared without reloading it.
+  // destination, so the sum is compared without reloading it; the second
+  // operand is read after the add's write (it may be the same register).
 #define STEP_SUM_ADD_I32 (RI(3) + RI(5))
 #define STEP_SUM_ADDI_I32 (RI(3) + U32(5))
 #define STEP_OPS(add, cmp, kind, expr)            \
@@ -532,7 +533,7 @@ dispatch:
     uint32_t a = STEP_SUM_##add;                  \
     RI(1) = a;                                    \
     pc += KILN_VM_SIZE_##add;                     \
-    uint32_t b = RI(5); /* after the add: may be its destination */ \
+    uint32_t b = RI(5);                           \
     uint32_t cond = (uint32_t)(expr);             \
     RI(1) = cond;                                 \
     pc += KILN_VM_SIZE_##cmp;                     \
