@@ -52,6 +52,11 @@ struct kiln_vm_module_t {
   const uint8_t** rodata_data;          // per rodata segment
   void** rodata_allocations;            // decompressed copies (or NULL)
   char** function_display_names;        // for traps
+  // What the interpreter runs: a private copy of every function's bytecode
+  // with superinstructions written in (vm/superinstructions.c).
+  uint8_t* code_copy;
+  const uint8_t** function_code;  // per function, into code_copy
+  uint32_t superinstruction_count;
 };
 
 const char* kiln_vm_module_function_display_name(const kiln_vm_module_t* module,
@@ -59,6 +64,10 @@ const char* kiln_vm_module_function_display_name(const kiln_vm_module_t* module,
 
 // Verifies every function of a read module (vm/verifier.c).
 kiln_status_t kiln_vm_verify_module(const kiln_format_module_t* format);
+
+// Fills code_copy/function_code of a verified module, rewriting fusable
+// sequences when `fuse` (vm/superinstructions.c).
+kiln_status_t kiln_vm_module_build_code(kiln_vm_module_t* module, bool fuse);
 
 // Per context, per module.
 typedef struct kiln_vm_module_state_t kiln_vm_module_state_t;

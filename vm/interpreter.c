@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "superinstructions.h"
 
 #if !defined(KILN_VM_DISPATCH_SWITCH) && !defined(__GNUC__)
 #define KILN_VM_DISPATCH_SWITCH 1
@@ -126,8 +127,9 @@ static inline kiln_vm_frame_t* kiln_vm_push_frame(kiln_vm_context_t* context,
   kiln_vm_frame_t* frame = &context->frames[context->depth++];
   frame->state = state;
   frame->function = function;
-  frame->code = fn->bytecode;
-  frame->pc = fn->bytecode;
+  // The private copy with superinstructions, not the file's bytes.
+  frame->code = state->module->function_code[function];
+  frame->pc = frame->code;
   frame->r32 = context->i32_stack + context->i32_top;
   frame->rr = context->ref_stack + context->ref_top;
   frame->i32_words = words;
@@ -266,13 +268,22 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
     goto dispatch;                  \
   } while (0)
 dispatch:
-  switch ((kiln_vm_opcode_t)*pc) {
+  // Not the enum type: internal superinstructions follow the public ops.
+  switch ((unsigned)*pc) {
 #else
-  static const void* const kDispatchTable[KILN_VM_OP_COUNT] = {
+  static const void* const kDispatchTable[KILN_VM_OP_INTERNAL_END] = {
 #define KILN_VM_ISA_LABEL(name, mnemonic, operands, terminator, size) \
   &&op_##name,
       KILN_VM_ISA(KILN_VM_ISA_LABEL)
 #undef KILN_VM_ISA_LABEL
+#define KILN_VM_CMP_BR_LABEL(arg, cmp, kind, expr) \
+  [KILN_VM_OP_##cmp##_BR] = &&op_##cmp##_BR,
+      KILN_VM_COMPARES(KILN_VM_CMP_BR_LABEL, _)
+#undef KILN_VM_CMP_BR_LABEL
+#define KILN_VM_STEP_LABEL(add, cmp, kind, expr) \
+  [KILN_VM_OP_##add##_##cmp##_BR] = &&op_##add##_##cmp##_BR,
+      KILN_VM_STEP_ADDS(KILN_VM_STEP_LABEL)
+#undef KILN_VM_STEP_LABEL
   };
 #define OP(name) op_##name:
 #define DISPATCH() goto* kDispatchTable[*pc]
@@ -330,12 +341,6 @@ dispatch:
   BIN_U32(MIN_I32_U, a < b ? a : b)
   BIN_U32(MAX_I32_S, (int32_t)a > (int32_t)b ? a : b)
   BIN_U32(MAX_I32_U, a > b ? a : b)
-  BIN_U32(EQ_I32, a == b)
-  BIN_U32(NE_I32, a != b)
-  BIN_U32(LT_I32_S, (int32_t)a < (int32_t)b)
-  BIN_U32(LT_I32_U, a < b)
-  BIN_U32(LE_I32_S, (int32_t)a <= (int32_t)b)
-  BIN_U32(LE_I32_U, a <= b)
   OP(DIV_I32_S) {
     int32_t a = RS(3), b = RS(5);
     if (KILN_UNLIKELY(b == 0)) TRAP(KILN_STATUS_INVALID_ARGUMENT, "integer division by zero");
@@ -371,19 +376,12 @@ dispatch:
   }
   OP(NOT_I32) { RI(1) = ~RI(3); NEXT(NOT_I32); }
   OP(ADDI_I32) { RI(1) = RI(3) + U32(5); NEXT(ADDI_I32); }
-  OP(EQZ_I32) { RI(1) = RI(3) == 0; NEXT(EQZ_I32); }
 
   // ---- i64 ----
 #define BIN_U64(name, expr)              \
   OP(name) {                             \
     uint64_t a = RL(3), b = RL(5);       \
     set64(r32, U16(1), (uint64_t)(expr)); \
-    NEXT(name);                          \
-  }
-#define CMP_U64(name, expr)              \
-  OP(name) {                             \
-    uint64_t a = RL(3), b = RL(5);       \
-    RI(1) = (uint32_t)(expr);            \
     NEXT(name);                          \
   }
   BIN_U64(ADD_I64, a + b)
@@ -399,12 +397,6 @@ dispatch:
   BIN_U64(MIN_I64_U, a < b ? a : b)
   BIN_U64(MAX_I64_S, (int64_t)a > (int64_t)b ? a : b)
   BIN_U64(MAX_I64_U, a > b ? a : b)
-  CMP_U64(EQ_I64, a == b)
-  CMP_U64(NE_I64, a != b)
-  CMP_U64(LT_I64_S, (int64_t)a < (int64_t)b)
-  CMP_U64(LT_I64_U, a < b)
-  CMP_U64(LE_I64_S, (int64_t)a <= (int64_t)b)
-  CMP_U64(LE_I64_U, a <= b)
   OP(DIV_I64_S) {
     int64_t a = RLS(3), b = RLS(5);
     if (KILN_UNLIKELY(b == 0)) TRAP(KILN_STATUS_INVALID_ARGUMENT, "integer division by zero");
@@ -439,7 +431,6 @@ dispatch:
     NEXT(ABS_I64);
   }
   OP(NOT_I64) { set64(r32, U16(1), ~RL(3)); NEXT(NOT_I64); }
-  OP(EQZ_I64) { RI(1) = RL(3) == 0; NEXT(EQZ_I64); }
 
   // ---- f32 ----
 #define BIN_F32(name, expr)           \
@@ -448,22 +439,12 @@ dispatch:
     setf(r32, U16(1), (expr));        \
     NEXT(name);                       \
   }
-#define CMP_F32(name, expr)           \
-  OP(name) {                          \
-    float a = RF(3), b = RF(5);       \
-    RI(1) = (uint32_t)(expr);         \
-    NEXT(name);                       \
-  }
   BIN_F32(ADD_F32, a + b)
   BIN_F32(SUB_F32, a - b)
   BIN_F32(MUL_F32, a * b)
   BIN_F32(DIV_F32, a / b)
   BIN_F32(MIN_F32, kiln_fminf(a, b))
   BIN_F32(MAX_F32, kiln_fmaxf(a, b))
-  CMP_F32(EQ_F32, a == b)
-  CMP_F32(NE_F32, a != b)
-  CMP_F32(LT_F32, a < b)
-  CMP_F32(LE_F32, a <= b)
   OP(NEG_F32) { RI(1) = RI(3) ^ 0x80000000u; NEXT(NEG_F32); }
   OP(ABS_F32) { RI(1) = RI(3) & 0x7FFFFFFFu; NEXT(ABS_F32); }
   OP(SQRT_F32) { setf(r32, U16(1), sqrtf(RF(3))); NEXT(SQRT_F32); }
@@ -475,22 +456,12 @@ dispatch:
     setd(r32, U16(1), (expr));        \
     NEXT(name);                       \
   }
-#define CMP_F64(name, expr)           \
-  OP(name) {                          \
-    double a = RD(3), b = RD(5);      \
-    RI(1) = (uint32_t)(expr);         \
-    NEXT(name);                       \
-  }
   BIN_F64(ADD_F64, a + b)
   BIN_F64(SUB_F64, a - b)
   BIN_F64(MUL_F64, a * b)
   BIN_F64(DIV_F64, a / b)
   BIN_F64(MIN_F64, kiln_fmin(a, b))
   BIN_F64(MAX_F64, kiln_fmax(a, b))
-  CMP_F64(EQ_F64, a == b)
-  CMP_F64(NE_F64, a != b)
-  CMP_F64(LT_F64, a < b)
-  CMP_F64(LE_F64, a <= b)
   OP(NEG_F64) { set64(r32, U16(1), RL(3) ^ UINT64_C(0x8000000000000000)); NEXT(NEG_F64); }
   OP(ABS_F64) { set64(r32, U16(1), RL(3) & UINT64_C(0x7FFFFFFFFFFFFFFF)); NEXT(ABS_F64); }
   OP(SQRT_F64) { setd(r32, U16(1), sqrt(RD(3))); NEXT(SQRT_F64); }
@@ -519,6 +490,56 @@ dispatch:
     kiln_vm_set_ref(&RR(1), value);
     NEXT(SELECT_REF);
   }
+
+  // ---- compares, and their superinstructions ----
+  // One row of KILN_VM_COMPARES gives the plain compare and the fused
+  // `compare; cond_br`, which writes the same register, then behaves as
+  // the cond_br after it (fuel used and traps reported at its offset).
+#define CMP_OPERANDS_I32 uint32_t a = RI(3), b = RI(5);
+#define CMP_OPERANDS_I32Z uint32_t a = RI(3);
+#define CMP_OPERANDS_I64 uint64_t a = RL(3), b = RL(5);
+#define CMP_OPERANDS_I64Z uint64_t a = RL(3);
+#define CMP_OPERANDS_F32 float a = RF(3), b = RF(5);
+#define CMP_OPERANDS_F64 double a = RD(3), b = RD(5);
+// The cond_br at pc, on a condition already computed.
+#define COND_BR_ON(cond)                          \
+  do {                                            \
+    USE_FUEL();                                   \
+    pc = code + ((cond) ? U32(3) : U32(7));       \
+    DISPATCH();                                   \
+  } while (0)
+#define COMPARE_OPS(arg, cmp, kind, expr)         \
+  OP(cmp) {                                       \
+    CMP_OPERANDS_##kind                           \
+    RI(1) = (uint32_t)(expr);                     \
+    NEXT(cmp);                                    \
+  }                                               \
+  OP(cmp##_BR) {                                  \
+    CMP_OPERANDS_##kind                           \
+    uint32_t cond = (uint32_t)(expr);             \
+    RI(1) = cond;                                 \
+    pc += KILN_VM_SIZE_##cmp;                     \
+    COND_BR_ON(cond);                             \
+  }
+  KILN_VM_COMPARES(COMPARE_OPS, _)
+  // `add; compare; cond_br`: the counted-loop step in one dispatch. The
+  // loader fuses it only when the compare's first operand is the add's
+  // destination, so the sum is compared without reloading it; the second
+  // operand is read after the add's write (it may be the same register).
+#define STEP_SUM_ADD_I32 (RI(3) + RI(5))
+#define STEP_SUM_ADDI_I32 (RI(3) + U32(5))
+#define STEP_OPS(add, cmp, kind, expr)            \
+  OP(add##_##cmp##_BR) {                          \
+    uint32_t a = STEP_SUM_##add;                  \
+    RI(1) = a;                                    \
+    pc += KILN_VM_SIZE_##add;                     \
+    uint32_t b = RI(5);                           \
+    uint32_t cond = (uint32_t)(expr);             \
+    RI(1) = cond;                                 \
+    pc += KILN_VM_SIZE_##cmp;                     \
+    COND_BR_ON(cond);                             \
+  }
+  KILN_VM_STEP_ADDS(STEP_OPS)
 
   // ---- control ----
   OP(BR) {
@@ -939,7 +960,7 @@ dispatch:
     NEXT(GLOBAL_STORE_REF);
   }
 #if defined(KILN_VM_DISPATCH_SWITCH)
-    case KILN_VM_OP_COUNT:
+    default:
       break;
   }
   // Unreachable for verified code: every opcode has a case above.

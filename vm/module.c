@@ -9,6 +9,7 @@
 kiln_vm_module_load_options_t kiln_vm_module_load_options_default(void) {
   kiln_vm_module_load_options_t options;
   options.max_rodata_bytes = kiln_format_read_options_default().max_rodata_bytes;
+  options.disable_superinstructions = false;
   return options;
 }
 
@@ -56,6 +57,8 @@ static void kiln_vm_module_destroy(kiln_vm_ref_object_t* object) {
       kiln_allocator_free(allocator, module->function_display_names[i]);
     }
     kiln_allocator_free(allocator, module->function_display_names);
+    kiln_allocator_free(allocator, (void*)module->function_code);
+    kiln_allocator_free(allocator, module->code_copy);
     kiln_allocator_free(allocator, module->rodata_allocations);
     kiln_allocator_free(allocator, (void*)module->rodata_data);
     kiln_allocator_free(allocator, module->layouts);
@@ -85,6 +88,10 @@ kiln_string_view_t kiln_vm_module_name(const kiln_vm_module_t* module) {
 const kiln_format_module_t* kiln_vm_module_format(
     const kiln_vm_module_t* module) {
   return module->is_native ? NULL : &module->format;
+}
+
+uint32_t kiln_vm_module_superinstruction_count(const kiln_vm_module_t* module) {
+  return module->superinstruction_count;
 }
 
 const char* kiln_vm_module_function_display_name(const kiln_vm_module_t* module,
@@ -141,6 +148,10 @@ static kiln_status_t kiln_vm_module_prepare(
   module->name = format->name;
   KILN_RETURN_IF_ERROR_ANNOTATE(kiln_vm_verify_module(format),
                                 "while verifying module '%s'", what);
+  KILN_RETURN_IF_ERROR_ANNOTATE(
+      kiln_vm_module_build_code(module,
+                                !(options && options->disable_superinstructions)),
+      "while loading module '%s'", what);
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
       module->allocator, format->signature_count ? format->signature_count : 1,
       sizeof(kiln_vm_signature_layout_t), (void**)&module->layouts));

@@ -5,6 +5,7 @@
 // that branch targets land on those starts.
 #include "internal.h"
 #include "kiln/base/reader.h"
+#include "superinstructions.h"
 
 typedef struct kiln_verify_t {
   const kiln_format_module_t* format;
@@ -229,6 +230,12 @@ static kiln_status_t kiln_verify_walk(kiln_verify_t* v, bool labels) {
   while (pos < v->fn->bytecode_length) {
     v->at = pos;
     uint8_t op = v->fn->bytecode[pos];
+    if (op >= KILN_VM_OP_COUNT && op < KILN_VM_OP_INTERNAL_END) {
+      return KILN_VERIFY_FAIL(v, "opcode 0x%02x is an internal "
+                                 "superinstruction of the interpreter, never "
+                                 "valid in a module",
+                              op);
+    }
     if (op >= KILN_VM_OP_COUNT) {
       return KILN_VERIFY_FAIL(v, "unknown opcode 0x%02x", op);
     }

@@ -1,10 +1,12 @@
 // One negative test per verifier rule, each asserting the status and its
 // message; and a positive twin where a bound is exact (the frame allocator
 // uses exactly the counts the verifier checks).
+#include <stdio.h>
 #include <string.h>
 
 #include "kiln/compiler/module_writer.h"
 #include "kiln_test.h"
+#include "../../vm/superinstructions.h"
 #include "vm_test_util.h"
 
 typedef struct kiln_code_t {
@@ -94,6 +96,29 @@ KILN_TEST(Verifier, UnknownOpcode) {
   u8(&c, 0xFE);
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
                              "unknown opcode 0xfe; in function 0 'main' at bytecode offset 0",
+                             kiln_load_code("v_v", 1, 0, &c));
+}
+
+KILN_TEST(Verifier, InternalSuperinstructionOpcodes) {
+  // The loader writes these into its private copy only; a file holding one
+  // is rejected, even with operands that would make the fused op valid.
+  KILN_EXPECT_GT((uint32_t)KILN_VM_OP_INTERNAL_END, (uint32_t)KILN_VM_OP_COUNT);
+  for (uint32_t opcode = KILN_VM_OP_COUNT; opcode < KILN_VM_OP_INTERNAL_END; ++opcode) {
+    kiln_code_t c = {{0}, 0};
+    u8(&c, (uint8_t)opcode); u16(&c, 0); u16(&c, 0); u16(&c, 0); u32(&c, 0);
+    op(&c, KILN_VM_OP_COND_BR); u16(&c, 0); u32(&c, 0); u32(&c, 0);
+    char expected[160];
+    snprintf(expected, sizeof(expected),
+             "opcode 0x%02x is an internal superinstruction of the interpreter, never "
+             "valid in a module; in function 0 'main' at bytecode offset 0",
+             opcode);
+    KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, expected,
+                               kiln_load_code("v_v", 4, 0, &c));
+  }
+  // The first byte past them is merely unknown.
+  kiln_code_t c = {{0}, 0};
+  u8(&c, (uint8_t)KILN_VM_OP_INTERNAL_END);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "unknown opcode",
                              kiln_load_code("v_v", 1, 0, &c));
 }
 

@@ -118,6 +118,12 @@ kiln_status_t kiln_vm_test_assemble(const char* source,
 
 kiln_status_t kiln_vm_test_env_init(kiln_vm_test_env_t* env,
                                     const char* source) {
+  return kiln_vm_test_env_init_with_options(env, source, NULL);
+}
+
+kiln_status_t kiln_vm_test_env_init_with_options(
+    kiln_vm_test_env_t* env, const char* source,
+    const kiln_vm_module_load_options_t* options) {
   memset(env, 0, sizeof(*env));
   kiln_byte_buffer_t bytes;
   KILN_RETURN_IF_ERROR(kiln_vm_test_assemble(source, &bytes));
@@ -126,7 +132,7 @@ kiln_status_t kiln_vm_test_env_init(kiln_vm_test_env_t* env,
   if (!status) status = kiln_vm_test_host_module(env->instance, &env->host);
   if (!status) {
     status = kiln_vm_module_load_from_memory(
-        env->instance, kiln_byte_buffer_span(&bytes), "test.kasm", NULL,
+        env->instance, kiln_byte_buffer_span(&bytes), "test.kasm", options,
         &env->module);
   }
   kiln_byte_buffer_deinit(&bytes);

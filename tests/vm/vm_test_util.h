@@ -24,6 +24,10 @@ kiln_status_t kiln_vm_test_assemble(const char* source,
 // Assembles `source`, loads it and makes a context [host, module].
 kiln_status_t kiln_vm_test_env_init(kiln_vm_test_env_t* env,
                                     const char* source);
+// Same with load options (NULL: defaults).
+kiln_status_t kiln_vm_test_env_init_with_options(
+    kiln_vm_test_env_t* env, const char* source,
+    const kiln_vm_module_load_options_t* options);
 void kiln_vm_test_env_deinit(kiln_vm_test_env_t* env);
 kiln_status_t kiln_vm_test_call(kiln_vm_test_env_t* env, const char* name,
                                 const kiln_vm_value_t* args, size_t arg_count,

@@ -20,6 +20,10 @@
 //   R  u8 count, count x u16 registers typed by the function's results
 // A call list is: u8 argument count, u16 registers typed by the callee's
 // arguments, u8 result count, u16 registers typed by the callee's results.
+//
+// Opcodes from KILN_VM_OP_COUNT up are reserved: the loader writes internal
+// superinstructions there in its private copy of verified code
+// (vm/superinstructions.h); the verifier rejects them in a module.
 #ifndef KILN_VM_ISA_H_
 #define KILN_VM_ISA_H_
 

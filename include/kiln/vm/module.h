@@ -4,6 +4,7 @@
 #ifndef KILN_VM_MODULE_H_
 #define KILN_VM_MODULE_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kiln/base/status.h"
@@ -19,6 +20,10 @@ typedef struct kiln_vm_module_t kiln_vm_module_t;
 
 typedef struct kiln_vm_module_load_options_t {
   uint64_t max_rodata_bytes;  // total after decompression
+  // Run the bytecode exactly as stored instead of rewriting compare+cond_br
+  // and add+compare+cond_br sequences into superinstructions at load.
+  // Results, traps and fuel are the same either way; tests compare them.
+  bool disable_superinstructions;
 } kiln_vm_module_load_options_t;
 kiln_vm_module_load_options_t kiln_vm_module_load_options_default(void);
 
@@ -41,6 +46,10 @@ kiln_string_view_t kiln_vm_module_name(const kiln_vm_module_t* module);
 // The parsed container of a bytecode module; NULL for a native module.
 const kiln_format_module_t* kiln_vm_module_format(
     const kiln_vm_module_t* module);
+
+// How many instruction sequences the loader fused into superinstructions
+// (0 for native modules and under disable_superinstructions).
+uint32_t kiln_vm_module_superinstruction_count(const kiln_vm_module_t* module);
 
 #ifdef __cplusplus
 }
