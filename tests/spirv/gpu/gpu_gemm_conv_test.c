@@ -123,6 +123,8 @@ static const gemm_case_t kGemmCases[] = {
     {2, 24, 196, 32, false, false, true, true, 1, true, KILN_ACT_CLIP, 1, 0, 6},
     {1, 20, 49, 40, false, false, true, true, 1, false, KILN_ACT_RELU, 1, 0, 0},
     {2, 13, 36, 7, false, true, false, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    // gemm_cpu's m == 1 loop: batched, shared B, a k tail, columns past n.
+    {3, 1, 70, 67, false, true, true, false, 2, true, KILN_ACT_RELU, 0.5f, 0, 0},
 };
 
 // The device's own tiling and every arch's tiling, all run here: a tiling
