@@ -386,6 +386,12 @@ static const conv_case_t kDepthwiseCases[] = {
     {{1, 8, 16, 16, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
     // 3 wide but dilated, and 1 wide: the general path.
     {{1, 2, 7, 11, 2, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}, false, true, KILN_ACT_NONE, 0, 0},
+    // depthwise_conv2d_cpu's 16-output stride-1 items: rows of 40 (vec4
+    // stores, a last item of 8), a channel multiplier of 2 on rows of 36,
+    // and a 5x3 kernel (the per-output path).
+    {{1, 3, 5, 40, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    {{2, 3, 4, 36, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    {{1, 2, 9, 12, 2, 2, 5, 3, 1, 1, 2, 1, 2, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
     {{1, 2, 7, 11, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
 };
 
