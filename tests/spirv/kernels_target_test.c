@@ -139,14 +139,14 @@ KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 4);
-  // llvmpipe: conv2d_cpu, 8 lanes of 4 pixels x 8 channels.
+  // llvmpipe: conv2d_cpu, 8 lanes of 8 pixels x 8 channels.
   caps = caps_for("cpu");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_TILE_W, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_TILE_W, 0), 8);
   // fp16 storage keeps the portable kernel.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP16, &config));
@@ -226,9 +226,9 @@ KILN_TEST(KernelTargetTest, Grids) {
   conv.batch = 2;
   conv.out_channels = 10;
   conv.out_height = 7;
-  conv.out_width = 40;  // conv2d_cpu: 280 pixels / 4 / 8 -> 9; 10 channels / 8 -> 2
+  conv.out_width = 40;  // conv2d_cpu: 280 pixels / 8 / 8 -> 5; 10 channels / 8 -> 2
   KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &conv, grid));
-  KILN_EXPECT_EQ(grid[0], 9);
+  KILN_EXPECT_EQ(grid[0], 5);
   KILN_EXPECT_EQ(grid[1], 2);
   KILN_EXPECT_EQ(grid[2], 2);
   KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, 5, grid));

@@ -318,6 +318,10 @@ static const conv_case_t kConvCases[] = {
     {{1, 4, 13, 10, 9, 1, 3, 2, 2, 1, 2, 0, 1, 1, 2, 2, 0, 0}, false, false, KILN_ACT_LEAKY_RELU, 0.1f, 0},
     // Grouped 1x1 (ShuffleNet-like) with hard swish.
     {{1, 8, 5, 5, 12, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}, true, false, KILN_ACT_HARD_SWISH, 0, 0},
+    // MobileNetV2 stem, scaled down (3x3 stride 2, 3 -> 16): whole vec4
+    // stores (64 pixels) with a residual, and 12 channels (a partial block).
+    {{2, 3, 16, 16, 16, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    {{1, 3, 15, 17, 12, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
 };
 
 KILN_TEST(GpuConvTest, Conv2d) {
