@@ -95,15 +95,16 @@ kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
                             "%llu values exceed the kernels' 32-bit indexing",
                             (unsigned long long)count);
   }
-  // depthwise_conv2d_cpu: one invocation per TILE_W outputs of a row (rows
-  // of fewer outputs make this an underestimate; the kernel grid-strides).
+  // depthwise_conv2d_cpu: one invocation per 16 x TILE_W outputs (its 3x3
+  // path walks 8 rows of 16 outputs; other kernels take TILE_W outputs of a
+  // row per item). The count only sizes the grid: the kernel grid-strides.
   if (config->kernel == KILN_KERNEL_DEPTHWISE_CONV2D &&
       config->variant == KILN_KERNEL_VARIANT_CPU) {
     uint64_t tile = kiln_kernel_config_spec(config, KILN_SPEC_CONV_TILE_W, 1);
     if (tile == 0) {
       return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "depthwise: TILE_W is 0");
     }
-    count = kiln_ceil_div(count, tile);
+    count = kiln_ceil_div(count, tile * 16);
   }
   uint64_t groups = kiln_ceil_div(count, config->workgroup_size[0]);
   if (groups > KILN_KERNEL_MAX_GRID_X) groups = KILN_KERNEL_MAX_GRID_X;

@@ -212,12 +212,13 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[0], 65535);  // capped; the kernel grid-strides
   KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
                      kiln_kernel_grid_linear(&config, 1ull << 33, grid));
-  // depthwise_conv2d_cpu: 32 lanes, 8 outputs each: ceil(ceil(1000 / 8) / 32).
+  // depthwise_conv2d_cpu: 32 lanes, 16 x 8 outputs each:
+  // ceil(ceil(100000 / 128) / 32).
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_DEPTHWISE_CONV2D, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
-  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 1000, grid));
-  KILN_EXPECT_EQ(grid[0], 4);
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 100000, grid));
+  KILN_EXPECT_EQ(grid[0], 25);
 
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));

@@ -396,6 +396,10 @@ static const conv_case_t kDepthwiseCases[] = {
     {{1, 3, 5, 40, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
     {{2, 3, 4, 36, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
     {{1, 2, 9, 12, 2, 2, 5, 3, 1, 1, 2, 1, 2, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    // The sliding row window: stride 2 down, 1 across, 10 output rows (two
+    // segments of up to 8); and 17 rows at stride 1 (three segments).
+    {{1, 2, 19, 20, 2, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_NONE, 0, 0},
+    {{1, 3, 17, 8, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, false, true, KILN_ACT_CLIP, 0, 6},
     {{1, 2, 7, 11, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
 };
 
