@@ -100,6 +100,25 @@ vec4 tap4(ivec4 ih0, ivec4 iw0, int dh, int dw, uint x_plane) {
   return mix(vec4(0), vec4(x_ld(at.x), x_ld(at.y), x_ld(at.z), x_ld(at.w)), ok);
 }
 
+// Elements sh..sh+3 of the 8 values a|b.
+vec4 shift4(vec4 a, vec4 b, uint sh) {
+  return sh == 0 ? a : sh == 1 ? vec4(a.yzw, b.x) : sh == 2 ? vec4(a.zw, b.xy)
+                                                           : vec4(a.w, b.xyz);
+}
+
+// Columns first + [0, 4) that lie inside the row.
+bvec4 cols_ok(int first) {
+  const ivec4 col = ivec4(first) + ivec4(0, 1, 2, 3);
+  return bvec4(uvec4(greaterThanEqual(col, ivec4(0))) &
+               uvec4(lessThan(col, ivec4(int(p.in_width)))));
+}
+
+// Weights at + [0, 3) (one kernel row) from two texels.
+vec3 w_row3(uint at) {
+  const uint q = at >> 2;
+  return shift4(texelFetch(w_t, int(q)), texelFetch(w_t, int(q + 1)), at & 3).xyz;
+}
+
 void main() {
   if (CO_BLOCK != 8 || TILE_W != 8) return;  // the tile below is 8 x 8
   const uint pixels = p.out_height * p.out_width;
@@ -129,7 +148,61 @@ void main() {
   vec4 c4a = vec4(0), c5a = vec4(0), c6a = vec4(0), c7a = vec4(0);
   vec4 c0b = vec4(0), c1b = vec4(0), c2b = vec4(0), c3b = vec4(0);
   vec4 c4b = vec4(0), c5b = vec4(0), c6b = vec4(0), c7b = vec4(0);
-  const uint shared_cig = shared_group ? cig : 0;
+  // 3-wide kernels at stride 1 or 2 with the 8 pixels in one output row
+  // (out_width % 8 == 0): each kernel row of each input channel reads the
+  // input row as six texels shifted into place (not 24 gathers) and each
+  // channel's 3 weights as two texels (not 3); 22 loads per 3 taps, not 48.
+  const bool row8 = p.kernel_w == 3 && p.dilation_w == 1 &&
+                    (p.stride_w == 1 || p.stride_w == 2) && (p.out_width & 7) == 0;
+  const uint row8_cig = (shared_group && row8) ? cig : 0;
+  const uint shared_cig = (shared_group && !row8) ? cig : 0;
+  {
+    const bool s1 = p.stride_w == 1;
+    const uint oh = pix0 / p.out_width;
+    const int iw0 = int((pix0 % p.out_width) * p.stride_w) - int(p.pad_left);
+    const bvec4 ok0 = cols_ok(iw0), ok1 = cols_ok(iw0 + 4), ok2 = cols_ok(iw0 + 8);
+    const bvec4 ok3 = cols_ok(iw0 + 12), ok4 = cols_ok(iw0 + 16);
+    const int x_last4 = textureSize(x_t) - 1;
+    for (uint ci = 0; ci < row8_cig; ++ci) {
+      for (uint kh = 0; kh < p.kernel_h; ++kh) {
+        const int ih = int(oh * p.stride_h + kh * p.dilation_h) - int(p.pad_top);
+        const bool row_ok = ih >= 0 && ih < int(p.in_height);
+        const int start = int(x_base + ci * plane) +
+                          clamp(ih, 0, int(p.in_height) - 1) * int(p.in_width) + iw0;
+        const int q = start >> 2;
+        const uint sh = uint(start & 3);
+        const vec4 q0 = texelFetch(x_t, clamp(q, 0, x_last4));
+        const vec4 q1 = texelFetch(x_t, clamp(q + 1, 0, x_last4));
+        const vec4 q2 = texelFetch(x_t, clamp(q + 2, 0, x_last4));
+        const vec4 q3 = texelFetch(x_t, clamp(q + 3, 0, x_last4));
+        const vec4 q4 = texelFetch(x_t, clamp(q + 4, 0, x_last4));
+        const vec4 q5 = texelFetch(x_t, clamp(q + 5, 0, x_last4));
+        // Selects, not multiplies: a padding column's Inf must not become NaN.
+        const bvec4 r = bvec4(row_ok);
+        const vec4 r0 = mix(vec4(0), shift4(q0, q1, sh), bvec4(uvec4(ok0) & uvec4(r)));
+        const vec4 r1 = mix(vec4(0), shift4(q1, q2, sh), bvec4(uvec4(ok1) & uvec4(r)));
+        const vec4 r2 = mix(vec4(0), shift4(q2, q3, sh), bvec4(uvec4(ok2) & uvec4(r)));
+        const vec4 r3 = mix(vec4(0), shift4(q3, q4, sh), bvec4(uvec4(ok3) & uvec4(r)));
+        const vec4 r4 = mix(vec4(0), shift4(q4, q5, sh), bvec4(uvec4(ok4) & uvec4(r)));
+        // Input of tap kw for pixels 0..3 (a) and 4..7 (b): column t*s + kw.
+        const vec4 x0a = s1 ? r0 : vec4(r0.xz, r1.xz);
+        const vec4 x1a = s1 ? vec4(r0.yzw, r1.x) : vec4(r0.yw, r1.yw);
+        const vec4 x2a = s1 ? vec4(r0.zw, r1.xy) : vec4(r0.z, r1.x, r1.z, r2.x);
+        const vec4 x0b = s1 ? r1 : vec4(r2.xz, r3.xz);
+        const vec4 x1b = s1 ? vec4(r1.yzw, r2.x) : vec4(r2.yw, r3.yw);
+        const vec4 x2b = s1 ? vec4(r1.zw, r2.xy) : vec4(r2.z, r3.x, r3.z, r4.x);
+        const uint w_off = (ci * p.kernel_h + kh) * 3;
+#define KILN_CONV_ROW(j)                                       \
+        {                                                      \
+          const vec3 wj = w_row3(wc[j] + w_off);               \
+          c##j##a += x0a * wj.x + x1a * wj.y + x2a * wj.z;     \
+          c##j##b += x0b * wj.x + x1b * wj.y + x2b * wj.z;     \
+        }
+        KILN_CONV_ROW(0) KILN_CONV_ROW(1) KILN_CONV_ROW(2) KILN_CONV_ROW(3)
+        KILN_CONV_ROW(4) KILN_CONV_ROW(5) KILN_CONV_ROW(6) KILN_CONV_ROW(7)
+      }
+    }
+  }
   for (uint ci = 0; ci < shared_cig; ++ci) {
     const uint x_plane = x_base + ci * plane;
     for (uint kh = 0; kh < p.kernel_h; ++kh) {

@@ -322,6 +322,11 @@ static const conv_case_t kConvCases[] = {
     // stores (64 pixels) with a residual, and 12 channels (a partial block).
     {{2, 3, 16, 16, 16, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
     {{1, 3, 15, 17, 12, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    // conv2d_cpu's row path (3 wide, rows of a multiple of 8 outputs): stride
+    // 1 with a partial channel block, and a 2x3 kernel dilated 2 down with
+    // asymmetric pads.
+    {{1, 4, 6, 16, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    {{2, 3, 9, 24, 8, 1, 2, 3, 1, 1, 0, 1, 1, 1, 2, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
 };
 
 KILN_TEST(GpuConvTest, Conv2d) {
