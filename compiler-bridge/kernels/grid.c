@@ -42,6 +42,17 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
   }
+  // gemm_cpu with fewer columns than a row of lanes covers and at least as
+  // many rows: its lanes go down m (one column tile per workgroup).
+  uint64_t lanes_x = config->workgroup_size[0];
+  uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
+  uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
+  if (config->variant == KILN_KERNEL_VARIANT_CPU && config->workgroup_size[1] == 1 &&
+      params->n < lanes_x * tn && params->m >= lanes_x * tm) {
+    return kiln_grid_store("gemm", kiln_ceil_div(params->n, tn),
+                           kiln_ceil_div(params->m, lanes_x * tm), params->batch,
+                           out_grid);
+  }
   return kiln_grid_store("gemm", kiln_ceil_div(params->n, tile_n),
                          kiln_ceil_div(params->m, tile_m), params->batch,
                          out_grid);

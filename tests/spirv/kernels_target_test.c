@@ -199,6 +199,16 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[0], 2);
   KILN_EXPECT_EQ(grid[1], 17);
   KILN_EXPECT_EQ(grid[2], 3);
+  // n < 64 <= m: lanes go down m, 64 rows x 8 columns per workgroup.
+  gemm.n = 49;
+  gemm.m = 1280;
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[0], 7);
+  KILN_EXPECT_EQ(grid[1], 20);
+  gemm.m = 63;  // too few rows: the usual mapping
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[0], 1);
+  KILN_EXPECT_EQ(grid[1], 8);
   gemm.batch = 70000;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
                              kiln_kernel_grid_gemm(&config, &gemm, grid));

@@ -106,8 +106,17 @@ void main() {
   // The tile below is 8 x 8; any other TM/TN leaves the output unwritten,
   // which the GPU tests would catch.
   if (TM != 8 || TN != 8) return;
-  const uint m0 = (gl_WorkGroupID.y * gl_WorkGroupSize.y + gl_LocalInvocationID.y) * TM;
-  const uint n0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * TN;
+  // Fewer columns than one row of lanes covers (the 7x7 layers: n = 49)
+  // and at least 64 rows: lanes go down m instead, so none idles on
+  // columns past n (grid.c swaps the grid to match).
+  const bool down_m = gl_WorkGroupSize.y == 1 && p.n < gl_WorkGroupSize.x * TN &&
+                      p.m >= gl_WorkGroupSize.x * TM;
+  const uint m_tile = down_m ? gl_WorkGroupID.y * gl_WorkGroupSize.x + gl_LocalInvocationID.x
+                             : gl_WorkGroupID.y * gl_WorkGroupSize.y + gl_LocalInvocationID.y;
+  const uint n_tile = down_m ? gl_WorkGroupID.x
+                             : gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  const uint m0 = m_tile * TM;
+  const uint n0 = n_tile * TN;
   if (m0 >= p.m || n0 >= p.n) return;
   const uint a_base = batch * p.a_batch_stride;
   const uint b_base = batch * p.b_batch_stride;

@@ -125,6 +125,11 @@ static const gemm_case_t kGemmCases[] = {
     {2, 13, 36, 7, false, true, false, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
     // gemm_cpu's m == 1 loop: batched, shared B, a k tail, columns past n.
     {3, 1, 70, 67, false, true, true, false, 2, true, KILN_ACT_RELU, 0.5f, 0, 0},
+    // gemm_cpu's lanes down m (n < 64 <= m): the n = 49 path with a residual,
+    // B transposed with a k tail, and a general layout.
+    {1, 72, 49, 44, false, false, true, true, 1, true, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 65, 12, 9, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 130, 7, 5, true, false, true, true, 0, false, KILN_ACT_RELU, 1, 0, 0},
 };
 
 // The device's own tiling and every arch's tiling, all run here: a tiling
