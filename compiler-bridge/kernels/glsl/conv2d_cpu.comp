@@ -223,15 +223,15 @@ void main() {
       }
     }
   }
-  if (shared_group) {
-    store8(n, co0, pix0, pixels, c0a, c0b);
-    store8(n, co0 + 1, pix0, pixels, c1a, c1b);
-    store8(n, co0 + 2, pix0, pixels, c2a, c2b);
-    store8(n, co0 + 3, pix0, pixels, c3a, c3b);
-    store8(n, co0 + 4, pix0, pixels, c4a, c4b);
-    store8(n, co0 + 5, pix0, pixels, c5a, c5b);
-    store8(n, co0 + 6, pix0, pixels, c6a, c6b);
-    store8(n, co0 + 7, pix0, pixels, c7a, c7b);
+  // One store8 in a loop rather than eight inlined copies (llvmpipe
+  // compiles each texel fetch and storage store into a long sequence).
+  const uint shared_stores = shared_group ? 8 : 0;
+  for (uint j = 0; j < shared_stores; ++j) {
+    const vec4 va = j == 0 ? c0a : j == 1 ? c1a : j == 2 ? c2a : j == 3 ? c3a
+                  : j == 4 ? c4a : j == 5 ? c5a : j == 6 ? c6a : c7a;
+    const vec4 vb = j == 0 ? c0b : j == 1 ? c1b : j == 2 ? c2b : j == 3 ? c3b
+                  : j == 4 ? c4b : j == 5 ? c5b : j == 6 ? c6b : c7b;
+    store8(n, co0 + j, pix0, pixels, va, vb);
   }
 
   // The block straddles groups: one channel at a time, each from its group.

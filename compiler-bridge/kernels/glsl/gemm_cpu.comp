@@ -274,12 +274,14 @@ void main() {
                     (p.n & 3) == 0 &&
                     (!HAS_RESIDUAL || ((p.residual_row_stride & 3) == 0 &&
                                        (p.residual_batch_stride & 3) == 0));
-  store_row(batch, m0, n0, c00, c01, c_n4);
-  store_row(batch, m0 + 1, n0, c10, c11, c_n4);
-  store_row(batch, m0 + 2, n0, c20, c21, c_n4);
-  store_row(batch, m0 + 3, n0, c30, c31, c_n4);
-  store_row(batch, m0 + 4, n0, c40, c41, c_n4);
-  store_row(batch, m0 + 5, n0, c50, c51, c_n4);
-  store_row(batch, m0 + 6, n0, c60, c61, c_n4);
-  store_row(batch, m0 + 7, n0, c70, c71, c_n4);
+  // One store_row in a loop rather than eight inlined copies: llvmpipe
+  // compiles each texel fetch and storage store into a long sequence, and
+  // eight copies doubled this kernel's pipeline build time.
+  for (uint r = 0; r < 8; ++r) {
+    const vec4 lo = r == 0 ? c00 : r == 1 ? c10 : r == 2 ? c20 : r == 3 ? c30
+                  : r == 4 ? c40 : r == 5 ? c50 : r == 6 ? c60 : c70;
+    const vec4 hi = r == 0 ? c01 : r == 1 ? c11 : r == 2 ? c21 : r == 3 ? c31
+                  : r == 4 ? c41 : r == 5 ? c51 : r == 6 ? c61 : c71;
+    store_row(batch, m0 + r, n0, lo, hi, c_n4);
+  }
 }
