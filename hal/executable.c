@@ -60,6 +60,18 @@ static kiln_status_t verify_entry_point(const kiln_hal_executable_spec_t* spec,
                               exe_name, entry->name, b, layout->set,
                               layout->binding);
     }
+    if (layout->type != KILN_HAL_BINDING_STORAGE_BUFFER &&
+        (layout->type != KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32 ||
+         !layout->read_only)) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "executable '%s' entry point '%s': binding %u "
+                              "(set %u, binding %u) has type %d%s",
+                              exe_name, entry->name, b, layout->set,
+                              layout->binding, (int)layout->type,
+                              layout->type == KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32
+                                  ? " but is not read-only"
+                                  : " (unknown)");
+    }
     for (uint32_t c = 0; c < b; ++c) {
       if (entry->bindings[c].set == layout->set &&
           entry->bindings[c].binding == layout->binding) {

@@ -417,8 +417,21 @@ static kiln_status_t kiln_asm_executable_line(kiln_asm_t* a) {
     KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->bindings, sizeof(*binding), (void**)&binding));
     KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &binding->set));
     KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &binding->binding));
-    if (a->line.count > 3 && kiln_asm_is(&a->line.tokens[3], "readonly")) {
-      binding->flags = KILN_FORMAT_BINDING_READ_ONLY;
+    // Flags: `readonly`, `texel` (a uniform texel buffer of vec4 f32; needs
+    // `readonly`), in any order.
+    for (int i = 3; i < a->line.count; ++i) {
+      if (kiln_asm_is(&a->line.tokens[i], "readonly")) {
+        binding->flags |= KILN_FORMAT_BINDING_READ_ONLY;
+      } else if (kiln_asm_is(&a->line.tokens[i], "texel")) {
+        binding->flags |= KILN_FORMAT_BINDING_TEXEL_VEC4F32;
+      } else {
+        return kiln_asm_error(a, "binding: unknown flag '%.*s' (known: readonly, texel)",
+                              KILN_SV_ARG(a->line.tokens[i].text));
+      }
+    }
+    if ((binding->flags & KILN_FORMAT_BINDING_TEXEL_VEC4F32) &&
+        !(binding->flags & KILN_FORMAT_BINDING_READ_ONLY)) {
+      return kiln_asm_error(a, "binding: 'texel' needs 'readonly'");
     }
     return kiln_ok_status();
   }

@@ -319,9 +319,10 @@ static void kiln_dis_executables(const kiln_format_module_t* module, FILE* s) {
                 entry->workgroup_size[1], entry->workgroup_size[2],
                 entry->push_constant_bytes);
         for (uint32_t b = 0; b < entry->binding_count; ++b) {
-          fprintf(s, "      binding %u %u%s\n", entry->bindings[b].set,
+          fprintf(s, "      binding %u %u%s%s\n", entry->bindings[b].set,
                   entry->bindings[b].binding,
-                  (entry->bindings[b].flags & KILN_FORMAT_BINDING_READ_ONLY) ? " readonly" : "");
+                  (entry->bindings[b].flags & KILN_FORMAT_BINDING_READ_ONLY) ? " readonly" : "",
+                  (entry->bindings[b].flags & KILN_FORMAT_BINDING_TEXEL_VEC4F32) ? " texel" : "");
         }
         for (uint32_t c = 0; c < entry->specialization_count; ++c) {
           fprintf(s, "      spec %u %u\n", entry->specializations[c].id,

@@ -158,11 +158,11 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
       kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, big ? 8 : 4);
       if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
-        // conv2d_cpu: 8 lanes, each 4 pixels x 8 channels (hard-coded).
+        // conv2d_cpu: 8 lanes, each 8 pixels x 8 channels (hard-coded).
         config.variant = KILN_KERNEL_VARIANT_CPU;
         config.workgroup_size[0] = 8;
         kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, 8);
-        kiln_config_add(&config, KILN_SPEC_CONV_TILE_W, 4);
+        kiln_config_add(&config, KILN_SPEC_CONV_TILE_W, 8);
       }
       break;
     }

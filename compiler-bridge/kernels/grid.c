@@ -42,6 +42,17 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
   }
+  // gemm_cpu with fewer columns than a row of lanes covers and at least as
+  // many rows: its lanes go down m (one column tile per workgroup).
+  uint64_t lanes_x = config->workgroup_size[0];
+  uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
+  uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
+  if (config->variant == KILN_KERNEL_VARIANT_CPU && config->workgroup_size[1] == 1 &&
+      params->n < lanes_x * tn && params->m >= lanes_x * tm) {
+    return kiln_grid_store("gemm", kiln_ceil_div(params->n, tn),
+                           kiln_ceil_div(params->m, lanes_x * tm), params->batch,
+                           out_grid);
+  }
   return kiln_grid_store("gemm", kiln_ceil_div(params->n, tile_n),
                          kiln_ceil_div(params->m, tile_m), params->batch,
                          out_grid);
@@ -95,15 +106,16 @@ kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
                             "%llu values exceed the kernels' 32-bit indexing",
                             (unsigned long long)count);
   }
-  // depthwise_conv2d_cpu: one invocation per TILE_W outputs of a row (rows
-  // of fewer outputs make this an underestimate; the kernel grid-strides).
+  // depthwise_conv2d_cpu: one invocation per 16 x TILE_W outputs (its 3x3
+  // path walks 8 rows of 16 outputs; other kernels take TILE_W outputs of a
+  // row per item). The count only sizes the grid: the kernel grid-strides.
   if (config->kernel == KILN_KERNEL_DEPTHWISE_CONV2D &&
       config->variant == KILN_KERNEL_VARIANT_CPU) {
     uint64_t tile = kiln_kernel_config_spec(config, KILN_SPEC_CONV_TILE_W, 1);
     if (tile == 0) {
       return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "depthwise: TILE_W is 0");
     }
-    count = kiln_ceil_div(count, tile);
+    count = kiln_ceil_div(count, tile * 16);
   }
   uint64_t groups = kiln_ceil_div(count, config->workgroup_size[0]);
   if (groups > KILN_KERNEL_MAX_GRID_X) groups = KILN_KERNEL_MAX_GRID_X;

@@ -10,19 +10,24 @@
 #define RO(b, role) {b, true, role}
 #define RW(b, role) {b, false, role}
 #define V(v) (1u << KILN_KERNEL_VARIANT_##v)
+// a/input, b/weight, bias, residual: every read-only binding.
+#define KILN_CPU_TEXEL_INPUTS 0xFu
 
 static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_GEMM, "gemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU)},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_CONV2D, "conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU)},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_DEPTHWISE_CONV2D, "depthwise_conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU)},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_CONV_TRANSPOSE2D, "conv_transpose2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
@@ -145,6 +150,8 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
       out_spirv->word_count = kiln_kernel_spirv_blobs[i].word_count;
       out_spirv->required_features =
           desc->base_features | kiln_kernel_variant_features(variant);
+      out_spirv->texel_bindings =
+          variant == KILN_KERNEL_VARIANT_CPU ? desc->cpu_texel_bindings : 0;
       return kiln_ok_status();
     }
   }

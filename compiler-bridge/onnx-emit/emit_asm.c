@@ -73,8 +73,9 @@ static kiln_status_t kiln_emit_executable(const kiln_emit_program_t* program,
             config->workgroup_size[0], config->workgroup_size[1],
             config->workgroup_size[2], desc->push_constant_size);
     for (uint32_t b = 0; b < desc->binding_count; ++b) {
-      fprintf(stream, "      binding 0 %u%s\n", desc->bindings[b].binding,
-              desc->bindings[b].read_only ? " readonly" : "");
+      fprintf(stream, "      binding 0 %u%s%s\n", desc->bindings[b].binding,
+              desc->bindings[b].read_only ? " readonly" : "",
+              ((spirv.texel_bindings >> desc->bindings[b].binding) & 1u) ? " texel" : "");
     }
     for (size_t s = 0; s < config->spec_count; ++s) {
       fprintf(stream, "      spec %u %u\n", config->spec[s].id, config->spec[s].value);

@@ -120,7 +120,6 @@ static kiln_status_t kiln_spirv_reflect_resources(
   } kUnsupported[] = {
       {SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, "uniform buffer"},
       {SPVC_RESOURCE_TYPE_STORAGE_IMAGE, "storage image"},
-      {SPVC_RESOURCE_TYPE_SAMPLED_IMAGE, "sampled image"},
       {SPVC_RESOURCE_TYPE_SEPARATE_IMAGE, "separate image"},
       {SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS, "sampler"},
       {SPVC_RESOURCE_TYPE_ATOMIC_COUNTER, "atomic counter"},
@@ -149,10 +148,30 @@ static kiln_status_t kiln_spirv_reflect_resources(
           &buffer_count) != SPVC_SUCCESS) {
     return kiln_spirv_cross_status(context, kernel_name, "resource listing");
   }
-  if (buffer_count > KILN_SPIRV_MAX_BINDINGS) {
+  // Uniform texel buffers: GLSL samplerBuffer, a sampled image of Dim Buffer.
+  const spvc_reflected_resource* texels = NULL;
+  size_t texel_count = 0;
+  if (spvc_resources_get_resource_list_for_type(
+          resources, SPVC_RESOURCE_TYPE_SAMPLED_IMAGE, &texels, &texel_count) !=
+      SPVC_SUCCESS) {
+    return kiln_spirv_cross_status(context, kernel_name, "resource listing");
+  }
+  for (size_t i = 0; i < texel_count; ++i) {
+    spvc_type type = spvc_compiler_get_type_handle(compiler, texels[i].base_type_id);
+    if (spvc_type_get_image_dimension(type) != SpvDimBuffer) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "kernel '%s': uses a sampled image ('%s'); only "
+                              "storage buffers, texel buffers and push "
+                              "constants are supported",
+                              kernel_name, texels[i].name ? texels[i].name : "");
+    }
+  }
+  if (buffer_count + texel_count > KILN_SPIRV_MAX_BINDINGS) {
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                            "kernel '%s': %zu storage buffers, more than %d",
-                            kernel_name, buffer_count, KILN_SPIRV_MAX_BINDINGS);
+                            "kernel '%s': %zu storage and texel buffers, more "
+                            "than %d",
+                            kernel_name, buffer_count + texel_count,
+                            KILN_SPIRV_MAX_BINDINGS);
   }
   for (size_t i = 0; i < buffer_count; ++i) {
     kiln_spirv_binding_t* binding = &reflection->bindings[i];
@@ -167,6 +186,18 @@ static kiln_status_t kiln_spirv_reflect_resources(
     if (!name || !name[0]) name = spvc_compiler_get_name(compiler, buffers[i].base_type_id);
     kiln_spirv_copy_name(binding->name, name);
   }
+  for (size_t i = 0; i < texel_count; ++i) {
+    kiln_spirv_binding_t* binding = &reflection->bindings[buffer_count + i];
+    binding->set = spvc_compiler_get_decoration(compiler, texels[i].id,
+                                                SpvDecorationDescriptorSet);
+    binding->binding = spvc_compiler_get_decoration(compiler, texels[i].id,
+                                                    SpvDecorationBinding);
+    binding->read_only = true;
+    binding->texel = true;
+    const char* name = spvc_compiler_get_name(compiler, texels[i].id);
+    kiln_spirv_copy_name(binding->name, name);
+  }
+  buffer_count += texel_count;
   reflection->binding_count = buffer_count;
   qsort(reflection->bindings, buffer_count, sizeof(reflection->bindings[0]),
         kiln_spirv_binding_compare);

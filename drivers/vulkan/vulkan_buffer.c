@@ -30,15 +30,22 @@ kiln_status_t kiln_vk_buffer_allocate(kiln_hal_device_t* base,
     usage |= VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   }
   if (params->usage & KILN_HAL_BUFFER_USAGE_DISPATCH_STORAGE) {
-    usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    // Dispatch buffers may also be bound as texel buffers (vec4 f32).
+    usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+             VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   }
   if (usage == 0) usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT;  // mapping only
   kiln_vk_buffer_t* buffer = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc(base->allocator, sizeof(*buffer),
                                              (void**)&buffer));
+  buffer->vk_size = params->size;
+  if ((params->usage & KILN_HAL_BUFFER_USAGE_DISPATCH_STORAGE) &&
+      params->size <= UINT64_MAX - 15) {
+    buffer->vk_size = (params->size + 15) & ~(uint64_t)15;
+  }
   VkBufferCreateInfo create_info = {
       .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-      .size = params->size,
+      .size = buffer->vk_size,
       .usage = usage,
       .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
   };

@@ -56,6 +56,11 @@ typedef struct kiln_vk_command_buffer_t {
   VkDescriptorPool descriptor_pool;
   uint32_t descriptor_pool_sets;
   uint32_t descriptor_pool_descriptors;
+  uint32_t descriptor_pool_texels;
+  // Views of texel bindings, made at translation and destroyed at the next
+  // one (which waits for the GPU first) or with the command buffer.
+  VkBufferView* views;
+  size_t view_count, view_capacity;
   VkQueryPool query_pool;
   uint32_t query_capacity;
   // The recorded commands and the pools they point into.
@@ -155,7 +160,16 @@ static void release_bound_table(kiln_vk_command_buffer_t* cb) {
   cb->bound_table_count = 0;
 }
 
+static void destroy_views(kiln_vk_command_buffer_t* cb) {
+  kiln_vk_device_t* device = cb_device(cb);
+  for (size_t i = 0; i < cb->view_count; ++i) {
+    device->vk.vkDestroyBufferView(device->device, cb->views[i], NULL);
+  }
+  cb->view_count = 0;
+}
+
 static void clear_recording(kiln_vk_command_buffer_t* cb) {
+  destroy_views(cb);
   for (size_t i = 0; i < cb->buffer_count; ++i) {
     kiln_hal_buffer_release(cb->buffers[i]);
   }
@@ -304,8 +318,10 @@ static kiln_status_t cb_dispatch(kiln_hal_command_buffer_t* base,
 static kiln_status_t resolve_binding(kiln_vk_command_buffer_t* cb,
                                      const kiln_hal_binding_t* binding,
                                      const kiln_hal_binding_table_t* table,
-                                     VkDescriptorBufferInfo* out_info) {
+                                     VkDescriptorBufferInfo* out_info,
+                                     const kiln_hal_buffer_t** out_buffer) {
   if (binding->buffer) {
+    *out_buffer = binding->buffer;
     out_info->buffer = kiln_vk_buffer_handle(binding->buffer);
     out_info->offset = binding->offset;
     out_info->range = binding->length;
@@ -344,16 +360,72 @@ static kiln_status_t resolve_binding(kiln_vk_command_buffer_t* cb,
                             (unsigned long long)
                                 info->limits.max_storage_buffer_range);
   }
+  *out_buffer = entry->buffer;
   out_info->buffer = kiln_vk_buffer_handle(entry->buffer);
   out_info->offset = offset;
   out_info->range = length;
   return kiln_ok_status();
 }
 
+// Views a resolved binding as vec4 f32 texels: the range is rounded up to
+// whole texels, which stay inside the VkBuffer (its size is rounded to 16).
+static kiln_status_t make_texel_view(kiln_vk_command_buffer_t* cb,
+                                     const kiln_hal_buffer_t* buffer,
+                                     const VkDescriptorBufferInfo* info,
+                                     uint32_t set, uint32_t binding,
+                                     VkBufferView* out_view) {
+  kiln_vk_device_t* device = cb_device(cb);
+  const kiln_vk_device_support_t* support = &device->support;
+  uint64_t vk_size = kiln_vk_buffer_vk_size(buffer);
+  uint64_t range = info->range;
+  if (range == VK_WHOLE_SIZE) range = vk_size - info->offset;
+  range = (range + 15) & ~(uint64_t)15;
+  if (info->offset % support->min_texel_buffer_offset_alignment ||
+      info->offset % 16 || range == 0 || info->offset > vk_size ||
+      range > ((vk_size - info->offset) & ~(uint64_t)15) ||
+      range / 16 > support->max_texel_buffer_elements) {
+    return kiln_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "texel binding (set %u, binding %u): offset %llu must be a multiple "
+        "of %llu and 16, and %llu bytes (rounded to texels) must fit the "
+        "buffer's %llu bytes and %u texels of device '%s'",
+        set, binding, (unsigned long long)info->offset,
+        (unsigned long long)support->min_texel_buffer_offset_alignment,
+        (unsigned long long)range, (unsigned long long)vk_size,
+        support->max_texel_buffer_elements, cb->base.device->info.name);
+  }
+  KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->views, &cb->view_capacity,
+                            cb->view_count + 1, sizeof(*cb->views)));
+  VkBufferViewCreateInfo view_info = {
+      .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO,
+      .buffer = info->buffer,
+      .format = VK_FORMAT_R32G32B32A32_SFLOAT,
+      .offset = info->offset,
+      .range = range,
+  };
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
+      device->vk.vkCreateBufferView(device->device, &view_info, NULL, out_view),
+      "vkCreateBufferView"));
+  cb->views[cb->view_count++] = *out_view;
+  return kiln_ok_status();
+}
+
+// The layout type of (set, binding) in the dispatched entry point.
+static bool binding_is_texel(const kiln_hal_entry_point_spec_t* spec,
+                             uint32_t set, uint32_t binding) {
+  for (uint32_t i = 0; i < spec->binding_count; ++i) {
+    if (spec->bindings[i].set == set && spec->bindings[i].binding == binding) {
+      return spec->bindings[i].type ==
+             KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32;
+    }
+  }
+  return false;
+}
+
 // Sizes the descriptor pool for dispatches that cannot push descriptors.
 static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
   kiln_vk_device_t* device = cb_device(cb);
-  uint32_t sets = 0, descriptors = 0;
+  uint32_t sets = 0, descriptors = 0, texels = 0;
   for (size_t i = 0; i < cb->command_count; ++i) {
     const cmd_t* command = &cb->commands[i];
     if (command->type != CMD_DISPATCH) continue;
@@ -363,11 +435,13 @@ static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
     for (uint32_t s = 0; s < entry->set_count; ++s) {
       if (entry->set_binding_counts[s]) sets++;
     }
-    descriptors += command->dispatch.binding_count;
+    descriptors += command->dispatch.binding_count - entry->texel_binding_count;
+    texels += entry->texel_binding_count;
   }
   if (sets == 0) return kiln_ok_status();
   if (cb->descriptor_pool && sets <= cb->descriptor_pool_sets &&
-      descriptors <= cb->descriptor_pool_descriptors) {
+      descriptors <= cb->descriptor_pool_descriptors &&
+      texels <= cb->descriptor_pool_texels) {
     return kiln_vk_result_status(
         device->vk.vkResetDescriptorPool(device->device, cb->descriptor_pool, 0),
         "vkResetDescriptorPool");
@@ -377,12 +451,22 @@ static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
                                        NULL);
     cb->descriptor_pool = VK_NULL_HANDLE;
   }
-  VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+  // A pool size must not be 0.
+  VkDescriptorPoolSize sizes[2];
+  uint32_t size_count = 0;
+  if (descriptors) {
+    sizes[size_count++] = (VkDescriptorPoolSize){VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                 descriptors};
+  }
+  if (texels) {
+    sizes[size_count++] = (VkDescriptorPoolSize){
+        VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texels};
+  }
   VkDescriptorPoolCreateInfo info = {
       .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
       .maxSets = sets,
-      .poolSizeCount = 1,
-      .pPoolSizes = &size,
+      .poolSizeCount = size_count,
+      .pPoolSizes = sizes,
   };
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
       device->vk.vkCreateDescriptorPool(device->device, &info, NULL,
@@ -390,6 +474,7 @@ static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
       "vkCreateDescriptorPool"));
   cb->descriptor_pool_sets = sets;
   cb->descriptor_pool_descriptors = descriptors;
+  cb->descriptor_pool_texels = texels;
   return kiln_ok_status();
 }
 
@@ -434,15 +519,19 @@ static kiln_status_t record_dispatch(kiln_vk_command_buffer_t* cb,
   }
   const kiln_hal_binding_t* bindings = cb->bindings + command->dispatch.binding_start;
   uint32_t binding_count = command->dispatch.binding_count;
+  const kiln_hal_entry_point_spec_t* spec = kiln_hal_executable_entry_point(
+      &command->dispatch.executable->base, command->dispatch.entry_point);
   for (uint32_t set = 0; set < entry->set_count && binding_count; ++set) {
     if (!entry->set_binding_counts[set]) continue;
     VkDescriptorBufferInfo infos[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
+    VkBufferView views[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
     VkWriteDescriptorSet writes[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
     uint32_t write_count = 0;
     for (uint32_t i = 0; i < binding_count; ++i) {
       if (bindings[i].set != set) continue;
-      KILN_RETURN_IF_ERROR(
-          resolve_binding(cb, &bindings[i], table, &infos[write_count]));
+      const kiln_hal_buffer_t* buffer = NULL;
+      KILN_RETURN_IF_ERROR(resolve_binding(cb, &bindings[i], table,
+                                           &infos[write_count], &buffer));
       writes[write_count] = (VkWriteDescriptorSet){
           .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
           .dstBinding = bindings[i].binding,
@@ -450,6 +539,14 @@ static kiln_status_t record_dispatch(kiln_vk_command_buffer_t* cb,
           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
           .pBufferInfo = &infos[write_count],
       };
+      if (binding_is_texel(spec, set, bindings[i].binding)) {
+        KILN_RETURN_IF_ERROR(make_texel_view(cb, buffer, &infos[write_count], set,
+                                             bindings[i].binding,
+                                             &views[write_count]));
+        writes[write_count].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+        writes[write_count].pBufferInfo = NULL;
+        writes[write_count].pTexelBufferView = &views[write_count];
+      }
       write_count++;
     }
     if (entry->use_push_descriptors) {
@@ -499,6 +596,7 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
   kiln_vk_device_t* device = cb_device(cb);
   const struct VolkDeviceTable* vk = &device->vk;
   cb->translated = false;
+  destroy_views(cb);  // callers waited for the GPU
   KILN_RETURN_IF_ERROR(prepare_descriptor_pool(cb));
   KILN_RETURN_IF_ERROR(prepare_query_pool(cb));
   VkCommandBufferBeginInfo begin = {
@@ -672,6 +770,7 @@ static void cb_destroy(kiln_hal_command_buffer_t* base) {
   kiln_allocator_free(allocator, cb->buffers);
   kiln_allocator_free(allocator, cb->executables);
   kiln_allocator_free(allocator, cb->bound_table);
+  kiln_allocator_free(allocator, cb->views);
   kiln_allocator_free(device->base.allocator, cb);
   kiln_hal_device_release(&device->base);
 }

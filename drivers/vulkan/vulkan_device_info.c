@@ -93,6 +93,11 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   VkPhysicalDeviceProperties basic;
   vkGetPhysicalDeviceProperties(physical_device, &basic);
   support->api_version = basic.apiVersion;
+  support->min_texel_buffer_offset_alignment =
+      basic.limits.minTexelBufferOffsetAlignment
+          ? basic.limits.minTexelBufferOffsetAlignment
+          : 1;
+  support->max_texel_buffer_elements = basic.limits.maxTexelBufferElements;
   memcpy(support->pipeline_cache_uuid, basic.pipelineCacheUUID, VK_UUID_SIZE);
   if (basic.apiVersion < VK_API_VERSION_1_1) {
     return kiln_make_status(KILN_STATUS_UNAVAILABLE,

@@ -68,9 +68,13 @@ static kiln_status_t create_entry_point(
     uint32_t count = 0;
     for (uint32_t b = 0; b < spec->binding_count; ++b) {
       if (spec->bindings[b].set != s) continue;
+      bool texel = spec->bindings[b].type ==
+                   KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32;
+      if (texel) entry->texel_binding_count++;
       layout_bindings[count++] = (VkDescriptorSetLayoutBinding){
           .binding = spec->bindings[b].binding,
-          .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+          .descriptorType = texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                  : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
           .descriptorCount = 1,
           .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
       };

@@ -50,6 +50,9 @@ typedef struct kiln_vk_device_support_t {
   bool driver_properties;
   uint32_t queue_family;
   uint32_t timestamp_valid_bits;
+  // Uniform texel buffer views (texel bindings).
+  uint64_t min_texel_buffer_offset_alignment;
+  uint32_t max_texel_buffer_elements;
   uint8_t pipeline_cache_uuid[VK_UUID_SIZE];
   VkPhysicalDeviceFeatures core_features;
   VkPhysicalDeviceVulkan11Features v11;  // filled for any API version
@@ -142,6 +145,9 @@ uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
 typedef struct kiln_vk_buffer_t {
   kiln_hal_buffer_t base;
   VkBuffer handle;
+  // The VkBuffer's size: params.size rounded up to 16 for dispatch buffers,
+  // so a texel view of a binding that ends mid-texel still covers it.
+  uint64_t vk_size;
   kiln_vk_allocation_t allocation;
 } kiln_vk_buffer_t;
 
@@ -150,6 +156,9 @@ kiln_status_t kiln_vk_buffer_allocate(kiln_hal_device_t* device,
                                       kiln_hal_buffer_t** out_buffer);
 static inline VkBuffer kiln_vk_buffer_handle(const kiln_hal_buffer_t* buffer) {
   return ((const kiln_vk_buffer_t*)buffer)->handle;
+}
+static inline uint64_t kiln_vk_buffer_vk_size(const kiln_hal_buffer_t* buffer) {
+  return ((const kiln_vk_buffer_t*)buffer)->vk_size;
 }
 
 kiln_status_t kiln_vk_device_write_buffer(kiln_hal_device_t* device,
@@ -169,6 +178,7 @@ typedef struct kiln_vk_entry_point_t {
   VkDescriptorSetLayout set_layouts[KILN_HAL_MAX_DESCRIPTOR_SETS];
   uint32_t set_binding_counts[KILN_HAL_MAX_DESCRIPTOR_SETS];
   bool use_push_descriptors;  // all bindings in one set and the ext exists
+  uint32_t texel_binding_count;  // bindings viewed as uniform texel buffers
 } kiln_vk_entry_point_t;
 
 typedef struct kiln_vk_executable_t {

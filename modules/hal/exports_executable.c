@@ -95,6 +95,10 @@ static kiln_status_t kiln_hal_convert_variant(
       layouts[b].binding = source->bindings[b].binding;
       layouts[b].read_only =
           (source->bindings[b].flags & KILN_FORMAT_BINDING_READ_ONLY) != 0;
+      layouts[b].type =
+          (source->bindings[b].flags & KILN_FORMAT_BINDING_TEXEL_VEC4F32)
+              ? KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32
+              : KILN_HAL_BINDING_STORAGE_BUFFER;
     }
     entry->bindings = layouts;
     entry->binding_count = source->binding_count;

@@ -49,6 +49,13 @@ KILN_TEST(KernelLibraryTest, EveryVariantMatchesItsDescriptor) {
                            spirv.blob_name, b, desc->bindings[b].role,
                            r.bindings[b].read_only, desc->bindings[b].read_only);
         }
+        // The texel bindings the bridge declares are exactly those of the SPIR-V.
+        bool texel = (spirv.texel_bindings >> desc->bindings[b].binding) & 1u;
+        if (r.bindings[b].texel != texel) {
+          KILN_ADD_FAILURE("%s binding %u (%s): texel %d in SPIR-V, %d declared",
+                           spirv.blob_name, b, desc->bindings[b].role,
+                           r.bindings[b].texel, texel);
+        }
       }
       for (uint32_t d = 0; d < 3; ++d) {
         bool want_spec = d < desc->workgroup_dims;

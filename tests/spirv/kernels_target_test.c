@@ -139,14 +139,14 @@ KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 4);
-  // llvmpipe: conv2d_cpu, 8 lanes of 4 pixels x 8 channels.
+  // llvmpipe: conv2d_cpu, 8 lanes of 8 pixels x 8 channels.
   caps = caps_for("cpu");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CO_BLOCK, 0), 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_TILE_W, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_CONV_TILE_W, 0), 8);
   // fp16 storage keeps the portable kernel.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps,
                                            KILN_KERNEL_STORAGE_FP16, &config));
@@ -199,6 +199,16 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[0], 2);
   KILN_EXPECT_EQ(grid[1], 17);
   KILN_EXPECT_EQ(grid[2], 3);
+  // n < 64 <= m: lanes go down m, 64 rows x 8 columns per workgroup.
+  gemm.n = 49;
+  gemm.m = 1280;
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[0], 7);
+  KILN_EXPECT_EQ(grid[1], 20);
+  gemm.m = 63;  // too few rows: the usual mapping
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &gemm, grid));
+  KILN_EXPECT_EQ(grid[0], 1);
+  KILN_EXPECT_EQ(grid[1], 8);
   gemm.batch = 70000;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "gemm: grid",
                              kiln_kernel_grid_gemm(&config, &gemm, grid));
@@ -212,12 +222,13 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[0], 65535);  // capped; the kernel grid-strides
   KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
                      kiln_kernel_grid_linear(&config, 1ull << 33, grid));
-  // depthwise_conv2d_cpu: 32 lanes, 8 outputs each: ceil(ceil(1000 / 8) / 32).
+  // depthwise_conv2d_cpu: 32 lanes, 16 x 8 outputs each:
+  // ceil(ceil(100000 / 128) / 32).
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_DEPTHWISE_CONV2D, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
-  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 1000, grid));
-  KILN_EXPECT_EQ(grid[0], 4);
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 100000, grid));
+  KILN_EXPECT_EQ(grid[0], 25);
 
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu,
                                            KILN_KERNEL_STORAGE_FP32, &config));
@@ -226,9 +237,9 @@ KILN_TEST(KernelTargetTest, Grids) {
   conv.batch = 2;
   conv.out_channels = 10;
   conv.out_height = 7;
-  conv.out_width = 40;  // conv2d_cpu: 280 pixels / 4 / 8 -> 9; 10 channels / 8 -> 2
+  conv.out_width = 40;  // conv2d_cpu: 280 pixels / 8 / 8 -> 5; 10 channels / 8 -> 2
   KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &conv, grid));
-  KILN_EXPECT_EQ(grid[0], 9);
+  KILN_EXPECT_EQ(grid[0], 5);
   KILN_EXPECT_EQ(grid[1], 2);
   KILN_EXPECT_EQ(grid[2], 2);
   KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, 5, grid));

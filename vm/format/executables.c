@@ -51,6 +51,27 @@ static kiln_status_t kiln_exe_read_count(kiln_reader_t* reader,
   return kiln_ok_status();
 }
 
+// Binding flags: only known bits, and a texel binding must be read-only
+// (uniform texel buffers cannot be written).
+static kiln_status_t kiln_exe_check_binding_flags(const kiln_reader_t* reader,
+                                                  uint32_t flags) {
+  size_t at = reader->base_offset + reader->offset - 4;
+  if (flags & ~KILN_FORMAT_BINDING_ALL) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "executables section: binding flags 0x%x at offset "
+                            "%zu have unknown bits 0x%x",
+                            flags, at, flags & ~KILN_FORMAT_BINDING_ALL);
+  }
+  if ((flags & KILN_FORMAT_BINDING_TEXEL_VEC4F32) &&
+      !(flags & KILN_FORMAT_BINDING_READ_ONLY)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "executables section: binding flags 0x%x at offset "
+                            "%zu: a texel binding must be read-only",
+                            flags, at);
+  }
+  return kiln_ok_status();
+}
+
 // Walks the section; with fill == NULL only counts.
 static kiln_status_t kiln_exe_walk(kiln_reader_t* reader,
                                    kiln_executables_counts_t* counts,
@@ -126,6 +147,7 @@ static kiln_status_t kiln_exe_walk(kiln_reader_t* reader,
           KILN_RETURN_IF_ERROR(kiln_reader_read_u32(reader, &binding.set));
           KILN_RETURN_IF_ERROR(kiln_reader_read_u32(reader, &binding.binding));
           KILN_RETURN_IF_ERROR(kiln_reader_read_u32(reader, &binding.flags));
+          KILN_RETURN_IF_ERROR(kiln_exe_check_binding_flags(reader, binding.flags));
           if (fill) fill->bindings[counts->bindings] = binding;
           counts->bindings++;
         }

@@ -71,6 +71,10 @@ typedef struct kiln_kernel_desc_t {
   uint32_t workgroup_dims;      // 1: only local_size_x_id; 2: x and y
   uint32_t variant_mask;        // bit (1 << variant) per variant built
   uint32_t base_features;       // needed by every build (casts: fp16 storage)
+  // Bindings (bit per binding number) that the cpu variant reads as
+  // uniform texel buffers of vec4 f32 (samplerBuffer) instead of storage
+  // buffers: llvmpipe gathers texels without its per-lane SSBO load loop.
+  uint32_t cpu_texel_bindings;
 } kiln_kernel_desc_t;
 
 // NULL for an id out of range.
@@ -86,6 +90,7 @@ typedef struct kiln_kernel_spirv_t {
   const uint32_t* words;  // static storage
   size_t word_count;
   uint32_t required_features;  // KILN_KERNEL_FEATURE_* bits (base | variant)
+  uint32_t texel_bindings;     // bit per binding bound as a uniform texel buffer
 } kiln_kernel_spirv_t;
 
 // The SPIR-V of one kernel variant; NOT_FOUND if that variant is not built.

@@ -47,6 +47,7 @@ typedef struct kiln_spirv_binding_t {
   uint32_t set;
   uint32_t binding;
   bool read_only;  // NonWritable on the variable or on every block member
+  bool texel;      // a uniform texel buffer (samplerBuffer); read-only
   // Variable or block name; empty when the SPIR-V was stripped (glslc -O).
   char name[KILN_SPIRV_MAX_NAME_LENGTH + 1];
 } kiln_spirv_binding_t;
@@ -69,16 +70,17 @@ typedef struct kiln_spirv_reflection_t {
   size_t entry_point_count;  // compute entry points only
   char entry_points[KILN_SPIRV_MAX_ENTRY_POINTS][KILN_SPIRV_MAX_NAME_LENGTH + 1];
   kiln_spirv_workgroup_dim_t workgroup_size[3];
-  size_t binding_count;  // storage buffers, sorted by (set, binding)
+  size_t binding_count;  // storage and texel buffers, sorted by (set, binding)
   kiln_spirv_binding_t bindings[KILN_SPIRV_MAX_BINDINGS];
   uint32_t push_constant_size;  // declared size of the block; 0 if none
   size_t spec_constant_count;   // sorted by id; includes workgroup ones
   kiln_spirv_spec_constant_t spec_constants[KILN_SPIRV_MAX_SPEC_CONSTANTS];
 } kiln_spirv_reflection_t;
 
-// Reflects a compute kernel. Only storage buffers and push constants are
-// accepted as resources: a kernel with uniform buffers, images or samplers
-// does not fit the HAL's binding model and is rejected (UNIMPLEMENTED).
+// Reflects a compute kernel. Only storage buffers, uniform texel buffers
+// (samplerBuffer) and push constants are accepted as resources: a kernel
+// with uniform buffers, images or samplers does not fit the HAL's binding
+// model and is rejected (UNIMPLEMENTED).
 // Errors name `kernel_name`. `out_reflection` is cleared on entry.
 kiln_status_t kiln_spirv_reflect(const char* kernel_name,
                                  const uint32_t* words, size_t word_count,

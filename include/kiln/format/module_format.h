@@ -51,6 +51,11 @@ typedef enum kiln_format_section_id_e {
 #define KILN_FORMAT_FEATURE_ALL 0x3Fu
 // Binding flags.
 #define KILN_FORMAT_BINDING_READ_ONLY 0x1u
+// Bound as a uniform texel buffer of vec4 f32 (R32G32B32A32_SFLOAT) rather
+// than a storage buffer: CPU Vulkan devices (llvmpipe) gather texel loads
+// without a per-lane loop. Needs READ_ONLY; offsets 16-byte aligned.
+#define KILN_FORMAT_BINDING_TEXEL_VEC4F32 0x2u
+#define KILN_FORMAT_BINDING_ALL 0x3u
 
 // Limits the reader enforces on untrusted counts (each is far above what a
 // real module needs and small enough that tables cannot exhaust memory).

@@ -18,10 +18,20 @@ enum {
   KILN_HAL_MAX_PUSH_CONSTANT_BYTES = 256,
 };
 
+// How a binding reaches the shader. Either way the dispatch binds a buffer
+// range; a texel binding is viewed as vec4 f32 texels (offset a multiple of
+// the device's texel offset alignment, length rounded up to 16 bytes within
+// the buffer), which CPU devices load far faster than storage buffers.
+typedef enum kiln_hal_binding_type_e {
+  KILN_HAL_BINDING_STORAGE_BUFFER = 0,
+  KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32 = 1,  // read-only
+} kiln_hal_binding_type_t;
+
 typedef struct kiln_hal_binding_layout_t {
   uint32_t set;
   uint32_t binding;
   bool read_only;
+  kiln_hal_binding_type_t type;
 } kiln_hal_binding_layout_t;
 
 // A 32-bit specialization constant (int, uint, float bits or bool 0/1).

@@ -123,6 +123,13 @@ static const gemm_case_t kGemmCases[] = {
     {2, 24, 196, 32, false, false, true, true, 1, true, KILN_ACT_CLIP, 1, 0, 6},
     {1, 20, 49, 40, false, false, true, true, 1, false, KILN_ACT_RELU, 1, 0, 0},
     {2, 13, 36, 7, false, true, false, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    // gemm_cpu's m == 1 loop: batched, shared B, a k tail, columns past n.
+    {3, 1, 70, 67, false, true, true, false, 2, true, KILN_ACT_RELU, 0.5f, 0, 0},
+    // gemm_cpu's lanes down m (n < 64 <= m): the n = 49 path with a residual,
+    // B transposed with a k tail, and a general layout.
+    {1, 72, 49, 44, false, false, true, true, 1, true, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 65, 12, 9, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 130, 7, 5, true, false, true, true, 0, false, KILN_ACT_RELU, 1, 0, 0},
 };
 
 // The device's own tiling and every arch's tiling, all run here: a tiling
@@ -316,6 +323,15 @@ static const conv_case_t kConvCases[] = {
     {{1, 4, 13, 10, 9, 1, 3, 2, 2, 1, 2, 0, 1, 1, 2, 2, 0, 0}, false, false, KILN_ACT_LEAKY_RELU, 0.1f, 0},
     // Grouped 1x1 (ShuffleNet-like) with hard swish.
     {{1, 8, 5, 5, 12, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}, true, false, KILN_ACT_HARD_SWISH, 0, 0},
+    // MobileNetV2 stem, scaled down (3x3 stride 2, 3 -> 16): whole vec4
+    // stores (64 pixels) with a residual, and 12 channels (a partial block).
+    {{2, 3, 16, 16, 16, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    {{1, 3, 15, 17, 12, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
+    // conv2d_cpu's row path (3 wide, rows of a multiple of 8 outputs): stride
+    // 1 with a partial channel block, and a 2x3 kernel dilated 2 down with
+    // asymmetric pads.
+    {{1, 4, 6, 16, 10, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    {{2, 3, 9, 24, 8, 1, 2, 3, 1, 1, 0, 1, 1, 1, 2, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
 };
 
 KILN_TEST(GpuConvTest, Conv2d) {
@@ -384,6 +400,16 @@ static const conv_case_t kDepthwiseCases[] = {
     {{1, 8, 16, 16, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_CLIP, 0, 6},
     // 3 wide but dilated, and 1 wide: the general path.
     {{1, 2, 7, 11, 2, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}, false, true, KILN_ACT_NONE, 0, 0},
+    // depthwise_conv2d_cpu's 16-output stride-1 items: rows of 40 (vec4
+    // stores, a last item of 8), a channel multiplier of 2 on rows of 36,
+    // and a 5x3 kernel (the per-output path).
+    {{1, 3, 5, 40, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_RELU, 0, 0},
+    {{2, 3, 4, 36, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    {{1, 2, 9, 12, 2, 2, 5, 3, 1, 1, 2, 1, 2, 1, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
+    // The sliding row window: stride 2 down, 1 across, 10 output rows (two
+    // segments of up to 8); and 17 rows at stride 1 (three segments).
+    {{1, 2, 19, 20, 2, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0}, true, true, KILN_ACT_NONE, 0, 0},
+    {{1, 3, 17, 8, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, false, true, KILN_ACT_CLIP, 0, 6},
     {{1, 2, 7, 11, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0}, true, false, KILN_ACT_NONE, 0, 0},
 };
 

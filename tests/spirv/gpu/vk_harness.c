@@ -270,8 +270,9 @@ kiln_status_t kiln_vk_buffer_create(kiln_vk_harness_t* h, size_t size,
   if (!b) return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "buffer");
   b->size = size;
   VkBufferCreateInfo info = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.size = size;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  // Whole 16-byte texels, so a texel view covers every element.
+  info.size = (size + 15) & ~(size_t)15;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   kiln_status_t status = kiln_vk_check(vkCreateBuffer(h->device, &info, NULL, &b->buffer),
                                        "vkCreateBuffer");
@@ -345,6 +346,7 @@ typedef struct kiln_vk_dispatch_objects_t {
   VkDescriptorPool pool;
   VkCommandBuffer command_buffer;
   VkFence fence;
+  VkBufferView views[8];  // texel bindings' views (the variant's texel_bindings)
 } kiln_vk_dispatch_objects_t;
 
 static void kiln_vk_dispatch_objects_destroy(kiln_vk_harness_t* h,
@@ -356,6 +358,9 @@ static void kiln_vk_dispatch_objects_destroy(kiln_vk_harness_t* h,
   if (o->pipeline_layout) vkDestroyPipelineLayout(h->device, o->pipeline_layout, NULL);
   if (o->set_layout) vkDestroyDescriptorSetLayout(h->device, o->set_layout, NULL);
   if (o->module) vkDestroyShaderModule(h->device, o->module, NULL);
+  for (int i = 0; i < 8; ++i) {
+    if (o->views[i]) vkDestroyBufferView(h->device, o->views[i], NULL);
+  }
 }
 
 static kiln_status_t kiln_vk_record_and_run(
@@ -374,10 +379,21 @@ static kiln_status_t kiln_vk_record_and_run(
   if (buffer_count > 8) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "too many buffers");
   }
+  uint32_t texel_count = 0;
   for (uint32_t i = 0; i < buffer_count; ++i) {
+    bool texel = (spirv->texel_bindings >> i) & 1u;
     bindings[i] = (VkDescriptorSetLayoutBinding){
-        i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+        i, texel ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
     buffer_infos[i] = (VkDescriptorBufferInfo){buffers[i]->buffer, 0, VK_WHOLE_SIZE};
+    if (texel) {
+      VkBufferViewCreateInfo view_info = {VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+      view_info.buffer = buffers[i]->buffer;
+      view_info.format = VK_FORMAT_R32G32B32A32_SFLOAT;
+      view_info.range = VK_WHOLE_SIZE;
+      VK_CHECK(vkCreateBufferView(h->device, &view_info, NULL, &o->views[i]));
+      texel_count++;
+    }
   }
   VkDescriptorSetLayoutCreateInfo set_info = {
       VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
@@ -410,11 +426,20 @@ static kiln_status_t kiln_vk_record_and_run(
   VK_CHECK(vkCreateComputePipelines(h->device, VK_NULL_HANDLE, 1, &pipeline_info,
                                     NULL, &o->pipeline));
 
-  VkDescriptorPoolSize pool_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, buffer_count};
+  VkDescriptorPoolSize pool_sizes[2];
+  uint32_t pool_size_count = 0;
+  if (buffer_count > texel_count) {
+    pool_sizes[pool_size_count++] = (VkDescriptorPoolSize){VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                           buffer_count - texel_count};
+  }
+  if (texel_count) {
+    pool_sizes[pool_size_count++] =
+        (VkDescriptorPoolSize){VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, texel_count};
+  }
   VkDescriptorPoolCreateInfo pool_info = {VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   pool_info.maxSets = 1;
-  pool_info.poolSizeCount = 1;
-  pool_info.pPoolSizes = &pool_size;
+  pool_info.poolSizeCount = pool_size_count;
+  pool_info.pPoolSizes = pool_sizes;
   VK_CHECK(vkCreateDescriptorPool(h->device, &pool_info, NULL, &o->pool));
   VkDescriptorSet set;
   VkDescriptorSetAllocateInfo set_alloc = {VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -429,6 +454,11 @@ static kiln_status_t kiln_vk_record_and_run(
     writes[i].descriptorCount = 1;
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &buffer_infos[i];
+    if (o->views[i]) {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pBufferInfo = NULL;
+      writes[i].pTexelBufferView = &o->views[i];
+    }
   }
   vkUpdateDescriptorSets(h->device, buffer_count, writes, 0, NULL);
 

@@ -155,9 +155,11 @@ kiln_status_t kiln_vk_harness_dispatch(kiln_vk_harness_t* h, const kiln_kernel_s
   kiln_hal_binding_layout_t layouts[KILN_SPIRV_MAX_BINDINGS];
   kiln_hal_binding_t bindings[KILN_SPIRV_MAX_BINDINGS];
   for (uint32_t i = 0; i < buffer_count; ++i) {
-    layouts[i] = (kiln_hal_binding_layout_t){reflection.bindings[i].set,
-                                             reflection.bindings[i].binding,
-                                             reflection.bindings[i].read_only};
+    layouts[i] = (kiln_hal_binding_layout_t){
+        reflection.bindings[i].set, reflection.bindings[i].binding,
+        reflection.bindings[i].read_only,
+        reflection.bindings[i].texel ? KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32
+                                     : KILN_HAL_BINDING_STORAGE_BUFFER};
     bindings[i] = (kiln_hal_binding_t){reflection.bindings[i].set,
                                        reflection.bindings[i].binding,
                                        buffers[i]->buffer, 0, 0, KILN_HAL_WHOLE_BUFFER};

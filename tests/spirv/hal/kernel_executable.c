@@ -50,15 +50,11 @@ static kiln_status_t kiln_kernel_executable_create_with(
                             "kernel %d with %zu arches", (int)kernel, arch_count);
   }
   kiln_kernel_config_t configs[KILN_KERNEL_TEST_MAX_ARCHES];
-  kiln_hal_binding_layout_t bindings[KILN_KERNEL_MAX_BINDINGS];
+  kiln_hal_binding_layout_t bindings[KILN_KERNEL_TEST_MAX_ARCHES][KILN_KERNEL_MAX_BINDINGS];
   kiln_hal_entry_point_spec_t entries[KILN_KERNEL_TEST_MAX_ARCHES];
   kiln_hal_specialization_constant_t
       constants[KILN_KERNEL_TEST_MAX_ARCHES][KILN_KERNEL_MAX_SPEC_VALUES];
   kiln_hal_executable_variant_spec_t variants[KILN_KERNEL_TEST_MAX_ARCHES];
-  for (uint32_t b = 0; b < desc->binding_count; ++b) {
-    bindings[b] = (kiln_hal_binding_layout_t){0, desc->bindings[b].binding,
-                                              desc->bindings[b].read_only};
-  }
   for (size_t a = 0; a < arch_count; ++a) {
     kiln_kernel_arch_caps_t caps;
     KILN_RETURN_IF_ERROR(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
@@ -69,6 +65,14 @@ static kiln_status_t kiln_kernel_executable_create_with(
     }
     kiln_kernel_spirv_t spirv;
     KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(kernel, configs[a].variant, &spirv));
+    // The variant's own binding types (cpu variants read texel buffers).
+    for (uint32_t b = 0; b < desc->binding_count; ++b) {
+      bool texel = (spirv.texel_bindings >> desc->bindings[b].binding) & 1u;
+      bindings[a][b] = (kiln_hal_binding_layout_t){
+          0, desc->bindings[b].binding, desc->bindings[b].read_only,
+          texel ? KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32
+                : KILN_HAL_BINDING_STORAGE_BUFFER};
+    }
     for (size_t i = 0; i < configs[a].spec_count; ++i) {
       constants[a][i] = (kiln_hal_specialization_constant_t){configs[a].spec[i].id,
                                                              configs[a].spec[i].value};
@@ -77,7 +81,7 @@ static kiln_status_t kiln_kernel_executable_create_with(
     entries[a] = (kiln_hal_entry_point_spec_t){desc->entry_point,
                                                {wg[0], wg[1], wg[2]},
                                                desc->push_constant_size,
-                                               bindings,
+                                               bindings[a],
                                                desc->binding_count,
                                                0};
     kiln_target_limits_t limits = {0, wg[0] * wg[1] * wg[2], configs[a].shared_memory_bytes,
