@@ -196,14 +196,16 @@ kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
-  if (xv->shape.rank != 4) return kiln_lower_refuse(l, "only 2-D ConvTranspose is supported");
+  kiln_graph_shape_t x4, y4;
+  if (!kiln_lower_shape_2d(&xv->shape, &x4) || !kiln_lower_shape_2d(&yv->shape, &y4)) {
+    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) ConvTranspose is supported");
+  }
   kiln_window_t w;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve_transpose(l->node, 2, &xv->shape.dims[2],
-                                                     &wv->shape.dims[2], &w));
+  KILN_RETURN_IF_ERROR(kiln_lower_window_2d(l, &xv->shape, &wv->shape, true, false, true, &w));
   int64_t group = 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "group", 1, &group));
-  const kiln_graph_shape_t* x = &xv->shape;
-  const kiln_graph_shape_t* y = &yv->shape;
+  const kiln_graph_shape_t* x = &x4;
+  const kiln_graph_shape_t* y = &y4;
   kiln_kernel_conv2d_params_t p = {
       .batch = (uint32_t)x->dims[0], .in_channels = (uint32_t)x->dims[1],
       .in_height = (uint32_t)x->dims[2], .in_width = (uint32_t)x->dims[3],

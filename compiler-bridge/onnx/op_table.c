@@ -6,7 +6,7 @@
 static const kiln_op_def_t* const kiln_op_families[] = {
     kiln_ops_elementwise, kiln_ops_shape, kiln_ops_copy, kiln_ops_conv,
     kiln_ops_pool,        kiln_ops_logic,
-    kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize,
+    kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize, kiln_ops_scatter,
 };
 
 const kiln_op_def_t* kiln_op_find(const char* op_type) {
@@ -26,8 +26,8 @@ const char* kiln_op_supported_list(void) {
          "GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
          "HardSigmoid, HardSwish, Identity, InstanceNormalization, "
          "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "
-         "MatMul, Max, MaxPool, Mean, Min, Mul, Neg, Not, Or, Pad, Pow, Range, "
+         "MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, Not, Or, Pad, Pow, Range, "
          "Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceSum, Relu, "
-         "Reshape, Resize, Shape, Sigmoid, Slice, Softmax, Softplus, Split, "
+         "Reshape, Resize, ScatterND, Shape, Sigmoid, Slice, Softmax, Softplus, Split, "
          "Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where, Xor";
 }

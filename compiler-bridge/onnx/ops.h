@@ -135,5 +135,6 @@ extern const kiln_op_def_t kiln_ops_matmul[];
 extern const kiln_op_def_t kiln_ops_norm[];
 extern const kiln_op_def_t kiln_ops_reduce[];
 extern const kiln_op_def_t kiln_ops_resize[];
+extern const kiln_op_def_t kiln_ops_scatter[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_
