@@ -161,6 +161,24 @@ def swin_small(generator):
     return model, torch.rand(1, 3, 64, 64, generator=generator), 14, None
 
 
+def maxvit_small(generator):
+    # torchvision's MaxVit (MBConv with squeeze-excitation, block and grid
+    # attention whose scores are Einsum ops, relative position bias) at 2
+    # stages of width 16/32 on 64x64 images.
+    torch.manual_seed(27)
+    from torchvision.models.maxvit import MaxVit
+    model = MaxVit(input_size=(64, 64), stem_channels=16, partition_size=4,
+                   block_channels=[16, 32], block_layers=[1, 1], head_dim=8,
+                   stochastic_depth_prob=0.0, num_classes=10)
+    randomize_batch_norms(model, generator)
+    with torch.no_grad():
+        for module in model.modules():
+            table = getattr(module, "relative_position_bias_table", None)
+            if table is not None:
+                table.normal_(std=0.5, generator=generator)
+    return model, torch.rand(1, 3, 64, 64, generator=generator), 14, None
+
+
 class UNetSmall(torch.nn.Module):
     """Encoder/decoder with skip connections; every upsampling flavour."""
 
@@ -271,6 +289,7 @@ MODELS = {
     "alexnet_small": alexnet_small,
     "vit_tiny": vit_tiny,
     "swin_small": swin_small,
+    "maxvit_small": maxvit_small,
     "transformer_gelu": transformer_gelu,
     "unet_small": unet_small,
     "conv1d_net": conv1d_net,

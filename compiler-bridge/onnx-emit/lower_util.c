@@ -180,7 +180,7 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"Split", kiln_lower_split},       {"Expand", kiln_lower_expand},
       {"BatchNormalization", kiln_lower_batch_norm},
       {"ConvTranspose", kiln_lower_conv_transpose},
-      {"Resize", kiln_lower_resize},
+      {"Resize", kiln_lower_resize},     {"Einsum", kiln_lower_einsum},
   };
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
@@ -230,5 +230,5 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceSum, "
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
           "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
-          "Sum, Mean, BatchNormalization, ConvTranspose, Resize");
+          "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum");
 }

@@ -7,6 +7,7 @@ static const kiln_op_def_t* const kiln_op_families[] = {
     kiln_ops_elementwise, kiln_ops_shape, kiln_ops_copy, kiln_ops_conv,
     kiln_ops_pool,        kiln_ops_logic,
     kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize, kiln_ops_scatter,
+    kiln_ops_einsum,
 };
 
 const kiln_op_def_t* kiln_op_find(const char* op_type) {
@@ -22,7 +23,7 @@ const kiln_op_def_t* kiln_op_find(const char* op_type) {
 const char* kiln_op_supported_list(void) {
   return "Abs, Add, And, AveragePool, BatchNormalization, Cast, Clip, "
          "Concat, Constant, ConstantOfShape, Conv, ConvTranspose, Div, "
-         "Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, "
+         "Dropout, Einsum, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, "
          "GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
          "HardSigmoid, HardSwish, Identity, InstanceNormalization, "
          "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "

@@ -104,3 +104,5 @@ KILN_TEST(OnnxGpuModelTest, Conv1dNet) { kiln_check_model_on_gpu("conv1d_net", N
 KILN_TEST(OnnxGpuModelTest, MlpSoftmax) { kiln_check_model_on_gpu("mlp_softmax", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, ShapeArithmetic) { kiln_check_model_on_gpu("shape_ops", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, MaxVit) { kiln_check_model_on_gpu("maxvit_small", NULL); }
