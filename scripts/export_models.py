@@ -235,6 +235,33 @@ def conv1d_net(generator):
     return model, torch.rand(2, 4, 64, generator=generator), 13, None
 
 
+class RecurrentNet(torch.nn.Module):
+    """A sequence classifier over a 2-layer recurrent stack (batch first),
+    reading every step's output and the final state."""
+
+    def __init__(self, cell, bidirectional):
+        super().__init__()
+        self.rnn = cell(12, 16, num_layers=2, batch_first=True,
+                        bidirectional=bidirectional)
+        width = 32 if bidirectional else 16
+        self.head = torch.nn.Linear(width, 5)
+
+    def forward(self, x):
+        y, state = self.rnn(x)
+        h = state[0] if isinstance(state, tuple) else state
+        return self.head(y[:, -1]) + h[-1].sum(dim=-1, keepdim=True)
+
+
+def lstm_net(generator):
+    torch.manual_seed(28)
+    return RecurrentNet(torch.nn.LSTM, False), torch.rand(2, 9, 12, generator=generator), 14, None
+
+
+def gru_net(generator):
+    torch.manual_seed(29)
+    return RecurrentNet(torch.nn.GRU, True), torch.rand(2, 9, 12, generator=generator), 14, None
+
+
 def mlp_softmax(generator):
     torch.manual_seed(24)
     nn = torch.nn
@@ -294,6 +321,8 @@ MODELS = {
     "unet_small": unet_small,
     "conv1d_net": conv1d_net,
     "mlp_softmax": mlp_softmax,
+    "lstm_net": lstm_net,
+    "gru_net": gru_net,
     "shape_ops": shape_ops,
 }
 

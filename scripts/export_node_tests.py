@@ -67,6 +67,71 @@ def conv1d(x, w, b, stride, pad, dilation, group):
     return y.astype(np.float32)
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr):
+    """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec."""
+    if layout == 1:
+        x = x.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+    x, w, r = x.astype(np.float64), w.astype(np.float64), r.astype(np.float64)
+    seq, batch, _ = x.shape
+    dirs, gh, hidden = r.shape
+    b = np.zeros((dirs, 2 * gh)) if b is None else b.astype(np.float64)
+    y = np.zeros((seq, dirs, batch, hidden))
+    yh, yc = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    for d in range(dirs):
+        h = np.zeros((batch, hidden)) if h0 is None else h0[d].astype(np.float64)
+        c = np.zeros((batch, hidden)) if c0 is None else c0[d].astype(np.float64)
+        wb, rb = b[d, :gh], b[d, gh:]
+        order = range(seq - 1, -1, -1) if d == 1 or direction == "reverse" else range(seq)
+        for t in order:
+            gx = x[t] @ w[d].T + wb
+            if kind == "LSTM":
+                g = gx + h @ r[d].T + rb
+                i, o, f, cc = np.split(g, 4, axis=1)
+                c = sigmoid(f) * c + sigmoid(i) * np.tanh(cc)
+                h = sigmoid(o) * np.tanh(c)
+            elif kind == "GRU":
+                H = hidden
+                z = sigmoid(gx[:, :H] + h @ r[d, :H].T + rb[:H])
+                rr = sigmoid(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H])
+                if lbr:
+                    n = np.tanh(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:]))
+                else:
+                    n = np.tanh(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:])
+                h = (1 - z) * n + z * h
+            else:
+                h = np.tanh(gx + h @ r[d].T + rb)
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if layout == 1:
+        y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
+    return [a.astype(np.float32) for a in (y, yh, yc)]
+
+
+def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False):
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
+    seq, batch, size, hidden = 5, 2, 3, 4
+    dirs = 2 if direction == "bidirectional" else 1
+    x = rand(batch, seq, size) if layout else rand(seq, batch, size)
+    w, r = rand(dirs, gates * hidden, size) * 0.5, rand(dirs, gates * hidden, hidden) * 0.5
+    b = rand(dirs, 2 * gates * hidden) * 0.3
+    h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
+    y, yh, yc = recurrent(kind, x, w, r, b, h0, None, direction, layout, lbr)
+    attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = lbr
+    outputs = [("y", y), ("yh", yh)] + ([("yc", yc)] if kind == "LSTM" else [])
+    inits = [("w", w), ("r", r), ("b", b)]
+    inputs = [("x", x)]
+    (inputs if runtime_h0 else inits).append(("h0", h0))
+    node = helper.make_node(kind, ["x", "w", "r", "b", "", "h0"], [n for n, _ in outputs], **attrs)
+    write(out, name, [node], inputs, outputs, inits)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -171,6 +236,13 @@ def main():
            helper.make_node("Add", ["r", "x"], ["y"])],
           [("x", x)], [("y", (np.maximum(x.astype(np.float64) @ w, 0) + x).astype(np.float32))],
           [("w", w)])
+    # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
+    recurrent_test(out, "lstm_constant_weights", "LSTM")
+    recurrent_test(out, "lstm_bidirectional_batch_first", "LSTM", "bidirectional", layout=1,
+                   runtime_h0=True)
+    recurrent_test(out, "gru_linear_before_reset", "GRU", lbr=1)
+    recurrent_test(out, "gru_reverse_reset_first", "GRU", "reverse", lbr=0, runtime_h0=True)
+    recurrent_test(out, "rnn_bidirectional", "RNN", "bidirectional")
     if stamp:
         with open(stamp, "w") as f:
             f.write("ok\n")

@@ -217,6 +217,10 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
   if (strcmp(op, "GlobalMaxPool") == 0) return kiln_lower_global_pool(&l, KILN_REDUCE_MAX);
   if (strcmp(op, "Softmax") == 0) return kiln_lower_softmax(&l, false);
   if (strcmp(op, "LogSoftmax") == 0) return kiln_lower_softmax(&l, true);
+  if (strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "RNN") == 0) {
+    return kiln_lower_refuse(&l, "%s runs on the GPU only unrolled, which needs constant W, R "
+                                 "and B and at most 512 steps", op);
+  }
   uint32_t code = 0;
   float alpha = 0, beta = 0;
   kiln_status_t status = kiln_lower_activation(&l, op, 0, 0, &code, &alpha, &beta);

@@ -106,3 +106,7 @@ KILN_TEST(OnnxGpuModelTest, MlpSoftmax) { kiln_check_model_on_gpu("mlp_softmax",
 KILN_TEST(OnnxGpuModelTest, ShapeArithmetic) { kiln_check_model_on_gpu("shape_ops", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, MaxVit) { kiln_check_model_on_gpu("maxvit_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, LstmTwoLayers) { kiln_check_model_on_gpu("lstm_net", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, GruBidirectional) { kiln_check_model_on_gpu("gru_net", NULL); }
