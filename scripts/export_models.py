@@ -235,6 +235,89 @@ def conv1d_net(generator):
     return model, torch.rand(2, 4, 64, generator=generator), 13, None
 
 
+class SuperResolution(torch.nn.Module):
+    """PyTorch's ONNX tutorial super-resolution net (PixelShuffle ->
+    DepthToSpace)."""
+
+    def __init__(self, factor=3):
+        super().__init__()
+        nn = torch.nn
+        self.body = nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1),
+            nn.ReLU(), nn.Conv2d(32, 16, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(16, factor * factor, 3, padding=1), nn.PixelShuffle(factor))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def super_resolution(generator):
+    torch.manual_seed(30)
+    return SuperResolution(), torch.rand(1, 1, 24, 24, generator=generator), 13, None
+
+
+class StyleTransfer(torch.nn.Module):
+    """The fast-neural-style layout: reflection pads, instance norms, a
+    residual block, nearest upsampling."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+
+        def conv(cin, cout, k, stride=1):
+            return nn.Sequential(nn.ReflectionPad2d(k // 2), nn.Conv2d(cin, cout, k, stride))
+        self.down = nn.Sequential(conv(3, 8, 9), nn.InstanceNorm2d(8, affine=True), nn.ReLU(),
+                                  conv(8, 16, 3, 2), nn.InstanceNorm2d(16, affine=True),
+                                  nn.ReLU())
+        self.res = nn.Sequential(conv(16, 16, 3), nn.InstanceNorm2d(16, affine=True))
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), conv(16, 8, 3),
+                                nn.InstanceNorm2d(8, affine=True), nn.ReLU(), conv(8, 3, 9))
+
+    def forward(self, x):
+        y = self.down(x)
+        return self.up(y + self.res(y))
+
+
+def style_transfer(generator):
+    torch.manual_seed(31)
+    model = StyleTransfer()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.InstanceNorm2d):
+                module.weight.uniform_(0.5, 1.5, generator=generator)
+                module.bias.uniform_(-0.5, 0.5, generator=generator)
+    return model, torch.rand(1, 3, 32, 32, generator=generator), 13, None
+
+
+def dcgan_generator(generator):
+    torch.manual_seed(32)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.ConvTranspose2d(16, 32, 4, 1, 0, bias=False), nn.BatchNorm2d(32), nn.ReLU(True),
+        nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(True),
+        nn.ConvTranspose2d(16, 3, 4, 2, 1, bias=False), nn.Tanh())
+    randomize_batch_norms(model, generator)
+    return model, torch.randn(2, 16, 1, 1, generator=generator), 13, None
+
+
+class ActivationZoo(torch.nn.Module):
+    """Functional ops exporters decompose: tanh-GELU, Mish, SiLU, ReLU6,
+    hardtanh, replicate padding, ceil-mode average pooling, bilinear resize
+    to an arbitrary size, std (ReduceProd of a shape)."""
+
+    def forward(self, x):
+        f = torch.nn.functional
+        a = f.avg_pool2d(f.pad(x, (1, 2, 3, 0), mode="replicate"), 3, 2, ceil_mode=True)
+        c = f.interpolate(x, size=(7, 9), mode="bilinear", align_corners=False)
+        d = (f.silu(c) * f.hardswish(c) + f.elu(c) + f.softplus(c) + f.leaky_relu(c, 0.1) +
+             f.relu6(c) + f.hardtanh(c) + f.gelu(c, approximate="tanh") + f.mish(c))
+        return a.sum() + d.flatten(1).amax(dim=1) + d.std()
+
+
+def activation_zoo(generator):
+    return ActivationZoo(), torch.rand(1, 3, 11, 13, generator=generator) * 4 - 2, 14, None
+
+
 class RecurrentNet(torch.nn.Module):
     """A sequence classifier over a 2-layer recurrent stack (batch first),
     reading every step's output and the final state."""
@@ -322,6 +405,10 @@ MODELS = {
     "conv1d_net": conv1d_net,
     "mlp_softmax": mlp_softmax,
     "lstm_net": lstm_net,
+    "super_resolution": super_resolution,
+    "style_transfer": style_transfer,
+    "dcgan_generator": dcgan_generator,
+    "activation_zoo": activation_zoo,
     "gru_net": gru_net,
     "shape_ops": shape_ops,
 }

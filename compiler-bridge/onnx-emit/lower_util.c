@@ -181,6 +181,7 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"BatchNormalization", kiln_lower_batch_norm},
       {"ConvTranspose", kiln_lower_conv_transpose},
       {"Resize", kiln_lower_resize},     {"Einsum", kiln_lower_einsum},
+      {"DepthToSpace", kiln_lower_space_depth}, {"SpaceToDepth", kiln_lower_space_depth},
   };
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
@@ -234,5 +235,6 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceSum, "
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
           "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
-          "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum");
+          "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum, DepthToSpace, "
+          "SpaceToDepth, LSTM, GRU, RNN");
 }

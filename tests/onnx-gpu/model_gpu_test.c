@@ -110,3 +110,13 @@ KILN_TEST(OnnxGpuModelTest, MaxVit) { kiln_check_model_on_gpu("maxvit_small", NU
 KILN_TEST(OnnxGpuModelTest, LstmTwoLayers) { kiln_check_model_on_gpu("lstm_net", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, GruBidirectional) { kiln_check_model_on_gpu("gru_net", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, SuperResolutionPixelShuffle) {
+  kiln_check_model_on_gpu("super_resolution", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, StyleTransfer) { kiln_check_model_on_gpu("style_transfer", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, DcganGenerator) { kiln_check_model_on_gpu("dcgan_generator", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ActivationZoo) { kiln_check_model_on_gpu("activation_zoo", NULL); }
