@@ -179,6 +179,42 @@ def maxvit_small(generator):
     return model, torch.rand(1, 3, 64, 64, generator=generator), 14, None
 
 
+class GptBlock(torch.nn.Module):
+    """A minGPT/nanoGPT decoder block: causal self-attention whose mask is a
+    registered tril buffer (masked_fill(-inf) -> Where on a folded
+    condition), a second mask built in forward with torch.tril (Trilu),
+    GELU MLP, pre-norm residuals."""
+
+    def __init__(self, width=32, heads=4, length=16):
+        super().__init__()
+        nn = torch.nn
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
+        self.register_buffer("bias", torch.tril(torch.ones(length, length)).view(
+            1, 1, length, length))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        att = att.softmax(dim=-1)
+        local = torch.tril(torch.ones(t, t), diagonal=-4) == 0  # a 4-step window
+        att = att.masked_fill(~local, 0.0)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+def gpt_block(generator):
+    torch.manual_seed(33)
+    return GptBlock(), torch.rand(2, 12, 32, generator=generator) * 2 - 1, 14, None
+
+
 class UNetSmall(torch.nn.Module):
     """Encoder/decoder with skip connections; every upsampling flavour."""
 
@@ -405,6 +441,7 @@ MODELS = {
     "conv1d_net": conv1d_net,
     "mlp_softmax": mlp_softmax,
     "lstm_net": lstm_net,
+    "gpt_block": gpt_block,
     "super_resolution": super_resolution,
     "style_transfer": style_transfer,
     "dcgan_generator": dcgan_generator,

@@ -236,6 +236,27 @@ def main():
            helper.make_node("Add", ["r", "x"], ["y"])],
           [("x", x)], [("y", (np.maximum(x.astype(np.float64) @ w, 0) + x).astype(np.float32))],
           [("w", w)])
+    # masked_fill with a constant mask (Where lowered as mul + add).
+    scores = rand(2, 2, 4, 4)
+    causal = np.triu(np.ones((1, 1, 4, 4), np.bool_), 1)
+    filled = np.where(causal, -np.inf, scores.astype(np.float64))
+    soft = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    soft = (soft / soft.sum(axis=-1, keepdims=True)).astype(np.float32)
+    write(out, "where_causal_mask_softmax",
+          [helper.make_node("Where", ["m", "inf", "s"], ["f"]),
+           helper.make_node("Softmax", ["f"], ["y"], axis=-1)],
+          [("s", scores)], [("y", soft)],
+          [("m", causal), ("inf", np.array(-np.inf, np.float32))], opset=13)
+    x = rand(3, 4)
+    keep = np.array([True, False, True, False])
+    fill = np.array([0.5, -1.5, 2.0, 3.0], np.float32)
+    write(out, "where_runtime_true_branch", [helper.make_node("Where", ["k", "x", "f"], ["y"])],
+          [("x", x)], [("y", np.where(keep, x, fill))], [("k", keep), ("f", fill)])
+    # Both branches at run time: refused on the GPU (the reference runs it).
+    write(out, "where_two_runtime_branches", [helper.make_node("Where", ["k", "x", "z"], ["y"])],
+          [("x", x), ("z", fill.reshape(1, 4) + x)], [("y", np.where(keep, x, fill + x))],
+          [("k", keep)])
+
     # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
     recurrent_test(out, "lstm_constant_weights", "LSTM")
     recurrent_test(out, "lstm_bidirectional_batch_first", "LSTM", "bidirectional", layout=1,

@@ -182,6 +182,7 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"ConvTranspose", kiln_lower_conv_transpose},
       {"Resize", kiln_lower_resize},     {"Einsum", kiln_lower_einsum},
       {"DepthToSpace", kiln_lower_space_depth}, {"SpaceToDepth", kiln_lower_space_depth},
+      {"Where", kiln_lower_where},
   };
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
@@ -236,5 +237,5 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
           "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
           "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum, DepthToSpace, "
-          "SpaceToDepth, LSTM, GRU, RNN");
+          "SpaceToDepth, LSTM, GRU, RNN, Where (constant condition)");
 }

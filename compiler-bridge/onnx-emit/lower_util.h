@@ -78,6 +78,7 @@ kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
 kiln_status_t kiln_lower_resize(const kiln_lower_t* l);
 kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
 kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
+kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 
 // One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's
 // 6 dimensions), with element offsets into the input and output ranges.

@@ -8,6 +8,7 @@ static const kiln_op_def_t* const kiln_op_families[] = {
     kiln_ops_pool,        kiln_ops_logic,
     kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize, kiln_ops_scatter,
     kiln_ops_einsum, kiln_ops_rnn, kiln_ops_space_depth,
+    kiln_ops_trilu,
 };
 
 const kiln_op_def_t* kiln_op_find(const char* op_type) {
@@ -31,5 +32,5 @@ const char* kiln_op_supported_list(void) {
          "Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, Relu, "
          "Reshape, Resize, RNN, ScatterND, Shape, Sigmoid, Slice, Softmax, Softplus, "
          "SpaceToDepth, Split, "
-         "Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Unsqueeze, Where, Xor";
+         "Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Trilu, Unsqueeze, Where, Xor";
 }

@@ -120,3 +120,5 @@ KILN_TEST(OnnxGpuModelTest, StyleTransfer) { kiln_check_model_on_gpu("style_tran
 KILN_TEST(OnnxGpuModelTest, DcganGenerator) { kiln_check_model_on_gpu("dcgan_generator", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, ActivationZoo) { kiln_check_model_on_gpu("activation_zoo", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, GptBlockCausalMask) { kiln_check_model_on_gpu("gpt_block", NULL); }
