@@ -151,6 +151,7 @@ def main():
     einsum(out, "einsum_outer", "i,j->ij", rand(3), rand(4))
     einsum(out, "einsum_row_sum", "ij->i", rand(3, 4))        # GPU: refused
     einsum(out, "einsum_diagonal", "bii->bi", rand(2, 3, 3))  # GPU: refused
+    einsum(out, "einsum_ellipsis", "...ij,...jk->...ik", rand(2, 3, 4), rand(2, 4, 5))  # refused
 
     a = np.array([-7, -3, 0, 4, 9, 13], np.int64)
     b = np.array([3, -4, 5, 3, -2, 5], np.int64)

@@ -64,6 +64,9 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
     // Only lengths that change nothing: a constant, every entry == seq.
     KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 4, KILN_OP_INDEX, &v));
     if (!v->data) return kiln_op_unsupported(args, "run-time sequence_lens are not supported");
+    if (v->shape.rank != 1 || v->shape.dims[0] != out->batch) {
+      return kiln_op_invalid(args, "sequence_lens must be [batch]");
+    }
     for (int64_t b = 0; b < out->batch; ++b) {
       int64_t length = v->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)v->data)[b]
                                                         : ((const int32_t*)v->data)[b];
