@@ -327,6 +327,8 @@ static bool kiln_u_constant(const kiln_graph_t* g, const kiln_graph_node_t* node
 }
 
 kiln_status_t kiln_graph_unroll_rnns(kiln_graph_t* graph) {
+  // The expansion uses Slice with starts/ends inputs (opset 10+).
+  if (graph->opset < 10) return kiln_ok_status();
   bool changed = false;
   for (size_t n = 0; n < graph->node_count; ++n) {
     kiln_graph_node_t* node = &graph->nodes[n];
