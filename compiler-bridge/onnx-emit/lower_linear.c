@@ -92,19 +92,21 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
-  if (!xv || !wv || !yv || xv->shape.rank != 4) {
-    return kiln_lower_refuse(l, "only 2-D convolutions (rank-4 NCHW) are supported");
+  kiln_graph_shape_t x4, y4;
+  if (!xv || !wv || !yv || !kiln_lower_shape_2d(&xv->shape, &x4) ||
+      !kiln_lower_shape_2d(&yv->shape, &y4)) {
+    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) convolutions are supported");
   }
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
   if (e.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Conv is not supported");
   kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(l->node, 2, &xv->shape.dims[2],
-                                           &wv->shape.dims[2], false, true, &window));
+  KILN_RETURN_IF_ERROR(
+      kiln_lower_window_2d(l, &xv->shape, &wv->shape, false, false, true, &window));
   int64_t group = 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "group", 1, &group));
-  const kiln_graph_shape_t* x = &xv->shape;
-  const kiln_graph_shape_t* y = &yv->shape;
+  const kiln_graph_shape_t* x = &x4;
+  const kiln_graph_shape_t* y = &y4;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, kiln_lower_count(x)));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, kiln_lower_count(y)));
   bool pointwise = group == 1 && window.kernel[0] == 1 && window.kernel[1] == 1 &&

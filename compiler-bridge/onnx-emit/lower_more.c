@@ -1,7 +1,8 @@
 // Ops lowered onto other kernels' building blocks: Split and Expand
 // (strided_copy), variadic Sum/Mean/Max/Min (chained binary ops, the
 // output accumulating in place), standalone BatchNormalization with
-// constant statistics (mul + add), ConvTranspose and Resize.
+// constant statistics (mul + add), ConvTranspose, Resize, and Where with a
+// constant condition (mul + add).
 #include <math.h>
 #include <string.h>
 
@@ -196,14 +197,16 @@ kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
-  if (xv->shape.rank != 4) return kiln_lower_refuse(l, "only 2-D ConvTranspose is supported");
+  kiln_graph_shape_t x4, y4;
+  if (!kiln_lower_shape_2d(&xv->shape, &x4) || !kiln_lower_shape_2d(&yv->shape, &y4)) {
+    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) ConvTranspose is supported");
+  }
   kiln_window_t w;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve_transpose(l->node, 2, &xv->shape.dims[2],
-                                                     &wv->shape.dims[2], &w));
+  KILN_RETURN_IF_ERROR(kiln_lower_window_2d(l, &xv->shape, &wv->shape, true, false, true, &w));
   int64_t group = 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "group", 1, &group));
-  const kiln_graph_shape_t* x = &xv->shape;
-  const kiln_graph_shape_t* y = &yv->shape;
+  const kiln_graph_shape_t* x = &x4;
+  const kiln_graph_shape_t* y = &y4;
   kiln_kernel_conv2d_params_t p = {
       .batch = (uint32_t)x->dims[0], .in_channels = (uint32_t)x->dims[1],
       .in_height = (uint32_t)x->dims[2], .in_width = (uint32_t)x->dims[3],
@@ -308,4 +311,73 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
   desc.ops = ops;
   desc.op_count = 3;
   return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+// Where with a constant condition and one constant branch (masked_fill with
+// a causal or padding mask folded at compile time):
+// out = v * keep + fill, keep = 0 / fill = k where the constant k is chosen,
+// keep = 1 / fill = 0 elsewhere. Exact for finite v (an inf or NaN in v at a
+// filled position would give NaN where ONNX gives k).
+kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
+  const kiln_graph_value_t* cond = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* x = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* yv = kiln_lower_in(l, 2);
+  const kiln_graph_value_t* out_value = kiln_lower_out(l, 0);
+  if (!cond || !x || !yv || !out_value || !cond->data || (x->data != NULL) == (yv->data != NULL)) {
+    return kiln_lower_refuse(l, "Where needs a constant condition and exactly one constant "
+                                "branch (run-time masks are not supported)");
+  }
+  if (x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_lower_refuse(l, "Where of non-float data");
+  bool k_is_x = x->data != NULL;
+  const kiln_graph_value_t* k = k_is_x ? x : yv;
+  size_t v_index = k_is_x ? 2 : 1;
+  // Materialize keep/fill at the broadcast shape of the condition and k.
+  kiln_graph_shape_t s;
+  memset(&s, 0, sizeof(s));
+  s.rank = cond->shape.rank > k->shape.rank ? cond->shape.rank : k->shape.rank;
+  for (int32_t d = 0; d < s.rank; ++d) {
+    int32_t dc = d - (s.rank - cond->shape.rank), dk = d - (s.rank - k->shape.rank);
+    int64_t a = dc >= 0 ? cond->shape.dims[dc] : 1, b = dk >= 0 ? k->shape.dims[dk] : 1;
+    s.dims[d] = a > b ? a : b;
+  }
+  if (s.rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
+  uint64_t count = kiln_lower_count(&s);
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
+  int64_t cs[KILN_GRAPH_MAX_RANK], ks[KILN_GRAPH_MAX_RANK], coords[KILN_GRAPH_MAX_RANK] = {0};
+  kiln_ref_broadcast_strides(&cond->shape, &s, cs);
+  kiln_ref_broadcast_strides(&k->shape, &s, ks);
+  float* table = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                             2 * (size_t)count * sizeof(float), (void**)&table));
+  const uint8_t* c = (const uint8_t*)cond->data;
+  const float* kv = (const float*)k->data;
+  int64_t co = 0, ko = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    bool take_k = (c[co] != 0) == k_is_x;
+    table[i] = take_k ? 0.0f : 1.0f;
+    table[count + i] = take_k ? kv[ko] : 0.0f;
+    for (int32_t d = s.rank; d-- > 0;) {
+      co += cs[d];
+      ko += ks[d];
+      if (++coords[d] < s.dims[d]) break;
+      co -= cs[d] * s.dims[d];
+      ko -= ks[d] * s.dims[d];
+      coords[d] = 0;
+    }
+  }
+  kiln_emit_range_t keep, fill;
+  kiln_status_t status =
+      kiln_emit_add_weight(l->program, table, (size_t)count * sizeof(float), &keep);
+  if (!status) {
+    status = kiln_emit_add_weight(l->program, table + count, (size_t)count * sizeof(float), &fill);
+  }
+  kiln_allocator_free(l->program->allocator, table);
+  KILN_RETURN_IF_ERROR(status);
+  kiln_emit_range_t v, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, v_index, &v));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  const kiln_graph_shape_t* y = &out_value->shape;
+  KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &v, &kiln_lower_in(l, v_index)->shape,
+                                        &keep, &s, &out, y));
+  return kiln_more_binary(l, KILN_BINARY_ADD, &out, y, &fill, &s, &out, y);
 }

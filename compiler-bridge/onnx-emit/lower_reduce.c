@@ -7,20 +7,22 @@
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
-  if (x->shape.rank != 4) return kiln_lower_refuse(l, "only 2-D pooling is supported");
+  kiln_graph_shape_t x4, y4;
+  if (!kiln_lower_shape_2d(&x->shape, &x4) || !kiln_lower_shape_2d(&y->shape, &y4)) {
+    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) pooling is supported");
+  }
   if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
   kiln_window_t w;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(l->node, 2, &x->shape.dims[2], NULL, true,
-                                           op == KILN_POOL_MAX, &w));
+  KILN_RETURN_IF_ERROR(
+      kiln_lower_window_2d(l, &x->shape, NULL, false, true, op == KILN_POOL_MAX, &w));
   int64_t include_pad = 0;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_int(l->node, "count_include_pad", 0, &include_pad));
   // ceil_mode windows may run past the end pad; the kernel counts only
   // positions inside the padded input, as ONNX does.
   kiln_kernel_pool2d_params_t p = {
-      (uint32_t)(x->shape.dims[0] * x->shape.dims[1]), (uint32_t)x->shape.dims[2],
-      (uint32_t)x->shape.dims[3], (uint32_t)y->shape.dims[2], (uint32_t)y->shape.dims[3],
-      (uint32_t)w.kernel[0], (uint32_t)w.kernel[1], (uint32_t)w.stride[0],
+      (uint32_t)(x4.dims[0] * x4.dims[1]), (uint32_t)x4.dims[2], (uint32_t)x4.dims[3],
+      (uint32_t)y4.dims[2], (uint32_t)y4.dims[3], (uint32_t)w.kernel[0], (uint32_t)w.kernel[1], (uint32_t)w.stride[0],
       (uint32_t)w.stride[1], (uint32_t)w.pad_begin[0], (uint32_t)w.pad_begin[1],
       (uint32_t)w.pad_end[0], (uint32_t)w.pad_end[1], (uint32_t)w.dilation[0],
       (uint32_t)w.dilation[1], (uint32_t)(include_pad != 0)};

@@ -180,7 +180,9 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"Split", kiln_lower_split},       {"Expand", kiln_lower_expand},
       {"BatchNormalization", kiln_lower_batch_norm},
       {"ConvTranspose", kiln_lower_conv_transpose},
-      {"Resize", kiln_lower_resize},
+      {"Resize", kiln_lower_resize},     {"Einsum", kiln_lower_einsum},
+      {"DepthToSpace", kiln_lower_space_depth}, {"SpaceToDepth", kiln_lower_space_depth},
+      {"Where", kiln_lower_where},
   };
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
@@ -217,6 +219,10 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
   if (strcmp(op, "GlobalMaxPool") == 0) return kiln_lower_global_pool(&l, KILN_REDUCE_MAX);
   if (strcmp(op, "Softmax") == 0) return kiln_lower_softmax(&l, false);
   if (strcmp(op, "LogSoftmax") == 0) return kiln_lower_softmax(&l, true);
+  if (strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "RNN") == 0) {
+    return kiln_lower_refuse(&l, "%s runs on the GPU only unrolled, which needs constant W, R "
+                                 "and B and at most 512 steps", op);
+  }
   uint32_t code = 0;
   float alpha = 0, beta = 0;
   kiln_status_t status = kiln_lower_activation(&l, op, 0, 0, &code, &alpha, &beta);
@@ -230,5 +236,6 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceSum, "
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
           "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
-          "Sum, Mean, BatchNormalization, ConvTranspose, Resize");
+          "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum, DepthToSpace, "
+          "SpaceToDepth, LSTM, GRU, RNN, Where (constant condition)");
 }

@@ -41,6 +41,17 @@ kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
                                     float alpha, float beta, uint32_t* out_code,
                                     float* out_alpha, float* out_beta);
 
+// The NCHW view of an NCL (rank 3) or NCHW shape; false for other ranks.
+bool kiln_lower_shape_2d(const kiln_graph_shape_t* shape, kiln_graph_shape_t* out);
+// Resolves the node's window over input shape `x` (rank 3 or 4; `w` the
+// weight shape or NULL to read kernel_shape) as a 2-D window: a 1-D window
+// gets a trivial height. Other ranks are refused.
+struct kiln_window_t;
+kiln_status_t kiln_lower_window_2d(const kiln_lower_t* l, const kiln_graph_shape_t* x,
+                                   const kiln_graph_shape_t* w, bool transpose,
+                                   bool allow_ceil, bool allow_dilations,
+                                   struct kiln_window_t* out);
+
 // Lowering families.
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
@@ -65,6 +76,9 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
 kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
 kiln_status_t kiln_lower_resize(const kiln_lower_t* l);
+kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
+kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
+kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 
 // One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's
 // 6 dimensions), with element offsets into the input and output ranges.

@@ -135,5 +135,10 @@ extern const kiln_op_def_t kiln_ops_matmul[];
 extern const kiln_op_def_t kiln_ops_norm[];
 extern const kiln_op_def_t kiln_ops_reduce[];
 extern const kiln_op_def_t kiln_ops_resize[];
+extern const kiln_op_def_t kiln_ops_scatter[];
+extern const kiln_op_def_t kiln_ops_einsum[];
+extern const kiln_op_def_t kiln_ops_rnn[];
+extern const kiln_op_def_t kiln_ops_space_depth[];
+extern const kiln_op_def_t kiln_ops_trilu[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

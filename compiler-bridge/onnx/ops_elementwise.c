@@ -143,19 +143,28 @@ static kiln_status_t kiln_infer_binary(const kiln_op_infer_args_t* args) {
                                kiln_graph_dtype_name(a->dtype),
                                kiln_graph_dtype_name(b->dtype));
   }
+  if (strcmp(args->node->op_type, "Mod") == 0) {
+    int64_t fmod = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "fmod", 0, &fmod));
+    if (fmod != 0 && fmod != 1) return kiln_op_invalid(args, "fmod must be 0 or 1");
+    if (a->dtype == KILN_GRAPH_DTYPE_F32 && fmod != 1) {
+      return kiln_op_invalid(args, "float Mod needs fmod=1");
+    }
+  }
   kiln_graph_shape_t shape;
   KILN_RETURN_IF_ERROR(kiln_op_broadcast(args, &a->shape, &b->shape, &shape));
   return kiln_op_set_output(args, 0, a->dtype, &shape);
 }
 
 typedef enum { KILN_BIN_ADD, KILN_BIN_SUB, KILN_BIN_MUL, KILN_BIN_DIV,
-               KILN_BIN_POW } kiln_binary_kind_t;
+               KILN_BIN_POW, KILN_BIN_MOD, KILN_BIN_FMOD } kiln_binary_kind_t;
 
 static kiln_binary_kind_t kiln_binary_kind(const char* op) {
   if (strcmp(op, "Add") == 0) return KILN_BIN_ADD;
   if (strcmp(op, "Sub") == 0) return KILN_BIN_SUB;
   if (strcmp(op, "Mul") == 0) return KILN_BIN_MUL;
   if (strcmp(op, "Div") == 0) return KILN_BIN_DIV;
+  if (strcmp(op, "Mod") == 0) return KILN_BIN_MOD;
   return KILN_BIN_POW;
 }
 
@@ -180,7 +189,18 @@ static kiln_binary_kind_t kiln_binary_kind(const char* op) {
 
 // Integer division as ONNX (and numpy's int division in its reference)
 // defines it for the shape arithmetic exporters emit: truncation.
-static int64_t kiln_int_div(int64_t x, int64_t y) { return y ? x / y : 0; }
+static int64_t kiln_int_div(int64_t x, int64_t y) {
+  return y == 0 || (y == -1 && x == INT64_MIN) ? 0 : x / y;
+}
+
+// Mod with fmod=0 takes the divisor's sign (Python's %); fmod=1 the
+// dividend's (C's fmod). A zero divisor gives 0, as kiln_int_div does.
+static int64_t kiln_int_mod(int64_t x, int64_t y, bool c_fmod) {
+  if (y == 0 || y == -1) return 0;
+  int64_t r = x % y;
+  if (!c_fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
+  return r;
+}
 
 static kiln_status_t kiln_run_binary(const kiln_op_run_args_t* args) {
   const kiln_ref_tensor_t* a = &args->inputs[0];
@@ -193,6 +213,9 @@ static kiln_status_t kiln_run_binary(const kiln_op_run_args_t* args) {
   kiln_ref_broadcast_strides(&b->shape, &out->shape, sb);
   int64_t oa = 0, ob = 0;
   kiln_binary_kind_t kind = kiln_binary_kind(args->node->op_type);
+  int64_t fmod = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "fmod", 0, &fmod));
+  if (kind == KILN_BIN_MOD && fmod) kind = KILN_BIN_FMOD;
   if (a->dtype == KILN_GRAPH_DTYPE_F32) {
     switch (kind) {
       case KILN_BIN_ADD: KILN_BINARY_LOOP(float, x + y); break;
@@ -200,6 +223,8 @@ static kiln_status_t kiln_run_binary(const kiln_op_run_args_t* args) {
       case KILN_BIN_MUL: KILN_BINARY_LOOP(float, x * y); break;
       case KILN_BIN_DIV: KILN_BINARY_LOOP(float, x / y); break;
       case KILN_BIN_POW: KILN_BINARY_LOOP(float, powf(x, y)); break;
+      case KILN_BIN_MOD:  // refused by the checker
+      case KILN_BIN_FMOD: KILN_BINARY_LOOP(float, fmodf(x, y)); break;
     }
   } else if (a->dtype == KILN_GRAPH_DTYPE_I64) {
     switch (kind) {
@@ -207,6 +232,8 @@ static kiln_status_t kiln_run_binary(const kiln_op_run_args_t* args) {
       case KILN_BIN_SUB: KILN_BINARY_LOOP(int64_t, (int64_t)((uint64_t)x - (uint64_t)y)); break;
       case KILN_BIN_MUL: KILN_BINARY_LOOP(int64_t, (int64_t)((uint64_t)x * (uint64_t)y)); break;
       case KILN_BIN_DIV: KILN_BINARY_LOOP(int64_t, kiln_int_div(x, y)); break;
+      case KILN_BIN_MOD: KILN_BINARY_LOOP(int64_t, kiln_int_mod(x, y, false)); break;
+      case KILN_BIN_FMOD: KILN_BINARY_LOOP(int64_t, kiln_int_mod(x, y, true)); break;
       case KILN_BIN_POW: break;
     }
   } else {
@@ -215,6 +242,8 @@ static kiln_status_t kiln_run_binary(const kiln_op_run_args_t* args) {
       case KILN_BIN_SUB: KILN_BINARY_LOOP(int32_t, (int32_t)((uint32_t)x - (uint32_t)y)); break;
       case KILN_BIN_MUL: KILN_BINARY_LOOP(int32_t, (int32_t)((uint32_t)x * (uint32_t)y)); break;
       case KILN_BIN_DIV: KILN_BINARY_LOOP(int32_t, (int32_t)kiln_int_div(x, y)); break;
+      case KILN_BIN_MOD: KILN_BINARY_LOOP(int32_t, (int32_t)kiln_int_mod(x, y, false)); break;
+      case KILN_BIN_FMOD: KILN_BINARY_LOOP(int32_t, (int32_t)kiln_int_mod(x, y, true)); break;
       case KILN_BIN_POW: break;
     }
   }
@@ -245,10 +274,18 @@ static kiln_status_t kiln_infer_dropout(const kiln_op_infer_args_t* args) {
   }
   const kiln_graph_value_t* training = kiln_op_input(args, 2);
   if (training) {
+    // Training mode with a constant ratio of 0 (what exporters emit for
+    // F.dropout(p=0.0, training=...)) drops nothing either.
+    bool zero_ratio = ratio && ratio->data && ratio->dtype == KILN_GRAPH_DTYPE_F32;
+    for (int32_t d = 0; zero_ratio && d < ratio->shape.rank; ++d) {
+      zero_ratio = ratio->shape.dims[d] == 1;  // a scalar: one element
+    }
+    zero_ratio = zero_ratio && *(const float*)ratio->data == 0.0f;
     if (training->dtype != KILN_GRAPH_DTYPE_BOOL || !training->data ||
-        *(const uint8_t*)training->data) {
+        (*(const uint8_t*)training->data && !zero_ratio)) {
       return kiln_op_unsupported(
-          args, "training_mode must be a constant false (inference only)");
+          args, "training_mode must be a constant false, or the ratio a constant 0 "
+                "(inference only)");
     }
   }
   KILN_RETURN_IF_ERROR(kiln_op_set_output(args, 0, x->dtype, &x->shape));
@@ -359,6 +396,7 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Mul", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Div", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Pow", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
+    {"Mod", "fmod", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary, 10},
     {"Identity", "", 1, 1, 1, 1, kiln_infer_identity, kiln_run_copy},
     {"Dropout", "seed,ratio", 1, 3, 1, 2, kiln_infer_dropout,
      kiln_run_dropout, 10},

@@ -58,7 +58,10 @@ static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
 
 static kiln_status_t kiln_infer_reduce(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
+  // int64 (shape arithmetic: numel as ReduceProd of a Shape) except Mean.
+  bool is_mean_op = strcmp(args->node->op_type, "ReduceMean") == 0;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(
+      args, 0, is_mean_op ? KILN_OP_F32 : (KILN_OP_F32 | KILN_OP_I64), &x));
   kiln_reduce_plan_t plan;
   KILN_RETURN_IF_ERROR(kiln_reduce_plan(args, x, &plan));
   kiln_graph_shape_t shape;
@@ -87,7 +90,38 @@ static kiln_status_t kiln_infer_reduce(const kiln_op_infer_args_t* args) {
   attr.i = mask;
   KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(
       args->graph, (int32_t)(args->node - args->graph->nodes), &attr));
-  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape);
+  return kiln_op_set_output(args, 0, x->dtype, &shape);
+}
+
+// The integer form: exact int64 arithmetic (wrapping, as the float form's
+// overflow is unspecified too).
+static void kiln_run_reduce_i64(const kiln_op_run_args_t* args, char kind,
+                                const int64_t* out_strides) {
+  const kiln_ref_tensor_t* x = &args->inputs[0];
+  int64_t* py = (int64_t*)args->outputs[0].data;
+  for (size_t i = 0; i < args->outputs[0].count; ++i) {
+    py[i] = kind == 'p' ? 1 : kind == 'x' ? INT64_MIN : kind == 'n' ? INT64_MAX : 0;
+  }
+  int32_t rank = x->shape.rank;
+  int64_t coords[KILN_GRAPH_MAX_RANK] = {0};
+  int64_t offset = 0;
+  const int64_t* px = (const int64_t*)x->data;
+  for (size_t i = 0; i < x->count; ++i) {
+    int64_t v = px[i];
+    int64_t* a = &py[offset];
+    switch (kind) {
+      case 'p': *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+      case 'x': if (v > *a) *a = v; break;
+      case 'n': if (v < *a) *a = v; break;
+      default: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+    }
+    for (int32_t d = rank; d-- > 0;) {
+      offset += out_strides[d];
+      if (++coords[d] < x->shape.dims[d]) break;
+      offset -= out_strides[d] * x->shape.dims[d];
+      coords[d] = 0;
+    }
+  }
 }
 
 static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
@@ -95,16 +129,30 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
   int64_t mask = 0;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_int(args->node, "kiln.reduce_mask", 0, &mask));
-  bool is_mean = strcmp(args->node->op_type, "ReduceMean") == 0;
-  bool is_max = strcmp(args->node->op_type, "ReduceMax") == 0;
+  const char* op = args->node->op_type;
+  bool is_mean = strcmp(op, "ReduceMean") == 0;
+  bool is_max = strcmp(op, "ReduceMax") == 0;
+  bool is_prod = strcmp(op, "ReduceProd") == 0;
+  if (x->dtype == KILN_GRAPH_DTYPE_I64) {
+    int64_t out_strides[KILN_GRAPH_MAX_RANK];
+    int64_t stride = 1;
+    for (int32_t d = x->shape.rank; d-- > 0;) {
+      bool reduced = (mask & ((int64_t)1 << d)) != 0;
+      out_strides[d] = reduced ? 0 : stride;
+      if (!reduced) stride *= x->shape.dims[d];
+    }
+    char kind = is_prod ? 'p' : is_max ? 'x' : strcmp(op, "ReduceMin") == 0 ? 'n' : 's';
+    kiln_run_reduce_i64(args, kind, out_strides);
+    return kiln_ok_status();
+  }
   size_t out_count = args->outputs[0].count;
   double* acc = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
       args->allocator, (out_count ? out_count : 1) * sizeof(double),
       (void**)&acc));
-  bool extreme = !is_mean && strcmp(args->node->op_type, "ReduceSum") != 0;
+  bool extreme = !is_mean && !is_prod && strcmp(op, "ReduceSum") != 0;
   for (size_t i = 0; i < out_count; ++i) {
-    acc[i] = extreme ? (is_max ? -INFINITY : INFINITY) : 0.0;
+    acc[i] = extreme ? (is_max ? -INFINITY : INFINITY) : is_prod ? 1.0 : 0.0;
   }
   // Output strides over the input's dims (0 on reduced dims).
   int32_t rank = x->shape.rank;
@@ -125,7 +173,8 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
   const float* px = (const float*)x->data;
   for (size_t i = 0; i < x->count; ++i) {
     double v = px[i];
-    if (!extreme) acc[offset] += v;
+    if (is_prod) acc[offset] *= v;
+    else if (!extreme) acc[offset] += v;
     else if (is_max ? v > acc[offset] : v < acc[offset]) acc[offset] = v;
     for (int32_t d = rank; d-- > 0;) {
       offset += out_strides[d];
@@ -150,5 +199,6 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
 const kiln_op_def_t kiln_ops_reduce[] = {
     KILN_REDUCE("ReduceMean"), KILN_REDUCE("ReduceSum"),
     KILN_REDUCE("ReduceMax"), KILN_REDUCE("ReduceMin"),
+    KILN_REDUCE("ReduceProd"),
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -91,6 +91,17 @@ static bool kiln_activation_params(const kiln_graph_t* graph,
   return ok;
 }
 
+// A bias the matrix kernels broadcast: every dim before the last two is 1
+// once right-aligned against the output.
+static bool kiln_is_matrix_bias(const kiln_graph_shape_t* bias,
+                                const kiln_graph_shape_t* out) {
+  if (bias->rank > out->rank) return false;
+  for (int32_t d = 0; d < bias->rank - 2; ++d) {
+    if (bias->dims[d] != 1) return false;
+  }
+  return true;
+}
+
 // Tries one fusion into node `p`; sets *out_fused when the graph changed.
 static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
                                     bool* out_fused) {
@@ -117,21 +128,25 @@ static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
                                              : consumer->inputs[0];
     if (other == y) return kiln_ok_status();
     const kiln_graph_value_t* ov = &graph->values[other];
-    if (ov->data) {
-      if (has_bias || has_activation || has_residual) return kiln_ok_status();
+    // Only what the GPU kernels compute: a MatMul bias that broadcasts over
+    // rows/columns of every matrix, or a full-shape residual added before
+    // any activation. Anything else stays a separate Add.
+    if (has_activation || has_residual) return kiln_ok_status();
+    if (ov->data && !has_bias && strcmp(node->op_type, "MatMul") == 0 &&
+        kiln_is_matrix_bias(&ov->shape, &graph->values[y].shape)) {
       KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
       KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.bias",
                                         (int64_t)graph->nodes[p].input_count - 1));
     } else {
       // The residual must already exist when the fused node runs.
-      if (has_residual || (ov->producer >= p && !ov->is_input)) {
+      if (!kiln_graph_shape_equal(&ov->shape, &graph->values[y].shape) ||
+          (!ov->data && ov->producer >= p && !ov->is_input)) {
         return kiln_ok_status();
       }
       KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
       KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual",
                                         (int64_t)graph->nodes[p].input_count - 1));
-      KILN_RETURN_IF_ERROR(
-          kiln_set_int(graph, p, "kiln.residual_first", has_activation ? 0 : 1));
+      KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual_first", 1));
     }
   } else {
     float alpha, beta;

@@ -1,6 +1,7 @@
 // kiln_onnx_compile_* contracts: refusals name node, op and opset and leave
 // no partial module; target triples are checked; the emitted module asserts
 // its input shapes at run time.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,30 @@ KILN_TEST(OnnxCompileTest, UnsupportedNodeIsRefusedWithoutPartialModule) {
                              NULL, kiln_allocator_system(), &out));
   KILN_EXPECT_EQ(out.size, 0u);
   kiln_byte_buffer_deinit(&out);
+}
+
+// Ops the front end runs but the GPU takes only in some forms: each
+// refusal says which form is missing.
+KILN_TEST(OnnxCompileTest, PartlyLoweredOpsNameWhatIsMissing) {
+  static const struct {
+    const char* model;
+    const char* message;
+  } kCases[] = {
+      {"test_lstm_defaults", "(op LSTM, opset 14): LSTM runs on the GPU only unrolled, which "
+                             "needs constant W, R and B"},
+      {"test_gru_defaults", "(op GRU, opset 14): GRU runs on the GPU only unrolled"},
+      {"test_mod_mixed_sign_float32", "(op Mod, opset 13): supported ops:"},
+  };
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s/model.onnx", KILN_NODE_DIR, kCases[i].model);
+    kiln_byte_buffer_t out;
+    kiln_byte_buffer_init(&out, kiln_allocator_system());
+    KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, kCases[i].message,
+                               kiln_onnx_compile_file(path, NULL, kiln_allocator_system(), &out));
+    KILN_EXPECT_EQ(out.size, 0u);
+    kiln_byte_buffer_deinit(&out);
+  }
 }
 
 KILN_TEST(OnnxCompileTest, NonFloatInputsAreRefused) {

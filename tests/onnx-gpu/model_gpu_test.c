@@ -64,3 +64,61 @@ KILN_TEST(OnnxGpuModelTest, ResNet18) { kiln_check_model_on_gpu("resnet18", NULL
 KILN_TEST(OnnxGpuModelTest, TransformerEncoderLayer) {
   kiln_check_model_on_gpu("transformer_encoder", "input:2x10x64");
 }
+
+// Models a user is likely to try next (scripts/export_models.py exports them
+// with torchvision's own builders at small inputs to keep CI time modest).
+KILN_TEST(OnnxGpuModelTest, SqueezeNet11) { kiln_check_model_on_gpu("squeezenet1_1", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ShuffleNetV2) { kiln_check_model_on_gpu("shufflenet_v2", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, MobileNetV3Small) {
+  kiln_check_model_on_gpu("mobilenet_v3_small", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, EfficientNetB0) { kiln_check_model_on_gpu("efficientnet_b0", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, MnasNet05) { kiln_check_model_on_gpu("mnasnet0_5", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, GoogLeNet) { kiln_check_model_on_gpu("googlenet", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, DenseNet121) { kiln_check_model_on_gpu("densenet121", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, RegNetY400MF) { kiln_check_model_on_gpu("regnet_y_400mf", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ResNeXtGroupedConvs) { kiln_check_model_on_gpu("resnext_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, AlexNetLayout) { kiln_check_model_on_gpu("alexnet_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, VisionTransformer) { kiln_check_model_on_gpu("vit_tiny", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, SwinTransformer) { kiln_check_model_on_gpu("swin_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, TransformerEncoderGelu) {
+  kiln_check_model_on_gpu("transformer_gelu", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, UNetUpsampling) { kiln_check_model_on_gpu("unet_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, Conv1dNet) { kiln_check_model_on_gpu("conv1d_net", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, MlpSoftmax) { kiln_check_model_on_gpu("mlp_softmax", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ShapeArithmetic) { kiln_check_model_on_gpu("shape_ops", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, MaxVit) { kiln_check_model_on_gpu("maxvit_small", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, LstmTwoLayers) { kiln_check_model_on_gpu("lstm_net", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, GruBidirectional) { kiln_check_model_on_gpu("gru_net", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, SuperResolutionPixelShuffle) {
+  kiln_check_model_on_gpu("super_resolution", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, StyleTransfer) { kiln_check_model_on_gpu("style_transfer", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, DcganGenerator) { kiln_check_model_on_gpu("dcgan_generator", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, ActivationZoo) { kiln_check_model_on_gpu("activation_zoo", NULL); }
+
+KILN_TEST(OnnxGpuModelTest, GptBlockCausalMask) { kiln_check_model_on_gpu("gpt_block", NULL); }

@@ -211,20 +211,42 @@ static void kiln_build_matmul_bias_clip(kiln_graph_t* g) {
   kiln_output(g, res);
 }
 
-KILN_TEST(GraphPassesTest, FusesMatMulBiasClipAndLateResidual) {
+// The kernels add a residual before the activation only, so a residual
+// after the activation stays a separate Add.
+KILN_TEST(GraphPassesTest, FusesMatMulBiasClipButNotLateResidual) {
   kiln_graph_t g;
   kiln_compare_before_after(kiln_build_matmul_bias_clip, &g);
-  KILN_EXPECT_EQ(kiln_live(&g, "Add"), 0u);
+  KILN_EXPECT_EQ(kiln_live(&g, "Add"), 1u);
   KILN_EXPECT_EQ(kiln_live(&g, "Clip"), 0u);
   const kiln_graph_node_t* mm = kiln_find_live(&g, "MatMul");
   KILN_ASSERT_TRUE(mm != NULL);
   KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.bias") != NULL);
-  const kiln_graph_attr_t* first = kiln_graph_node_find_attr(mm, "kiln.residual_first");
-  KILN_ASSERT_TRUE(first != NULL);
-  KILN_EXPECT_EQ(first->i, 0);
+  KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.residual") == NULL);
   const kiln_graph_attr_t* beta = kiln_graph_node_find_attr(mm, "kiln.activation_beta");
   KILN_ASSERT_TRUE(beta != NULL);
   KILN_EXPECT_NEAR(beta->f, 0.5, 0.0);
+  kiln_graph_deinitialize(&g);
+}
+
+// A batched constant addend (attention bias [heads, L, L]) is no matrix bias;
+// one of the output's full shape becomes the residual.
+static void kiln_build_matmul_batched_bias(kiln_graph_t* g) {
+  int64_t xd[] = {2, 4, 4}, wd[] = {2, 4, 4}, bd[] = {2, 4, 4};
+  int32_t x = kiln_input(g, "x", 3, xd);
+  int32_t mm_in[] = {x, kiln_const(g, 3, wd, 0.5f, 0.25f)};
+  int32_t mm = kiln_node(g, "MatMul", mm_in, 2);
+  int32_t add_in[] = {mm, kiln_const(g, 3, bd, 0.75f, -1.0f)};
+  kiln_output(g, kiln_node(g, "Add", add_in, 2));
+}
+
+KILN_TEST(GraphPassesTest, FusesBatchedConstantAddAsResidual) {
+  kiln_graph_t g;
+  kiln_compare_before_after(kiln_build_matmul_batched_bias, &g);
+  KILN_EXPECT_EQ(kiln_live(&g, "Add"), 0u);
+  const kiln_graph_node_t* mm = kiln_find_live(&g, "MatMul");
+  KILN_ASSERT_TRUE(mm != NULL);
+  KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.bias") == NULL);
+  KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.residual") != NULL);
   kiln_graph_deinitialize(&g);
 }
 

@@ -105,3 +105,16 @@ KILN_TEST(OnnxRealModelTest, TransformerEncoderLayerWithInputShape) {
   kiln_check_model("transformer_encoder", "input:2x10x64", &folded);
   KILN_EXPECT_EQ(folded, 0u);
 }
+
+// The small ones of the added exports, through the reference executor (the
+// GPU test covers all of them): 1-D windows, unrolled recurrences, folded
+// shape arithmetic, DepthToSpace, Swin's folded masks.
+KILN_TEST(OnnxRealModelTest, SmallAddedModels) {
+  static const char* const kNames[] = {"conv1d_net", "mlp_softmax", "shape_ops", "lstm_net",
+                                       "gru_net", "super_resolution", "unet_small",
+                                       "swin_small", "activation_zoo"};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    size_t folded = 0;
+    kiln_check_model(kNames[i], NULL, &folded);
+  }
+}

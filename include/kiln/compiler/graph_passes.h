@@ -19,6 +19,10 @@ kiln_status_t kiln_graph_infer_shapes(kiln_graph_t* graph);
 // Reshape chains exporters emit) and replaces them by constants.
 kiln_status_t kiln_graph_fold_constants(kiln_graph_t* graph);
 
+// Unrolls LSTM/GRU/RNN nodes with constant weights into per-step MatMul,
+// Slice, activation and elementwise nodes (what the GPU lowers).
+kiln_status_t kiln_graph_unroll_rnns(kiln_graph_t* graph);
+
 // Drops Identity and inference-mode Dropout nodes.
 kiln_status_t kiln_graph_remove_identities(kiln_graph_t* graph);
 

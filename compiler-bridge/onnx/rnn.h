@@ -1,0 +1,26 @@
+// LSTM / GRU / RNN attributes and shapes, shared by the op's checker, its
+// reference implementation (ops_rnn.c) and the unrolling pass
+// (pass_unroll_rnn.c). Supported: default activations, no clip, no
+// peepholes, forward/reverse/bidirectional, layout 0/1, sequence_lens
+// absent or constant and equal to the sequence length.
+#ifndef KILN_COMPILER_BRIDGE_ONNX_RNN_H_
+#define KILN_COMPILER_BRIDGE_ONNX_RNN_H_
+
+#include "ops.h"
+
+typedef enum kiln_rnn_kind_e { KILN_RNN_SIMPLE, KILN_RNN_GRU, KILN_RNN_LSTM } kiln_rnn_kind_t;
+
+typedef struct kiln_rnn_info_t {
+  kiln_rnn_kind_t kind;
+  int64_t gates;       // 1, 3 (zrh) or 4 (iofc)
+  int64_t directions;  // 1 or 2
+  bool reverse;        // direction == "reverse" (first direction runs backwards)
+  bool batch_first;    // layout == 1
+  bool linear_before_reset;  // GRU
+  int64_t seq, batch, input, hidden;
+} kiln_rnn_info_t;
+
+// Reads and checks the node; fills shapes from X and W. Messages name the node.
+kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* out);
+
+#endif  // KILN_COMPILER_BRIDGE_ONNX_RNN_H_

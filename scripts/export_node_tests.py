@@ -1,0 +1,275 @@
+#!/usr/bin/python3
+"""Writes kiln's own ONNX node tests, in libonnx-testdata's layout
+(<out>/test_*/model.onnx, test_data_set_0/input_N.pb, output_N.pb), for
+float32 forms the Debian test data lacks (its Einsum tests are float64) and
+for what real exported models contain: Einsum as attention writes it, Mod,
+ScatterND, 1-D Conv/pools/ConvTranspose, training-mode Dropout with ratio 0,
+MatMul followed by a batched constant Add. Expected outputs come from numpy
+(float64, rounded to float32), independently of kiln.
+
+Usage: export_node_tests.py OUTDIR [--stamp FILE]
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(7)
+DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+          np.dtype(np.bool_): TensorProto.BOOL}
+
+
+def rand(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def write(out_dir, name, nodes, inputs, outputs, initializers=(), opset=14):
+    """inputs/outputs: lists of (name, array)."""
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info(n, DTYPES[a.dtype], a.shape) for n, a in inputs],
+        [helper.make_tensor_value_info(n, DTYPES[a.dtype], a.shape) for n, a in outputs],
+        [numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    directory = os.path.join(out_dir, "test_kiln_" + name)
+    data = os.path.join(directory, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    onnx.save(model, os.path.join(directory, "model.onnx"))
+    for kind, tensors in (("input", inputs), ("output", outputs)):
+        for i, (n, a) in enumerate(tensors):
+            with open(os.path.join(data, "%s_%d.pb" % (kind, i)), "wb") as f:
+                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+
+
+def einsum(out_dir, name, equation, *arrays):
+    names = ["x%d" % i for i in range(len(arrays))]
+    y = np.einsum(equation.replace(" ", ""), *[a.astype(np.float64) for a in arrays])
+    y = np.asarray(y, dtype=np.float32)
+    write(out_dir, name, [helper.make_node("Einsum", names, ["y"], equation=equation)],
+          list(zip(names, arrays)), [("y", y)], opset=12)
+
+
+def conv1d(x, w, b, stride, pad, dilation, group):
+    n, c, length = x.shape
+    m, cg, k = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[1])))
+    out = (xp.shape[2] - dilation * (k - 1) - 1) // stride + 1
+    y = np.zeros((n, m, out))
+    for o in range(m):
+        g = o // (m // group)
+        for t in range(out):
+            window = xp[:, g * cg:(g + 1) * cg, t * stride:t * stride + dilation * (k - 1) + 1:dilation]
+            y[:, o, t] = (window * w[o]).sum(axis=(1, 2)) + b[o]
+    return y.astype(np.float32)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr):
+    """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec."""
+    if layout == 1:
+        x = x.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+    x, w, r = x.astype(np.float64), w.astype(np.float64), r.astype(np.float64)
+    seq, batch, _ = x.shape
+    dirs, gh, hidden = r.shape
+    b = np.zeros((dirs, 2 * gh)) if b is None else b.astype(np.float64)
+    y = np.zeros((seq, dirs, batch, hidden))
+    yh, yc = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    for d in range(dirs):
+        h = np.zeros((batch, hidden)) if h0 is None else h0[d].astype(np.float64)
+        c = np.zeros((batch, hidden)) if c0 is None else c0[d].astype(np.float64)
+        wb, rb = b[d, :gh], b[d, gh:]
+        order = range(seq - 1, -1, -1) if d == 1 or direction == "reverse" else range(seq)
+        for t in order:
+            gx = x[t] @ w[d].T + wb
+            if kind == "LSTM":
+                g = gx + h @ r[d].T + rb
+                i, o, f, cc = np.split(g, 4, axis=1)
+                c = sigmoid(f) * c + sigmoid(i) * np.tanh(cc)
+                h = sigmoid(o) * np.tanh(c)
+            elif kind == "GRU":
+                H = hidden
+                z = sigmoid(gx[:, :H] + h @ r[d, :H].T + rb[:H])
+                rr = sigmoid(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H])
+                if lbr:
+                    n = np.tanh(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:]))
+                else:
+                    n = np.tanh(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:])
+                h = (1 - z) * n + z * h
+            else:
+                h = np.tanh(gx + h @ r[d].T + rb)
+            y[t, d] = h
+        yh[d], yc[d] = h, c
+    if layout == 1:
+        y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
+    return [a.astype(np.float32) for a in (y, yh, yc)]
+
+
+def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False):
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
+    seq, batch, size, hidden = 5, 2, 3, 4
+    dirs = 2 if direction == "bidirectional" else 1
+    x = rand(batch, seq, size) if layout else rand(seq, batch, size)
+    w, r = rand(dirs, gates * hidden, size) * 0.5, rand(dirs, gates * hidden, hidden) * 0.5
+    b = rand(dirs, 2 * gates * hidden) * 0.3
+    h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
+    y, yh, yc = recurrent(kind, x, w, r, b, h0, None, direction, layout, lbr)
+    attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
+    if kind == "GRU":
+        attrs["linear_before_reset"] = lbr
+    outputs = [("y", y), ("yh", yh)] + ([("yc", yc)] if kind == "LSTM" else [])
+    inits = [("w", w), ("r", r), ("b", b)]
+    inputs = [("x", x)]
+    (inputs if runtime_h0 else inits).append(("h0", h0))
+    node = helper.make_node(kind, ["x", "w", "r", "b", "", "h0"], [n for n, _ in outputs], **attrs)
+    write(out, name, [node], inputs, outputs, inits)
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    out = sys.argv[1]
+    stamp = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--stamp" else None
+
+    einsum(out, "einsum_attention_scores", "bhid,bhjd->bhij", rand(2, 3, 4, 5), rand(2, 3, 6, 5))
+    einsum(out, "einsum_attention_values", "bhij,bhjd->bhid", rand(2, 3, 4, 6), rand(2, 3, 6, 5))
+    einsum(out, "einsum_maxvit_spaced", "B G H I D, B G H J D -> B G H I J",
+           rand(1, 2, 2, 3, 4), rand(1, 2, 2, 5, 4))
+    einsum(out, "einsum_matmul", "ij,jk->ik", rand(3, 4), rand(4, 5))
+    einsum(out, "einsum_implicit_output", "ij,jk", rand(3, 4), rand(4, 5))
+    einsum(out, "einsum_transposed_b", "ij,kj->ik", rand(3, 4), rand(5, 4))
+    einsum(out, "einsum_output_swapped", "bij,bkj->bki", rand(2, 3, 4), rand(2, 5, 4))
+    einsum(out, "einsum_grouped_labels", "abk,kcd->abcd", rand(2, 3, 4), rand(4, 2, 5))
+    einsum(out, "einsum_outer", "i,j->ij", rand(3), rand(4))
+    einsum(out, "einsum_row_sum", "ij->i", rand(3, 4))        # GPU: refused
+    einsum(out, "einsum_diagonal", "bii->bi", rand(2, 3, 3))  # GPU: refused
+    einsum(out, "einsum_ellipsis", "...ij,...jk->...ik", rand(2, 3, 4), rand(2, 4, 5))  # refused
+
+    a = np.array([-7, -3, 0, 4, 9, 13], np.int64)
+    b = np.array([3, -4, 5, 3, -2, 5], np.int64)
+    write(out, "mod_int64", [helper.make_node("Mod", ["a", "b"], ["y"])],
+          [("a", a), ("b", b)], [("y", np.mod(a, b))])
+    write(out, "mod_int64_fmod", [helper.make_node("Mod", ["a", "b"], ["y"], fmod=1)],
+          [("a", a), ("b", b)], [("y", np.fmod(a, b))])
+    fa, fb = rand(2, 3) * 5, rand(3) + 2.5
+    write(out, "mod_float_fmod", [helper.make_node("Mod", ["a", "b"], ["y"], fmod=1)],
+          [("a", fa), ("b", fb)], [("y", np.fmod(fa, fb).astype(np.float32))])
+
+    data, updates = rand(4, 3, 2), rand(2, 3, 2)
+    indices = np.array([[2], [0]], np.int64)
+    expected = data.copy()
+    expected[2], expected[0] = updates[0], updates[1]
+    write(out, "scatternd_rows", [helper.make_node("ScatterND", ["d", "i", "u"], ["y"])],
+          [("d", data), ("u", updates)], [("y", expected)], [("i", indices)])
+    mask = np.zeros((4, 4), np.float32)
+    idx = np.array([[0, 1], [2, 3], [3, 0]], np.int64)
+    val = np.array([1.0, -2.0, 3.0], np.float32)
+    shaped = mask.copy()
+    shaped[0, 1], shaped[2, 3], shaped[3, 0] = val
+    x = rand(4, 4)
+    # ScatterND on constants (as Swin builds its attention mask) folds away,
+    # so the GPU sees only the Add.
+    write(out, "scatternd_constant_mask",
+          [helper.make_node("ScatterND", ["m", "i", "v"], ["mask"]),
+           helper.make_node("Add", ["x", "mask"], ["y"])],
+          [("x", x)], [("y", x + shaped)], [("m", mask), ("i", idx), ("v", val)])
+
+    x = rand(2, 4, 11)
+    w, bias = rand(6, 2, 3), rand(6)
+    write(out, "conv1d_strided_dilated_grouped",
+          [helper.make_node("Conv", ["x", "w", "b"], ["y"], strides=[2], pads=[2, 1],
+                            dilations=[2], group=2)],
+          [("x", x)], [("y", conv1d(x, w, bias, 2, (2, 1), 2, 2))], [("w", w), ("b", bias)])
+    wd = rand(4, 1, 5)
+    write(out, "conv1d_depthwise",
+          [helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[2, 2], group=4)],
+          [("x", x)], [("y", conv1d(x, wd, bias[:4], 1, (2, 2), 1, 4))],
+          [("w", wd), ("b", bias[:4])])
+    x12 = rand(2, 4, 12)
+    xp = np.pad(x12, ((0, 0), (0, 0), (1, 1)), constant_values=-np.inf)
+    # ceil_mode: a 7th window starts at 12 of the 14 padded positions.
+    pooled = np.stack([xp[:, :, t * 2:t * 2 + 3].max(axis=2) for t in range(7)], axis=2)
+    write(out, "maxpool1d_ceil",
+          [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[2],
+                            pads=[1, 1], ceil_mode=1)],
+          [("x", x12)], [("y", pooled)])
+    xz = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    averaged = np.stack([xz[:, :, t * 2:t * 2 + 3].mean(axis=2) for t in range(6)], axis=2)
+    write(out, "averagepool1d_include_pad",
+          [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3], strides=[2],
+                            pads=[1, 1], count_include_pad=1)],
+          [("x", x)], [("y", averaged.astype(np.float32))])
+    wt = rand(4, 3, 3)
+    xt = rand(1, 4, 5)
+    yt = np.zeros((1, 3, 11))
+    for i in range(4):
+        for t in range(5):
+            for k in range(3):
+                yt[0, :, t * 2 + k] += xt[0, i, t] * wt[i, :, k]
+    write(out, "conv_transpose1d",
+          [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2])],
+          [("x", xt)], [("y", yt.astype(np.float32))], [("w", wt)])
+
+    x = rand(3, 4)
+    write(out, "dropout_training_zero_ratio",
+          [helper.make_node("Dropout", ["x", "r", "t"], ["y"])],
+          [("x", x)], [("y", x)],
+          [("r", np.array(0.0, np.float32)), ("t", np.array(True))])
+
+    a, w, bias = rand(2, 4, 5), rand(5, 4), rand(2, 4, 4)
+    write(out, "matmul_batched_constant_add",
+          [helper.make_node("MatMul", ["a", "w"], ["m"]),
+           helper.make_node("Add", ["m", "b"], ["y"])],
+          [("a", a)], [("y", (a.astype(np.float64) @ w + bias).astype(np.float32))],
+          [("w", w), ("b", bias)])
+    x, w = rand(3, 4), rand(4, 4)
+    write(out, "matmul_relu_then_residual",
+          [helper.make_node("MatMul", ["x", "w"], ["m"]),
+           helper.make_node("Relu", ["m"], ["r"]),
+           helper.make_node("Add", ["r", "x"], ["y"])],
+          [("x", x)], [("y", (np.maximum(x.astype(np.float64) @ w, 0) + x).astype(np.float32))],
+          [("w", w)])
+    # masked_fill with a constant mask (Where lowered as mul + add).
+    scores = rand(2, 2, 4, 4)
+    causal = np.triu(np.ones((1, 1, 4, 4), np.bool_), 1)
+    filled = np.where(causal, -np.inf, scores.astype(np.float64))
+    soft = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    soft = (soft / soft.sum(axis=-1, keepdims=True)).astype(np.float32)
+    write(out, "where_causal_mask_softmax",
+          [helper.make_node("Where", ["m", "inf", "s"], ["f"]),
+           helper.make_node("Softmax", ["f"], ["y"], axis=-1)],
+          [("s", scores)], [("y", soft)],
+          [("m", causal), ("inf", np.array(-np.inf, np.float32))], opset=13)
+    x = rand(3, 4)
+    keep = np.array([True, False, True, False])
+    fill = np.array([0.5, -1.5, 2.0, 3.0], np.float32)
+    write(out, "where_runtime_true_branch", [helper.make_node("Where", ["k", "x", "f"], ["y"])],
+          [("x", x)], [("y", np.where(keep, x, fill))], [("k", keep), ("f", fill)])
+    # Both branches at run time: refused on the GPU (the reference runs it).
+    write(out, "where_two_runtime_branches", [helper.make_node("Where", ["k", "x", "z"], ["y"])],
+          [("x", x), ("z", fill.reshape(1, 4) + x)], [("y", np.where(keep, x, fill + x))],
+          [("k", keep)])
+
+    # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
+    recurrent_test(out, "lstm_constant_weights", "LSTM")
+    recurrent_test(out, "lstm_bidirectional_batch_first", "LSTM", "bidirectional", layout=1,
+                   runtime_h0=True)
+    recurrent_test(out, "gru_linear_before_reset", "GRU", lbr=1)
+    recurrent_test(out, "gru_reverse_reset_first", "GRU", "reverse", lbr=0, runtime_h0=True)
+    recurrent_test(out, "rnn_bidirectional", "RNN", "bidirectional")
+    if stamp:
+        with open(stamp, "w") as f:
+            f.write("ok\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
