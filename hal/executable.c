@@ -241,6 +241,10 @@ kiln_status_t kiln_hal_executable_create(
                               info->limits.max_push_constant_bytes);
     }
   }
+  // Only the chosen variant reaches the driver, so only it is validated.
+  KILN_RETURN_IF_ERROR(kiln_hal_spirv_validate(
+      info, spec->name ? spec->name : "?", variant_index, variant->spirv_words,
+      variant->spirv_word_count));
   const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
   KILN_RETURN_IF_ERROR_ANNOTATE(
       vtable->executable_create(device, spec, variant_index, match,

@@ -165,3 +165,47 @@ KILN_TEST(ExecutableTest, RefusesEntryPointsBeyondDeviceLimits) {
   kiln_test_spirv_free(&spirv);
   kiln_test_device_release(device);
 }
+
+// Module SPIR-V is untrusted: the chosen variant is validated (SPIRV-Tools)
+// before the driver sees it. A float type of width 7 keeps the magic and the
+// entry point intact, so only the validator can catch it.
+KILN_TEST(ExecutableTest, InvalidSpirvIsRejectedBeforeTheDriver) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_test_spirv_t spirv = kiln_test_spirv_load("scale_add");
+  uint32_t* words = malloc(spirv.word_count * sizeof(uint32_t));
+  KILN_ASSERT_TRUE(words != NULL);
+  memcpy(words, spirv.words, spirv.word_count * sizeof(uint32_t));
+  bool corrupted = false;
+  for (size_t at = 5; at < spirv.word_count;) {
+    uint32_t length = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (length == 0) break;
+    if (opcode == 22 /* OpTypeFloat */ && length == 3) {
+      words[at + 2] = 7;
+      corrupted = true;
+      break;
+    }
+    at += length;
+  }
+  KILN_ASSERT_TRUE(corrupted);
+  kiln_hal_entry_point_spec_t entry = {"main", {64, 1, 1}, 8, kBindings, 2, 0};
+  kiln_hal_executable_variant_spec_t variant;
+  memset(&variant, 0, sizeof(variant));
+  variant.selector = "unknown-unknown-unknown";
+  variant.spirv_words = words;
+  variant.spirv_word_count = spirv.word_count;
+  variant.entry_points = &entry;
+  variant.entry_point_count = 1;
+  kiln_hal_executable_spec_t spec = {"corrupt", &variant, 1};
+  kiln_hal_executable_t* executable = NULL;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "executable 'corrupt' variant 0: SPIR-V failed vulkan1.",
+                             kiln_hal_executable_create(device, &spec, &executable));
+  KILN_EXPECT_TRUE(executable == NULL);
+  // The same words uncorrupted are accepted.
+  variant.spirv_words = spirv.words;
+  KILN_EXPECT_OK(kiln_hal_executable_create(device, &spec, &executable));
+  kiln_hal_executable_release(executable);
+  free(words);
+  kiln_test_spirv_free(&spirv);
+  kiln_test_device_release(device);
+}
