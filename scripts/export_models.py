@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Exports the real-model test cases for kiln's ONNX front end.
 
-For each model writes <out>/<name>/model.onnx, input_0.pb (float32) and
+For each model writes <out>/<name>/model.onnx, input_0.pb (float32, or
+int64 token ids for the text models) and
 output_0.pb: the PyTorch reference output computed in float64 (stored as
 float32 TensorProto, which kiln's reader takes). Weights are seeded random
 (no downloads); batch-norm running statistics and affine parameters are
@@ -419,6 +420,59 @@ def shape_ops(generator):
     return ShapeOps(), torch.rand(1, 3, 8, 8, generator=generator), 13, None
 
 
+# --- Text models: int64 token ids in, as PyTorch exports them.
+
+class TextClassifier(torch.nn.Module):
+    """Embedding + 2-layer TransformerEncoder + mean pool + Linear."""
+
+    def __init__(self, vocab=1000, width=64, classes=5):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        layer = torch.nn.TransformerEncoderLayer(
+            d_model=width, nhead=4, dim_feedforward=128, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=2,
+                                                   enable_nested_tensor=False)
+        self.fc = torch.nn.Linear(width, classes)
+
+    def forward(self, ids):
+        return self.fc(self.encoder(self.embed(ids)).mean(dim=1))
+
+
+def text_classifier(generator):
+    torch.manual_seed(34)
+    ids = torch.randint(0, 1000, (1, 16), generator=generator)
+    return TextClassifier(), ids, 14, None
+
+
+class TinyBert(torch.nn.Module):
+    """Token + position embeddings (position ids from torch.arange, which
+    the exporter turns into Shape/Range/Unsqueeze/Expand), LayerNorm, one
+    GELU encoder layer, [CLS] pooling with tanh, and a classifier."""
+
+    def __init__(self, vocab=500, width=32, length=16, classes=3):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocab, width)
+        self.positions = torch.nn.Embedding(length, width)
+        self.norm = torch.nn.LayerNorm(width)
+        self.layer = torch.nn.TransformerEncoderLayer(
+            d_model=width, nhead=2, dim_feedforward=64, activation="gelu",
+            batch_first=True)
+        self.pool = torch.nn.Linear(width, width)
+        self.fc = torch.nn.Linear(width, classes)
+
+    def forward(self, ids):
+        positions = torch.arange(ids.shape[1]).unsqueeze(0).expand_as(ids)
+        x = self.norm(self.tokens(ids) + self.positions(positions))
+        x = self.layer(x)
+        return self.fc(torch.tanh(self.pool(x[:, 0])))
+
+
+def tiny_bert(generator):
+    torch.manual_seed(35)
+    ids = torch.randint(0, 500, (1, 16), generator=generator)
+    return TinyBert(), ids, 14, None
+
+
 MODELS = {
     "mobilenet_v2": mobilenet_v2,
     "resnet18": resnet18,
@@ -448,6 +502,8 @@ MODELS = {
     "activation_zoo": activation_zoo,
     "gru_net": gru_net,
     "shape_ops": shape_ops,
+    "text_classifier": text_classifier,
+    "tiny_bert": tiny_bert,
 }
 
 
@@ -474,9 +530,12 @@ def export(name, out_dir):
                       dynamic_axes=dynamic, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.PRESERVE)
     with torch.no_grad():
-        reference = copy.deepcopy(model).double()(x.double()).numpy()
+        # Token ids stay int64; only float inputs are widened.
+        wide = x.double() if x.is_floating_point() else x
+        reference = copy.deepcopy(model).double()(wide).numpy()
     onnx.checker.check_model(onnx.load(path))
-    save_tensor(x.numpy().astype(np.float32), "input", os.path.join(directory, "input_0.pb"))
+    x_saved = x.numpy().astype(np.float32 if x.is_floating_point() else np.int64)
+    save_tensor(x_saved, "input", os.path.join(directory, "input_0.pb"))
     save_tensor(reference.astype(np.float32), "output", os.path.join(directory, "output_0.pb"))
     print("%s: input %s, output %s, opset %d" % (name, tuple(x.shape), reference.shape, opset))
 

@@ -175,7 +175,12 @@ static void kiln_emit_predict(const kiln_emit_program_t* program,
   for (size_t i = 0; i < inputs; ++i) {
     const kiln_graph_value_t* value = &graph->values[graph->inputs[i]];
     kiln_emit_dims(stream, &value->shape, (int)r_list);
-    fprintf(stream, "  const.i32 i4 %zu\n  const.i32 i5 %d\n", i, (int)KILN_HAL_ELEMENT_F32);
+    // check_io admits f32 and, for Gather indices, i64 / i32 inputs.
+    kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64 ? KILN_HAL_ELEMENT_I64
+                                      : value->dtype == KILN_GRAPH_DTYPE_I32
+                                          ? KILN_HAL_ELEMENT_I32
+                                          : KILN_HAL_ELEMENT_F32;
+    fprintf(stream, "  const.i32 i4 %zu\n  const.i32 i5 %d\n", i, (int)element);
     fprintf(stream, "  call.import hal.buffer_view.assert r%zu i4 i5 r%zu\n", i, r_list);
   }
   fprintf(stream, "  global.load.ref r%zu 0\n  ref.is_null i0 r%zu\n", r_cb, r_cb);

@@ -1,5 +1,5 @@
 // Data movement: Transpose, Concat and Slice (strided_copy), Gather with
-// constant indices, Pad.
+// constant or run-time (token id) indices, Pad.
 #include <string.h>
 
 #include "lower_util.h"
@@ -127,10 +127,35 @@ kiln_status_t kiln_lower_slice(const kiln_lower_t* l) {
   return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, offset, 0);
 }
 
+static kiln_status_t kiln_lower_gather_constant_indices(const kiln_lower_t* l,
+                                                        const kiln_graph_value_t* indices,
+                                                        int64_t axis_size,
+                                                        size_t index_count,
+                                                        kiln_emit_range_t* out_range);
+
+// Indices that arrive at run time (token ids): an int64 or int32 graph
+// input bound as is; the kernel reads int64 as two words per index, wraps
+// negative ids and yields zeros for ids still out of range (never an
+// out-of-bounds read).
+static kiln_status_t kiln_lower_gather_runtime_indices(const kiln_lower_t* l,
+                                                       const kiln_graph_value_t* indices,
+                                                       kiln_emit_range_t* out_range,
+                                                       uint32_t* out_words) {
+  memset(out_range, 0, sizeof(*out_range));
+  *out_words = 1;
+  if (!indices->is_input || (indices->dtype != KILN_GRAPH_DTYPE_I64 &&
+                             indices->dtype != KILN_GRAPH_DTYPE_I32)) {
+    return kiln_lower_refuse(l, "run-time indices '%s' (%s) must be an int64 or int32 graph "
+                             "input", indices->name, kiln_graph_dtype_name(indices->dtype));
+  }
+  *out_words = indices->dtype == KILN_GRAPH_DTYPE_I64 ? 2 : 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, kiln_lower_count(&indices->shape) * *out_words));
+  return kiln_emit_value_range(l->program, l->node->inputs[1], out_range);
+}
+
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
   const kiln_graph_value_t* data = kiln_lower_in(l, 0);
   const kiln_graph_value_t* indices = kiln_lower_in(l, 1);
-  if (!indices->data) return kiln_lower_refuse(l, "run-time indices are not supported");
   int64_t axis_attr = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
   int32_t axis = 0;
@@ -138,6 +163,39 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
   int64_t axis_size = data->shape.dims[axis];
   size_t index_count = (size_t)kiln_lower_count(&indices->shape);
   if (index_count == 0) return kiln_lower_refuse(l, "no indices");
+  kiln_emit_range_t index_range;
+  uint32_t index_words = 1;
+  if (indices->data) {
+    KILN_RETURN_IF_ERROR(kiln_lower_gather_constant_indices(l, indices, axis_size,
+                                                            index_count, &index_range));
+  } else {
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_gather_runtime_indices(l, indices, &index_range, &index_words));
+  }
+  kiln_kernel_gather_params_t p = {
+      (uint32_t)kiln_lower_dims(&data->shape, 0, axis), (uint32_t)axis_size,
+      (uint32_t)kiln_lower_dims(&data->shape, axis + 1, data->shape.rank),
+      (uint32_t)index_count};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GATHER, .push = &p,
+                                    .binding_count = 3, .written_mask = 4u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = (uint64_t)p.outer * p.index_count * p.inner};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  desc.bindings[1] = index_range;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[2]));
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GATHER_INDEX_WORDS, index_words}};
+  desc.ops = ops;
+  desc.op_count = index_words == 1 ? 0 : 1;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+// Constant indices are checked and narrowed to int32 at compile time.
+static kiln_status_t kiln_lower_gather_constant_indices(const kiln_lower_t* l,
+                                                        const kiln_graph_value_t* indices,
+                                                        int64_t axis_size,
+                                                        size_t index_count,
+                                                        kiln_emit_range_t* out_range) {
+  memset(out_range, 0, sizeof(*out_range));
   int32_t* converted = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
                                              index_count * sizeof(int32_t),
@@ -155,23 +213,10 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
     }
     converted[i] = (int32_t)index;
   }
-  kiln_emit_range_t index_range;
   kiln_status_t status = kiln_emit_add_weight(l->program, converted,
-                                              index_count * sizeof(int32_t), &index_range);
+                                              index_count * sizeof(int32_t), out_range);
   kiln_allocator_free(l->program->allocator, converted);
-  KILN_RETURN_IF_ERROR(status);
-  kiln_kernel_gather_params_t p = {
-      (uint32_t)kiln_lower_dims(&data->shape, 0, axis), (uint32_t)axis_size,
-      (uint32_t)kiln_lower_dims(&data->shape, axis + 1, data->shape.rank),
-      (uint32_t)index_count};
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GATHER, .push = &p,
-                                    .binding_count = 3, .written_mask = 4u,
-                                    .grid = KILN_EMIT_GRID_LINEAR,
-                                    .grid_count = (uint64_t)p.outer * p.index_count * p.inner};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  desc.bindings[1] = index_range;
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[2]));
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return status;
 }
 
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l) {

@@ -18,7 +18,29 @@ void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
   options->function_name = "predict";
 }
 
-// Graph inputs and outputs cross the ABI as f32 buffer views.
+// Only Gather indices read integer data on the GPU; anything else that
+// consumes an integer graph input is refused here, naming both.
+static kiln_status_t kiln_onnx_compile_check_int_input(const kiln_graph_t* graph,
+                                                       int32_t id) {
+  const kiln_graph_value_t* value = &graph->values[id];
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] != id) continue;
+      if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': %s input '%s' feeds node '%s' (op %s) as its input "
+                              "%zu; integer inputs run on the GPU only as Gather indices",
+                              graph->source, kiln_graph_dtype_name(value->dtype),
+                              value->name, node->name, node->op_type, i);
+    }
+  }
+  return kiln_ok_status();
+}
+
+// Graph inputs cross the ABI as f32 buffer views, or i64/i32 ones for token
+// ids; outputs as f32.
 static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
   if (graph->output_count == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "'%s': the graph has no outputs",
@@ -28,13 +50,16 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     bool is_input = i < graph->input_count;
     int32_t id = is_input ? graph->inputs[i] : graph->outputs[i - graph->input_count];
     const kiln_graph_value_t* value = &graph->values[id];
-    if (value->dtype != KILN_GRAPH_DTYPE_F32) {
+    bool is_index = is_input && (value->dtype == KILN_GRAPH_DTYPE_I64 ||
+                                 value->dtype == KILN_GRAPH_DTYPE_I32);
+    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                              "'%s': %s '%s' is %s; compiled models take and return "
-                              "float32 tensors",
+                              "'%s': %s '%s' is %s; compiled models take float32, int64 "
+                              "or int32 inputs and return float32 outputs",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
+    if (is_index) KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_input(graph, id));
     size_t count = 0;
     KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&value->shape, &count));
     if (count == 0) {

@@ -53,8 +53,16 @@ KILN_TEST(OnnxCompileTest, NonFloatInputsAreRefused) {
   kiln_byte_buffer_t out;
   kiln_byte_buffer_init(&out, kiln_allocator_system());
   KILN_EXPECT_STATUS_MESSAGE(
-      KILN_STATUS_UNIMPLEMENTED, "compiled models take and return float32",
+      KILN_STATUS_UNIMPLEMENTED, "input 'x' is bool; compiled models take float32, int64",
       kiln_onnx_compile_file(KILN_NODE_DIR "/test_not_2d/model.onnx", NULL,
+                             kiln_allocator_system(), &out));
+  KILN_EXPECT_EQ(out.size, 0u);
+  // int32 inputs are taken, but only as Gather indices.
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_UNIMPLEMENTED,
+      "int32 input 'x' feeds node 'Equal_0' (op Equal) as its input 0; integer inputs run on the GPU "
+      "only as Gather indices",
+      kiln_onnx_compile_file(KILN_NODE_DIR "/test_equal/model.onnx", NULL,
                              kiln_allocator_system(), &out));
   KILN_EXPECT_EQ(out.size, 0u);
   kiln_byte_buffer_deinit(&out);

@@ -122,3 +122,13 @@ KILN_TEST(OnnxGpuModelTest, DcganGenerator) { kiln_check_model_on_gpu("dcgan_gen
 KILN_TEST(OnnxGpuModelTest, ActivationZoo) { kiln_check_model_on_gpu("activation_zoo", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, GptBlockCausalMask) { kiln_check_model_on_gpu("gpt_block", NULL); }
+
+// Text models: int64 token ids (1x16) in, Gather on the GPU from the
+// module's i64 input view.
+KILN_TEST(OnnxGpuModelTest, TextClassifierTokenIds) {
+  kiln_check_model_on_gpu("text_classifier", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, TinyBertTokenAndPositionEmbeddings) {
+  kiln_check_model_on_gpu("tiny_bert", NULL);
+}

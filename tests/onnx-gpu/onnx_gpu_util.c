@@ -36,8 +36,12 @@ static kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t f
                                                             "out of memory");
   for (size_t i = 0; i < in_count && !status; ++i) {
     const kiln_graph_tensor_t* t = &inputs[i];
+    // Token ids go in as the integer views the module asserts.
+    kiln_hal_element_type_t element = t->dtype == KILN_GRAPH_DTYPE_I64   ? KILN_HAL_ELEMENT_I64
+                                      : t->dtype == KILN_GRAPH_DTYPE_I32 ? KILN_HAL_ELEMENT_I32
+                                                                         : KILN_HAL_ELEMENT_F32;
     kiln_hal_buffer_view_t* view = NULL;
-    status = kiln_session_buffer_view_from_host(session, KILN_HAL_ELEMENT_F32,
+    status = kiln_session_buffer_view_from_host(session, element,
                                                 (size_t)t->shape.rank, t->shape.dims,
                                                 t->data, t->byte_size, &view);
     if (!status) {

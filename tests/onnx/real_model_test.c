@@ -118,3 +118,12 @@ KILN_TEST(OnnxRealModelTest, SmallAddedModels) {
     kiln_check_model(kNames[i], NULL, &folded);
   }
 }
+
+// Text models taking int64 token ids through the reference executor.
+KILN_TEST(OnnxRealModelTest, TextModelsWithTokenIds) {
+  static const char* const kNames[] = {"text_classifier", "tiny_bert"};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    size_t folded = 0;
+    kiln_check_model(kNames[i], NULL, &folded);
+  }
+}

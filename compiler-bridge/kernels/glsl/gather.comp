@@ -1,11 +1,16 @@
 // ONNX Gather along one axis of data viewed as [outer, axis_size, inner]:
 // y[o, j, i] = x[o, idx[j], i]; negative indices count from the end, and an
 // index still out of range yields 0 rather than reading out of bounds.
-// Indices are int32 (the bridge narrows int64 constants).
+// Indices are int32 (the bridge narrows int64 constants), or, with
+// INDEX_WORDS = 2, run-time int64 read as (lo, hi) words without needing
+// shaderInt64: a value outside int32 (hi not lo's sign) is out of range.
 // Grid: (min(ceil(outer*index_count*inner / WG_X), 65535), 1, 1).
 #version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_GATHER_INDEX_WORDS) const uint INDEX_WORDS = 1;
 
 layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
 layout(set = 0, binding = 1) readonly buffer IndexBuffer { int indices[]; };
@@ -21,9 +26,10 @@ void main() {
     uint i = index % p.inner;
     uint j = (index / p.inner) % p.index_count;
     uint o = index / (p.inner * p.index_count);
-    int k = indices[j];
+    int k = indices[j * INDEX_WORDS];
+    bool valid = INDEX_WORDS == 1 || indices[j * INDEX_WORDS + 1] == (k >> 31);
     if (k < 0) k += int(p.axis_size);
-    y[index] = (k >= 0 && k < int(p.axis_size))
+    y[index] = (valid && k >= 0 && k < int(p.axis_size))
                    ? x[(o * p.axis_size + uint(k)) * p.inner + i] : 0.0;
   }
 }

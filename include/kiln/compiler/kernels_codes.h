@@ -100,5 +100,7 @@
 #define KILN_SPEC_RESIZE_MODE 3
 #define KILN_SPEC_RESIZE_COORD 4
 #define KILN_SPEC_RESIZE_NEAREST 5
+// gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
+#define KILN_SPEC_GATHER_INDEX_WORDS 3
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_

@@ -1,0 +1,116 @@
+// Integer graph inputs (token ids): run-time Gather indices in int64 and
+// int32 views, checked against a plain C Gather with the documented
+// out-of-range rule (ONNX wrap of negatives, zeros beyond), and the
+// module's element-type check on what it receives.
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/onnx.h"
+#include "kiln/session.h"
+#include "kiln_test.h"
+#include "onnx_gpu_util.h"
+
+// data[10] float, indices[3] int64 graph input, axis 0.
+#define KILN_GATHER_MODEL \
+  "/usr/share/libonnx-testdata/data/node/test_gather_negative_indices/model.onnx"
+
+static float kiln_reference_gather(const float* data, int64_t size, int64_t index) {
+  if (index < 0) index += size;
+  return index >= 0 && index < size ? data[index] : 0.0f;
+}
+
+// Compiles the model (indices retyped to `dtype`), runs `ids` through it and
+// compares with the reference.
+static void kiln_check_gather(kiln_graph_dtype_t dtype, const int64_t ids[3]) {
+  kiln_graph_t graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(KILN_GATHER_MODEL, NULL, kiln_allocator_system(), &graph));
+  KILN_ASSERT_EQ(graph.input_count, 2u);
+  graph.values[graph.inputs[1]].dtype = dtype;
+  kiln_graph_tensor_t inputs[2], output;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &graph.values[graph.inputs[0]].shape, &inputs[0]));
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), dtype,
+                                            &graph.values[graph.inputs[1]].shape, &inputs[1]));
+  float* data = (float*)inputs[0].data;
+  for (int i = 0; i < 10; ++i) data[i] = 1.5f + (float)i;
+  for (int j = 0; j < 3; ++j) {
+    if (dtype == KILN_GRAPH_DTYPE_I64) {
+      ((int64_t*)inputs[1].data)[j] = ids[j];
+    } else {
+      ((int32_t*)inputs[1].data)[j] = (int32_t)ids[j];
+    }
+  }
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, NULL, inputs, &output, &stats));
+  KILN_ASSERT_EQ(output.byte_size, 3 * sizeof(float));
+  for (int j = 0; j < 3; ++j) {
+    int64_t id = dtype == KILN_GRAPH_DTYPE_I64 ? ids[j] : (int32_t)ids[j];
+    KILN_EXPECT_EQ(((const float*)output.data)[j], kiln_reference_gather(data, 10, id));
+  }
+  kiln_graph_tensor_deinit(&output);
+  kiln_graph_tensor_deinit(&inputs[0]);
+  kiln_graph_tensor_deinit(&inputs[1]);
+  kiln_graph_deinitialize(&graph);
+}
+
+KILN_TEST(OnnxIntInputTest, Int64IdsInRangeAndNegative) {
+  const int64_t ids[3] = {3, -1, -10};
+  kiln_check_gather(KILN_GRAPH_DTYPE_I64, ids);
+}
+
+// Beyond the axis, and int64 values whose low word alone would be in range:
+// zeros, never a wrapped or out-of-bounds read.
+KILN_TEST(OnnxIntInputTest, Int64IdsOutOfRangeGiveZeros) {
+  const int64_t ids[3] = {10, INT64_MIN, (INT64_C(1) << 32) + 2};
+  kiln_check_gather(KILN_GRAPH_DTYPE_I64, ids);
+  const int64_t more[3] = {-11, -(INT64_C(1) << 32), INT32_MAX};
+  kiln_check_gather(KILN_GRAPH_DTYPE_I64, more);
+}
+
+KILN_TEST(OnnxIntInputTest, Int32Ids) {
+  const int64_t ids[3] = {9, -2, 12};
+  kiln_check_gather(KILN_GRAPH_DTYPE_I32, ids);
+}
+
+// The module checks the element type it receives and names the input.
+KILN_TEST(OnnxIntInputTest, WrongElementTypeIsRefusedAtCall) {
+  kiln_byte_buffer_t module;
+  kiln_byte_buffer_init(&module, kiln_allocator_system());
+  KILN_ASSERT_OK(kiln_onnx_compile_file(KILN_GATHER_MODEL, NULL, kiln_allocator_system(),
+                                        &module));
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
+  const char* device = getenv("KILN_TEST_DEVICE");
+  if (device && device[0]) options.device_uri = device;
+  options.enable_validation = true;
+  kiln_session_t* session = NULL;
+  KILN_ASSERT_OK(kiln_session_create(&options, &session));
+  KILN_ASSERT_OK(kiln_session_load_module_memory(session, kiln_byte_buffer_span(&module),
+                                                 "gather"));
+  kiln_vm_function_t predict;
+  KILN_ASSERT_OK(kiln_session_lookup(session, "predict", &predict));
+  float data[10] = {0};
+  int32_t ids[3] = {0, 1, 2};
+  int64_t data_shape[1] = {10}, ids_shape[1] = {3};
+  kiln_hal_buffer_view_t* views[2] = {NULL, NULL};
+  KILN_ASSERT_OK(kiln_session_buffer_view_from_host(session, KILN_HAL_ELEMENT_F32, 1,
+                                                    data_shape, data, sizeof(data), &views[0]));
+  KILN_ASSERT_OK(kiln_session_buffer_view_from_host(session, KILN_HAL_ELEMENT_I32, 1, ids_shape,
+                                                    ids, sizeof(ids), &views[1]));
+  kiln_vm_value_t args[2], results[1];
+  memset(args, 0, sizeof(args));
+  memset(results, 0, sizeof(results));
+  for (int i = 0; i < 2; ++i) {
+    KILN_ASSERT_OK(kiln_hal_module_wrap_buffer_view(kiln_session_allocator(session), views[i],
+                                                    &args[i].ref));
+  }
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "input 1: expected 3xi64",
+                             kiln_session_invoke(session, predict, args, 2, results, 1));
+  for (int i = 0; i < 2; ++i) {
+    kiln_vm_ref_release(args[i].ref);
+    kiln_hal_buffer_view_release(views[i]);
+  }
+  kiln_session_destroy(session);
+  kiln_byte_buffer_deinit(&module);
+}
