@@ -2,7 +2,7 @@
 """Exports the real-model test cases for kiln's ONNX front end.
 
 For each model writes <out>/<name>/model.onnx, input_0.pb (float32, or
-int64 token ids for the text models) and
+int64 token ids for the text models; input_1.pb... for further inputs) and
 output_0.pb: the PyTorch reference output computed in float64 (stored as
 float32 TensorProto, which kiln's reader takes). Weights are seeded random
 (no downloads); batch-norm running statistics and affine parameters are
@@ -473,6 +473,41 @@ def tiny_bert(generator):
     return TinyBert(), ids, 14, None
 
 
+class MaskedAttentionEncoder(torch.nn.Module):
+    """Token ids plus an int64 attention mask, as BERT-style exports take
+    them: the mask becomes (1 - mask) * -10000 on the attention scores and
+    the weights of a masked mean pool (Unsqueeze/Cast of a run-time int64
+    input)."""
+
+    def __init__(self, vocab=300, width=32, length=16, classes=4):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(vocab, width)
+        self.positions = torch.nn.Embedding(length, width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, width)
+        self.norm = torch.nn.LayerNorm(width)
+        self.fc = torch.nn.Linear(width, classes)
+
+    def forward(self, ids, mask):
+        positions = torch.arange(ids.shape[1]).unsqueeze(0)
+        x = self.tokens(ids) + self.positions(positions)
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        scores = q @ k.transpose(1, 2) / (x.shape[-1] ** 0.5)
+        scores = scores + (1.0 - mask[:, None, :].float()) * -10000.0
+        x = self.norm(x + self.out(torch.softmax(scores, dim=-1) @ v))
+        weights = mask.unsqueeze(-1).float()
+        pooled = (x * weights).sum(dim=1) / weights.sum(dim=1)
+        return self.fc(pooled)
+
+
+def masked_encoder(generator):
+    torch.manual_seed(36)
+    ids = torch.randint(0, 300, (1, 16), generator=generator)
+    mask = torch.ones(1, 16, dtype=torch.int64)
+    mask[0, 11:] = 0  # padding
+    return MaskedAttentionEncoder(), (ids, mask), 14, None
+
+
 MODELS = {
     "mobilenet_v2": mobilenet_v2,
     "resnet18": resnet18,
@@ -504,6 +539,7 @@ MODELS = {
     "shape_ops": shape_ops,
     "text_classifier": text_classifier,
     "tiny_bert": tiny_bert,
+    "masked_encoder": masked_encoder,
 }
 
 
@@ -516,6 +552,8 @@ def save_tensor(array, name, path):
 def export(name, out_dir):
     generator = torch.Generator().manual_seed(1234)
     model, x, opset, dynamic = MODELS[name](generator)
+    inputs = x if isinstance(x, tuple) else (x,)
+    names = ["input"] + ["input_%d" % i for i in range(1, len(inputs))]
     model.eval()
     directory = os.path.join(out_dir, name)
     os.makedirs(directory, exist_ok=True)
@@ -525,19 +563,21 @@ def export(name, out_dir):
     # TrainingMode.PRESERVE on an eval-mode model exports inference
     # BatchNormalization nodes instead of letting the exporter fold them, so
     # kiln's own folding is what gets tested.
-    torch.onnx.export(model, (x,), path, opset_version=opset,
-                      input_names=["input"], output_names=["output"],
+    torch.onnx.export(model, inputs, path, opset_version=opset,
+                      input_names=names, output_names=["output"],
                       dynamic_axes=dynamic, do_constant_folding=False,
                       training=torch.onnx.TrainingMode.PRESERVE)
     with torch.no_grad():
         # Token ids stay int64; only float inputs are widened.
-        wide = x.double() if x.is_floating_point() else x
-        reference = copy.deepcopy(model).double()(wide).numpy()
+        wide = [t.double() if t.is_floating_point() else t for t in inputs]
+        reference = copy.deepcopy(model).double()(*wide).numpy()
     onnx.checker.check_model(onnx.load(path))
-    x_saved = x.numpy().astype(np.float32 if x.is_floating_point() else np.int64)
-    save_tensor(x_saved, "input", os.path.join(directory, "input_0.pb"))
+    for i, t in enumerate(inputs):
+        saved = t.numpy().astype(np.float32 if t.is_floating_point() else np.int64)
+        save_tensor(saved, names[i], os.path.join(directory, "input_%d.pb" % i))
     save_tensor(reference.astype(np.float32), "output", os.path.join(directory, "output_0.pb"))
-    print("%s: input %s, output %s, opset %d" % (name, tuple(x.shape), reference.shape, opset))
+    print("%s: input %s, output %s, opset %d" % (name, tuple(inputs[0].shape), reference.shape,
+                                                 opset))
 
 
 def main():

@@ -69,6 +69,9 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_CAST_F16_TO_F32, "cast_f16_to_f32", "main", 2,
      {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_KERNEL_FEATURE_FP16_STORAGE},
+    {KILN_KERNEL_CAST_INT_TO_F32, "cast_int_to_f32", "main", 2,
+     {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -133,26 +133,6 @@ static kiln_status_t kiln_lower_gather_constant_indices(const kiln_lower_t* l,
                                                         size_t index_count,
                                                         kiln_emit_range_t* out_range);
 
-// Indices that arrive at run time (token ids): an int64 or int32 graph
-// input bound as is; the kernel reads int64 as two words per index, wraps
-// negative ids and yields zeros for ids still out of range (never an
-// out-of-bounds read).
-static kiln_status_t kiln_lower_gather_runtime_indices(const kiln_lower_t* l,
-                                                       const kiln_graph_value_t* indices,
-                                                       kiln_emit_range_t* out_range,
-                                                       uint32_t* out_words) {
-  memset(out_range, 0, sizeof(*out_range));
-  *out_words = 1;
-  if (!indices->is_input || (indices->dtype != KILN_GRAPH_DTYPE_I64 &&
-                             indices->dtype != KILN_GRAPH_DTYPE_I32)) {
-    return kiln_lower_refuse(l, "run-time indices '%s' (%s) must be an int64 or int32 graph "
-                             "input", indices->name, kiln_graph_dtype_name(indices->dtype));
-  }
-  *out_words = indices->dtype == KILN_GRAPH_DTYPE_I64 ? 2 : 1;
-  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, kiln_lower_count(&indices->shape) * *out_words));
-  return kiln_emit_value_range(l->program, l->node->inputs[1], out_range);
-}
-
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
   const kiln_graph_value_t* data = kiln_lower_in(l, 0);
   const kiln_graph_value_t* indices = kiln_lower_in(l, 1);
@@ -169,8 +149,11 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
     KILN_RETURN_IF_ERROR(kiln_lower_gather_constant_indices(l, indices, axis_size,
                                                             index_count, &index_range));
   } else {
+    // Run-time indices (token ids): the int64/int32 graph input bound as
+    // is; the kernel reads int64 as two words per index, wraps negative ids
+    // and yields zeros for ids still out of range (never an OOB read).
     KILN_RETURN_IF_ERROR(
-        kiln_lower_gather_runtime_indices(l, indices, &index_range, &index_words));
+        kiln_lower_int_range(l, l->node->inputs[1], &index_range, &index_words));
   }
   kiln_kernel_gather_params_t p = {
       (uint32_t)kiln_lower_dims(&data->shape, 0, axis), (uint32_t)axis_size,

@@ -184,6 +184,14 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       {"DepthToSpace", kiln_lower_space_depth}, {"SpaceToDepth", kiln_lower_space_depth},
       {"Where", kiln_lower_where},
   };
+  if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
+      l.node->outputs[0] >= 0) {
+    kiln_graph_dtype_t dtype = program->graph->values[l.node->outputs[0]].dtype;
+    if (dtype == KILN_GRAPH_DTYPE_I64 || dtype == KILN_GRAPH_DTYPE_I32) {
+      return kiln_lower_int_passthrough(&l);
+    }
+  }
+  if (strcmp(op, "Cast") == 0) return kiln_lower_cast(&l);
   for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
     if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
   }
@@ -237,5 +245,5 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
           "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
           "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
           "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum, DepthToSpace, "
-          "SpaceToDepth, LSTM, GRU, RNN, Where (constant condition)");
+          "SpaceToDepth, LSTM, GRU, RNN, Where (constant condition), Cast (to float)");
 }

@@ -79,6 +79,19 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l);
 kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
 kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where(const kiln_lower_t* l);
+kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
+
+// Integer graph inputs (lower_int.c). Ops that keep an integer input's
+// values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity):
+bool kiln_lower_is_int_passthrough(const char* op);
+// The int64/int32 graph input `value_id` is (a reshape chain of), or -1.
+int32_t kiln_lower_int_input_root(const kiln_graph_t* graph, int32_t value_id);
+// The input binding behind integer value `value_id` and its words per value
+// (2 for int64); refuses integer data that is not rooted in a graph input.
+kiln_status_t kiln_lower_int_range(const kiln_lower_t* l, int32_t value_id,
+                                   kiln_emit_range_t* out_range, uint32_t* out_words);
+// A reshape-family node on integer input data: nothing to emit.
+kiln_status_t kiln_lower_int_passthrough(const kiln_lower_t* l);
 
 // One strided_copy over `shape` (rank <= 6, right-aligned into the kernel's
 // 6 dimensions), with element offsets into the input and output ranges.

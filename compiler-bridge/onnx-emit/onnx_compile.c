@@ -18,22 +18,43 @@ void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
   options->function_name = "predict";
 }
 
-// Only Gather indices read integer data on the GPU; anything else that
-// consumes an integer graph input is refused here, naming both.
-static kiln_status_t kiln_onnx_compile_check_int_input(const kiln_graph_t* graph,
-                                                       int32_t id) {
-  const kiln_graph_value_t* value = &graph->values[id];
+// Integer graph input data reaches the GPU only as Gather indices or
+// through a Cast to float, possibly after reshape-family nodes (lower_int.c);
+// any other use is refused here, naming the input and the consumer.
+static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
+                                                      int32_t input_id, int32_t id) {
+  const kiln_graph_value_t* input = &graph->values[input_id];
   for (size_t n = 0; n < graph->node_count; ++n) {
     const kiln_graph_node_t* node = &graph->nodes[n];
     if (node->removed) continue;
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
       if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
+      if (strcmp(node->op_type, "Cast") == 0) {
+        int64_t to = 0;
+        KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "to", 0, &to));
+        if (to == 1) continue;
+      }
+      if (kiln_lower_is_int_passthrough(node->op_type) && i == 0 && node->output_count > 0 &&
+          node->outputs[0] >= 0) {
+        KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_uses(graph, input_id,
+                                                              node->outputs[0]));
+        continue;
+      }
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s input '%s' feeds node '%s' (op %s) as its input "
-                              "%zu; integer inputs run on the GPU only as Gather indices",
-                              graph->source, kiln_graph_dtype_name(value->dtype),
-                              value->name, node->name, node->op_type, i);
+                              "%zu; integer inputs run on the GPU only as Gather indices or "
+                              "through Cast to float (after Reshape/Unsqueeze/Squeeze/Flatten)",
+                              graph->source, kiln_graph_dtype_name(input->dtype),
+                              input->name, node->name, node->op_type, i);
+    }
+  }
+  for (size_t o = 0; o < graph->output_count; ++o) {
+    if (graph->outputs[o] == id && id != input_id) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': output '%s' is integer data of input '%s'; compiled "
+                              "models return float32", graph->source,
+                              graph->values[id].name, input->name);
     }
   }
   return kiln_ok_status();
@@ -59,7 +80,7 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
-    if (is_index) KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_input(graph, id));
+    if (is_index) KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_uses(graph, id, id));
     size_t count = 0;
     KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&value->shape, &count));
     if (count == 0) {

@@ -1,11 +1,13 @@
-// Integer graph inputs (token ids): run-time Gather indices in int64 and
-// int32 views, checked against a plain C Gather with the documented
-// out-of-range rule (ONNX wrap of negatives, zeros beyond), and the
-// module's element-type check on what it receives.
+// Integer graph inputs (token ids, masks): run-time Gather indices and Cast
+// to float in int64 and int32 views, checked against plain C (Gather with
+// the documented out-of-range rule: ONNX wrap of negatives, zeros beyond),
+// and the module's element-type check on what it receives.
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx.h"
 #include "kiln/session.h"
 #include "kiln_test.h"
@@ -71,6 +73,83 @@ KILN_TEST(OnnxIntInputTest, Int64IdsOutOfRangeGiveZeros) {
 KILN_TEST(OnnxIntInputTest, Int32Ids) {
   const int64_t ids[3] = {9, -2, 12};
   kiln_check_gather(KILN_GRAPH_DTYPE_I32, ids);
+}
+
+// Cast of an integer graph input to float (attention masks), after a
+// Flatten that emits nothing, against C's conversion: exact up to
+// 2^24, within 1e-6 relative beyond (the GPU rounds hi and lo words apart).
+// y = Cast(Flatten(x), to=FLOAT) with x a 3x4 integer graph input.
+static void kiln_build_cast_graph(kiln_graph_dtype_t dtype, kiln_graph_t* graph) {
+  kiln_graph_initialize(kiln_allocator_system(), "cast-test", graph);
+  graph->opset = 13;
+  int32_t x = -1, flat = -1, y = -1, node = -1;
+  KILN_ASSERT_OK(kiln_graph_add_value(graph, "x", dtype, &x));
+  graph->values[x].has_shape = true;
+  graph->values[x].shape.rank = 2;
+  graph->values[x].shape.dims[0] = 3;
+  graph->values[x].shape.dims[1] = 4;
+  graph->values[x].is_input = true;
+  KILN_ASSERT_OK(kiln_allocator_realloc_array(graph->allocator, 1, sizeof(int32_t),
+                                              (void**)&graph->inputs));
+  graph->inputs[graph->input_count++] = x;
+  KILN_ASSERT_OK(kiln_graph_add_value(graph, "flat", KILN_GRAPH_DTYPE_INVALID, &flat));
+  KILN_ASSERT_OK(kiln_graph_add_node(graph, "Flatten", "flatten", &x, 1, &flat, 1, &node));
+  KILN_ASSERT_OK(kiln_graph_add_value(graph, "y", KILN_GRAPH_DTYPE_INVALID, &y));
+  KILN_ASSERT_OK(kiln_graph_add_node(graph, "Cast", "cast", &flat, 1, &y, 1, &node));
+  kiln_graph_attr_t to;
+  memset(&to, 0, sizeof(to));
+  to.name = "to";
+  to.type = KILN_GRAPH_ATTR_INT;
+  to.i = 1;  // FLOAT
+  KILN_ASSERT_OK(kiln_graph_node_set_attr(graph, node, &to));
+  KILN_ASSERT_OK(kiln_allocator_realloc_array(graph->allocator, 1, sizeof(int32_t),
+                                              (void**)&graph->outputs));
+  graph->outputs[graph->output_count++] = y;
+  graph->values[y].is_output = true;
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(graph));
+}
+
+static void kiln_check_cast(kiln_graph_dtype_t dtype, const int64_t values[12]) {
+  kiln_graph_t graph;
+  kiln_build_cast_graph(dtype, &graph);
+  KILN_ASSERT_EQ(graph.values[graph.outputs[0]].dtype, KILN_GRAPH_DTYPE_F32);
+  kiln_graph_tensor_t input, output;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), dtype,
+                                            &graph.values[graph.inputs[0]].shape, &input));
+  KILN_ASSERT_EQ(input.byte_size, 12 * (dtype == KILN_GRAPH_DTYPE_I64 ? 8u : 4u));
+  for (int i = 0; i < 12; ++i) {
+    if (dtype == KILN_GRAPH_DTYPE_I64) {
+      ((int64_t*)input.data)[i] = values[i];
+    } else {
+      ((int32_t*)input.data)[i] = (int32_t)values[i];
+    }
+  }
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, NULL, &input, &output, &stats));
+  KILN_ASSERT_EQ(output.byte_size, 12 * sizeof(float));
+  for (int i = 0; i < 12; ++i) {
+    int64_t v = dtype == KILN_GRAPH_DTYPE_I64 ? values[i] : (int32_t)values[i];
+    double expected = (double)(float)v;
+    double actual = ((const float*)output.data)[i];
+    if (v >= -(INT64_C(1) << 24) && v <= (INT64_C(1) << 24)) {
+      KILN_EXPECT_EQ(actual, expected);
+    } else {
+      KILN_EXPECT_NEAR(actual, expected, 1e-6 * fabs(expected));
+    }
+  }
+  kiln_graph_tensor_deinit(&output);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_deinitialize(&graph);
+}
+
+KILN_TEST(OnnxIntInputTest, CastInt64AndInt32ToFloat) {
+  const int64_t values[12] = {0, 1, -1, 7, INT64_C(1) << 24, -(INT64_C(1) << 24) + 3,
+                              -(INT64_C(1) << 30), (INT64_C(1) << 32) + 5,
+                              -(INT64_C(1) << 40) - 3, 123456789, INT64_MIN, INT64_MAX};
+  kiln_check_cast(KILN_GRAPH_DTYPE_I64, values);
+  const int64_t small[12] = {0, 1, -1, 2, -2, 1000, -1000, 16777216, -16777215,
+                             INT32_MAX, INT32_MIN, 99};
+  kiln_check_cast(KILN_GRAPH_DTYPE_I32, small);
 }
 
 // The module checks the element type it receives and names the input.

@@ -18,7 +18,6 @@ static const char* kiln_models_dir(void) {
 static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
   char path[1024], input_path[1024], output_path[1024];
   snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
-  snprintf(input_path, sizeof(input_path), "%s/%s/input_0.pb", kiln_models_dir(), name);
   snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
   kiln_onnx_input_shape_t shape;
   kiln_onnx_compile_options_t options;
@@ -30,11 +29,17 @@ static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
   }
   kiln_graph_t graph;
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
-  kiln_graph_tensor_t input, expected, actual;
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  // input_0.pb, input_1.pb...: one per graph input (token ids and mask).
+  kiln_graph_tensor_t inputs[4], expected, actual;
+  memset(inputs, 0, sizeof(inputs));
+  KILN_ASSERT_TRUE(graph.input_count >= 1 && graph.input_count <= 4);
+  for (size_t i = 0; i < graph.input_count; ++i) {
+    snprintf(input_path, sizeof(input_path), "%s/%s/input_%zu.pb", kiln_models_dir(), name, i);
+    KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &inputs[i]));
+  }
   KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &actual, &stats));
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, inputs, &actual, &stats));
   KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
   size_t count = expected.byte_size / sizeof(float);
   const float* a = (const float*)actual.data;
@@ -51,7 +56,7 @@ static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
          stats.second_call_ms);
   KILN_EXPECT_TRUE(max_ref > 0.0);
   KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // values printed above
-  kiln_graph_tensor_deinit(&input);
+  for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
   kiln_graph_deinitialize(&graph);
@@ -131,4 +136,10 @@ KILN_TEST(OnnxGpuModelTest, TextClassifierTokenIds) {
 
 KILN_TEST(OnnxGpuModelTest, TinyBertTokenAndPositionEmbeddings) {
   kiln_check_model_on_gpu("tiny_bert", NULL);
+}
+
+// Token ids and an int64 attention mask: the mask enters float work through
+// Unsqueeze + Cast (cast_int_to_f32 on the input binding) twice.
+KILN_TEST(OnnxGpuModelTest, MaskedEncoderAttentionMask) {
+  kiln_check_model_on_gpu("masked_encoder", NULL);
 }

@@ -102,5 +102,7 @@
 #define KILN_SPEC_RESIZE_NEAREST 5
 // gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
+// cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
+#define KILN_SPEC_CAST_INT_WORDS 3
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_
