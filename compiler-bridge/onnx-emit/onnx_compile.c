@@ -22,8 +22,16 @@ void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
 // through a Cast to float, possibly after reshape-family nodes (lower_int.c);
 // any other use is refused here, naming the input and the consumer.
 static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
-                                                      int32_t input_id, int32_t id) {
+                                                      int32_t input_id, int32_t id,
+                                                      int depth) {
   const kiln_graph_value_t* input = &graph->values[input_id];
+  // Bounded like kiln_lower_int_input_root: a crafted model's long chain
+  // must not exhaust the stack.
+  if (depth > 32) {
+    return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                            "'%s': more than 32 reshapes of integer input '%s'",
+                            graph->source, input->name);
+  }
   for (size_t n = 0; n < graph->node_count; ++n) {
     const kiln_graph_node_t* node = &graph->nodes[n];
     if (node->removed) continue;
@@ -38,7 +46,7 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
       if (kiln_lower_is_int_passthrough(node->op_type) && i == 0 && node->output_count > 0 &&
           node->outputs[0] >= 0) {
         KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_uses(graph, input_id,
-                                                              node->outputs[0]));
+                                                              node->outputs[0], depth + 1));
         continue;
       }
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
@@ -80,7 +88,7 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
-    if (is_index) KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_uses(graph, id, id));
+    if (is_index) KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_int_uses(graph, id, id, 0));
     size_t count = 0;
     KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&value->shape, &count));
     if (count == 0) {

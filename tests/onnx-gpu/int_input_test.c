@@ -9,6 +9,7 @@
 
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx.h"
+#include "kiln/compiler/onnx_compile.h"
 #include "kiln/session.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
@@ -78,8 +79,8 @@ KILN_TEST(OnnxIntInputTest, Int32Ids) {
 // Cast of an integer graph input to float (attention masks), after a
 // Flatten that emits nothing, against C's conversion: exact up to
 // 2^24, within 1e-6 relative beyond (the GPU rounds hi and lo words apart).
-// y = Cast(Flatten(x), to=FLOAT) with x a 3x4 integer graph input.
-static void kiln_build_cast_graph(kiln_graph_dtype_t dtype, kiln_graph_t* graph) {
+// y = Cast(Flatten^flattens(x), to=FLOAT) with x a 3x4 integer graph input.
+static void kiln_build_cast_graph(kiln_graph_dtype_t dtype, int flattens, kiln_graph_t* graph) {
   kiln_graph_initialize(kiln_allocator_system(), "cast-test", graph);
   graph->opset = 13;
   int32_t x = -1, flat = -1, y = -1, node = -1;
@@ -92,8 +93,12 @@ static void kiln_build_cast_graph(kiln_graph_dtype_t dtype, kiln_graph_t* graph)
   KILN_ASSERT_OK(kiln_allocator_realloc_array(graph->allocator, 1, sizeof(int32_t),
                                               (void**)&graph->inputs));
   graph->inputs[graph->input_count++] = x;
-  KILN_ASSERT_OK(kiln_graph_add_value(graph, "flat", KILN_GRAPH_DTYPE_INVALID, &flat));
-  KILN_ASSERT_OK(kiln_graph_add_node(graph, "Flatten", "flatten", &x, 1, &flat, 1, &node));
+  flat = x;
+  for (int i = 0; i < flattens; ++i) {
+    int32_t in = flat;
+    KILN_ASSERT_OK(kiln_graph_add_value(graph, NULL, KILN_GRAPH_DTYPE_INVALID, &flat));
+    KILN_ASSERT_OK(kiln_graph_add_node(graph, "Flatten", NULL, &in, 1, &flat, 1, &node));
+  }
   KILN_ASSERT_OK(kiln_graph_add_value(graph, "y", KILN_GRAPH_DTYPE_INVALID, &y));
   KILN_ASSERT_OK(kiln_graph_add_node(graph, "Cast", "cast", &flat, 1, &y, 1, &node));
   kiln_graph_attr_t to;
@@ -111,7 +116,7 @@ static void kiln_build_cast_graph(kiln_graph_dtype_t dtype, kiln_graph_t* graph)
 
 static void kiln_check_cast(kiln_graph_dtype_t dtype, const int64_t values[12]) {
   kiln_graph_t graph;
-  kiln_build_cast_graph(dtype, &graph);
+  kiln_build_cast_graph(dtype, 1, &graph);
   KILN_ASSERT_EQ(graph.values[graph.outputs[0]].dtype, KILN_GRAPH_DTYPE_F32);
   kiln_graph_tensor_t input, output;
   KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), dtype,
@@ -150,6 +155,21 @@ KILN_TEST(OnnxIntInputTest, CastInt64AndInt32ToFloat) {
   const int64_t small[12] = {0, 1, -1, 2, -2, 1000, -1000, 16777216, -16777215,
                              INT32_MAX, INT32_MIN, 99};
   kiln_check_cast(KILN_GRAPH_DTYPE_I32, small);
+}
+
+// A crafted chain of reshapes on an integer input is refused, not walked
+// without bound.
+KILN_TEST(OnnxIntInputTest, LongReshapeChainIsRefused) {
+  kiln_graph_t graph;
+  kiln_build_cast_graph(KILN_GRAPH_DTYPE_I64, 40, &graph);
+  kiln_byte_buffer_t module;
+  kiln_byte_buffer_init(&module, kiln_allocator_system());
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "more than 32 reshapes of integer input 'x'",
+                             kiln_onnx_compile_graph(&graph, NULL, kiln_allocator_system(),
+                                                     &module));
+  KILN_EXPECT_EQ(module.size, 0u);
+  kiln_byte_buffer_deinit(&module);
+  kiln_graph_deinitialize(&graph);
 }
 
 // The module checks the element type it receives and names the input.
