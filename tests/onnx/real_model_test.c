@@ -127,3 +127,43 @@ KILN_TEST(OnnxRealModelTest, TextModelsWithTokenIds) {
     kiln_check_model(kNames[i], NULL, &folded);
   }
 }
+
+// Two int64 inputs (token ids and an attention mask) through the reference
+// executor against PyTorch's float64 output.
+KILN_TEST(OnnxRealModelTest, MaskedEncoderTwoIntegerInputs) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/masked_encoder/model.onnx", kiln_models_dir());
+  kiln_graph_t graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, NULL, kiln_allocator_system(), &graph));
+  KILN_ASSERT_EQ(graph.input_count, 2u);
+  KILN_ASSERT_OK(kiln_graph_run_default_passes(&graph));
+  kiln_graph_memory_plan_t plan;
+  KILN_ASSERT_OK(kiln_graph_memory_plan_build(&graph, 256, kiln_allocator_system(), &plan));
+  kiln_graph_tensor_t inputs[2], expected, actual;
+  for (size_t i = 0; i < 2; ++i) {
+    snprintf(path, sizeof(path), "%s/masked_encoder/input_%zu.pb", kiln_models_dir(), i);
+    KILN_ASSERT_OK(kiln_onnx_read_tensor_file(path, kiln_allocator_system(), &inputs[i]));
+    KILN_EXPECT_EQ(inputs[i].dtype, KILN_GRAPH_DTYPE_I64);
+  }
+  snprintf(path, sizeof(path), "%s/masked_encoder/output_0.pb", kiln_models_dir());
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(path, kiln_allocator_system(), &expected));
+  KILN_ASSERT_OK(kiln_graph_reference_run(&graph, inputs, 2, &plan, kiln_allocator_system(),
+                                          &actual));
+  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
+  const float* a = (const float*)actual.data;
+  const float* e = (const float*)expected.data;
+  double max_ref = 0.0, max_err = 0.0;
+  for (size_t i = 0; i < expected.byte_size / sizeof(float); ++i) {
+    max_ref = fmax(max_ref, fabs((double)e[i]));
+    double err = fabs((double)a[i] - e[i]);
+    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
+  }
+  printf("masked_encoder (reference): max|err| %.3g vs max|ref| %.3g\n", max_err, max_ref);
+  KILN_EXPECT_TRUE(max_ref > 0.0);
+  KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);
+  for (size_t i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&actual);
+  kiln_graph_memory_plan_deinit(&plan);
+  kiln_graph_deinitialize(&graph);
+}
