@@ -1,7 +1,7 @@
 // ONNX Cast of integer token data (an attention mask fed as an int64 or
 // int32 graph input) to fp32: `count` values, read as INT_WORDS 32-bit words
 // each (2: int64 as lo/hi words, no shaderInt64 needed). Values in int32
-// convert as C does; beyond, hi and lo round apart (within 1e-7 relative).
+// convert as C does; beyond, hi and lo round apart (within 1e-6 relative).
 // Grid: linear, grid-stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
