@@ -177,6 +177,45 @@ KILN_TEST(NpyTest, WriteAppendAndReadBack) {
   unlink(path);
 }
 
+// `SHAPExTYPE=@x.npy` (the brief's own example) reads the .npy array when
+// its shape and type match, and names both when they do not; a raw file
+// still needs exactly the tensor's bytes.
+KILN_TEST(NpyTest, TypedInputFromNpyFileMustMatch) {
+  char path[256], raw[256], text[400];
+  snprintf(path, sizeof(path), "/tmp/kiln_npy_typed_%d.npy", (int)getpid());
+  snprintf(raw, sizeof(raw), "/tmp/kiln_raw_typed_%d.bin", (int)getpid());
+  kiln_input_value_t a, got;
+  kiln_input_parser_init(&parser, kiln_allocator_system());
+  KILN_ASSERT_OK(kiln_input_parser_parse(&parser, "2x3xf32=[1 2 3][4 5 6]", &a));
+  KILN_ASSERT_OK(kiln_npy_write_file(path, &a.tensor, false));
+  snprintf(text, sizeof(text), "2x3xf32=@%s", path);
+  KILN_ASSERT_OK(kiln_input_parser_parse(&parser, text, &got));
+  KILN_EXPECT_OK(kiln_tensor_compare(&got.tensor, &a.tensor, 0));
+  kiln_input_value_deinit(&got);
+  snprintf(text, sizeof(text), "3x2xf32=@%s", path);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "holds 2x3xf32 but the input says 3x2xf32",
+                             kiln_input_parser_parse(&parser, text, &got));
+  snprintf(text, sizeof(text), "2x3xi32=@%s", path);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "but the input says 2x3xi32",
+                             kiln_input_parser_parse(&parser, text, &got));
+  FILE* file = fopen(raw, "wb");
+  KILN_ASSERT_TRUE(file != NULL);
+  fwrite(a.tensor.data, 1, a.tensor.byte_size, file);
+  fclose(file);
+  snprintf(text, sizeof(text), "2x3xf32=@%s", raw);
+  KILN_ASSERT_OK(kiln_input_parser_parse(&parser, text, &got));
+  KILN_EXPECT_OK(kiln_tensor_compare(&got.tensor, &a.tensor, 0));
+  kiln_input_value_deinit(&got);
+  snprintf(text, sizeof(text), "2x2xf32=@%s", raw);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "holds 24 bytes but the tensor needs 16",
+                             kiln_input_parser_parse(&parser, text, &got));
+  kiln_input_value_deinit(&a);
+  kiln_input_parser_deinit(&parser);
+  unlink(path);
+  unlink(raw);
+}
+
 static kiln_status_t kiln_parse_npy_bytes(const char* bytes, size_t size) {
   kiln_host_tensor_t tensor;
   size_t offset = 0;

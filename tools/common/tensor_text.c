@@ -187,12 +187,48 @@ static kiln_status_t kiln_parse_npy_reference(kiln_input_parser_t* parser,
   return kiln_ok_status();
 }
 
+// `SHAPExTYPE=@x.npy`: the file's first array must have exactly that shape
+// and type (the form users write after iree-run-module's `@file.bin`).
+static kiln_status_t kiln_copy_npy_checked(const kiln_file_contents_t* contents,
+                                           const char* path,
+                                           kiln_host_tensor_t* tensor) {
+  size_t offset = 0;
+  kiln_host_tensor_t loaded;
+  KILN_RETURN_IF_ERROR(kiln_npy_parse(
+      kiln_make_const_byte_span(contents->data, contents->size), path, &offset,
+      tensor->allocator, &loaded));
+  bool same = loaded.element_type == tensor->element_type &&
+              loaded.rank == tensor->rank &&
+              loaded.byte_size == tensor->byte_size;
+  for (size_t i = 0; same && i < tensor->rank; ++i) {
+    same = loaded.dims[i] == tensor->dims[i];
+  }
+  kiln_status_t status = kiln_ok_status();
+  if (!same) {
+    char have[256], want[256];
+    kiln_host_tensor_format_shape(&loaded, have, sizeof(have));
+    kiln_host_tensor_format_shape(tensor, want, sizeof(want));
+    status = kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              ".npy file '%s' holds %s but the input says %s "
+                              "(or write --input=@%s to take the file's own shape)",
+                              path, have, want, path);
+  } else if (tensor->byte_size) {
+    memcpy(tensor->data, loaded.data, tensor->byte_size);
+  }
+  kiln_host_tensor_deinit(&loaded);
+  return status;
+}
+
 static kiln_status_t kiln_parse_raw_file(const char* path,
                                          kiln_host_tensor_t* tensor) {
   kiln_file_contents_t contents;
   KILN_RETURN_IF_ERROR(kiln_file_read_all(path, tensor->allocator, &contents));
   kiln_status_t status = kiln_ok_status();
-  if (contents.size != tensor->byte_size) {
+  static const char kNpyMagic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
+  if (contents.size >= sizeof(kNpyMagic) &&
+      memcmp(contents.data, kNpyMagic, sizeof(kNpyMagic)) == 0) {
+    status = kiln_copy_npy_checked(&contents, path, tensor);
+  } else if (contents.size != tensor->byte_size) {
     status = kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                               "raw file '%s' holds %zu bytes but the tensor "
                               "needs %zu",

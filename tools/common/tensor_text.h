@@ -4,7 +4,7 @@
 //   whitespace, commas and brackets)   --input=1x3xf32=0.5 (one value splats)
 //   --input=4xf32 (zeros)   --input=f32=1.5 (rank 0)   --input=7 (a scalar
 //   argument)   --input=@x.npy / +x.npy (first / next array of a .npy file)
-//   --input=2x2xf32=@x.bin (raw bytes)   --input=(null)
+//   --input=2x2xf32=@x.bin (raw bytes; a .npy file must match the type)   --input=(null)
 // and the printed form "2x2xi32=[1 2][3 4]".
 #ifndef KILN_TOOLS_COMMON_TENSOR_TEXT_H_
 #define KILN_TOOLS_COMMON_TENSOR_TEXT_H_

@@ -39,7 +39,7 @@ static const flag_t kFlags[] = {
     {"input", FLAG_STRING_LIST, LIST(inputs, input_count),
      "one argument, in order: 2x2xf32=1 2 3 4, 2x2xi32=[1 2][3 4], "
      "1x3xf32=0 (splat), 4xf32 (zeros), f32=1.5, 7, @x.npy / +x.npy (first / "
-     "next array of a file), 2x2xf32=@x.bin (raw), (null)"},
+     "next array of a file), 2x2xf32=@x.bin (raw bytes) or 2x2xf32=@x.npy (must match), (null)"},
     {"output", FLAG_STRING_LIST, LIST(outputs, output_count),
      "where result i goes: - (stdout), @f.npy, +f.npy (append), @f.bin"},
     {"expected_output", FLAG_STRING_LIST, LIST(expected_outputs, expected_output_count),
