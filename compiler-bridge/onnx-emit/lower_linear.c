@@ -51,6 +51,34 @@ static kiln_status_t kiln_lower_epilogue(const kiln_lower_t* l,
   return kiln_ok_status();
 }
 
+// The spec constants of each kernel family's epilogue, in the order
+// activation, has_bias, has_residual.
+static const uint32_t kGemmEpilogueSpecs[3] = {
+    KILN_SPEC_GEMM_ACTIVATION, KILN_SPEC_GEMM_HAS_BIAS, KILN_SPEC_GEMM_HAS_RESIDUAL};
+static const uint32_t kConvEpilogueSpecs[3] = {
+    KILN_SPEC_CONV_ACTIVATION, KILN_SPEC_CONV_HAS_BIAS, KILN_SPEC_CONV_HAS_RESIDUAL};
+
+// Every epilogue kernel binds the residual at 3 (an unused slot repeats
+// binding `placeholder`) and the output at 4, then sets its three spec
+// constants and records the dispatch.
+static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
+                                                const kiln_lower_epilogue_t* e,
+                                                bool has_bias, const uint32_t specs[3],
+                                                uint32_t placeholder,
+                                                kiln_emit_dispatch_desc_t* desc) {
+  desc->bindings[3] = desc->bindings[placeholder];
+  if (e->residual >= 0) {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e->residual, &desc->bindings[3]));
+  }
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc->bindings[4]));
+  kiln_kernel_spec_value_t ops[] = {{specs[0], e->activation},
+                                    {specs[1], has_bias},
+                                    {specs[2], e->residual >= 0}};
+  desc->ops = ops;
+  desc->op_count = 3;
+  return kiln_emit_add_dispatch(l->program, desc);
+}
+
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).
 static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
                                           const kiln_lower_epilogue_t* e,
@@ -75,17 +103,7 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
-  desc.bindings[3] = desc.bindings[0];
-  if (e->residual >= 0) {
-    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e->residual, &desc.bindings[3]));
-  }
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_ACTIVATION, e->activation},
-                                    {KILN_SPEC_GEMM_HAS_BIAS, has_bias},
-                                    {KILN_SPEC_GEMM_HAS_RESIDUAL, e->residual >= 0}};
-  desc.ops = ops;
-  desc.op_count = 3;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
 }
 
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
@@ -135,17 +153,7 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[1];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
-  desc.bindings[3] = desc.bindings[1];
-  if (e.residual >= 0) {
-    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.residual, &desc.bindings[3]));
-  }
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CONV_ACTIVATION, e.activation},
-                                    {KILN_SPEC_CONV_HAS_BIAS, has_bias},
-                                    {KILN_SPEC_CONV_HAS_RESIDUAL, e.residual >= 0}};
-  desc.ops = ops;
-  desc.op_count = 3;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_finish_epilogue(l, &e, has_bias, kConvEpilogueSpecs, 1, &desc);
 }
 
 // Bias strides for an addend broadcast onto [batch, m, n] (rank-`rank` out).
@@ -215,17 +223,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   } else if (cv) {
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   }
-  desc.bindings[3] = desc.bindings[0];
-  if (e.residual >= 0) {
-    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.residual, &desc.bindings[3]));
-  }
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_ACTIVATION, e.activation},
-                                    {KILN_SPEC_GEMM_HAS_BIAS, cv != NULL},
-                                    {KILN_SPEC_GEMM_HAS_RESIDUAL, e.residual >= 0}};
-  desc.ops = ops;
-  desc.op_count = 3;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_finish_epilogue(l, &e, cv != NULL, kGemmEpilogueSpecs, 0, &desc);
 }
 
 // Batch stride of an operand of rank `rank` for an output with `batch`
@@ -282,15 +280,5 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.bias, &desc.bindings[2]));
-  desc.bindings[3] = desc.bindings[0];
-  if (e.residual >= 0) {
-    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.residual, &desc.bindings[3]));
-  }
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_ACTIVATION, e.activation},
-                                    {KILN_SPEC_GEMM_HAS_BIAS, bias != NULL},
-                                    {KILN_SPEC_GEMM_HAS_RESIDUAL, e.residual >= 0}};
-  desc.ops = ops;
-  desc.op_count = 3;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_finish_epilogue(l, &e, bias != NULL, kGemmEpilogueSpecs, 0, &desc);
 }
