@@ -50,15 +50,15 @@ static kiln_status_t kiln_activation_params(const kiln_graph_node_t* node,
   *out_alpha = 0.0f;
   *out_beta = 0.0f;
   switch (kind) {
-    case KILN_ACTIVATION_LEAKY_RELU:
+    case KILN_ACT_LEAKY_RELU:
       return kiln_graph_node_attr_float(node, "alpha", 0.01f, out_alpha);
-    case KILN_ACTIVATION_ELU:
+    case KILN_ACT_ELU:
       return kiln_graph_node_attr_float(node, "alpha", 1.0f, out_alpha);
-    case KILN_ACTIVATION_HARD_SIGMOID:
+    case KILN_ACT_HARD_SIGMOID:
       KILN_RETURN_IF_ERROR(
           kiln_graph_node_attr_float(node, "alpha", 0.2f, out_alpha));
       return kiln_graph_node_attr_float(node, "beta", 0.5f, out_beta);
-    case KILN_ACTIVATION_GELU: {
+    case KILN_ACT_GELU: {
       const char* approximate = "none";
       KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(node, "approximate",
                                                        "none", &approximate));
