@@ -173,9 +173,28 @@ def check_runtime_parts(rel, text, rules, defined):
     return problems
 
 
+# Docs and comments cite files of this repository only (a clone has nothing
+# beside it).
+OUTSIDE_RE = re.compile(r"\.\./shared\b|/work/shared|\bDESIGN(\.md| ?§)")
+
+
+def check_outside_references(root):
+    problems = []
+    def wanted(name):
+        return name.endswith(SOURCE_EXTENSIONS + (".md", ".sh", ".build", ".comp"))
+    for rel in walk(root, wanted):
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                if OUTSIDE_RE.search(line) and rel != "scripts/check-layers.py":
+                    problems.append(f"{rel}:{number}: refers outside the repository: "
+                                    f"{line.strip()[:80]}")
+    return problems
+
+
 def check(root):
     rules = Rules(root)
-    return check_includes(root, rules) + check_meson(root, rules)
+    return (check_includes(root, rules) + check_meson(root, rules) +
+            check_outside_references(root))
 
 
 # Each plant: (file, text to append or (old, new) to replace, expected words).
@@ -194,14 +213,17 @@ PLANTS = [
      "layer modules may not use kiln_vulkan_driver_dep"),
     ("meson.build", ("kiln_session_lib]", "kiln_session_lib, kiln_onnx_lib]"),
      "the runtime library takes kiln_onnx_lib"),
+    ("hal/device.c", "\n// see DESIGN \u00a76\n", "refers outside the repository"),
+    ("README.md", "\nSee ../shared/DESIGN.md.\n", "refers outside the repository"),
 ]
 
 
 def self_test(root):
     paths = list(walk(root, lambda n: n.endswith(SOURCE_EXTENSIONS) or n == "meson.build"))
+    paths.append("README.md")
     failures = []
     with tempfile.TemporaryDirectory(prefix="kiln-layers-") as tmp:
-        for rel in paths + [DOC]:
+        for rel in sorted(set(paths + [DOC])):
             os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
             shutil.copy(os.path.join(root, rel), os.path.join(tmp, rel))
         clean = check(tmp)
