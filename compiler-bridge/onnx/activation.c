@@ -52,6 +52,32 @@ bool kiln_activation_fusable(kiln_activation_t code) {
   return false;
 }
 
+kiln_status_t kiln_activation_attrs(const kiln_graph_node_t* node,
+                                    kiln_activation_t code, float* out_alpha,
+                                    float* out_beta) {
+  *out_alpha = 0.0f;
+  *out_beta = 0.0f;
+  switch (code) {
+    case KILN_ACT_LEAKY_RELU:
+      return kiln_graph_node_attr_float(node, "alpha", 0.01f, out_alpha);
+    case KILN_ACT_ELU:
+      return kiln_graph_node_attr_float(node, "alpha", 1.0f, out_alpha);
+    case KILN_ACT_HARD_SIGMOID:
+      KILN_RETURN_IF_ERROR(
+          kiln_graph_node_attr_float(node, "alpha", 0.2f, out_alpha));
+      return kiln_graph_node_attr_float(node, "beta", 0.5f, out_beta);
+    case KILN_ACT_GELU: {
+      const char* approximate = "none";
+      KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(node, "approximate",
+                                                       "none", &approximate));
+      *out_alpha = strcmp(approximate, "tanh") == 0 ? 1.0f : 0.0f;
+      return kiln_ok_status();
+    }
+    default:
+      return kiln_ok_status();
+  }
+}
+
 float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
                           float x) {
   switch (kind) {

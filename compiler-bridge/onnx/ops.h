@@ -127,6 +127,12 @@ typedef uint32_t kiln_activation_t;
 kiln_activation_t kiln_activation_from_name(const char* name);
 // The table's op names in order; NULL past the end.
 const char* kiln_activation_name(size_t index);
+// alpha/beta of an activation node from its attributes (LeakyRelu, Elu,
+// HardSigmoid, Gelu's approximate); 0 for the others. Clip's bounds are
+// inputs: its callers read them.
+kiln_status_t kiln_activation_attrs(const kiln_graph_node_t* node,
+                                    kiln_activation_t code, float* out_alpha,
+                                    float* out_beta);
 // Whether a conv/gemm epilogue may carry it (kiln.activation).
 bool kiln_activation_fusable(kiln_activation_t code);
 float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
