@@ -204,6 +204,8 @@ PLANTS = [
     ("vm/module.c", '\n#include "kiln/hal/device.h"\n', "layer vm may not include \"kiln/hal/device.h\""),
     ("tools/benchmark-hal/main.c", '\n#include "../../drivers/vulkan/vulkan_internal.h"\n',
      "from outside its directory"),
+    ("tools/run-module/main.c", '\n#include "kiln/drivers/vulkan.h"\n',
+     "layer tools may not include \"kiln/drivers/vulkan.h\""),
     ("modules/session/session.c", '\n#include "kiln/drivers/vulkan.h"\n',
      "layer modules may not include \"kiln/drivers/vulkan.h\""),
     ("vm/meson.build", ("dependencies: [kiln_format_dep, kiln_vm_isa_dep, threads_dep, m_dep])",
