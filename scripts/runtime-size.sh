@@ -30,11 +30,11 @@ archives=$(ls "$libdir"/libSPIRV-Tools*.a 2>/dev/null || true)
 [ -n "$archives" ] || { echo "runtime-size: no SPIRV-Tools archives in $libdir" >&2; exit 1; }
 # shellcheck disable=SC2086
 nm --defined-only $archives 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u > "$scratch/spirv-tools.syms"
-nm -S --defined-only "$so" | awk 'NF == 4 { print $2, $4 }' > "$scratch/kiln.syms"
+nm -S -t d --defined-only "$so" | awk 'NF == 4 { print $2 + 0, $4 }' > "$scratch/kiln.syms"
 
 awk -v stripped="$stripped" -v so="$so" '
   FNR == NR { spv[$1] = 1; next }
-  { size = strtonum("0x" $1); total += size; if ($2 in spv) mine += size }
+  { total += $1; if ($2 in spv) mine += $1 }
   END {
     share = total ? mine / total : 0
     printf "libkiln.so (%s)\n", so
