@@ -1,34 +1,25 @@
-// Conservative per-arch capabilities (DESIGN.md section 6; where a row gives
-// a range, the smaller value) so the bridge can build a variant for a
-// triple without a device in hand.
+// The kernels' view of an arch, read from the HAL's target table
+// (hal/target/arch_table.c) so there is one table of per-arch capabilities.
 #include <stdio.h>
 #include <string.h>
 
 #include "kiln/compiler/kernels_target.h"
+#include "kiln/hal/target_triple.h"
 
-typedef struct kiln_arch_caps_row_t {
-  const char* arch;
-  kiln_kernel_arch_caps_t caps;
-} kiln_arch_caps_row_t;
-
-// subgroup, max invocations, shared bytes, fp16 storage, fp16 math,
-// subgroup arithmetic, cooperative matrix.
-static const kiln_arch_caps_row_t kArchCaps[] = {
-    {"unknown", {64, 128, 16 * 1024, false, false, false, false}},
-    {"cpu", {8, 1024, 32 * 1024, true, true, true, false}},
-    {"valhall", {16, 512, 32 * 1024, true, true, true, false}},
-    {"adreno", {64, 1024, 32 * 1024, true, true, true, false}},
-    {"rdna1", {64, 1024, 64 * 1024, true, true, true, false}},
-    {"rdna2", {64, 1024, 64 * 1024, true, true, true, false}},
-    {"rdna3", {64, 1024, 64 * 1024, true, true, true, true}},
-    {"pascal", {32, 1024, 48 * 1024, true, true, true, false}},
-    {"turing", {32, 1024, 64 * 1024, true, true, true, true}},
-    {"ampere", {32, 1024, 64 * 1024, true, true, true, true}},
-    {"ada", {32, 1024, 64 * 1024, true, true, true, true}},
-    {"hopper", {32, 1024, 64 * 1024, true, true, true, true}},
-    {"arc", {8, 1024, 32 * 1024, true, true, true, false}},
-    {"m1", {32, 1024, 32 * 1024, true, true, true, false}},
-};
+kiln_kernel_arch_caps_t kiln_kernel_arch_caps_from_info(
+    const kiln_target_arch_info_t* info) {
+  kiln_kernel_arch_caps_t caps = {
+      .subgroup_size = info->subgroup_size,
+      .max_workgroup_invocations = info->max_workgroup_invocations,
+      .max_shared_memory_bytes = info->max_shared_memory_bytes,
+      .fp16_storage = (info->features & KILN_TARGET_FEATURE_STORAGE_16BIT) != 0,
+      .fp16_arithmetic = (info->features & KILN_TARGET_FEATURE_FP16) != 0,
+      .subgroup_arithmetic = (info->features & KILN_TARGET_FEATURE_SUBGROUP_OPS) != 0,
+      .cooperative_matrix =
+          (info->features & KILN_TARGET_FEATURE_COOPERATIVE_MATRIX) != 0,
+  };
+  return caps;
+}
 
 kiln_status_t kiln_kernel_arch_caps_for_arch(const char* arch,
                                              kiln_kernel_arch_caps_t* out_caps) {
@@ -37,19 +28,17 @@ kiln_status_t kiln_kernel_arch_caps_for_arch(const char* arch,
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "kiln_kernel_arch_caps_for_arch: NULL argument");
   }
-  const size_t count = sizeof(kArchCaps) / sizeof(kArchCaps[0]);
-  for (size_t i = 0; i < count; ++i) {
-    if (strcmp(kArchCaps[i].arch, arch) == 0) {
-      *out_caps = kArchCaps[i].caps;
-      return kiln_ok_status();
-    }
+  const kiln_target_arch_info_t* info = kiln_target_arch_lookup(arch);
+  if (info) {
+    *out_caps = kiln_kernel_arch_caps_from_info(info);
+    return kiln_ok_status();
   }
-  char known[256];
+  char known[512];
   size_t used = 0;
   known[0] = '\0';
-  for (size_t i = 0; i < count && used < sizeof(known); ++i) {
+  for (size_t i = 0; i < kiln_target_arch_count() && used < sizeof(known); ++i) {
     int n = snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
-                     kArchCaps[i].arch);
+                     kiln_target_arch_at(i)->name);
     if (n < 0) break;
     used += (size_t)n;
   }

@@ -131,7 +131,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
   }
   config.required_features =
       desc->base_features | kiln_kernel_variant_features(config.variant);
-  if ((desc->base_features & KILN_KERNEL_FEATURE_FP16_STORAGE) && !caps->fp16_storage) {
+  if ((desc->base_features & KILN_FORMAT_FEATURE_STORAGE_16BIT) && !caps->fp16_storage) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "kernel '%s' needs 16-bit storage, which the arch lacks",
                             desc->name);

@@ -65,10 +65,10 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_CAST_F32_TO_F16, "cast_f32_to_f16", "main", 2,
      {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_KERNEL_FEATURE_FP16_STORAGE},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_FORMAT_FEATURE_STORAGE_16BIT},
     {KILN_KERNEL_CAST_F16_TO_F32, "cast_f16_to_f32", "main", 2,
      {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_KERNEL_FEATURE_FP16_STORAGE},
+     sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_FORMAT_FEATURE_STORAGE_16BIT},
     {KILN_KERNEL_CAST_INT_TO_F32, "cast_int_to_f32", "main", 2,
      {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_copy_params_t), 1, V(FP32)},
@@ -120,9 +120,9 @@ const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant) {
 uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant) {
   switch (variant) {
     case KILN_KERNEL_VARIANT_FP16_STORAGE:
-      return KILN_KERNEL_FEATURE_FP16_STORAGE;
+      return KILN_FORMAT_FEATURE_STORAGE_16BIT;
     case KILN_KERNEL_VARIANT_SUBGROUP:
-      return KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC;
+      return KILN_FORMAT_FEATURE_SUBGROUP_OPS;
     default: return 0;
   }
 }

@@ -4,18 +4,23 @@
 #include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+
 kiln_status_t kiln_lower_refuse(const kiln_lower_t* l, const char* format, ...) {
-  char reason[512];
   va_list args;
   va_start(args, format);
-  vsnprintf(reason, sizeof(reason), format, args);
+  // Full length: the unsupported-op refusal lists every lowered op.
+  char* reason = kiln_op_format_alloc_v(format, args);
   va_end(args);
-  return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                          "node '%s' (op %s, opset %lld): %s (no GPU lowering)",
-                          l->node->name, l->node->op_type,
-                          (long long)l->graph->opset, reason);
+  kiln_status_t status = kiln_make_status(
+      KILN_STATUS_UNIMPLEMENTED, "node '%s' (op %s, opset %lld): %s (no GPU lowering)",
+      l->node->name, l->node->op_type, (long long)l->graph->opset,
+      reason ? reason : format);
+  free(reason);
+  return status;
 }
 
 const kiln_graph_value_t* kiln_lower_in(const kiln_lower_t* l, size_t index) {
@@ -114,36 +119,20 @@ kiln_status_t kiln_lower_const_ints(const kiln_lower_t* l, size_t index,
 kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
                                     float alpha, float beta, uint32_t* out_code,
                                     float* out_alpha, float* out_beta) {
-  static const struct {
-    const char* name;
-    uint32_t code;
-  } kTable[] = {
-      {"Relu", KILN_ACT_RELU},       {"LeakyRelu", KILN_ACT_LEAKY_RELU},
-      {"Clip", KILN_ACT_CLIP},       {"Sigmoid", KILN_ACT_SIGMOID},
-      {"HardSigmoid", KILN_ACT_HARD_SIGMOID},
-      {"HardSwish", KILN_ACT_HARD_SWISH},
-      {"Tanh", KILN_ACT_TANH},       {"Gelu", KILN_ACT_GELU},
-      {"Erf", KILN_ACT_ERF},         {"Elu", KILN_ACT_ELU},
-      {"Softplus", KILN_ACT_SOFTPLUS}, {"Sqrt", KILN_ACT_SQRT},
-      {"Exp", KILN_ACT_EXP},         {"Log", KILN_ACT_LOG},
-      {"Neg", KILN_ACT_NEG},         {"Abs", KILN_ACT_ABS},
-      {"Reciprocal", KILN_ACT_RECIPROCAL},
-  };
   *out_code = KILN_ACT_NONE;
   *out_alpha = alpha;
   *out_beta = beta;
-  for (size_t i = 0; i < sizeof(kTable) / sizeof(kTable[0]); ++i) {
-    if (strcmp(kTable[i].name, name) == 0) {
-      // The fused Gelu carries alpha = 1 for the tanh approximation, which
-      // the kernel (erf form) does not compute.
-      if (kTable[i].code == KILN_ACT_GELU && alpha != 0.0f) {
-        return kiln_lower_refuse(l, "Gelu approximate='tanh' is not supported");
-      }
-      *out_code = kTable[i].code;
-      return kiln_ok_status();
-    }
+  kiln_activation_t code = kiln_activation_from_name(name);
+  if (code == KILN_ACT_NONE) {
+    return kiln_lower_refuse(l, "activation '%s' is not supported", name);
   }
-  return kiln_lower_refuse(l, "activation '%s' is not supported", name);
+  // The fused Gelu carries alpha = 1 for the tanh approximation, which the
+  // kernel (erf form) does not compute.
+  if (code == KILN_ACT_GELU && alpha != 0.0f) {
+    return kiln_lower_refuse(l, "Gelu approximate='tanh' is not supported");
+  }
+  *out_code = code;
+  return kiln_ok_status();
 }
 
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
@@ -158,32 +147,130 @@ kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
   return kiln_emit_add_dispatch(program, &desc);
 }
 
-typedef kiln_status_t (*kiln_lower_fn_t)(const kiln_lower_t* l);
+// Adapters so every row of the lowering table is (function, code).
+static kiln_status_t kiln_lower_sum(const kiln_lower_t* l, uint32_t op) {
+  return kiln_lower_variadic(l, op, false);
+}
+static kiln_status_t kiln_lower_mean(const kiln_lower_t* l, uint32_t op) {
+  return kiln_lower_variadic(l, op, true);
+}
+// Max/Min are variadic; two inputs are the plain binary op.
+static kiln_status_t kiln_lower_max_min(const kiln_lower_t* l, uint32_t op) {
+  if (l->node->input_count != 2) return kiln_lower_variadic(l, op, false);
+  return kiln_lower_binary(l, op);
+}
+static kiln_status_t kiln_lower_softmax_op(const kiln_lower_t* l, uint32_t log) {
+  return kiln_lower_softmax(l, log != 0);
+}
+static kiln_status_t kiln_lower_recurrent(const kiln_lower_t* l, uint32_t unused) {
+  return kiln_lower_refuse(l, "%s runs on the GPU only unrolled, which needs constant W, R "
+                              "and B and at most 512 steps", l->node->op_type);
+}
+
+// The GPU lowering of each op of the ONNX op table (compiler-bridge/onnx);
+// the activations and unary math ops (Relu ... Reciprocal) come from the
+// activation table (onnx/activation.c) and lower to the unary kernel. A test
+// checks that every name here is an op of the ONNX table.
+typedef struct kiln_lowering_t {
+  const char* op;
+  kiln_status_t (*plain)(const kiln_lower_t* l);
+  kiln_status_t (*coded)(const kiln_lower_t* l, uint32_t code);
+  uint32_t code;
+  const char* note;  // shown in the supported-op list
+} kiln_lowering_t;
+
+#define PLAIN(op, fn) {op, fn, NULL, 0, NULL}
+#define CODED(op, fn, code) {op, NULL, fn, code, NULL}
+static const kiln_lowering_t kLowerings[] = {
+    PLAIN("Conv", kiln_lower_conv),
+    PLAIN("Gemm", kiln_lower_gemm),
+    PLAIN("MatMul", kiln_lower_matmul),
+    CODED("Add", kiln_lower_binary, KILN_BINARY_ADD),
+    CODED("Sub", kiln_lower_binary, KILN_BINARY_SUB),
+    CODED("Mul", kiln_lower_binary, KILN_BINARY_MUL),
+    CODED("Div", kiln_lower_binary, KILN_BINARY_DIV),
+    CODED("Pow", kiln_lower_binary, KILN_BINARY_POW),
+    CODED("Max", kiln_lower_max_min, KILN_BINARY_MAX),
+    CODED("Min", kiln_lower_max_min, KILN_BINARY_MIN),
+    CODED("Sum", kiln_lower_sum, KILN_BINARY_ADD),
+    CODED("Mean", kiln_lower_mean, KILN_BINARY_ADD),
+    PLAIN("Reshape", kiln_lower_copy),
+    PLAIN("Flatten", kiln_lower_copy),
+    PLAIN("Squeeze", kiln_lower_copy),
+    PLAIN("Unsqueeze", kiln_lower_copy),
+    PLAIN("Identity", kiln_lower_copy),
+    PLAIN("Dropout", kiln_lower_copy),
+    PLAIN("Transpose", kiln_lower_transpose),
+    PLAIN("Concat", kiln_lower_concat),
+    PLAIN("Slice", kiln_lower_slice),
+    CODED("MaxPool", kiln_lower_pool, KILN_POOL_MAX),
+    CODED("AveragePool", kiln_lower_pool, KILN_POOL_AVG),
+    CODED("GlobalAveragePool", kiln_lower_global_pool, KILN_REDUCE_MEAN),
+    CODED("GlobalMaxPool", kiln_lower_global_pool, KILN_REDUCE_MAX),
+    CODED("ReduceSum", kiln_lower_reduce, KILN_REDUCE_SUM),
+    CODED("ReduceMean", kiln_lower_reduce, KILN_REDUCE_MEAN),
+    CODED("ReduceMax", kiln_lower_reduce, KILN_REDUCE_MAX),
+    CODED("ReduceMin", kiln_lower_reduce, KILN_REDUCE_MIN),
+    CODED("Softmax", kiln_lower_softmax_op, 0),
+    CODED("LogSoftmax", kiln_lower_softmax_op, 1),
+    PLAIN("LayerNormalization", kiln_lower_layer_norm),
+    PLAIN("InstanceNormalization", kiln_lower_instance_norm),
+    PLAIN("BatchNormalization", kiln_lower_batch_norm),
+    PLAIN("Gather", kiln_lower_gather),
+    PLAIN("Pad", kiln_lower_pad),
+    PLAIN("Split", kiln_lower_split),
+    PLAIN("Expand", kiln_lower_expand),
+    PLAIN("ConvTranspose", kiln_lower_conv_transpose),
+    PLAIN("Resize", kiln_lower_resize),
+    PLAIN("Einsum", kiln_lower_einsum),
+    PLAIN("DepthToSpace", kiln_lower_space_depth),
+    PLAIN("SpaceToDepth", kiln_lower_space_depth),
+    {"LSTM", NULL, kiln_lower_recurrent, 0, "unrolled"},
+    {"GRU", NULL, kiln_lower_recurrent, 0, "unrolled"},
+    {"RNN", NULL, kiln_lower_recurrent, 0, "unrolled"},
+    {"Where", kiln_lower_where, NULL, 0, "constant condition"},
+    {"Cast", kiln_lower_cast, NULL, 0, "to float"},
+};
+#undef PLAIN
+#undef CODED
+
+size_t kiln_lowering_count(void) { return sizeof(kLowerings) / sizeof(kLowerings[0]); }
+
+const char* kiln_lowering_op(size_t index) {
+  return index < kiln_lowering_count() ? kLowerings[index].op : NULL;
+}
+
+static size_t kiln_lower_list_append(char* text, size_t size, size_t used,
+                                     const char* name, const char* note) {
+  int n = snprintf(text ? text + used : NULL, text ? size - used : 0,
+                   note ? "%s%s (%s)" : "%s%s", used ? ", " : "", name, note);
+  return used + (n > 0 ? (size_t)n : 0);
+}
+
+static size_t kiln_lower_list_fill(char* text, size_t size) {
+  size_t used = 0;
+  for (size_t i = 0; i < kiln_lowering_count(); ++i) {
+    used = kiln_lower_list_append(text, size, used, kLowerings[i].op, kLowerings[i].note);
+  }
+  for (size_t i = 0; kiln_activation_name(i); ++i) {
+    used = kiln_lower_list_append(text, size, used, kiln_activation_name(i), NULL);
+  }
+  return used;
+}
+
+char* kiln_lower_supported_list(void) {
+  size_t length = kiln_lower_list_fill(NULL, 0);
+  char* text = (char*)malloc(length + 1);
+  if (!text) return NULL;
+  text[0] = '\0';
+  kiln_lower_list_fill(text, length + 1);
+  return text;
+}
 
 kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                                    int32_t node_id) {
   kiln_lower_t l = {program, program->graph, &program->graph->nodes[node_id]};
   const char* op = l.node->op_type;
-  static const struct {
-    const char* op;
-    kiln_lower_fn_t fn;
-  } kPlain[] = {
-      {"Conv", kiln_lower_conv},         {"Gemm", kiln_lower_gemm},
-      {"MatMul", kiln_lower_matmul},     {"Reshape", kiln_lower_copy},
-      {"Flatten", kiln_lower_copy},      {"Squeeze", kiln_lower_copy},
-      {"Unsqueeze", kiln_lower_copy},    {"Identity", kiln_lower_copy},
-      {"Dropout", kiln_lower_copy},      {"Transpose", kiln_lower_transpose},
-      {"Concat", kiln_lower_concat},     {"Slice", kiln_lower_slice},
-      {"LayerNormalization", kiln_lower_layer_norm},
-      {"InstanceNormalization", kiln_lower_instance_norm},
-      {"Gather", kiln_lower_gather},     {"Pad", kiln_lower_pad},
-      {"Split", kiln_lower_split},       {"Expand", kiln_lower_expand},
-      {"BatchNormalization", kiln_lower_batch_norm},
-      {"ConvTranspose", kiln_lower_conv_transpose},
-      {"Resize", kiln_lower_resize},     {"Einsum", kiln_lower_einsum},
-      {"DepthToSpace", kiln_lower_space_depth}, {"SpaceToDepth", kiln_lower_space_depth},
-      {"Where", kiln_lower_where},
-  };
   if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
       l.node->outputs[0] >= 0) {
     kiln_graph_dtype_t dtype = program->graph->values[l.node->outputs[0]].dtype;
@@ -191,59 +278,15 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
       return kiln_lower_int_passthrough(&l);
     }
   }
-  if (strcmp(op, "Cast") == 0) return kiln_lower_cast(&l);
-  for (size_t i = 0; i < sizeof(kPlain) / sizeof(kPlain[0]); ++i) {
-    if (strcmp(kPlain[i].op, op) == 0) return kPlain[i].fn(&l);
+  for (size_t i = 0; i < kiln_lowering_count(); ++i) {
+    const kiln_lowering_t* row = &kLowerings[i];
+    if (strcmp(row->op, op) != 0) continue;
+    return row->plain ? row->plain(&l) : row->coded(&l, row->code);
   }
-  static const struct {
-    const char* op;
-    uint32_t code;
-  } kBinary[] = {{"Add", KILN_BINARY_ADD}, {"Sub", KILN_BINARY_SUB},
-                 {"Mul", KILN_BINARY_MUL}, {"Div", KILN_BINARY_DIV},
-                 {"Pow", KILN_BINARY_POW}, {"Max", KILN_BINARY_MAX},
-                 {"Min", KILN_BINARY_MIN}};
-  // Max/Min/Sum/Mean are variadic; two inputs are the plain binary op.
-  if (strcmp(op, "Sum") == 0) return kiln_lower_variadic(&l, KILN_BINARY_ADD, false);
-  if (strcmp(op, "Mean") == 0) return kiln_lower_variadic(&l, KILN_BINARY_ADD, true);
-  if ((strcmp(op, "Max") == 0 || strcmp(op, "Min") == 0) && l.node->input_count != 2) {
-    return kiln_lower_variadic(&l, op[1] == 'a' ? KILN_BINARY_MAX : KILN_BINARY_MIN, false);
-  }
-  for (size_t i = 0; i < sizeof(kBinary) / sizeof(kBinary[0]); ++i) {
-    if (strcmp(kBinary[i].op, op) == 0) return kiln_lower_binary(&l, kBinary[i].code);
-  }
-  static const struct {
-    const char* op;
-    uint32_t code;
-  } kReduce[] = {{"ReduceSum", KILN_REDUCE_SUM}, {"ReduceMean", KILN_REDUCE_MEAN},
-                 {"ReduceMax", KILN_REDUCE_MAX}, {"ReduceMin", KILN_REDUCE_MIN}};
-  for (size_t i = 0; i < sizeof(kReduce) / sizeof(kReduce[0]); ++i) {
-    if (strcmp(kReduce[i].op, op) == 0) return kiln_lower_reduce(&l, kReduce[i].code);
-  }
-  if (strcmp(op, "MaxPool") == 0) return kiln_lower_pool(&l, KILN_POOL_MAX);
-  if (strcmp(op, "AveragePool") == 0) return kiln_lower_pool(&l, KILN_POOL_AVG);
-  if (strcmp(op, "GlobalAveragePool") == 0) {
-    return kiln_lower_global_pool(&l, KILN_REDUCE_MEAN);
-  }
-  if (strcmp(op, "GlobalMaxPool") == 0) return kiln_lower_global_pool(&l, KILN_REDUCE_MAX);
-  if (strcmp(op, "Softmax") == 0) return kiln_lower_softmax(&l, false);
-  if (strcmp(op, "LogSoftmax") == 0) return kiln_lower_softmax(&l, true);
-  if (strcmp(op, "LSTM") == 0 || strcmp(op, "GRU") == 0 || strcmp(op, "RNN") == 0) {
-    return kiln_lower_refuse(&l, "%s runs on the GPU only unrolled, which needs constant W, R "
-                                 "and B and at most 512 steps", op);
-  }
-  uint32_t code = 0;
-  float alpha = 0, beta = 0;
-  kiln_status_t status = kiln_lower_activation(&l, op, 0, 0, &code, &alpha, &beta);
-  if (!status) return kiln_lower_unary(&l);
-  kiln_status_free(status);
-  return kiln_lower_refuse(
-      &l, "supported ops: Conv, Gemm, MatMul, Add, Sub, Mul, Div, Pow, Max, Min, "
-          "Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Gelu, "
-          "Erf, Elu, Softplus, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Reshape, "
-          "Flatten, Squeeze, Unsqueeze, Transpose, Concat, Slice, MaxPool, "
-          "AveragePool, GlobalAveragePool, GlobalMaxPool, ReduceSum, "
-          "ReduceMean, ReduceMax, ReduceMin, Softmax, LogSoftmax, "
-          "LayerNormalization, InstanceNormalization, Gather, Pad, Split, Expand, "
-          "Sum, Mean, BatchNormalization, ConvTranspose, Resize, Einsum, DepthToSpace, "
-          "SpaceToDepth, LSTM, GRU, RNN, Where (constant condition), Cast (to float)");
+  if (kiln_activation_from_name(op) != KILN_ACT_NONE) return kiln_lower_unary(&l);
+  char* supported = kiln_lower_supported_list();
+  kiln_status_t status = kiln_lower_refuse(
+      &l, "supported ops: %s", supported ? supported : "(out of memory listing them)");
+  free(supported);
+  return status;
 }

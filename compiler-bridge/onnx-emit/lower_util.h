@@ -52,6 +52,13 @@ kiln_status_t kiln_lower_window_2d(const kiln_lower_t* l, const kiln_graph_shape
                                    bool allow_ceil, bool allow_dilations,
                                    struct kiln_window_t* out);
 
+// The op -> lowering table (lower_util.c): its ops in order, and the
+// supported-op list of the refusal (table ops, then the activation table's),
+// malloc'd; NULL when out of memory.
+size_t kiln_lowering_count(void);
+const char* kiln_lowering_op(size_t index);
+char* kiln_lower_supported_list(void);
+
 // Lowering families.
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);

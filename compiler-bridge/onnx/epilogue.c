@@ -41,7 +41,7 @@ kiln_status_t kiln_op_check_epilogue(const kiln_op_infer_args_t* args) {
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(
       args->node, "kiln.activation", NULL, &activation));
   if (activation &&
-      kiln_activation_from_name(activation) == KILN_ACTIVATION_NONE) {
+      !kiln_activation_fusable(kiln_activation_from_name(activation))) {
     return kiln_op_unsupported(args, "kiln.activation='%s' is not supported",
                                activation);
   }
@@ -88,7 +88,7 @@ void kiln_ref_apply_epilogue(const kiln_op_run_args_t* args) {
       kiln_graph_node_find_attr(args->node, "kiln.activation");
   kiln_activation_t kind = act && act->type == KILN_GRAPH_ATTR_STRING
                                ? kiln_activation_from_name(act->s)
-                               : KILN_ACTIVATION_NONE;
+                               : KILN_ACT_NONE;
   const kiln_graph_attr_t* alpha =
       kiln_graph_node_find_attr(args->node, "kiln.activation_alpha");
   const kiln_graph_attr_t* beta =
@@ -97,7 +97,7 @@ void kiln_ref_apply_epilogue(const kiln_op_run_args_t* args) {
   float b = beta && beta->type == KILN_GRAPH_ATTR_FLOAT ? beta->f : 0.0f;
   if (bias) kiln_add_broadcast(out, bias);
   if (residual && residual_first) kiln_add_broadcast(out, residual);
-  if (kind != KILN_ACTIVATION_NONE) {
+  if (kind != KILN_ACT_NONE) {
     float* y = (float*)out->data;
     for (size_t i = 0; i < out->count; ++i) {
       y[i] = kiln_ref_activation(kind, a, b, y[i]);

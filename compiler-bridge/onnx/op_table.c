@@ -1,5 +1,8 @@
 // Looks ops up across the families.
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "ops.h"
 
@@ -21,16 +24,50 @@ const kiln_op_def_t* kiln_op_find(const char* op_type) {
   return NULL;
 }
 
-const char* kiln_op_supported_list(void) {
-  return "Abs, Add, And, AveragePool, BatchNormalization, Cast, Clip, "
-         "Concat, Constant, ConstantOfShape, Conv, ConvTranspose, DepthToSpace, Div, "
-         "Dropout, Einsum, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, "
-         "GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, GRU, "
-         "HardSigmoid, HardSwish, Identity, InstanceNormalization, "
-         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, "
-         "MatMul, Max, MaxPool, Mean, Min, Mod, Mul, Neg, Not, Or, Pad, Pow, Range, "
-         "Reciprocal, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, Relu, "
-         "Reshape, Resize, RNN, ScatterND, Shape, Sigmoid, Slice, Softmax, Softplus, "
-         "SpaceToDepth, Split, "
-         "Sqrt, Squeeze, Sub, Sum, Tanh, Transpose, Trilu, Unsqueeze, Where, Xor";
+size_t kiln_op_count(void) {
+  size_t count = 0;
+  for (size_t f = 0; f < sizeof(kiln_op_families) / sizeof(*kiln_op_families);
+       ++f) {
+    for (const kiln_op_def_t* op = kiln_op_families[f]; op->op_type; ++op) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+const kiln_op_def_t* kiln_op_at(size_t index) {
+  for (size_t f = 0; f < sizeof(kiln_op_families) / sizeof(*kiln_op_families);
+       ++f) {
+    for (const kiln_op_def_t* op = kiln_op_families[f]; op->op_type; ++op) {
+      if (index-- == 0) return op;
+    }
+  }
+  return NULL;
+}
+
+static int kiln_op_name_compare(const void* a, const void* b) {
+  return strcasecmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+char* kiln_op_supported_list(void) {
+  size_t count = kiln_op_count();
+  size_t length = 1;
+  for (size_t i = 0; i < count; ++i) length += strlen(kiln_op_at(i)->op_type) + 2;
+  const char** names = (const char**)malloc((count ? count : 1) * sizeof(*names));
+  char* text = (char*)malloc(length);
+  if (!names || !text) {
+    free(names);
+    free(text);
+    return NULL;
+  }
+  for (size_t i = 0; i < count; ++i) names[i] = kiln_op_at(i)->op_type;
+  qsort(names, count, sizeof(*names), kiln_op_name_compare);
+  size_t used = 0;
+  text[0] = '\0';
+  for (size_t i = 0; i < count; ++i) {
+    used += (size_t)snprintf(text + used, length - used, "%s%s", i ? ", " : "",
+                             names[i]);
+  }
+  free(names);
+  return text;
 }

@@ -4,7 +4,12 @@
 #ifndef KILN_COMPILER_BRIDGE_ONNX_OPS_H_
 #define KILN_COMPILER_BRIDGE_ONNX_OPS_H_
 
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "kiln/compiler/graph.h"
+#include "kiln/compiler/kernels_codes.h"
 
 typedef struct kiln_ref_tensor_t {
   kiln_graph_dtype_t dtype;
@@ -42,8 +47,14 @@ typedef struct kiln_op_def_t {
 } kiln_op_def_t;
 
 const kiln_op_def_t* kiln_op_find(const char* op_type);
-// "Abs, Add, ..." for messages.
-const char* kiln_op_supported_list(void);
+// The table's ops in family order (kiln_op_at: NULL past the end).
+size_t kiln_op_count(void);
+const kiln_op_def_t* kiln_op_at(size_t index);
+// Every op of the table, "Abs, Add, ..." (sorted, case-insensitive), built
+// from the table; malloc'd (the caller frees), NULL when out of memory.
+char* kiln_op_supported_list(void);
+// vsnprintf into a malloc'd string of the full length (NULL on failure).
+char* kiln_op_format_alloc_v(const char* format, va_list list);
 
 // Unsupported-feature error naming node, op type and opset.
 kiln_status_t kiln_op_unsupported(const kiln_op_infer_args_t* args,
@@ -106,21 +117,24 @@ void kiln_ref_contiguous_strides(const kiln_graph_shape_t* shape,
 kiln_status_t kiln_op_check_epilogue(const kiln_op_infer_args_t* args);
 void kiln_ref_apply_epilogue(const kiln_op_run_args_t* args);
 // Activations shared by the standalone ops and fused epilogues.
-typedef enum kiln_activation_e {
-  KILN_ACTIVATION_NONE = 0,
-  KILN_ACTIVATION_RELU,
-  KILN_ACTIVATION_CLIP,         // alpha = min, beta = max
-  KILN_ACTIVATION_LEAKY_RELU,   // alpha
-  KILN_ACTIVATION_SIGMOID,
-  KILN_ACTIVATION_HARD_SIGMOID, // alpha, beta
-  KILN_ACTIVATION_HARD_SWISH,
-  KILN_ACTIVATION_TANH,
-  KILN_ACTIVATION_ELU,          // alpha
-  KILN_ACTIVATION_SOFTPLUS,
-  KILN_ACTIVATION_GELU,         // alpha = 1 for the tanh approximation
-} kiln_activation_t;
-// Activation named like its ONNX op; NONE when not an activation.
+// A KILN_ACT_* code (kiln/compiler/kernels_codes.h): the one activation
+// vocabulary of the reference, the fusion pass and the GPU kernels. alpha and
+// beta: Clip min/max, LeakyRelu/Elu alpha, HardSigmoid alpha/beta, Gelu
+// alpha = 1 for the tanh approximation.
+typedef uint32_t kiln_activation_t;
+// Activation named like its ONNX op (Relu ... Reciprocal); KILN_ACT_NONE when
+// not an activation.
 kiln_activation_t kiln_activation_from_name(const char* name);
+// The table's op names in order; NULL past the end.
+const char* kiln_activation_name(size_t index);
+// alpha/beta of an activation node from its attributes (LeakyRelu, Elu,
+// HardSigmoid, Gelu's approximate); 0 for the others. Clip's bounds are
+// inputs: its callers read them.
+kiln_status_t kiln_activation_attrs(const kiln_graph_node_t* node,
+                                    kiln_activation_t code, float* out_alpha,
+                                    float* out_beta);
+// Whether a conv/gemm epilogue may carry it (kiln.activation).
+bool kiln_activation_fusable(kiln_activation_t code);
 float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
                           float x);
 

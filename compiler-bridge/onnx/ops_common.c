@@ -2,19 +2,35 @@
 // axes, broadcasting, strides.
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
 
+char* kiln_op_format_alloc_v(const char* format, va_list list) {
+  va_list copy;
+  va_copy(copy, list);
+  int length = vsnprintf(NULL, 0, format, copy);
+  va_end(copy);
+  if (length < 0) return NULL;
+  char* text = (char*)malloc((size_t)length + 1);
+  if (text) vsnprintf(text, (size_t)length + 1, format, list);
+  return text;
+}
+
+// The detail is formatted at its full length: a refusal that lists the
+// supported ops must not be cut off.
 static kiln_status_t kiln_op_status_v(const kiln_op_infer_args_t* args,
                                       kiln_status_code_t code,
                                       const char* suffix, const char* format,
                                       va_list list) {
-  char detail[512];
-  vsnprintf(detail, sizeof(detail), format, list);
-  return kiln_make_status(code, "node '%s' (op %s, opset %lld): %s%s",
-                          args->node->name, args->node->op_type,
-                          (long long)args->graph->opset, detail, suffix);
+  char* detail = kiln_op_format_alloc_v(format, list);
+  kiln_status_t status = kiln_make_status(
+      code, "node '%s' (op %s, opset %lld): %s%s", args->node->name,
+      args->node->op_type, (long long)args->graph->opset,
+      detail ? detail : format, suffix);
+  free(detail);
+  return status;
 }
 
 kiln_status_t kiln_op_unsupported(const kiln_op_infer_args_t* args,

@@ -46,28 +46,8 @@ static kiln_status_t kiln_run_unary(const kiln_op_run_args_t* args) {
 static kiln_status_t kiln_activation_params(const kiln_graph_node_t* node,
                                             float* out_alpha,
                                             float* out_beta) {
-  kiln_activation_t kind = kiln_activation_from_name(node->op_type);
-  *out_alpha = 0.0f;
-  *out_beta = 0.0f;
-  switch (kind) {
-    case KILN_ACTIVATION_LEAKY_RELU:
-      return kiln_graph_node_attr_float(node, "alpha", 0.01f, out_alpha);
-    case KILN_ACTIVATION_ELU:
-      return kiln_graph_node_attr_float(node, "alpha", 1.0f, out_alpha);
-    case KILN_ACTIVATION_HARD_SIGMOID:
-      KILN_RETURN_IF_ERROR(
-          kiln_graph_node_attr_float(node, "alpha", 0.2f, out_alpha));
-      return kiln_graph_node_attr_float(node, "beta", 0.5f, out_beta);
-    case KILN_ACTIVATION_GELU: {
-      const char* approximate = "none";
-      KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(node, "approximate",
-                                                       "none", &approximate));
-      *out_alpha = strcmp(approximate, "tanh") == 0 ? 1.0f : 0.0f;
-      return kiln_ok_status();
-    }
-    default:
-      return kiln_ok_status();
-  }
+  return kiln_activation_attrs(node, kiln_activation_from_name(node->op_type),
+                               out_alpha, out_beta);
 }
 
 static kiln_status_t kiln_infer_activation(const kiln_op_infer_args_t* args) {

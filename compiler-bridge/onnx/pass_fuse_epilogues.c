@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
+#include "ops.h"
 
 static bool kiln_is_producer_op(const kiln_graph_node_t* node) {
   return strcmp(node->op_type, "Conv") == 0 ||
@@ -52,29 +53,11 @@ static kiln_status_t kiln_set_float(kiln_graph_t* graph, int32_t node_id,
 static bool kiln_activation_params(const kiln_graph_t* graph,
                                    const kiln_graph_node_t* node, float* alpha,
                                    float* beta) {
-  const char* op = node->op_type;
+  kiln_activation_t code = kiln_activation_from_name(node->op_type);
   *alpha = 0.0f;
   *beta = 0.0f;
-  kiln_status_t status = kiln_ok_status();
-  if (strcmp(op, "Relu") == 0 || strcmp(op, "Sigmoid") == 0 ||
-      strcmp(op, "HardSwish") == 0 || strcmp(op, "Tanh") == 0 ||
-      strcmp(op, "Softplus") == 0) {
-    return true;
-  }
-  if (strcmp(op, "LeakyRelu") == 0) {
-    status = kiln_graph_node_attr_float(node, "alpha", 0.01f, alpha);
-  } else if (strcmp(op, "Elu") == 0) {
-    status = kiln_graph_node_attr_float(node, "alpha", 1.0f, alpha);
-  } else if (strcmp(op, "HardSigmoid") == 0) {
-    status = kiln_graph_node_attr_float(node, "alpha", 0.2f, alpha);
-    if (kiln_status_is_ok(status)) {
-      status = kiln_graph_node_attr_float(node, "beta", 0.5f, beta);
-    }
-  } else if (strcmp(op, "Gelu") == 0) {
-    const char* approximate = "none";
-    status = kiln_graph_node_attr_string(node, "approximate", "none", &approximate);
-    *alpha = strcmp(approximate, "tanh") == 0 ? 1.0f : 0.0f;
-  } else if (strcmp(op, "Clip") == 0) {
+  if (!kiln_activation_fusable(code)) return false;
+  if (code == KILN_ACT_CLIP) {
     *alpha = -3.402823466e+38f;
     *beta = 3.402823466e+38f;
     for (size_t i = 1; i < node->input_count && i < 3; ++i) {
@@ -83,9 +66,9 @@ static bool kiln_activation_params(const kiln_graph_t* graph,
       if (!v->data) return false;
       *(i == 1 ? alpha : beta) = *(const float*)v->data;
     }
-  } else {
-    return false;
+    return true;
   }
+  kiln_status_t status = kiln_activation_attrs(node, code, alpha, beta);
   bool ok = kiln_status_is_ok(status);
   kiln_status_ignore(status);
   return ok;

@@ -2,6 +2,7 @@
 // operand counts, attribute names and types) and computes output dtypes and
 // static shapes. Small constant subgraphs (exporters' shape arithmetic) are
 // evaluated on the way, because later shapes depend on their values.
+#include <stdlib.h>
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
@@ -27,8 +28,12 @@ static kiln_status_t kiln_infer_node(kiln_graph_t* graph, int32_t node_id) {
   kiln_op_infer_args_t args = {graph, node};
   const kiln_op_def_t* op = kiln_op_find(node->op_type);
   if (!op) {
-    return kiln_op_unsupported(&args, "op %s is not supported; supported ops: "
-                               "%s", node->op_type, kiln_op_supported_list());
+    char* supported = kiln_op_supported_list();
+    kiln_status_t status = kiln_op_unsupported(
+        &args, "op %s is not supported; supported ops: %s", node->op_type,
+        supported ? supported : "(out of memory listing them)");
+    free(supported);
+    return status;
   }
   if (graph->opset < op->min_opset) {
     return kiln_op_unsupported(&args, "%s needs opset %d or later here (its "

@@ -1,5 +1,6 @@
 // Debian bookworm's Vulkan headers (1.3.239) predate VK_KHR_cooperative_matrix
-// (DESIGN §6): the few declarations the driver needs, from the registry.
+// (docs/architecture.md): the few declarations the driver needs, from the
+// registry.
 #ifndef KILN_DRIVERS_VULKAN_VULKAN_COOPERATIVE_MATRIX_H_
 #define KILN_DRIVERS_VULKAN_VULKAN_COOPERATIVE_MATRIX_H_
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels_target.h"
+#include "kiln/hal/target_triple.h"
 #include "kiln_test.h"
 
 static kiln_kernel_arch_caps_t caps_for(const char* arch) {
@@ -21,6 +22,55 @@ KILN_TEST(KernelTargetTest, ArchCapsTable) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "unknown arch 'volta' (known: unknown, cpu",
                              kiln_kernel_arch_caps_for_arch("volta", &caps));
   KILN_EXPECT_EQ(caps.subgroup_size, 0);
+}
+
+// One table: every arch of the HAL's target table reads back the same
+// numbers and feature bits through the kernels' view.
+KILN_TEST(KernelTargetTest, ArchCapsComeFromTheHalTable) {
+  for (size_t i = 0; i < kiln_target_arch_count(); ++i) {
+    const kiln_target_arch_info_t* info = kiln_target_arch_at(i);
+    kiln_kernel_arch_caps_t caps = caps_for(info->name);
+    KILN_EXPECT_EQ(caps.subgroup_size, info->subgroup_size);
+    KILN_EXPECT_GT(caps.subgroup_size, 0);
+    KILN_EXPECT_EQ(caps.max_workgroup_invocations, info->max_workgroup_invocations);
+    KILN_EXPECT_EQ(caps.max_shared_memory_bytes, info->max_shared_memory_bytes);
+    KILN_EXPECT_EQ(caps.fp16_storage,
+                   (info->features & KILN_TARGET_FEATURE_STORAGE_16BIT) != 0);
+    KILN_EXPECT_EQ(caps.subgroup_arithmetic,
+                   (info->features & KILN_TARGET_FEATURE_SUBGROUP_OPS) != 0);
+  }
+  // Vulkan on NVIDIA reports 48 KiB of shared memory (H200: 49152).
+  KILN_EXPECT_EQ(caps_for("hopper").max_shared_memory_bytes, 48 * 1024);
+  KILN_EXPECT_EQ(caps_for("ampere").max_shared_memory_bytes, 48 * 1024);
+}
+
+// The tilings stop growing at 32 KiB of shared memory, so the NVIDIA rows'
+// correction (64/163 KiB -> 48 KiB) leaves every generated config unchanged.
+KILN_TEST(KernelTargetTest, ConfigsDoNotDependOnSharedMemoryAbove32KiB) {
+  const uint32_t sizes[] = {48 * 1024, 64 * 1024, 163 * 1024};
+  for (unsigned k = 0; k < KILN_KERNEL_COUNT; ++k) {
+    kiln_kernel_config_t first;
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); ++s) {
+      kiln_kernel_arch_caps_t caps = caps_for("hopper");
+      caps.max_shared_memory_bytes = sizes[s];
+      kiln_kernel_config_t config;
+      KILN_ASSERT_OK(kiln_kernel_config_select((kiln_kernel_id_t)k, &caps,
+                                               KILN_KERNEL_STORAGE_FP32, &config));
+      if (s == 0) {
+        first = config;
+      } else {
+        KILN_EXPECT_EQ(config.variant, first.variant);
+        KILN_EXPECT_EQ(config.shared_memory_bytes, first.shared_memory_bytes);
+        KILN_EXPECT_EQ(memcmp(config.workgroup_size, first.workgroup_size,
+                              sizeof(config.workgroup_size)), 0);
+        KILN_ASSERT_EQ(config.spec_count, first.spec_count);
+        for (size_t i = 0; i < config.spec_count; ++i) {
+          KILN_EXPECT_EQ(config.spec[i].id, first.spec[i].id);
+          KILN_EXPECT_EQ(config.spec[i].value, first.spec[i].value);
+        }
+      }
+    }
+  }
 }
 
 // Every kernel on every arch: workgroups within the device limit and made

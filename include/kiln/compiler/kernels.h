@@ -13,6 +13,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/compiler/kernels_abi.h"
+#include "kiln/format/module_format.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,9 +50,12 @@ typedef enum kiln_kernel_variant_e {
   KILN_KERNEL_VARIANT_COUNT,
 } kiln_kernel_variant_t;
 
-// Device features a variant needs.
-#define KILN_KERNEL_FEATURE_FP16_STORAGE (1u << 0)         // storageBuffer16BitAccess
-#define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC (1u << 1)  // in compute shaders
+// Device features a variant needs, in the module format's vocabulary
+// (KILN_FORMAT_FEATURE_*, kiln/format/module_format.h), so a config's
+// required_features go into a module's variant unchanged. The two names
+// below are aliases kept for existing callers; new code uses the format names.
+#define KILN_KERNEL_FEATURE_FP16_STORAGE KILN_FORMAT_FEATURE_STORAGE_16BIT
+#define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC KILN_FORMAT_FEATURE_SUBGROUP_OPS
 
 #define KILN_KERNEL_MAX_BINDINGS 5
 
@@ -90,7 +94,7 @@ typedef struct kiln_kernel_spirv_t {
   const char* blob_name;  // "gemm_f16"
   const uint32_t* words;  // static storage
   size_t word_count;
-  uint32_t required_features;  // KILN_KERNEL_FEATURE_* bits (base | variant)
+  uint32_t required_features;  // KILN_FORMAT_FEATURE_* bits (base | variant)
   uint32_t texel_bindings;     // bit per binding bound as a uniform texel buffer
 } kiln_kernel_spirv_t;
 

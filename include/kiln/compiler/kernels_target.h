@@ -1,7 +1,7 @@
 // Per-target kernel configurations: from a small record of what an arch can
 // do, pick each kernel's variant, workgroup size and tile sizes (as
 // specialization constants), and compute dispatch grids. The record is
-// deliberately plain so the HAL's target-triple table can fill it.
+// deliberately plain: the HAL's target-triple table fills it.
 #ifndef KILN_COMPILER_KERNELS_TARGET_H_
 #define KILN_COMPILER_KERNELS_TARGET_H_
 
@@ -26,11 +26,16 @@ typedef struct kiln_kernel_arch_caps_t {
   bool cooperative_matrix;  // no kernel uses it yet
 } kiln_kernel_arch_caps_t;
 
-// Conservative capabilities of a named arch from DESIGN.md's table
-// ("unknown", "cpu", "valhall", "adreno", "rdna1".."rdna3", "pascal",
-// "turing", "ampere", "ada", "hopper", "arc", "m1"). NOT_FOUND lists them.
+// The capabilities of a named arch, read from the HAL's target table
+// (kiln_target_arch_lookup; hal/target/arch_table.c). NOT_FOUND lists the
+// known arches.
 kiln_status_t kiln_kernel_arch_caps_for_arch(const char* arch,
                                              kiln_kernel_arch_caps_t* out_caps);
+// One table row as the kernels see it (16-bit storage, fp16, subgroup ops,
+// cooperative matrix feature bits become the booleans).
+struct kiln_target_arch_info_t;
+kiln_kernel_arch_caps_t kiln_kernel_arch_caps_from_info(
+    const struct kiln_target_arch_info_t* info);
 
 typedef enum kiln_kernel_storage_e {
   KILN_KERNEL_STORAGE_FP32 = 0,
@@ -47,7 +52,7 @@ typedef struct kiln_kernel_spec_value_t {
 typedef struct kiln_kernel_config_t {
   kiln_kernel_id_t kernel;
   kiln_kernel_variant_t variant;
-  uint32_t required_features;  // of the variant
+  uint32_t required_features;  // of the variant (KILN_FORMAT_FEATURE_*)
   uint32_t workgroup_size[3];
   uint32_t shared_memory_bytes;  // the kernel's shared use at this config
   size_t spec_count;             // sorted by id

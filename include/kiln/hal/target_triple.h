@@ -1,4 +1,4 @@
-// Target triples `<arch>-<product>-<os>` (DESIGN §6): parsing of full and
+// Target triples `<arch>-<product>-<os>` (docs/architecture.md): parsing of full and
 // partial triples, the per-arch capability table, derivation of a device's
 // triple from what Vulkan reports, and the choice among an executable's
 // variants. No Vulkan dependency: the compiler bridge links this too.
@@ -74,11 +74,13 @@ size_t kiln_target_triple_format(const kiln_target_triple_t* triple,
 bool kiln_target_triple_equal(const kiln_target_triple_t* a,
                               const kiln_target_triple_t* b);
 
-// One row of the arch capability table (DESIGN §6; approximate values).
+// One row of the arch capability table (hal/target/arch_table.c;
+// approximate values).
 typedef struct kiln_target_arch_info_t {
   const char* name;
   const char* vendor;      // vendor family: "nvidia", "amd", ... or "any"
-  uint32_t subgroup_size;  // typical; 0 when it varies or is unknown
+  uint32_t subgroup_size;  // the size kernels are planned for (RDNA: wave64,
+                           // Arc: its smallest, 8)
   uint32_t max_workgroup_invocations;
   uint32_t max_shared_memory_bytes;
   kiln_target_features_t features;
