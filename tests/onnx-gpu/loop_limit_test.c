@@ -7,7 +7,7 @@
 // stale outputs). Reference: plain C loops in double. Tolerances, stated
 // per check: sums of N values in [0.5, 1.5) within 1e-5 * N (a cut loop
 // loses at least 1/8 of the sum); sums of ones and max/min exact; softmax
-// rtol 1e-4; norms atol 1e-4 (2e-4 for the 1000 +- 0.01 precision case,
+// rtol 1e-4; norms atol 1e-4 (5e-5 for the 1000 +- 0.01 precision case,
 // which had 3.3e-3 error with an unshifted variance; onnxruntime 5.0e-4).
 // NaN must match NaN and +-inf match exactly.
 #include <math.h>
@@ -121,10 +121,11 @@ static float* run_node(const node_spec_t* s, const float* x, size_t* out_count) 
 }
 
 // |got - want| <= atol + rtol * |want|; NaN matches NaN, inf matches exactly.
-static void expect_close(const char* what, const float* got, const double* want, size_t n,
+// Returns the largest finite |got - want|.
+static double expect_close(const char* what, const float* got, const double* want, size_t n,
                          double atol, double rtol) {
   size_t bad = 0, worst = 0;
-  double worst_excess = -1;
+  double worst_excess = -1, largest = 0;
   for (size_t i = 0; i < n; ++i) {
     bool ok;
     double excess = 0;
@@ -133,6 +134,7 @@ static void expect_close(const char* what, const float* got, const double* want,
       excess = ok ? 0 : INFINITY;
     } else {
       double diff = fabs((double)got[i] - want[i]);
+      if (diff > largest) largest = diff;
       excess = diff - (atol + rtol * fabs(want[i]));
       ok = excess <= 0;  // false for NaN
       if (isnan(got[i])) excess = INFINITY;
@@ -146,6 +148,7 @@ static void expect_close(const char* what, const float* got, const double* want,
     KILN_ADD_FAILURE("%s: %zu of %zu values off; worst [%zu] = %.9g, want %.9g", what, bad, n,
                      worst, got[worst], want[worst]);
   }
+  return largest;
 }
 
 static float* uniform(size_t n, uint32_t seed, float lo, float hi) {
@@ -201,9 +204,12 @@ static void check_reduce(int op, size_t outer, size_t size, size_t inner, const 
   free(got);
 }
 
-// 8 x 65535 + 1 values: one loop of 65536 passes per lane of an 8-lane
-// workgroup before; 4194311: more than 8 x 65535 passes per lane.
+// Sizes for one loop per row (reduce): 8 x 65535 + 1 values were one loop of
+// 65536 passes per lane of an 8-lane workgroup; 4194311 more than 8 x 65535.
 static const size_t kSweep[] = {1000, 524281, 4194311};
+// Three loops per row (softmax, norms) share the counter: 174763 values were
+// 65536 passes per lane, 1500007 more than 8 x 65535.
+static const size_t kRowSweep[] = {1000, 174763, 1500007};
 
 KILN_TEST(LoopLimitTest, ReduceSumOfOnesIsExact) {
   for (size_t k = 0; k < sizeof(kSweep) / sizeof(kSweep[0]); ++k) {
@@ -223,11 +229,11 @@ KILN_TEST(LoopLimitTest, ReductionSweep) {
     check_reduce(0, 1, n, 1, x, 1e-5 * (double)n);
     check_reduce(1, 1, n, 1, x, 1e-5);
     check_reduce(2, 1, n, 1, x, 0);
-    check_reduce(3, 1, n, 1, x, 0);
+    if (k < 2) check_reduce(3, 1, n, 1, x, 0);
     free(x);
   }
-  // A strided (non-last) axis: [3, 200003, 5] over the middle.
-  size_t outer = 3, size = 200003, inner = 5;
+  // A strided (non-last) axis: [3, 100003, 5] over the middle.
+  size_t outer = 3, size = 100003, inner = 5;
   float* x = uniform(outer * size * inner, 5, 0.5f, 1.5f);
   x[(2 * size + size - 1) * inner + 4] = 9.0f;
   for (int op = 0; op < 4; ++op) {
@@ -288,15 +294,15 @@ static void check_softmax(bool log_form, size_t outer, size_t size, size_t inner
 }
 
 KILN_TEST(LoopLimitTest, SoftmaxSweep) {
-  for (size_t k = 0; k < sizeof(kSweep) / sizeof(kSweep[0]); ++k) {
-    float* x = uniform(kSweep[k], 21 + (uint32_t)k, -2.0f, 2.0f);
-    x[kSweep[k] - 1] = 6.0f;  // the row max at the end
-    check_softmax(false, 1, kSweep[k], 1, x);
-    if (k == 1) check_softmax(true, 1, kSweep[k], 1, x);
+  for (size_t k = 0; k < sizeof(kRowSweep) / sizeof(kRowSweep[0]); ++k) {
+    float* x = uniform(kRowSweep[k], 21 + (uint32_t)k, -2.0f, 2.0f);
+    x[kRowSweep[k] - 1] = 6.0f;  // the row max at the end
+    check_softmax(false, 1, kRowSweep[k], 1, x);
+    if (k == 1) check_softmax(true, 1, kRowSweep[k], 1, x);
     free(x);
   }
-  float* x = uniform(2 * 300007 * 3, 9, -2.0f, 2.0f);
-  check_softmax(false, 2, 300007, 3, x);
+  float* x = uniform(2 * 100003 * 3, 9, -2.0f, 2.0f);
+  check_softmax(false, 2, 100003, 3, x);
   free(x);
 }
 
@@ -336,7 +342,9 @@ static void check_layer_norm(size_t rows, size_t size, const float* x, double at
     double* want = ref_norm(rows, size, 0, x, scale, bias, 1e-5);
     char what[96];
     snprintf(what, sizeof(what), "LayerNormalization [%zu, %zu]", rows, size);
-    if (n == rows * size) expect_close(what, got, want, n, atol, 0);
+    if (n == rows * size) {
+      printf("  %s: max |error| %.3g\n", what, expect_close(what, got, want, n, atol, 0));
+    }
     free(want);
   }
   free(got);
@@ -345,21 +353,20 @@ static void check_layer_norm(size_t rows, size_t size, const float* x, double at
 }
 
 KILN_TEST(LoopLimitTest, LayerNormSweep) {
-  const size_t sizes[] = {1000, 600000, 4194311};
-  for (size_t k = 0; k < 3; ++k) {
+  for (size_t k = 0; k < sizeof(kRowSweep) / sizeof(kRowSweep[0]); ++k) {
     size_t rows = k == 2 ? 1 : 2;
-    float* x = uniform(rows * sizes[k], 41 + (uint32_t)k, -1.0f, 1.0f);
-    check_layer_norm(rows, sizes[k], x, 1e-4);
+    float* x = uniform(rows * kRowSweep[k], 41 + (uint32_t)k, -1.0f, 1.0f);
+    check_layer_norm(rows, kRowSweep[k], x, 1e-4);
     free(x);
   }
 }
 
 // 1000 +- 0.01 (issue 11 item 4), in one workgroup and split into chunks.
 KILN_TEST(LoopLimitTest, LayerNormNearOneThousandIsPrecise) {
-  const size_t sizes[] = {1000, 600000};
+  const size_t sizes[] = {1000, 174763};
   for (size_t k = 0; k < 2; ++k) {
     float* x = uniform(2 * sizes[k], 51 + (uint32_t)k, 999.99f, 1000.01f);
-    check_layer_norm(2, sizes[k], x, 2e-4);
+    check_layer_norm(2, sizes[k], x, 5e-5);
     free(x);
   }
 }
@@ -393,7 +400,7 @@ static void check_instance_norm(size_t n, size_t c, size_t h, size_t w) {
 KILN_TEST(LoopLimitTest, InstanceNormSweep) {
   check_instance_norm(1, 3, 20, 20);
   check_instance_norm(1, 3, 500, 500);
-  check_instance_norm(1, 2, 1500, 1500);  // 2.25M per plane: > 8 x 65535 per lane
+  check_instance_norm(1, 1, 1230, 1230);  // 1512900 per plane: > 8 x 65535 per lane
 }
 
 typedef struct pool_case_t {
@@ -474,7 +481,7 @@ KILN_TEST(LoopLimitTest, PoolWindowSweep) {
 // NaN and +-inf propagate as in PyTorch / onnxruntime, in one workgroup
 // and across chunks.
 KILN_TEST(LoopLimitTest, NanAndInfPropagate) {
-  const size_t sizes[] = {1000, 524281};
+  const size_t sizes[] = {1000, 100003};  // one workgroup; chunks
   for (size_t k = 0; k < 2; ++k) {
     size_t n = sizes[k];
     // Rows: 0 has a NaN mid-way, 1 a +inf, 2 a -inf, 3 is finite.
