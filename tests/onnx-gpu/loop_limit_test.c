@@ -59,8 +59,8 @@ static size_t spec_count(const node_spec_t* s) {
   return n;
 }
 
-// Builds y = op(x, constants...), runs it on x and returns y (caller frees).
-static float* run_node(const node_spec_t* s, const float* x, size_t* out_count) {
+// Builds y = op(x, constants...) into `graph`.
+static void build_node(const node_spec_t* s, kiln_graph_t* out_graph) {
   kiln_graph_t graph;
   kiln_graph_initialize(kiln_allocator_system(), "loop-limit-test", &graph);
   graph.opset = s->opset;
@@ -93,6 +93,14 @@ static float* run_node(const node_spec_t* s, const float* x, size_t* out_count) 
   graph.outputs[graph.output_count++] = y;
   graph.values[y].is_output = true;
   KILN_EXPECT_OK(kiln_graph_infer_shapes(&graph));
+  *out_graph = graph;
+}
+
+// Builds y = op(x, constants...), runs it on x and returns y (caller frees).
+static float* run_node(const node_spec_t* s, const float* x, size_t* out_count) {
+  kiln_graph_t graph;
+  build_node(s, &graph);
+  const kiln_graph_value_t* xv = &graph.values[graph.inputs[0]];
   kiln_graph_tensor_t input, output;
   memset(&output, 0, sizeof(output));
   KILN_EXPECT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
@@ -476,6 +484,23 @@ KILN_TEST(LoopLimitTest, PoolWindowSweep) {
       {true, 3, 40, 40, 3, 2, 1, false},      // the ordinary case stays one tile
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) check_pool(&cases[i], NULL);
+}
+
+// A window that would need more than 1024 tiles is refused at compile time,
+// naming the node.
+KILN_TEST(LoopLimitTest, HugeWindowIsRefusedNamingTheNode) {
+  node_spec_t s = {"AveragePool", 13, 4, {1, 1, 4096, 4096}};
+  static const int64_t kernel[2] = {4096, 4096};
+  s.attrs[s.attr_count++] = attr_ints("kernel_shape", kernel, 2);
+  kiln_graph_t graph;
+  build_node(&s, &graph);
+  kiln_byte_buffer_t out;
+  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "node 'node' (op AveragePool",
+                             kiln_onnx_compile_graph(&graph, NULL, kiln_allocator_system(), &out));
+  KILN_EXPECT_EQ(out.size, 0u);
+  kiln_byte_buffer_deinit(&out);
+  kiln_graph_deinitialize(&graph);
 }
 
 // NaN and +-inf propagate as in PyTorch / onnxruntime, in one workgroup
