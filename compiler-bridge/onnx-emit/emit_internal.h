@@ -71,6 +71,9 @@ typedef struct kiln_emit_program_t {
   size_t dispatch_count, dispatch_capacity;
   kiln_byte_buffer_t weights;   // all constants, each KILN_EMIT_ALIGNMENT-aligned
   uint64_t* weight_offsets;     // per value id; UINT64_MAX when not placed
+  // Scratch of multi-pass lowerings, placed past the plan's transient
+  // values (kiln_emit_scratch); the transient buffer grows by this much.
+  uint64_t scratch_bytes;
   // Ranges read and written since the last barrier (hazard tracking).
   kiln_emit_range_t* pending;
   size_t pending_count, pending_capacity;
@@ -92,6 +95,15 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
 kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
                                    const void* data, size_t size,
                                    kiln_emit_range_t* out);
+
+// `bytes` of scratch for one node's passes (partial results): a range of the
+// transient buffer past every planned value, shared by all nodes (their
+// dispatches are ordered by the usual overlap barriers). Sub-ranges a
+// caller binds must start at KILN_EMIT_ALIGNMENT multiples.
+kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
+                                kiln_emit_range_t* out);
+// Bytes of transient buffer the program needs: the plan's peak plus scratch.
+uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program);
 
 // Describes one dispatch for kiln_emit_add_dispatch.
 typedef struct kiln_emit_dispatch_desc_t {

@@ -1,7 +1,7 @@
 // Windowed and global pooling, reductions, softmax and normalizations.
 #include <string.h>
 
-#include "lower_util.h"
+#include "lower_rows.h"
 #include "window.h"
 
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
@@ -25,7 +25,10 @@ kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
       (uint32_t)y4.dims[2], (uint32_t)y4.dims[3], (uint32_t)w.kernel[0], (uint32_t)w.kernel[1], (uint32_t)w.stride[0],
       (uint32_t)w.stride[1], (uint32_t)w.pad_begin[0], (uint32_t)w.pad_begin[1],
       (uint32_t)w.pad_end[0], (uint32_t)w.pad_end[1], (uint32_t)w.dilation[0],
-      (uint32_t)w.dilation[1], (uint32_t)(include_pad != 0)};
+      (uint32_t)w.dilation[1], (uint32_t)(include_pad != 0), 0, 0, 0, 0};
+  // Big windows run as tiles, each combining into the output.
+  KILN_RETURN_IF_ERROR(kiln_lower_window_tile(l, kiln_lower_count(&y->shape), p.kernel_h,
+                                              p.kernel_w, &p.tile_h, &p.tile_w));
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_POOL2D, .push = &p,
                                     .binding_count = 2, .written_mask = 2u,
                                     .grid = KILN_EMIT_GRID_LINEAR,
@@ -35,25 +38,76 @@ kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_POOL_OP, op}};
   desc.ops = ops;
   desc.op_count = 1;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  uint32_t step_h = p.tile_h ? p.tile_h : p.kernel_h, step_w = p.tile_w ? p.tile_w : p.kernel_w;
+  for (uint32_t h0 = 0; h0 < p.kernel_h; h0 += step_h) {
+    for (uint32_t w0 = 0; w0 < p.kernel_w; w0 += step_w) {
+      p.tile_h0 = h0;
+      p.tile_w0 = w0;
+      KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
+    }
+  }
+  return kiln_ok_status();
 }
 
-// One reduce dispatch over the [outer, size, inner] view of input 0.
-static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
-                                            uint64_t outer, uint64_t size,
-                                            uint64_t inner) {
-  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
-  kiln_kernel_reduce_params_t p = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner};
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_REDUCE, .push = &p,
+// One reduce dispatch of `op` over the [outer, size, inner] view of `in`,
+// in chunks of `chunk` (0: one) into `out`.
+static kiln_status_t kiln_lower_reduce_dispatch(const kiln_lower_t* l, uint32_t op,
+                                                const kiln_emit_range_t* in,
+                                                const kiln_emit_range_t* out,
+                                                const kiln_kernel_reduce_params_t* p) {
+  uint64_t chunks = p->chunk ? (p->size + p->chunk - 1) / p->chunk : 1;
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_REDUCE, .push = p,
                                     .binding_count = 2, .written_mask = 2u,
                                     .grid = KILN_EMIT_GRID_ROWS,
-                                    .grid_count = outer * inner};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
+                                    .grid_count = (uint64_t)p->outer * chunks * p->inner};
+  desc.bindings[0] = *in;
+  desc.bindings[1] = *out;
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_REDUCE_OP, op}};
   desc.ops = ops;
   desc.op_count = 1;
   return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+// Reduces the [outer, size, inner] view of input 0. An axis longer than one
+// workgroup's chunk is reduced in chunk partials first (into scratch, two
+// regions used in turn), then the partials, until one chunk remains; mean
+// sums the partials and divides once by the full size.
+static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
+                                            uint64_t outer, uint64_t size,
+                                            uint64_t inner) {
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
+  kiln_emit_range_t in, out, scratch = {0};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  const uint64_t total = size;
+  uint64_t region = 0;  // bytes per scratch region, set by the first split
+  for (int level = 0;; ++level) {
+    uint64_t chunk = 0;
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_row_chunk(l, KILN_KERNEL_REDUCE, outer * inner, size, &chunk));
+    kiln_kernel_reduce_params_t p = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0,
+                                     0.0f};
+    if (size <= chunk) {
+      // Mean divides by the elements reduced in all levels.
+      p.divisor = (float)total;
+      return kiln_lower_reduce_dispatch(l, op, &in, &out, &p);
+    }
+    uint64_t chunks = (size + chunk - 1) / chunk;
+    KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
+    if (level == 0) {
+      region = (outer * chunks * inner * sizeof(float) + KILN_EMIT_ALIGNMENT - 1) &
+               ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+      KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, 2 * region, &scratch));
+    }
+    kiln_emit_range_t partial = scratch;
+    partial.offset += (uint64_t)(level % 2) * region;
+    partial.length = outer * chunks * inner * sizeof(float);
+    p.chunk = (uint32_t)chunk;
+    KILN_RETURN_IF_ERROR(kiln_lower_reduce_dispatch(
+        l, op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op, &in, &partial, &p));
+    in = partial;
+    size = chunks;
+  }
 }
 
 kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op) {
@@ -111,6 +165,18 @@ kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log) {
   uint64_t size = legacy ? kiln_lower_dims(x, axis, x->rank) : (uint64_t)x->dims[axis];
   uint64_t inner = legacy ? 1 : kiln_lower_dims(x, axis + 1, x->rank);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
+  uint64_t chunk = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_SOFTMAX, outer * inner, size, &chunk));
+  if (size > chunk) {
+    KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_ROWS_SPLIT, outer * inner, size,
+                                              &chunk));
+    kiln_rows_split_t split = {.outer = outer, .size = size, .inner = inner, .chunk = chunk,
+                               .channels = 1};
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &split.x));
+    KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &split.y));
+    split.scale = split.bias = split.x;
+    return kiln_lower_rows_split(l, log ? KILN_ROWS_LOG_SOFTMAX : KILN_ROWS_SOFTMAX, &split);
+  }
   kiln_kernel_softmax_params_t p = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner};
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_SOFTMAX, .push = &p,
                                     .binding_count = 2, .written_mask = 2u,
@@ -160,6 +226,16 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
     KILN_RETURN_IF_ERROR(status);
   }
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
+  uint64_t chunk = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_NORM, rows, size, &chunk));
+  if (size > chunk) {
+    KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_ROWS_SPLIT, rows, size, &chunk));
+    kiln_rows_split_t split = {rows, size, 1, chunk, channels, epsilon,
+                               desc.bindings[0], desc.bindings[1], desc.bindings[2],
+                               desc.bindings[3]};
+    return kiln_lower_rows_split(
+        l, kind == KILN_NORM_LAYER ? KILN_ROWS_LAYER_NORM : KILN_ROWS_INSTANCE_NORM, &split);
+  }
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_NORM_KIND, kind}};
   desc.ops = ops;
   desc.op_count = 1;

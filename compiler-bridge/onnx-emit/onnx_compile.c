@@ -141,7 +141,7 @@ static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program)
 
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
                                                const kiln_onnx_compile_options_t* options,
-                                               const kiln_graph_memory_plan_t* plan,
+                                               kiln_graph_memory_plan_t* plan,
                                                kiln_allocator_t allocator,
                                                kiln_byte_buffer_t* out) {
   const char* const* targets = options->targets;
@@ -159,6 +159,8 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
   if (!status) status = kiln_onnx_compile_passthrough(&program);
+  // Scratch of multi-pass lowerings lives past the planned values.
+  if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);
   char* text = NULL;
   size_t text_size = 0;
   FILE* stream = NULL;

@@ -131,6 +131,29 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
                           "value '%s' has no place (not planned)", value->name);
 }
 
+static uint64_t kiln_emit_scratch_base(const kiln_emit_program_t* program) {
+  uint64_t peak = program->plan->peak_bytes;
+  return (peak + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+}
+
+kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
+                                kiln_emit_range_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (bytes == 0 || bytes > ((uint64_t)1 << 40)) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "scratch of %llu bytes",
+                            (unsigned long long)bytes);
+  }
+  if (bytes > program->scratch_bytes) program->scratch_bytes = bytes;
+  *out = (kiln_emit_range_t){KILN_EMIT_SPACE_TRANSIENT, 0, kiln_emit_scratch_base(program),
+                             bytes};
+  return kiln_ok_status();
+}
+
+uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
+  if (program->scratch_bytes == 0) return program->plan->peak_bytes;
+  return kiln_emit_scratch_base(program) + program->scratch_bytes;
+}
+
 static bool kiln_emit_ranges_overlap(const kiln_emit_range_t* a,
                                      const kiln_emit_range_t* b) {
   if (a->space != b->space) return false;

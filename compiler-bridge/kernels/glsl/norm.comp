@@ -1,7 +1,11 @@
 // LayerNorm / InstanceNorm over rows of `size` contiguous values:
 // y = (x - mean) / sqrt(var + epsilon) * scale[k] + bias[k], with k = r for
 // LayerNorm (the normalized axes flattened) and k = row % channels for
-// InstanceNorm (rows are the (n, c) planes). Two-pass variance for accuracy.
+// InstanceNorm (rows are the (n, c) planes). Two-pass variance of values
+// shifted by the row's first element: inputs like 1000 +- 0.01 keep their
+// small deviations exact (x - shift), so mean and variance lose no digits
+// to the offset. Rows whose loops would pass KILN_KERNEL_MAX_LOOP_ITERATIONS
+// run as rows_split.comp.
 // One workgroup per row, workgroup-stride; grid: (min(rows, 65535), 1, 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -26,19 +30,22 @@ layout(push_constant) uniform Params {
 void main() {
   for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
     uint base = row * p.size;
+    float shift = x[base];
     float s = 0.0;
-    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) s += x[base + r];
+    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+      s += x[base + r] - shift;
+    }
     float mean = kiln_workgroup_reduce(KILN_COMBINE_SUM, s) / float(p.size);
     float q = 0.0;
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      float d = x[base + r] - mean;
+      float d = (x[base + r] - shift) - mean;
       q += d * d;
     }
     float var = kiln_workgroup_reduce(KILN_COMBINE_SUM, q) / float(p.size);
     float inv_std = inversesqrt(var + p.epsilon);
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
       uint k = (KIND == KILN_NORM_INSTANCE) ? row % p.channels : r;
-      y[base + r] = (x[base + r] - mean) * inv_std * scale[k] + bias[k];
+      y[base + r] = ((x[base + r] - shift) - mean) * inv_std * scale[k] + bias[k];
     }
   }
 }

@@ -1,8 +1,12 @@
 // Reduction along one axis of a tensor viewed as [outer, size, inner]:
-// y[o, i] = REDUCE_OP over r of x[o, r, i] (sum, mean, max, min). Several
-// ONNX axes that are adjacent fold into one `size`; global pooling is
-// outer = N*C, size = H*W, inner = 1. One workgroup per output value,
-// workgroup-stride; grid: (min(outer*inner, 65535), 1, 1).
+// y[o, c, i] = REDUCE_OP over r in chunk c of x[o, r, i] (sum, mean, max,
+// min; max/min propagate NaN). Chunks of `chunk` values (0: the whole axis)
+// bound each invocation's loop (KILN_KERNEL_MAX_LOOP_ITERATIONS); a long
+// axis is reduced in two dispatches: chunk partials, then the partials
+// (kiln_lower_reduce). Mean divides by `divisor` (0: size). Adjacent ONNX
+// axes fold into one `size`; global pooling is outer = N*C, size = H*W,
+// inner = 1. One workgroup per output value, workgroup-stride; grid:
+// (min(outer*chunks*inner, 65535), 1, 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -16,24 +20,32 @@ layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
 layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
 
 // Mirrors kiln_kernel_reduce_params_t.
-layout(push_constant) uniform Params { uint outer, size, inner; } p;
+layout(push_constant) uniform Params {
+  uint outer, size, inner, chunk;
+  float divisor;
+} p;
 
 void main() {
   const uint combine = (OP == KILN_REDUCE_MAX) ? KILN_COMBINE_MAX
                      : (OP == KILN_REDUCE_MIN) ? KILN_COMBINE_MIN : KILN_COMBINE_SUM;
   const float identity = (OP == KILN_REDUCE_MAX) ? uintBitsToFloat(0xff800000u)
                        : (OP == KILN_REDUCE_MIN) ? uintBitsToFloat(0x7f800000u) : 0.0;
-  const uint outputs = p.outer * p.inner;
+  const uint chunk = p.chunk == 0 ? p.size : p.chunk;
+  const uint chunks = (p.size + chunk - 1) / chunk;
+  const float divisor = p.divisor == 0.0 ? float(p.size) : p.divisor;
+  const uint outputs = p.outer * chunks * p.inner;
   for (uint out_index = gl_WorkGroupID.x; out_index < outputs; out_index += gl_NumWorkGroups.x) {
-    uint o = out_index / p.inner, i = out_index % p.inner;
+    uint i = out_index % p.inner, oc = out_index / p.inner;
+    uint c = oc % chunks, o = oc / chunks;
     uint base = o * p.size * p.inner + i;
+    uint end = min(p.size, (c + 1) * chunk);
     float acc = identity;
-    for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
+    for (uint r = c * chunk + gl_LocalInvocationID.x; r < end; r += gl_WorkGroupSize.x) {
       acc = kiln_combine(combine, acc, x[base + r * p.inner]);
     }
     acc = kiln_workgroup_reduce(combine, acc);
     if (gl_LocalInvocationID.x == 0) {
-      y[out_index] = (OP == KILN_REDUCE_MEAN) ? acc / float(p.size) : acc;
+      y[out_index] = (OP == KILN_REDUCE_MEAN) ? acc / divisor : acc;
     }
   }
 }

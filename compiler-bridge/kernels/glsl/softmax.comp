@@ -1,6 +1,8 @@
 // Softmax (or LogSoftmax with LOG) along one axis of a tensor viewed as
-// [outer, size, inner]; max-subtracted for stability. One workgroup per
-// (outer, inner) row, workgroup-stride; grid: (min(outer*inner, 65535), 1, 1).
+// [outer, size, inner]; max-subtracted for stability (a NaN or +inf in a
+// row makes the row NaN, as in PyTorch). One workgroup per (outer, inner)
+// row, workgroup-stride; grid: (min(outer*inner, 65535), 1, 1). Rows whose
+// loops would pass KILN_KERNEL_MAX_LOOP_ITERATIONS run as rows_split.comp.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -23,7 +25,7 @@ void main() {
     uint base = o * p.size * p.inner + i;
     float m = uintBitsToFloat(0xff800000u);
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      m = max(m, x[base + r * p.inner]);
+      m = kiln_max_nan(m, x[base + r * p.inner]);
     }
     m = kiln_workgroup_reduce(KILN_COMBINE_MAX, m);
     float s = 0.0;

@@ -4,6 +4,8 @@
 // Shared-memory tree by default; with KILN_SUBGROUP the
 // variant reduces within subgroups first (needs subgroup arithmetic), which
 // cuts barriers from log2(WG) to two. Works for any workgroup size.
+// MAX / MIN propagate NaN (minmax.glsl); the subgroup path checks NaN with
+// a separate subgroupMax, since subgroupMax/Min leave NaN undefined.
 #ifndef KILN_WORKGROUP_REDUCE_GLSL_
 #define KILN_WORKGROUP_REDUCE_GLSL_
 
@@ -16,16 +18,21 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
 
+#include "minmax.glsl"
+
 shared float kiln_scratch[gl_WorkGroupSize.x];
 
 float kiln_combine(uint op, float a, float b) {
-  return op == KILN_COMBINE_SUM ? a + b : (op == KILN_COMBINE_MAX ? max(a, b) : min(a, b));
+  return op == KILN_COMBINE_SUM ? a + b
+                                : (op == KILN_COMBINE_MAX ? kiln_max_nan(a, b) : kiln_min_nan(a, b));
 }
 
 #ifdef KILN_SUBGROUP
 float kiln_subgroup_combine(uint op, float v) {
-  return op == KILN_COMBINE_SUM ? subgroupAdd(v)
-                                : (op == KILN_COMBINE_MAX ? subgroupMax(v) : subgroupMin(v));
+  if (op == KILN_COMBINE_SUM) return subgroupAdd(v);
+  bool any_nan = subgroupMax(isnan(v) ? 1.0 : 0.0) > 0.0;
+  float r = op == KILN_COMBINE_MAX ? subgroupMax(v) : subgroupMin(v);
+  return any_nan ? uintBitsToFloat(0x7fc00000u) : r;
 }
 #endif
 

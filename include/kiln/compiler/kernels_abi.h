@@ -24,6 +24,23 @@ extern "C" {
 // Grid-stride kernels cap grid.x here (the Vulkan minimum of
 // maxComputeWorkGroupCount[0]) and loop over the rest.
 #define KILN_KERNEL_MAX_GRID_X 65535u
+// The most iterations any one loop of a kernel runs per invocation; the
+// lowering sizes chunks and window tiles from it, so every loop is bounded
+// by construction, whatever the tensor sizes. Why: Mesa's llvmpipe
+// (lavapipe) silently ends shader loops. Measured on Mesa 22.3.6 with a
+// probe shader: ONE counter per invocation (per 8-lane SIMD batch), shared
+// by every loop of the shader, not reset on loop entry nor at barriers;
+// each loop-header pass (every iteration, plus one per loop exit) takes one
+// of its 65535 passes. Two loops of 40000 ran 40000 and 25534 times; 300x300
+// nested ran 65101 inner iterations; 70000 x 1 nested ran 21845. So the sum
+// of all loop passes of an invocation must stay below 65535: kernels keep
+// at most a few bounded loops (three of 4096 plus grid-stride and reduction
+// loops of at most a few hundred), well inside it. The bound also keeps one
+// invocation's work short on GPUs with a watchdog.
+#define KILN_KERNEL_MAX_LOOP_ITERATIONS 4096u
+// Every binding is at most 128 MiB (kiln_emit_add_dispatch), so a tensor has
+// at most 2^25 floats and grid-stride loops over 65535 workgroups run at
+// most ceil(2^25 / 65535) = 513 times.
 
 // gemm: bindings 0 A (ro), 1 B (ro), 2 bias (ro), 3 residual (ro), 4 C.
 // C[b][m][n] = act(scale * sum_k A[b][m][k] * B[b][k][n] + bias + residual)
@@ -100,22 +117,36 @@ _Static_assert(sizeof(kiln_kernel_strided_copy_params_t) == 84,
                "strided_copy push constants");
 
 // pool2d: bindings 0 in (ro), 1 out. Grid: linear over planes*OH*OW.
+// A window bigger than KILN_KERNEL_MAX_LOOP_ITERATIONS positions runs as
+// several dispatches, each over the window tile rows [tile_h0, tile_h0 +
+// tile_h) x columns [tile_w0, tile_w0 + tile_w) (tile_h 0: the whole
+// window); a tile other than the first combines into the output.
 typedef struct kiln_kernel_pool2d_params_t {
   uint32_t planes, in_height, in_width, out_height, out_width;
   uint32_t kernel_h, kernel_w, stride_h, stride_w;
   uint32_t pad_top, pad_left, pad_bottom, pad_right;
   uint32_t dilation_h, dilation_w, count_include_pad;
+  uint32_t tile_h0, tile_w0, tile_h, tile_w;
 } kiln_kernel_pool2d_params_t;
-_Static_assert(sizeof(kiln_kernel_pool2d_params_t) == 64, "pool2d push constants");
+_Static_assert(sizeof(kiln_kernel_pool2d_params_t) == 80, "pool2d push constants");
 
-// reduce and softmax: bindings 0 in (ro), 1 out; the tensor is viewed as
-// [outer, size, inner] and the middle axis is reduced / normalized.
-// Grid: (min(outer*inner, 65535), 1, 1) workgroups (kiln_kernel_grid_rows).
+// reduce: bindings 0 in (ro), 1 out; the tensor is viewed as
+// [outer, size, inner] and the middle axis is reduced in chunks of `chunk`
+// values (0: one chunk) to out[outer, chunks, inner]; mean divides by
+// `divisor` (0: size). Grid: (min(outer*chunks*inner, 65535), 1, 1)
+// workgroups (kiln_kernel_grid_rows).
 typedef struct kiln_kernel_reduce_params_t {
-  uint32_t outer, size, inner;
+  uint32_t outer, size, inner, chunk;
+  float divisor;
 } kiln_kernel_reduce_params_t;
-_Static_assert(sizeof(kiln_kernel_reduce_params_t) == 12, "reduce push constants");
-typedef kiln_kernel_reduce_params_t kiln_kernel_softmax_params_t;
+_Static_assert(sizeof(kiln_kernel_reduce_params_t) == 20, "reduce push constants");
+
+// softmax: bindings 0 in (ro), 1 out; [outer, size, inner] normalized along
+// the middle axis. Grid: (min(outer*inner, 65535), 1, 1) workgroups.
+typedef struct kiln_kernel_softmax_params_t {
+  uint32_t outer, size, inner;
+} kiln_kernel_softmax_params_t;
+_Static_assert(sizeof(kiln_kernel_softmax_params_t) == 12, "softmax push constants");
 
 // norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out.
 // Grid: (min(rows, 65535), 1, 1) workgroups.
@@ -124,6 +155,16 @@ typedef struct kiln_kernel_norm_params_t {
   float epsilon;
 } kiln_kernel_norm_params_t;
 _Static_assert(sizeof(kiln_kernel_norm_params_t) == 16, "norm push constants");
+
+// rows_split (softmax and norms over long rows, three phases; see
+// rows_split.comp): bindings 0 x (ro), 1 scale (ro), 2 bias (ro), 3 stats,
+// 4 out. stats holds 3 floats per (row, chunk) then 2 per row. Grid: (min(
+// items, 65535), 1, 1), items = rows*chunks (partial, apply) or rows.
+typedef struct kiln_kernel_rows_split_params_t {
+  uint32_t outer, size, inner, chunk, channels;
+  float epsilon;
+} kiln_kernel_rows_split_params_t;
+_Static_assert(sizeof(kiln_kernel_rows_split_params_t) == 24, "rows_split push constants");
 
 // gather: bindings 0 data (ro), 1 int32 indices (ro), 2 out.
 // Grid: linear over outer*index_count*inner.

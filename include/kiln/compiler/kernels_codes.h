@@ -51,6 +51,15 @@
 #define KILN_NORM_LAYER 0     // scale[r]: normalized over the last axes
 #define KILN_NORM_INSTANCE 1  // scale[row % channels]: over H*W per (n, c)
 
+// rows_split: what a long row is normalized as, and the dispatch's phase.
+#define KILN_ROWS_SOFTMAX 0
+#define KILN_ROWS_LOG_SOFTMAX 1
+#define KILN_ROWS_LAYER_NORM 2
+#define KILN_ROWS_INSTANCE_NORM 3
+#define KILN_ROWS_PHASE_PARTIAL 0  // per (row, chunk) statistics
+#define KILN_ROWS_PHASE_COMBINE 1  // per row, merged
+#define KILN_ROWS_PHASE_APPLY 2    // per (row, chunk) outputs
+
 // Pad modes (ONNX Pad).
 #define KILN_PAD_CONSTANT 0
 #define KILN_PAD_REFLECT 1
@@ -95,6 +104,8 @@
 #define KILN_SPEC_REDUCE_OP 3
 #define KILN_SPEC_SOFTMAX_LOG 3
 #define KILN_SPEC_NORM_KIND 3
+#define KILN_SPEC_ROWS_KIND 3
+#define KILN_SPEC_ROWS_PHASE 4
 // pad / resize.
 #define KILN_SPEC_PAD_MODE 3
 #define KILN_SPEC_RESIZE_MODE 3

@@ -275,16 +275,18 @@ KILN_TEST(GpuReduceTest, RowsBeyondTheGridLimit) {
         gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 4, 3, got,
                 out_count * 4, grid);
         ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
-      } else {
-        kiln_kernel_reduce_params_t p = {(uint32_t)rows, (uint32_t)size, 1};
+      } else if (kernels[k] == KILN_KERNEL_REDUCE) {
+        kiln_kernel_reduce_params_t p = {(uint32_t)rows, (uint32_t)size, 1, 0, 0.0f};
         gpu_arg_t args[2] = {{x, rows * size * 4}, {NULL, out_count * 4}};
         gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 2, 1, got,
                 out_count * 4, grid);
-        if (kernels[k] == KILN_KERNEL_REDUCE) {
-          ref_reduce(KILN_REDUCE_SUM, rows, size, 1, x, want);
-        } else {
-          ref_softmax(false, rows, size, 1, x, want);
-        }
+        ref_reduce(KILN_REDUCE_SUM, rows, size, 1, x, want);
+      } else {
+        kiln_kernel_softmax_params_t p = {(uint32_t)rows, (uint32_t)size, 1};
+        gpu_arg_t args[2] = {{x, rows * size * 4}, {NULL, out_count * 4}};
+        gpu_run(kernels[k], variants[v], &config, &p, sizeof(p), args, 2, 1, got,
+                out_count * 4, grid);
+        ref_softmax(false, rows, size, 1, x, want);
       }
       char what[64];
       snprintf(what, sizeof(what), "%s over %zu rows, %s", kiln_kernel_desc(kernels[k])->name,
@@ -298,4 +300,103 @@ KILN_TEST(GpuReduceTest, RowsBeyondTheGridLimit) {
   free(got);
   free(scale);
   free(bias);
+}
+
+// rows_split's three phases, chained through host copies of the stats, for
+// every kind over rows cut into uneven chunks (1000 values, chunk 96),
+// against the reference (same tolerances as the fused kernels).
+KILN_TEST(GpuReduceTest, RowsSplitAllKindsAcrossChunks) {
+  const size_t outer = 2, size = 1000, inner = 3, chunk = 96, channels = 3;
+  const size_t count = outer * size * inner, chunks = (size + chunk - 1) / chunk;
+  float* x = gpu_random_alloc(count, 150, -3, 5);
+  float* scale = gpu_random_alloc(size, 151, 0.5f, 1.5f);
+  float* bias = gpu_random_alloc(size, 152, -1, 1);
+  float* want = gpu_alloc(count);
+  float* got = gpu_alloc(count);
+  const uint32_t kinds[] = {KILN_ROWS_SOFTMAX, KILN_ROWS_LOG_SOFTMAX, KILN_ROWS_LAYER_NORM,
+                            KILN_ROWS_INSTANCE_NORM};
+  for (size_t k = 0; k < 4; ++k) {
+    bool softmax = kinds[k] <= KILN_ROWS_LOG_SOFTMAX;
+    // Norms: rows of `size` contiguous values (inner 1), 6 rows.
+    size_t p_outer = softmax ? outer : outer * inner, p_inner = softmax ? inner : 1;
+    size_t rows = p_outer * p_inner;
+    size_t stats_count = 3 * rows * chunks + 2 * rows;
+    float* stats = gpu_alloc(stats_count);
+    memset(stats, 0, stats_count * sizeof(float));
+    kiln_kernel_rows_split_params_t p = {(uint32_t)p_outer, (uint32_t)size, (uint32_t)p_inner,
+                                         (uint32_t)chunk, (uint32_t)channels, 1e-5f};
+    const uint32_t phases[] = {KILN_ROWS_PHASE_PARTIAL, KILN_ROWS_PHASE_COMBINE,
+                               KILN_ROWS_PHASE_APPLY};
+    for (size_t ph = 0; ph < 3; ++ph) {
+      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_ROWS_SPLIT, KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ROWS_KIND, kinds[k]));
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ROWS_PHASE, phases[ph]));
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(
+          &config, phases[ph] == KILN_ROWS_PHASE_COMBINE ? rows : rows * chunks, grid));
+      gpu_arg_t args[5] = {{x, count * 4}, {scale, size * 4}, {bias, size * 4},
+                           {stats, stats_count * 4}, {NULL, count * 4}};
+      bool apply = phases[ph] == KILN_ROWS_PHASE_APPLY;
+      gpu_run(KILN_KERNEL_ROWS_SPLIT, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 5,
+              apply ? 4 : 3, apply ? (void*)got : (void*)stats,
+              apply ? count * 4 : stats_count * 4, grid);
+    }
+    if (softmax) {
+      ref_softmax(kinds[k] == KILN_ROWS_LOG_SOFTMAX, outer, size, inner, x, want);
+    } else if (kinds[k] == KILN_ROWS_LAYER_NORM) {
+      ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+    } else {
+      ref_instance_norm(outer, channels, size, x, scale, bias, 1e-5f, want);
+    }
+    char what[64];
+    snprintf(what, sizeof(what), "rows_split kind %u", kinds[k]);
+    gpu_expect_close(what, got, want, count, 1e-4, 1e-4);
+    free(stats);
+  }
+  free(x);
+  free(scale);
+  free(bias);
+  free(want);
+  free(got);
+}
+
+// reduce in chunks: partials of [2, 1000, 3] in chunks of 96, then the
+// partials with the full size as the mean's divisor.
+KILN_TEST(GpuReduceTest, ChunkPartialsThenPartials) {
+  const size_t outer = 2, size = 1000, inner = 3, chunk = 96;
+  const size_t chunks = (size + chunk - 1) / chunk;
+  float* x = gpu_random_alloc(outer * size * inner, 160, -1, 1);
+  float* partial = gpu_alloc(outer * chunks * inner);
+  float* got = gpu_alloc(outer * inner);
+  float* want = gpu_alloc(outer * inner);
+  for (uint32_t op = 0; op < KILN_REDUCE_COUNT; ++op) {
+    uint32_t first_op = op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op;
+    kiln_kernel_reduce_params_t p1 = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner,
+                                      (uint32_t)chunk, 0.0f};
+    kiln_kernel_reduce_params_t p2 = {(uint32_t)outer, (uint32_t)chunks, (uint32_t)inner, 0,
+                                      (float)size};
+    const uint32_t ops[2] = {first_op, op};
+    const kiln_kernel_reduce_params_t* ps[2] = {&p1, &p2};
+    const float* ins[2] = {x, partial};
+    size_t in_counts[2] = {outer * size * inner, outer * chunks * inner};
+    size_t out_counts[2] = {outer * chunks * inner, outer * inner};
+    float* outs[2] = {partial, got};
+    for (int pass = 0; pass < 2; ++pass) {
+      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, ops[pass]));
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, out_counts[pass], grid));
+      gpu_arg_t args[2] = {{ins[pass], in_counts[pass] * 4}, {NULL, out_counts[pass] * 4}};
+      gpu_run(KILN_KERNEL_REDUCE, config.variant, &config, ps[pass], sizeof(p1), args, 2, 1,
+              outs[pass], out_counts[pass] * 4, grid);
+    }
+    ref_reduce(op, outer, size, inner, x, want);
+    char what[64];
+    snprintf(what, sizeof(what), "reduce op %u in chunks of %zu", op, chunk);
+    gpu_expect_close(what, got, want, outer * inner, 1e-4, 1e-4);
+  }
+  free(x);
+  free(partial);
+  free(got);
+  free(want);
 }
