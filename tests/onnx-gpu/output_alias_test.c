@@ -24,32 +24,19 @@ static const kiln_graph_shape_t kShape = {.rank = 2, .dims = {2, 3}};
 static void kiln_alias_begin(kiln_alias_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "alias-test", &g->graph);
   g->graph.opset = 13;
-  KILN_ASSERT_OK(kiln_graph_add_value(&g->graph, "x", KILN_GRAPH_DTYPE_F32, &g->x));
-  g->graph.values[g->x].has_shape = true;
-  g->graph.values[g->x].shape = kShape;
-  g->graph.values[g->x].is_input = true;
-  KILN_ASSERT_OK(kiln_allocator_realloc_array(g->graph.allocator, 1, sizeof(int32_t),
-                                              (void**)&g->graph.inputs));
-  g->graph.inputs[g->graph.input_count++] = g->x;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g->graph, "x", &kShape, &g->x));
   KILN_ASSERT_OK(
       kiln_graph_add_constant(&g->graph, "c", KILN_GRAPH_DTYPE_F32, &kShape, kC, &g->c));
-  KILN_ASSERT_OK(kiln_allocator_realloc_array(g->graph.allocator, 8, sizeof(int32_t),
-                                              (void**)&g->graph.outputs));
 }
 
 static int32_t kiln_alias_node(kiln_alias_graph_t* g, const char* op, int32_t a, int32_t b) {
   int32_t y = -1, node = -1, in[2] = {a, b};
-  kiln_status_t status = kiln_graph_add_value(&g->graph, NULL, KILN_GRAPH_DTYPE_INVALID, &y);
-  if (!status) {
-    status = kiln_graph_add_node(&g->graph, op, NULL, in, b >= 0 ? 2 : 1, &y, 1, &node);
-  }
-  KILN_EXPECT_OK(status);
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g->graph, op, in, b >= 0 ? 2 : 1, &node, &y));
   return y;
 }
 
 static void kiln_alias_output(kiln_alias_graph_t* g, int32_t value) {
-  g->graph.outputs[g->graph.output_count++] = value;
-  g->graph.values[value].is_output = true;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g->graph, value));
 }
 
 // Compiles and runs on kX; checks output o against want[o] (6 floats each).

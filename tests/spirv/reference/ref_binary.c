@@ -11,9 +11,11 @@ static double ref_binary_apply(uint32_t op, double a, double b) {
     case KILN_BINARY_SUB: return a - b;
     case KILN_BINARY_MUL: return a * b;
     case KILN_BINARY_DIV: return a / b;
+    // libm pow has the C99 special cases PyTorch and onnxruntime give.
     case KILN_BINARY_POW: return pow(a, b);
-    case KILN_BINARY_MAX: return a > b ? a : b;
-    case KILN_BINARY_MIN: return a < b ? a : b;
+    // torch.maximum / ONNX Max propagate NaN.
+    case KILN_BINARY_MAX: return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
+    case KILN_BINARY_MIN: return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
     default: return NAN;
   }
 }
