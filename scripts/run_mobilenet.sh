@@ -50,7 +50,7 @@ PY
 "$build/tools/run-module/kiln-run-module" --device=vulkan \
   --module="$work/mobilenet_v2.kiln" --function=predict \
   --input=@"$work/mobilenet_v2/zeros.npy" --output=@"$work/logits_zeros.npy" \
-  --output_max_element_count=0 >/dev/null
+  --output_max_element_count=1 >/dev/null
 "$python" - "$work/logits.npy" "$work/logits_zeros.npy" "$threshold" <<'PY'
 import sys, numpy as np
 image, zeros, threshold = np.load(sys.argv[1]), np.load(sys.argv[2]), float(sys.argv[3])

@@ -8,8 +8,8 @@
 // for the values outside their domain, so every function here spells out
 // what PyTorch and onnxruntime give there: NaN in -> NaN out, and IEEE
 // infinities (tests/onnx-gpu/ieee_test.c checks each against C).
-const float KILN_INF = uintBitsToFloat(0x7f800000u);
-const float KILN_NAN = uintBitsToFloat(0x7fc00000u);
+#define KILN_INF uintBitsToFloat(0x7f800000u)
+#define KILN_NAN uintBitsToFloat(0x7fc00000u)
 
 // erf by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7): GLSL has none.
 float kiln_erf(float x) {
