@@ -31,11 +31,24 @@ float kiln_clamp(float x, float lo, float hi) {
 float kiln_max(float x, float z) { return isnan(x) || isnan(z) ? x + z : max(x, z); }
 float kiln_min(float x, float z) { return isnan(x) || isnan(z) ? x + z : min(x, z); }
 
+// The GPU's log/log2 of a denormal is unspecified (lavapipe returns
+// log(2^-127) for any): scale it into the normal range first. A device that
+// flushes denormals compares them equal to 0 and never gets here. x > 0.
+#define KILN_FLT_MIN 1.17549435e-38
+float kiln_log2_positive(float x) {
+  return x < KILN_FLT_MIN ? log2(x * 16777216.0) - 24.0 : log2(x);
+}
+float kiln_log_positive(float x) {
+  return x < KILN_FLT_MIN ? log(x * 16777216.0) - 16.635532333438687 : log(x);
+}
+
 // pow(x, z) with C99 / IEEE 754 special cases (what std::pow gives
 // PyTorch and onnxruntime): pow(0, -1) = +inf, pow(-8, 1/3) = NaN,
 // pow(x, 0) = pow(1, z) = 1 even for NaN, odd integer powers keep the sign.
 float kiln_pow(float x, float z) {
   if (z == 0.0 || x == 1.0) return 1.0;
+  // Exact as in C (exp2(log2(x)) would overflow near FLT_MAX).
+  if (z == 1.0) return x;
   if (isnan(x) || isnan(z)) return x + z;
   float ax = abs(x);
   if (isinf(z)) {
@@ -49,7 +62,8 @@ float kiln_pow(float x, float z) {
   if (ax == 0.0) return s * (z < 0.0 ? KILN_INF : 0.0);
   if (isinf(ax)) return s * (z < 0.0 ? 0.0 : KILN_INF);
   if (x < 0.0 && !integral) return KILN_NAN;
-  return s * pow(ax, z);
+  // GLSL's pow is exp2(z * log2(ax)) too, but undefined for denormal ax.
+  return s * exp2(z * kiln_log2_positive(ax));
 }
 
 float kiln_activate(uint code, float x, float alpha, float beta) {
@@ -71,7 +85,7 @@ float kiln_activate(uint code, float x, float alpha, float beta) {
     case KILN_ACT_SQRT: return x < 0.0 ? KILN_NAN : sqrt(x);
     case KILN_ACT_EXP: return exp(x);
     case KILN_ACT_LOG:
-      return x < 0.0 ? KILN_NAN : x == 0.0 ? -KILN_INF : log(x);
+      return x < 0.0 ? KILN_NAN : x == 0.0 ? -KILN_INF : kiln_log_positive(x);
     case KILN_ACT_NEG: return -x;
     case KILN_ACT_ABS: return abs(x);
     case KILN_ACT_RECIPROCAL: return 1.0 / x;

@@ -25,7 +25,8 @@ double ref_activation(uint32_t code, double x, double alpha, double beta) {
     case KILN_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     case KILN_ACT_ERF: return erf(x);
     case KILN_ACT_ELU: return x < 0 ? alpha * expm1(x) : x;
-    case KILN_ACT_SOFTPLUS: return log1p(exp(x));
+    // PyTorch's threshold: x itself above 20 (so softplus(FLT_MAX) is finite).
+    case KILN_ACT_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
     case KILN_ACT_SQRT: return sqrt(x);
     case KILN_ACT_EXP: return exp(x);
     case KILN_ACT_LOG: return log(x);
