@@ -218,3 +218,45 @@ KILN_TEST(OnnxIeeeTest, PowOfZeroToMinusOneIsInfinity) {
     KILN_EXPECT_EQ(signbit(got[j]) != 0, j % 2 == 1);
   }
 }
+
+// Where with a constant condition and one constant branch (masked_fill):
+// the run-time branch passes through exactly, NaN and infinities included,
+// and the constant branch may itself be -inf or NaN.
+KILN_TEST(OnnxIeeeTest, WhereKeepsSpecialValues) {
+  uint8_t cond[KILN_IEEE_COUNT];
+  float k[KILN_IEEE_COUNT];
+  for (size_t j = 0; j < KILN_IEEE_COUNT; ++j) {
+    cond[j] = (uint8_t)(j % 3 != 0);
+    k[j] = j % 2 ? -INFINITY : NAN;
+  }
+  for (int k_is_x = 0; k_is_x < 2; ++k_is_x) {
+    kiln_graph_t graph;
+    kiln_graph_initialize(kiln_allocator_system(), "ieee-where", &graph);
+    graph.opset = 13;
+    int32_t in[3] = {-1, -1, -1}, x = -1, node = -1, y = -1;
+    KILN_ASSERT_OK(kiln_gpu_graph_add_input(&graph, "x", &kShape, &x));
+    KILN_ASSERT_OK(kiln_graph_add_constant(&graph, "cond", KILN_GRAPH_DTYPE_BOOL, &kShape, cond,
+                                           &in[0]));
+    int32_t constant = -1;
+    KILN_ASSERT_OK(
+        kiln_graph_add_constant(&graph, "k", KILN_GRAPH_DTYPE_F32, &kShape, k, &constant));
+    in[1] = k_is_x ? constant : x;
+    in[2] = k_is_x ? x : constant;
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Where", in, 3, &node, &y));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
+    float got[KILN_IEEE_COUNT];
+    const float* inputs[1] = {kValues};
+    kiln_ieee_run(&graph, inputs, KILN_IEEE_COUNT, got);
+    kiln_graph_deinitialize(&graph);
+    for (size_t j = 0; j < KILN_IEEE_COUNT; ++j) {
+      float want = (cond[j] != 0) == (k_is_x != 0) ? k[j] : kValues[j];
+      bool ok = isnan(want) ? isnan(got[j]) : got[j] == want;
+      // A denormal x may be flushed to zero on its way through.
+      if (!ok && kiln_ieee_is_denormal(want)) ok = got[j] == 0.0f;
+      if (!ok) {
+        KILN_ADD_FAILURE("Where(%d, k first %d) = %g, want %g", cond[j], k_is_x,
+                         (double)got[j], (double)want);
+      }
+    }
+  }
+}

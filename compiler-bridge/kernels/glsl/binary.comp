@@ -34,6 +34,7 @@ float apply(float x, float z) {
     case KILN_BINARY_POW: return kiln_pow(x, z);
     case KILN_BINARY_MAX: return kiln_max(x, z);
     case KILN_BINARY_MIN: return kiln_min(x, z);
+    case KILN_BINARY_SELECT: return floatBitsToUint(z) == KILN_SELECT_KEEP_BITS ? x : z;
     default: return x;
   }
 }

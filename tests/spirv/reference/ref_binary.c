@@ -1,6 +1,7 @@
 // Numpy-broadcast binary reference: walks the output's coordinates and maps
 // each to the inputs (a size-1 input dimension repeats).
 #include <math.h>
+#include <string.h>
 
 #include "kiln/compiler/kernels_codes.h"
 #include "reference.h"
@@ -47,6 +48,11 @@ void ref_binary(uint32_t op, const float* a, const size_t* a_shape,
       ai = ai * as[d] + (as[d] == 1 ? 0 : coord[d]);
       bi = bi * bs[d] + (bs[d] == 1 ? 0 : coord[d]);
     }
-    out[i] = (float)ref_activation(act, ref_binary_apply(op, a[ai], b[bi]), alpha, beta);
+    uint32_t b_bits = 0;
+    memcpy(&b_bits, &b[bi], sizeof(b_bits));
+    double value = op != KILN_BINARY_SELECT        ? ref_binary_apply(op, a[ai], b[bi])
+                   : b_bits == KILN_SELECT_KEEP_BITS ? a[ai]
+                                                     : b[bi];
+    out[i] = (float)ref_activation(act, value, alpha, beta);
   }
 }
