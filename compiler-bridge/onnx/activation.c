@@ -31,7 +31,8 @@ float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
                           float x) {
   switch (kind) {
     case KILN_ACTIVATION_NONE: return x;
-    case KILN_ACTIVATION_RELU: return x > 0.0f ? x : 0.0f;
+    // Written so that NaN passes through, as in PyTorch and the GPU kernels.
+    case KILN_ACTIVATION_RELU: return x < 0.0f ? 0.0f : x;
     case KILN_ACTIVATION_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
     case KILN_ACTIVATION_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
     case KILN_ACTIVATION_SIGMOID:

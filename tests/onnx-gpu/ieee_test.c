@@ -77,12 +77,19 @@ typedef struct kiln_ieee_unary_t {
   float alpha, beta;  // attributes (LeakyRelu, HardSigmoid, Elu) or Clip's bounds
 } kiln_ieee_unary_t;
 
-static void kiln_ieee_check_unary(const kiln_ieee_unary_t* u) {
+// `folded`: the op runs on a constant, so the compiler's constant folding
+// (the CPU reference ops) computes it; the graph adds the zeros input.
+static void kiln_ieee_check_unary(const kiln_ieee_unary_t* u, bool folded) {
   kiln_graph_t graph;
   kiln_graph_initialize(kiln_allocator_system(), "ieee-unary", &graph);
   graph.opset = 20;  // Gelu
-  int32_t inputs[3] = {-1, -1, -1}, node = -1, y = -1;
-  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&graph, "x", &kShape, &inputs[0]));
+  int32_t inputs[3] = {-1, -1, -1}, node = -1, y = -1, x = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&graph, "x", &kShape, &x));
+  inputs[0] = x;
+  if (folded) {
+    KILN_ASSERT_OK(kiln_graph_add_constant(&graph, "values", KILN_GRAPH_DTYPE_F32, &kShape,
+                                           kValues, &inputs[0]));
+  }
   size_t input_count = 1;
   if (u->code == KILN_ACT_CLIP) {
     const kiln_graph_shape_t scalar = {.rank = 0};
@@ -98,10 +105,15 @@ static void kiln_ieee_check_unary(const kiln_ieee_unary_t* u) {
     kiln_ieee_set_float(&graph, node, "alpha", u->alpha);
   }
   if (u->code == KILN_ACT_HARD_SIGMOID) kiln_ieee_set_float(&graph, node, "beta", u->beta);
+  if (folded) {
+    int32_t sum_in[2] = {y, x};
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Add", sum_in, 2, &node, &y));
+  }
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
   float got[KILN_IEEE_COUNT];
-  const float* x = kValues;
-  kiln_ieee_run(&graph, &x, KILN_IEEE_COUNT, got);
+  static const float kZeros[KILN_IEEE_COUNT];
+  const float* input = folded ? kZeros : kValues;
+  kiln_ieee_run(&graph, &input, KILN_IEEE_COUNT, got);
   kiln_graph_deinitialize(&graph);
   for (size_t i = 0; i < KILN_IEEE_COUNT; ++i) {
     double want = ref_activation(u->code, kValues[i], u->alpha, u->beta);
@@ -111,8 +123,8 @@ static void kiln_ieee_check_unary(const kiln_ieee_unary_t* u) {
                                                   u->alpha, u->beta));
     }
     if (!ok) {
-      KILN_ADD_FAILURE("%s(%g) = %g, want %g", u->op, (double)kValues[i], (double)got[i],
-                       (double)(float)want);
+      KILN_ADD_FAILURE("%s%s(%g) = %g, want %g", folded ? "folded " : "", u->op,
+                       (double)kValues[i], (double)got[i], (double)(float)want);
     }
   }
 }
@@ -137,7 +149,27 @@ KILN_TEST(OnnxIeeeTest, ActivationsAndUnaryOps) {
       {"Abs", KILN_ACT_ABS, 0, 0},
       {"Reciprocal", KILN_ACT_RECIPROCAL, 0, 0},
   };
-  for (size_t k = 0; k < sizeof(kOps) / sizeof(kOps[0]); ++k) kiln_ieee_check_unary(&kOps[k]);
+  for (size_t k = 0; k < sizeof(kOps) / sizeof(kOps[0]); ++k) {
+    kiln_ieee_check_unary(&kOps[k], false);
+  }
+}
+
+// The same special values through constant folding of the activations the
+// CPU reference implements (compiler-bridge/onnx/activation.c).
+KILN_TEST(OnnxIeeeTest, FoldedActivations) {
+  static const kiln_ieee_unary_t kOps[] = {
+      {"Relu", KILN_ACT_RELU, 0, 0},
+      {"LeakyRelu", KILN_ACT_LEAKY_RELU, 0.1f, 0},
+      {"Clip", KILN_ACT_CLIP, -1.0f, 6.0f},
+      {"HardSigmoid", KILN_ACT_HARD_SIGMOID, 0.2f, 0.5f},
+      {"HardSwish", KILN_ACT_HARD_SWISH, 0, 0},
+      {"Tanh", KILN_ACT_TANH, 0, 0},
+      {"Sigmoid", KILN_ACT_SIGMOID, 0, 0},
+      {"Elu", KILN_ACT_ELU, 1.0f, 0},
+  };
+  for (size_t k = 0; k < sizeof(kOps) / sizeof(kOps[0]); ++k) {
+    kiln_ieee_check_unary(&kOps[k], true);
+  }
 }
 
 // Every (a, b) pair of kValues, and the exponents Pow needs beyond them
