@@ -315,9 +315,8 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
 
 // Where with a constant condition and one constant branch (masked_fill with
 // a causal or padding mask folded at compile time):
-// out = v * keep + fill, keep = 0 / fill = k where the constant k is chosen,
-// keep = 1 / fill = 0 elsewhere. Exact for finite v (an inf or NaN in v at a
-// filled position would give NaN where ONNX gives k).
+// one select dispatch, out = table == KEEP ? v : table, with the table
+// holding k where the constant k is chosen and the KEEP marker elsewhere.
 kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   const kiln_graph_value_t* cond = kiln_lower_in(l, 0);
   const kiln_graph_value_t* x = kiln_lower_in(l, 1);
@@ -331,7 +330,9 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   bool k_is_x = x->data != NULL;
   const kiln_graph_value_t* k = k_is_x ? x : yv;
   size_t v_index = k_is_x ? 2 : 1;
-  // Materialize keep/fill at the broadcast shape of the condition and k.
+  // One table at the broadcast shape of the condition and k: k where it is
+  // taken, else the marker that makes the select kernel pass v through
+  // (exact for every v, NaN and infinities included).
   kiln_graph_shape_t s;
   memset(&s, 0, sizeof(s));
   s.rank = cond->shape.rank > k->shape.rank ? cond->shape.rank : k->shape.rank;
@@ -348,14 +349,19 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   kiln_ref_broadcast_strides(&k->shape, &s, ks);
   float* table = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
-                                             2 * (size_t)count * sizeof(float), (void**)&table));
+                                             (size_t)count * sizeof(float), (void**)&table));
   const uint8_t* c = (const uint8_t*)cond->data;
   const float* kv = (const float*)k->data;
   int64_t co = 0, ko = 0;
   for (uint64_t i = 0; i < count; ++i) {
     bool take_k = (c[co] != 0) == k_is_x;
-    table[i] = take_k ? 0.0f : 1.0f;
-    table[count + i] = take_k ? kv[ko] : 0.0f;
+    uint32_t bits = KILN_SELECT_KEEP_BITS;
+    if (take_k) {
+      memcpy(&bits, &kv[ko], sizeof(bits));
+      // A k that happens to carry the marker is a NaN: keep it one.
+      if (bits == KILN_SELECT_KEEP_BITS) bits = 0x7fc00000u;
+    }
+    memcpy(&table[i], &bits, sizeof(bits));
     for (int32_t d = s.rank; d-- > 0;) {
       co += cs[d];
       ko += ks[d];
@@ -365,19 +371,15 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
       coords[d] = 0;
     }
   }
-  kiln_emit_range_t keep, fill;
+  kiln_emit_range_t fill;
   kiln_status_t status =
-      kiln_emit_add_weight(l->program, table, (size_t)count * sizeof(float), &keep);
-  if (!status) {
-    status = kiln_emit_add_weight(l->program, table + count, (size_t)count * sizeof(float), &fill);
-  }
+      kiln_emit_add_weight(l->program, table, (size_t)count * sizeof(float), &fill);
   kiln_allocator_free(l->program->allocator, table);
   KILN_RETURN_IF_ERROR(status);
   kiln_emit_range_t v, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, v_index, &v));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const kiln_graph_shape_t* y = &out_value->shape;
-  KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &v, &kiln_lower_in(l, v_index)->shape,
-                                        &keep, &s, &out, y));
-  return kiln_more_binary(l, KILN_BINARY_ADD, &out, y, &fill, &s, &out, y);
+  return kiln_more_binary(l, KILN_BINARY_SELECT, &v, &kiln_lower_in(l, v_index)->shape, &fill,
+                          &s, &out, y);
 }

@@ -95,44 +95,27 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED, "'%s': %s '%s' is empty",
                               graph->source, is_input ? "input" : "output", value->name);
     }
-    if (!is_input) {
-      for (size_t o = 0; o < i - graph->input_count; ++o) {
-        if (graph->outputs[o] == id) {
-          return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                                  "'%s': output '%s' is listed twice", graph->source,
-                                  value->name);
-        }
-      }
-    }
   }
   return kiln_ok_status();
 }
 
-// Outputs that no node writes (a graph input or a constant) get a copy.
+// Outputs that no node writes get a copy, recorded after every node: a
+// graph input or a constant (readers use the source, see
+// kiln_emit_value_range), or a value listed again (copied from the output
+// its producer wrote, the first listing).
 static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program) {
   const kiln_graph_t* graph = program->graph;
   for (size_t o = 0; o < graph->output_count; ++o) {
     int32_t id = graph->outputs[o];
     const kiln_graph_value_t* value = &graph->values[id];
-    if (value->producer >= 0 && !value->data && !value->is_input) continue;
+    bool written = value->producer >= 0 && !value->data && !value->is_input;
+    size_t first = 0;
+    while (graph->outputs[first] != id) ++first;
+    if (written && first == o) continue;
+    kiln_emit_range_t source;
+    KILN_RETURN_IF_ERROR(kiln_emit_value_range(program, id, &source));
     size_t size = 0;
     KILN_RETURN_IF_ERROR(kiln_graph_value_byte_size(value, &size));
-    kiln_emit_range_t source = {KILN_EMIT_SPACE_INPUT, 0, 0, size};
-    if (value->data) {
-      KILN_RETURN_IF_ERROR(kiln_emit_add_weight(program, value->data, size, &source));
-    } else {
-      bool found = false;
-      for (size_t i = 0; i < graph->input_count && !found; ++i) {
-        if (graph->inputs[i] == id) {
-          source.index = (uint32_t)i;
-          found = true;
-        }
-      }
-      if (!found) {
-        return kiln_make_status(KILN_STATUS_INTERNAL, "output '%s' has no source",
-                                value->name);
-      }
-    }
     kiln_emit_range_t target = {KILN_EMIT_SPACE_OUTPUT, (uint32_t)o, 0, size};
     KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(program, &source, &target, size / 4));
   }

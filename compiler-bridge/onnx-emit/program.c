@@ -99,12 +99,9 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
   const kiln_graph_value_t* value = &graph->values[value_id];
   size_t size = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_value_byte_size(value, &size));
-  for (size_t i = 0; i < graph->output_count; ++i) {
-    if (graph->outputs[i] == value_id) {
-      *out = (kiln_emit_range_t){KILN_EMIT_SPACE_OUTPUT, (uint32_t)i, 0, size};
-      return kiln_ok_status();
-    }
-  }
+  // Inputs and constants first: a value that is also a graph output gets
+  // its output buffer filled by a copy recorded after every node, so
+  // readers must see the source, never the not-yet-written output.
   for (size_t i = 0; i < graph->input_count; ++i) {
     if (graph->inputs[i] == value_id) {
       *out = (kiln_emit_range_t){KILN_EMIT_SPACE_INPUT, (uint32_t)i, 0, size};
@@ -120,6 +117,12 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
     *out = (kiln_emit_range_t){KILN_EMIT_SPACE_WEIGHTS, 0,
                                program->weight_offsets[value_id], size < 4 ? 4 : size};
     return kiln_ok_status();
+  }
+  for (size_t i = 0; i < graph->output_count; ++i) {
+    if (graph->outputs[i] == value_id) {
+      *out = (kiln_emit_range_t){KILN_EMIT_SPACE_OUTPUT, (uint32_t)i, 0, size};
+      return kiln_ok_status();
+    }
   }
   if ((size_t)value_id < program->plan->value_count &&
       program->plan->offsets[value_id] != KILN_GRAPH_NOT_PLANNED) {

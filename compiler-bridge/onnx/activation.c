@@ -82,7 +82,8 @@ float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
                           float x) {
   switch (kind) {
     case KILN_ACT_NONE: return x;
-    case KILN_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    // Written so that NaN passes through, as in PyTorch and the GPU kernels.
+    case KILN_ACT_RELU: return x < 0.0f ? 0.0f : x;
     case KILN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
     case KILN_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
     case KILN_ACT_SIGMOID:

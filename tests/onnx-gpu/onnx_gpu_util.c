@@ -136,3 +136,31 @@ kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
   kiln_byte_buffer_deinit(&module);
   return status;
 }
+
+kiln_status_t kiln_gpu_graph_add_input(kiln_graph_t* graph, const char* name,
+                                       const kiln_graph_shape_t* shape, int32_t* out_value) {
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(graph, name, KILN_GRAPH_DTYPE_F32, out_value));
+  kiln_graph_value_t* value = &graph->values[*out_value];
+  value->has_shape = true;
+  value->shape = *shape;
+  value->is_input = true;
+  KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(graph->allocator, graph->input_count + 1,
+                                                    sizeof(int32_t), (void**)&graph->inputs));
+  graph->inputs[graph->input_count++] = *out_value;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_gpu_graph_add_node(kiln_graph_t* graph, const char* op_type,
+                                      const int32_t* inputs, size_t input_count,
+                                      int32_t* out_node, int32_t* out_value) {
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(graph, NULL, KILN_GRAPH_DTYPE_INVALID, out_value));
+  return kiln_graph_add_node(graph, op_type, NULL, inputs, input_count, out_value, 1, out_node);
+}
+
+kiln_status_t kiln_gpu_graph_add_output(kiln_graph_t* graph, int32_t value) {
+  KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(graph->allocator, graph->output_count + 1,
+                                                    sizeof(int32_t), (void**)&graph->outputs));
+  graph->outputs[graph->output_count++] = value;
+  graph->values[value].is_output = true;
+  return kiln_ok_status();
+}

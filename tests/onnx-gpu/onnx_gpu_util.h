@@ -27,4 +27,14 @@ kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
                                        kiln_graph_tensor_t* outputs,
                                        kiln_gpu_run_stats_t* out_stats);
 
+// Small hand-built graphs: a float32 graph input of `shape`, a node with
+// one new output (returned in *out_value; attributes are set by the caller
+// on *out_node), and marking a value as the next graph output.
+kiln_status_t kiln_gpu_graph_add_input(kiln_graph_t* graph, const char* name,
+                                       const kiln_graph_shape_t* shape, int32_t* out_value);
+kiln_status_t kiln_gpu_graph_add_node(kiln_graph_t* graph, const char* op_type,
+                                      const int32_t* inputs, size_t input_count,
+                                      int32_t* out_node, int32_t* out_value);
+kiln_status_t kiln_gpu_graph_add_output(kiln_graph_t* graph, int32_t value);
+
 #endif  // KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_

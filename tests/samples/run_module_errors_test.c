@@ -161,6 +161,7 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.write(")) ++writes;
   KILN_EXPECT_EQ(writes, 4);  // w1, b1, w2, b2 once, not per call
   KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] warm call (median of calls 2..3): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
   KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);

@@ -31,15 +31,10 @@ float apply(float x, float z) {
     case KILN_BINARY_SUB: return x - z;
     case KILN_BINARY_MUL: return x * z;
     case KILN_BINARY_DIV: return x / z;
-    // GLSL pow() is undefined for x < 0; ONNX wants integral exponents of
-    // negative bases to work, so handle the sign by hand.
-    case KILN_BINARY_POW: {
-      if (x >= 0.0) return pow(x, z);
-      float r = pow(-x, z);
-      return (z == floor(z)) ? ((mod(z, 2.0) != 0.0) ? -r : r) : (0.0 / 0.0);
-    }
-    case KILN_BINARY_MAX: return max(x, z);
-    case KILN_BINARY_MIN: return min(x, z);
+    case KILN_BINARY_POW: return kiln_pow(x, z);
+    case KILN_BINARY_MAX: return kiln_max(x, z);
+    case KILN_BINARY_MIN: return kiln_min(x, z);
+    case KILN_BINARY_SELECT: return floatBitsToUint(z) == KILN_SELECT_KEEP_BITS ? x : z;
     default: return x;
   }
 }

@@ -34,7 +34,12 @@
 #define KILN_BINARY_POW 4
 #define KILN_BINARY_MAX 5
 #define KILN_BINARY_MIN 6
-#define KILN_BINARY_COUNT 7
+// b, except where b holds KILN_SELECT_KEEP_BITS: a there (Where with one
+// constant branch; exact for NaN/inf a, unlike a * keep + fill).
+#define KILN_BINARY_SELECT 7
+#define KILN_BINARY_COUNT 8
+// A quiet NaN whose payload no arithmetic produces.
+#define KILN_SELECT_KEEP_BITS 0x7fc5a5a5u
 
 // Reductions (reduce kernel and global pooling).
 #define KILN_REDUCE_SUM 0

@@ -61,7 +61,7 @@ static void run_binary(const char* what, uint32_t op, const size_t* a_shape, siz
 KILN_TEST(GpuElementwiseTest, BinaryOpsWithBroadcasting) {
   const size_t a4[] = {2, 3, 4, 5}, b3[] = {3, 1, 5}, scalar[] = {1}, same[] = {2, 3, 4, 5};
   const size_t c1[] = {1, 3, 1, 1}, row[] = {5};
-  const char* names[] = {"add", "sub", "mul", "div", "pow", "max", "min"};
+  const char* names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "select"};
   for (uint32_t op = 0; op < KILN_BINARY_COUNT; ++op) {
     bool transcendental = op == KILN_BINARY_POW;
     double atol = transcendental ? 1e-5 : 1e-6, rtol = transcendental ? 1e-4 : 1e-5;

@@ -31,8 +31,11 @@ bool kiln_vk_harness_validation_enabled(const kiln_vk_harness_t* harness);
 
 // Deliberately makes one invalid but harmless call (a pipeline layout with
 // a zero-sized push-constant range) so tests can check that the layer is
-// live and its messages are counted.
-void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* harness);
+// live and its messages are counted. With `expected` the message is neither
+// printed nor a failure; any other message fails the running test (or,
+// outside a test, makes kiln_vk_harness_destroy exit the process with
+// status 1).
+void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* harness, bool expected);
 
 // Host-visible storage buffer of `size` bytes, filled from `data` (zeros
 // when NULL).

@@ -67,8 +67,9 @@ bool kiln_vk_harness_validation_enabled(const kiln_vk_harness_t* h) {
   (void)h;
   return env && strcmp(env, "1") == 0;
 }
-void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* h) {
-  (void)h;  // the HAL validates its own calls; nothing invalid to provoke
+void kiln_vk_harness_provoke_validation_error(kiln_vk_harness_t* h, bool expected) {
+  (void)h;
+  (void)expected;  // the HAL validates its own calls; nothing invalid to provoke
 }
 
 kiln_status_t kiln_vk_buffer_create(kiln_vk_harness_t* h, size_t size, const void* data,

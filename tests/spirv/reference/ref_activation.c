@@ -1,4 +1,6 @@
-// Activation reference in double with libm's erf/tanh/expm1/log1p.
+// Activation reference in double with libm's erf/tanh/expm1/log1p, with
+// PyTorch's special values: NaN in -> NaN out (comparisons are false for
+// NaN, so each clamp below passes it through), IEEE infinities.
 #include <math.h>
 
 #include "kiln/compiler/kernels_codes.h"
@@ -7,7 +9,7 @@
 double ref_activation(uint32_t code, double x, double alpha, double beta) {
   switch (code) {
     case KILN_ACT_NONE: return x;
-    case KILN_ACT_RELU: return x > 0 ? x : 0;
+    case KILN_ACT_RELU: return x < 0 ? 0 : x;
     case KILN_ACT_LEAKY_RELU: return x < 0 ? alpha * x : x;
     case KILN_ACT_CLIP: return x < alpha ? alpha : (x > beta ? beta : x);
     case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
@@ -23,7 +25,8 @@ double ref_activation(uint32_t code, double x, double alpha, double beta) {
     case KILN_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     case KILN_ACT_ERF: return erf(x);
     case KILN_ACT_ELU: return x < 0 ? alpha * expm1(x) : x;
-    case KILN_ACT_SOFTPLUS: return log1p(exp(x));
+    // PyTorch's threshold: x itself above 20 (so softplus(FLT_MAX) is finite).
+    case KILN_ACT_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
     case KILN_ACT_SQRT: return sqrt(x);
     case KILN_ACT_EXP: return exp(x);
     case KILN_ACT_LOG: return log(x);

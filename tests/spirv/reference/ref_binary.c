@@ -1,6 +1,7 @@
 // Numpy-broadcast binary reference: walks the output's coordinates and maps
 // each to the inputs (a size-1 input dimension repeats).
 #include <math.h>
+#include <string.h>
 
 #include "kiln/compiler/kernels_codes.h"
 #include "reference.h"
@@ -11,9 +12,11 @@ static double ref_binary_apply(uint32_t op, double a, double b) {
     case KILN_BINARY_SUB: return a - b;
     case KILN_BINARY_MUL: return a * b;
     case KILN_BINARY_DIV: return a / b;
+    // libm pow has the C99 special cases PyTorch and onnxruntime give.
     case KILN_BINARY_POW: return pow(a, b);
-    case KILN_BINARY_MAX: return a > b ? a : b;
-    case KILN_BINARY_MIN: return a < b ? a : b;
+    // torch.maximum / ONNX Max propagate NaN.
+    case KILN_BINARY_MAX: return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
+    case KILN_BINARY_MIN: return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
     default: return NAN;
   }
 }
@@ -45,6 +48,11 @@ void ref_binary(uint32_t op, const float* a, const size_t* a_shape,
       ai = ai * as[d] + (as[d] == 1 ? 0 : coord[d]);
       bi = bi * bs[d] + (bs[d] == 1 ? 0 : coord[d]);
     }
-    out[i] = (float)ref_activation(act, ref_binary_apply(op, a[ai], b[bi]), alpha, beta);
+    uint32_t b_bits = 0;
+    memcpy(&b_bits, &b[bi], sizeof(b_bits));
+    double value = op != KILN_BINARY_SELECT        ? ref_binary_apply(op, a[ai], b[bi])
+                   : b_bits == KILN_SELECT_KEEP_BITS ? a[ai]
+                                                     : b[bi];
+    out[i] = (float)ref_activation(act, value, alpha, beta);
   }
 }
