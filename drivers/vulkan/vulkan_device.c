@@ -15,10 +15,7 @@ kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns) {
   if (value == 0) return kiln_ok_status();
   if (device->host_timeline) {
-    KILN_RETURN_IF_ERROR_ANNOTATE(
-        kiln_vk_host_wait_value(device, value, timeout_ns),
-        "device '%s': work", device->base.info.name);
-    return kiln_ok_status();
+    return kiln_vk_host_wait_value(device, value, timeout_ns);
   }
   VkSemaphoreWaitInfo wait = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,

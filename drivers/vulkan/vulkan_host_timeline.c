@@ -137,9 +137,12 @@ static kiln_status_t poll_completed(kiln_vk_device_t* device) {
 
 typedef bool (*reached_fn)(kiln_vk_device_t* device, const void* target);
 
-// Waits (queue_mutex held) until `reached` holds or the deadline passes.
+// Waits (queue_mutex held) until `reached` holds; *out_timed_out (and OK)
+// when the deadline passes first, so callers name what was awaited.
 static kiln_status_t wait_until(kiln_vk_device_t* device, reached_fn reached,
-                                const void* target, int64_t timeout_ns) {
+                                const void* target, int64_t timeout_ns,
+                                bool* out_timed_out) {
+  *out_timed_out = false;
   kiln_vk_host_timeline_t* t = device->host_timeline;
   int64_t deadline = kiln_deadline_from_timeout_ns(timeout_ns);
   for (;;) {
@@ -147,9 +150,8 @@ static kiln_status_t wait_until(kiln_vk_device_t* device, reached_fn reached,
     if (reached(device, target)) return kiln_ok_status();
     int64_t remaining = kiln_deadline_remaining_ns(deadline);
     if (remaining == 0) {
-      return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
-                              "not reached within %lld ns",
-                              (long long)timeout_ns);
+      *out_timed_out = true;
+      return kiln_ok_status();
     }
     if (t->in_flight) {
       // GPU work in flight finishes on its own: wait for the oldest.
@@ -261,10 +263,16 @@ static bool device_value_reached(kiln_vk_device_t* device, const void* target) {
 
 kiln_status_t kiln_vk_host_wait_value(kiln_vk_device_t* device, uint64_t value,
                                       int64_t timeout_ns) {
+  bool timed_out = false;
   pthread_mutex_lock(&device->queue_mutex);
   kiln_status_t status =
-      wait_until(device, device_value_reached, &value, timeout_ns);
+      wait_until(device, device_value_reached, &value, timeout_ns, &timed_out);
   pthread_mutex_unlock(&device->queue_mutex);
+  if (!status && timed_out) {
+    return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
+                            "device '%s': work did not finish within %lld ns",
+                            device->base.info.name, (long long)timeout_ns);
+  }
   return status;
 }
 
@@ -304,9 +312,15 @@ kiln_status_t kiln_vk_host_semaphore_wait(kiln_vk_semaphore_t* semaphore,
                                           uint64_t value, int64_t timeout_ns) {
   kiln_vk_device_t* device = kiln_vk_device_cast(semaphore->base.device);
   semaphore_target_t target = {semaphore, value};
+  bool timed_out = false;
   pthread_mutex_lock(&device->queue_mutex);
   kiln_status_t status =
-      wait_until(device, semaphore_reached, &target, timeout_ns);
+      wait_until(device, semaphore_reached, &target, timeout_ns, &timed_out);
   pthread_mutex_unlock(&device->queue_mutex);
+  if (!status && timed_out) {
+    return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
+                            "semaphore did not reach %llu within %lld ns",
+                            (unsigned long long)value, (long long)timeout_ns);
+  }
   return status;
 }

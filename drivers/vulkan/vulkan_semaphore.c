@@ -43,11 +43,8 @@ static kiln_status_t semaphore_wait(kiln_hal_semaphore_t* base, uint64_t value,
                                     int64_t timeout_ns) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
   if (device->host_timeline) {
-    KILN_RETURN_IF_ERROR_ANNOTATE(
-        kiln_vk_host_semaphore_wait((kiln_vk_semaphore_t*)base, value,
-                                    timeout_ns),
-        "semaphore wait for %llu", (unsigned long long)value);
-    return kiln_ok_status();
+    return kiln_vk_host_semaphore_wait((kiln_vk_semaphore_t*)base, value,
+                                       timeout_ns);
   }
   VkSemaphore handle = ((kiln_vk_semaphore_t*)base)->handle;
   VkSemaphoreWaitInfo info = {
