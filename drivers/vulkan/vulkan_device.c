@@ -164,6 +164,21 @@ static void drop_features_the_layer_predates(kiln_vk_device_t* device) {
   }
 }
 
+// Variants are then chosen for `triple` (a test knob, see vulkan_api_cap.c).
+static void pose_as(kiln_vk_device_t* device,
+                    const kiln_target_triple_t* triple) {
+  char text[KILN_TARGET_TRIPLE_TEXT_CAPACITY], was[KILN_TARGET_TRIPLE_TEXT_CAPACITY];
+  kiln_target_triple_format(triple, text, sizeof(text));
+  kiln_target_triple_format(&device->base.info.triple, was, sizeof(was));
+  device->base.info.triple = *triple;
+  size_t used = strlen(device->base.info.triple_reason);
+  snprintf(device->base.info.triple_reason + used,
+           sizeof(device->base.info.triple_reason) - used,
+           "; posing as %s instead of %s (?triple=): variants for it, "
+           "checked against this device's own features and limits",
+           text, was);
+}
+
 static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   drop_features_the_layer_predates(device);
   const kiln_vk_device_support_t* s = &device->support;
@@ -318,13 +333,16 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
       options->enable_validation || kiln_vk_validation_from_environment();
   device->base.info.validation_enabled = validation;
   kiln_vk_memory_init(&device->memory, device);
-  uint32_t api_cap = 0;
-  kiln_status_t status = kiln_vk_api_cap_from_path(&path, &api_cap);
+  kiln_vk_uri_options_t uri_options;
+  kiln_status_t status = kiln_vk_uri_options_parse(&path, &uri_options);
   if (!status) {
-    status = kiln_vk_instance_create(validation, device, api_cap,
+    status = kiln_vk_instance_create(validation, device, uri_options.api_cap,
                                      &device->instance);
   }
-  if (!status) status = pick_physical_device(device, path, api_cap);
+  if (!status) {
+    status = pick_physical_device(device, path, uri_options.api_cap);
+  }
+  if (!status && uri_options.pose) pose_as(device, &uri_options.pose_triple);
   if (!status) status = create_logical_device(device);
   if (!status) {
     status = kiln_vk_pipeline_cache_create(device, options->pipeline_cache_path);

@@ -138,8 +138,11 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   // Required wherever the device lists it, cap or not.
   support->portability_subset =
       has_extension(extensions, extension_count, "VK_KHR_portability_subset");
+  // A query only (nothing is enabled), so it stays under a cap: the driver
+  // id names the driver for the triple.
   support->driver_properties =
-      v12 || HAS(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+      v12 || has_extension(extensions, extension_count,
+                           VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool timeline_ext = HAS(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   bool size_control_ext = HAS(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 #undef HAS

@@ -43,10 +43,14 @@ bool kiln_vk_validation_from_environment(void);
 
 // KILN_VULKAN_API_VERSION as a VK_MAKE_API_VERSION value (0: no cap).
 kiln_status_t kiln_vk_api_cap_from_environment(uint32_t* out_cap);
-// The environment's cap lowered by a "?api=1.1" suffix of the device path,
-// which is removed from `inout_path`.
-kiln_status_t kiln_vk_api_cap_from_path(kiln_string_view_t* inout_path,
-                                        uint32_t* out_cap);
+typedef struct kiln_vk_uri_options_t {
+  uint32_t api_cap;  // the environment's, lowered by "api="
+  bool pose;         // "triple=": select variants as this target
+  kiln_target_triple_t pose_triple;
+} kiln_vk_uri_options_t;
+// Parses and removes "?opt=value&..." from the device path.
+kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
+                                        kiln_vk_uri_options_t* out_options);
 
 // ---- physical device facts (vulkan_device_info.c) ----
 
