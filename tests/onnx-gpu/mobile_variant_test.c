@@ -1,0 +1,197 @@
+// Modules compiled only for the mobile triples (valhall-g78, adreno-android30):
+// every variant is SPIR-V 1.3 that validates for Vulkan 1.1 and stays within
+// the arch row's limits and the Android floor's 128-byte push constants;
+// on lavapipe used as a plain Vulkan 1.1 device posing as that target
+// ("?api=1.1&triple=") the model runs and matches PyTorch, or is refused
+// with a message naming why; without the pose the device refuses the
+// foreign arch by name.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/onnx.h"
+#include "kiln/compiler/onnx_compile.h"
+#include "kiln/compiler/spirv.h"
+#include "kiln/format/module_reader.h"
+#include "kiln/hal/target_triple.h"
+#include "kiln_test.h"
+#include "onnx_gpu_util.h"
+
+enum { kAndroidPushConstantBytes = 128 };
+
+static const char* models_dir(void) {
+  const char* dir = getenv("KILN_ONNX_MODELS_DIR");
+  return dir ? dir : "tests/onnx/models";
+}
+
+typedef struct mobile_case_t {
+  const char* target;       // as users write it
+  const char* full_triple;  // for the device pose
+} mobile_case_t;
+
+static const mobile_case_t kCases[] = {
+    {"valhall-g78", "valhall-g78-android30"},
+    {"adreno-android30", "adreno-unknown-android30"},
+};
+
+// Checks every variant of the compiled module against the Android floor.
+static void check_variants(const kiln_byte_buffer_t* module_bytes,
+                           const char* target) {
+  kiln_format_read_options_t read_options = kiln_format_read_options_default();
+  kiln_format_module_t module;
+  KILN_ASSERT_OK(kiln_format_module_read(
+      kiln_make_const_byte_span(module_bytes->data, module_bytes->size),
+      target, &read_options, kiln_allocator_system(), &module));
+  char arch[KILN_TARGET_TOKEN_CAPACITY];
+  kiln_target_triple_t triple;
+  KILN_ASSERT_OK(kiln_target_triple_parse(kiln_make_cstring_view(target), &triple));
+  snprintf(arch, sizeof(arch), "%s", triple.arch);
+  const kiln_target_arch_info_t* row = kiln_target_arch_lookup(arch);
+  KILN_ASSERT_TRUE(row != NULL);
+  uint32_t variants = 0;
+  for (uint32_t e = 0; e < module.executables.executable_count; ++e) {
+    const kiln_format_executable_t* exe = &module.executables.executables[e];
+    char name[128];
+    snprintf(name, sizeof(name), "%.*s", KILN_SV_ARG(exe->name));
+    for (uint32_t v = 0; v < exe->variant_count; ++v) {
+      const kiln_format_variant_t* variant = &exe->variants[v];
+      ++variants;
+      KILN_ASSERT_TRUE(variant->spirv_word_count >= 5);
+      uint32_t* words = malloc(variant->spirv_word_count * sizeof(uint32_t));
+      KILN_ASSERT_TRUE(words != NULL);
+      for (uint32_t w = 0; w < variant->spirv_word_count; ++w) {
+        words[w] = kiln_format_variant_spirv_word(variant, w);
+      }
+      if (words[1] > 0x00010300u) {
+        KILN_ADD_FAILURE("%s: executable '%s' is SPIR-V 0x%08x, newer than 1.3",
+                         target, name, words[1]);
+      }
+      KILN_EXPECT_OK(kiln_spirv_validate(name, words, variant->spirv_word_count,
+                                         KILN_SPIRV_TARGET_VULKAN_1_1));
+      free(words);
+      if (variant->min_shared_memory_bytes > row->max_shared_memory_bytes) {
+        KILN_ADD_FAILURE("%s: '%s' needs %u shared bytes, the %s row allows %u", target,
+                         name, variant->min_shared_memory_bytes, arch,
+                         row->max_shared_memory_bytes);
+      }
+      for (uint32_t p = 0; p < variant->entry_point_count; ++p) {
+        const kiln_format_entry_point_t* entry = &variant->entry_points[p];
+        uint64_t invocations = (uint64_t)entry->workgroup_size[0] *
+                               entry->workgroup_size[1] * entry->workgroup_size[2];
+        if (invocations > row->max_workgroup_invocations) {
+          KILN_ADD_FAILURE("%s: '%s' has %llu invocations, the %s row allows %u", target,
+                           name, (unsigned long long)invocations, arch,
+                           row->max_workgroup_invocations);
+        }
+        if (entry->push_constant_bytes > kAndroidPushConstantBytes) {
+          KILN_ADD_FAILURE("%s: '%s' pushes %u bytes, Android's floor is %d", target, name,
+                           entry->push_constant_bytes, kAndroidPushConstantBytes);
+        }
+      }
+    }
+  }
+  printf("%s: %u variants, all SPIR-V <= 1.3 and valid for Vulkan 1.1\n", target, variants);
+  KILN_EXPECT_TRUE(variants > 0);
+  kiln_format_module_deinit(&module);
+}
+
+// Runs the model on `uri`; returns the status (OK: outputs checked).
+static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
+                            const kiln_onnx_compile_options_t* options,
+                            const kiln_graph_tensor_t* input,
+                            const kiln_graph_tensor_t* expected) {
+  const char* old = getenv("KILN_TEST_DEVICE");
+  char* saved = old ? strdup(old) : NULL;
+  setenv("KILN_TEST_DEVICE", uri, 1);
+  kiln_graph_tensor_t actual;
+  memset(&actual, 0, sizeof(actual));
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(graph, options, input, &actual, &stats);
+  if (saved) {
+    setenv("KILN_TEST_DEVICE", saved, 1);
+    free(saved);
+  } else {
+    unsetenv("KILN_TEST_DEVICE");
+  }
+  if (status) return status;
+  KILN_EXPECT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected->shape));
+  size_t count = expected->byte_size / sizeof(float);
+  const float* a = (const float*)actual.data;
+  const float* e = (const float*)expected->data;
+  double max_ref = 0.0, max_err = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    max_ref = fmax(max_ref, fabs((double)e[i]));
+    double err = fabs((double)a[i] - e[i]);
+    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
+  }
+  printf("%s: max|err| %.3g vs max|ref| %.3g\n", uri, max_err, max_ref);
+  KILN_EXPECT_TRUE(max_ref > 0.0);
+  KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // the model tests' tolerance
+  kiln_graph_tensor_deinit(&actual);
+  return kiln_ok_status();
+}
+
+static void check_mobile_model(const char* model) {
+  char path[1024], input_path[1024], output_path[1024];
+  snprintf(path, sizeof(path), "%s/%s/model.onnx", models_dir(), model);
+  snprintf(input_path, sizeof(input_path), "%s/%s/input_0.pb", models_dir(), model);
+  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", models_dir(), model);
+  kiln_graph_tensor_t input, expected;
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  for (size_t c = 0; c < sizeof(kCases) / sizeof(kCases[0]); ++c) {
+    kiln_onnx_compile_options_t options;
+    kiln_onnx_compile_options_init(&options);
+    const char* targets[1] = {kCases[c].target};
+    options.targets = targets;
+    options.target_count = 1;
+    kiln_graph_t graph;
+    KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+    kiln_byte_buffer_t bytes;
+    kiln_byte_buffer_init(&bytes, kiln_allocator_system());
+    KILN_ASSERT_OK(kiln_onnx_compile_graph(&graph, &options, kiln_allocator_system(), &bytes));
+    check_variants(&bytes, kCases[c].target);
+    kiln_byte_buffer_deinit(&bytes);
+    kiln_graph_deinitialize(&graph);
+
+    // Posing as the target on a plain 1.1 device: runs right or names why.
+    char uri[256];
+    snprintf(uri, sizeof(uri), "vulkan://0?api=1.1&triple=%s", kCases[c].full_triple);
+    KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+    kiln_status_t status = run_on(uri, &graph, &options, &input, &expected);
+    kiln_graph_deinitialize(&graph);
+    if (status) {
+      char text[1024];
+      kiln_status_format(status, text, sizeof(text));
+      printf("%s refused: %s\n", uri, text);
+      // A refusal must say what the device lacks, never fail inside Vulkan.
+      KILN_EXPECT_TRUE(strstr(text, "needs") != NULL || strstr(text, "lacks") != NULL);
+      KILN_EXPECT_TRUE(strstr(text, "vkCreate") == NULL);
+      kiln_status_free(status);
+    }
+
+    // Without the pose the device (cpu-llvmpipe) names the foreign arch.
+    KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+    status = run_on("vulkan://0?api=1.1", &graph, &options, &input, &expected);
+    kiln_graph_deinitialize(&graph);
+    KILN_EXPECT_TRUE(status != NULL);
+    if (status) {
+      char text[1024];
+      kiln_status_format(status, text, sizeof(text));
+      char arch_text[64];
+      snprintf(arch_text, sizeof(arch_text), "arch %.*s",
+               (int)strcspn(kCases[c].full_triple, "-"), kCases[c].full_triple);
+      if (!strstr(text, arch_text)) {
+        KILN_ADD_FAILURE("refusal does not name '%s': %s", arch_text, text);
+      }
+      kiln_status_free(status);
+    }
+  }
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&expected);
+}
+
+KILN_TEST(MobileVariantTest, MobileNetV2ForValhallAndAdreno) {
+  check_mobile_model("mobilenet_v2");
+}
