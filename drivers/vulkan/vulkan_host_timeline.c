@@ -63,22 +63,27 @@ static bool waits_met(const kiln_vk_host_submission_t* s) {
   return true;
 }
 
-// Submits `s` to the queue with a fresh fence, then the caller's fence in an
-// empty submission (it signals once all earlier work is done).
+// Submits `s` to the queue with a fresh fence (s->fence stays NULL unless
+// the work was submitted), then the caller's fence in an empty submission
+// (it signals once all earlier work is done).
 static kiln_status_t submit_now(kiln_vk_device_t* device,
                                 kiln_vk_host_submission_t* s) {
   VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence = VK_NULL_HANDLE;
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
-      device->vk.vkCreateFence(device->device, &fence_info, NULL, &s->fence),
+      device->vk.vkCreateFence(device->device, &fence_info, NULL, &fence),
       "vkCreateFence (submission)"));
   VkSubmitInfo submit = {
       .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
       .commandBufferCount = s->command_buffer_count,
       .pCommandBuffers = s->command_buffers,
   };
-  KILN_RETURN_IF_ERROR(kiln_vk_result_status(
-      device->vk.vkQueueSubmit(device->queue, 1, &submit, s->fence),
-      "vkQueueSubmit"));
+  VkResult result = device->vk.vkQueueSubmit(device->queue, 1, &submit, fence);
+  if (result != VK_SUCCESS) {
+    device->vk.vkDestroyFence(device->device, fence, NULL);
+    return kiln_vk_result_status(result, "vkQueueSubmit");
+  }
+  s->fence = fence;
   if (s->user_fence) {
     KILN_RETURN_IF_ERROR(kiln_vk_result_status(
         device->vk.vkQueueSubmit(device->queue, 0, NULL, s->user_fence),
@@ -88,24 +93,28 @@ static kiln_status_t submit_now(kiln_vk_device_t* device,
 }
 
 // Submits held submissions, in order, while the first one's waits are met.
-// A submission that fails to submit is dropped (its signals never come) and
-// the failure is returned to whoever made it submittable.
+// A submission that fails to submit signals nothing but still completes (no
+// fence), so the device's submit value moves on and nothing waits forever
+// for it; the failure goes to whoever made it submittable.
 static kiln_status_t flush_held(kiln_vk_device_t* device) {
   kiln_vk_host_timeline_t* t = device->host_timeline;
-  while (t->held && waits_met(t->held)) {
+  kiln_status_t status = kiln_ok_status();
+  while (!status && t->held && waits_met(t->held)) {
     kiln_vk_host_submission_t* s = t->held;
     t->held = s->next;
     if (!t->held) t->held_tail = &t->held;
     s->next = NULL;
-    kiln_status_t status = submit_now(device, s);
-    if (status) {
-      submission_free(device, s);
-      return status;
+    status = submit_now(device, s);
+    if (status && !s->fence) {  // not submitted: it will signal nothing
+      for (uint32_t i = 0; i < s->signal_count; ++i) {
+        kiln_hal_semaphore_release(s->signals[i].semaphore);
+      }
+      s->signal_count = 0;
     }
     *t->in_flight_tail = s;
     t->in_flight_tail = &s->next;
   }
-  return kiln_ok_status();
+  return status;
 }
 
 // Retires in-flight submissions whose fences completed, in order, applying
@@ -115,9 +124,11 @@ static kiln_status_t poll_completed(kiln_vk_device_t* device) {
   bool progressed = false;
   while (t->in_flight) {
     kiln_vk_host_submission_t* s = t->in_flight;
-    VkResult result = device->vk.vkGetFenceStatus(device->device, s->fence);
-    if (result == VK_NOT_READY) break;
-    KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkGetFenceStatus"));
+    if (s->fence) {  // none: a failed submission, done at once
+      VkResult result = device->vk.vkGetFenceStatus(device->device, s->fence);
+      if (result == VK_NOT_READY) break;
+      KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkGetFenceStatus"));
+    }
     for (uint32_t i = 0; i < s->signal_count; ++i) {
       kiln_vk_semaphore_t* semaphore = as_semaphore(s->signals[i].semaphore);
       if (semaphore->host_value < s->signals[i].value) {
