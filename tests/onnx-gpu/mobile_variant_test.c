@@ -96,25 +96,33 @@ static void check_variants(const kiln_byte_buffer_t* module_bytes,
   kiln_format_module_deinit(&module);
 }
 
-// Runs the model on `uri`; returns the status (OK: outputs checked).
-static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
-                            const kiln_onnx_compile_options_t* options,
-                            const kiln_graph_tensor_t* input,
-                            const kiln_graph_tensor_t* expected) {
+// Compiles and runs the model on the device `uri` (one input, one output).
+static kiln_status_t run_model(const char* uri, kiln_graph_t* graph,
+                               const kiln_onnx_compile_options_t* options,
+                               const kiln_graph_tensor_t* input,
+                               kiln_graph_tensor_t* actual) {
   const char* old = getenv("KILN_TEST_DEVICE");
   char* saved = old ? strdup(old) : NULL;
   setenv("KILN_TEST_DEVICE", uri, 1);
-  kiln_graph_tensor_t actual;
-  memset(&actual, 0, sizeof(actual));
+  memset(actual, 0, sizeof(*actual));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(graph, options, input, &actual, &stats);
+  kiln_status_t status = kiln_gpu_compile_and_run(graph, options, input, actual, &stats);
   if (saved) {
     setenv("KILN_TEST_DEVICE", saved, 1);
     free(saved);
   } else {
     unsetenv("KILN_TEST_DEVICE");
   }
-  if (status) return status;
+  return status;
+}
+
+// Runs the model on `uri`; returns the status (OK: outputs checked).
+static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
+                            const kiln_onnx_compile_options_t* options,
+                            const kiln_graph_tensor_t* input,
+                            const kiln_graph_tensor_t* expected) {
+  kiln_graph_tensor_t actual;
+  KILN_RETURN_IF_ERROR(run_model(uri, graph, options, input, &actual));
   KILN_EXPECT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected->shape));
   size_t count = expected->byte_size / sizeof(float);
   const float* a = (const float*)actual.data;
@@ -220,4 +228,46 @@ KILN_TEST(MobileVariantTest, ForeignTargetIsRefusedByName) {
   }
   kiln_graph_tensor_deinit(&input);
   kiln_graph_tensor_deinit(&expected);
+}
+
+// The encoder on the device as it is and used as a plain Vulkan 1.1 device
+// (fences, descriptor sets, no fp16/8-bit storage): bit-identical outputs.
+KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
+  char path[1024], input_path[1024];
+  snprintf(path, sizeof(path), "%s/transformer_encoder/model.onnx", models_dir());
+  snprintf(input_path, sizeof(input_path), "%s/transformer_encoder/input_0.pb", models_dir());
+  kiln_graph_tensor_t input, outputs[2];
+  memset(outputs, 0, sizeof(outputs));
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  kiln_onnx_input_shape_t shape;
+  KILN_ASSERT_OK(kiln_onnx_parse_input_shape("input:2x10x64", &shape));
+  const char* uris[2] = {"vulkan://0", "vulkan://0?api=1.1"};
+  // The first run must see the full device even inside the vk11 suite.
+  const char* cap = getenv("KILN_VULKAN_API_VERSION");
+  char* saved_cap = cap ? strdup(cap) : NULL;
+  unsetenv("KILN_VULKAN_API_VERSION");
+  kiln_status_t status = kiln_ok_status();
+  for (int mode = 0; mode < 2 && !status; ++mode) {
+    kiln_onnx_compile_options_t options;
+    kiln_onnx_compile_options_init(&options);
+    options.import.input_shapes = &shape;
+    options.import.input_shape_count = 1;
+    kiln_graph_t graph;
+    status = kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph);
+    if (status) break;
+    status = run_model(uris[mode], &graph, &options, &input, &outputs[mode]);
+    kiln_graph_deinitialize(&graph);
+  }
+  if (saved_cap) {
+    setenv("KILN_VULKAN_API_VERSION", saved_cap, 1);
+    free(saved_cap);
+  }
+  KILN_EXPECT_OK(status);
+  KILN_EXPECT_EQ(outputs[0].byte_size, outputs[1].byte_size);
+  KILN_EXPECT_TRUE(outputs[0].byte_size > 0);
+  if (!status && outputs[0].byte_size == outputs[1].byte_size) {
+    KILN_EXPECT_TRUE(memcmp(outputs[0].data, outputs[1].data, outputs[0].byte_size) == 0);
+  }
+  for (int mode = 0; mode < 2; ++mode) kiln_graph_tensor_deinit(&outputs[mode]);
+  kiln_graph_tensor_deinit(&input);
 }
