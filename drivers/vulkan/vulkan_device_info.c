@@ -349,6 +349,18 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   };
   kiln_target_triple_derive(&facts, &info->triple, info->triple_reason,
                             sizeof(info->triple_reason));
+  snprintf(info->driver_mechanisms, sizeof(info->driver_mechanisms),
+           "%s; %s; %s%s%s",
+           support->timeline_semaphore
+               ? (support->timeline_is_khr ? "timeline semaphores (KHR)"
+                                           : "timeline semaphores")
+               : "no timeline semaphores: fences, timeline kept on the host",
+           support->push_descriptors ? "push descriptors"
+                                     : "descriptor sets (no push descriptors)",
+           support->subgroup_size_control ? "subgroup size control"
+                                          : "fixed subgroup size",
+           v12 && support->v12.vulkanMemoryModel ? "; Vulkan memory model" : "",
+           support->portability_subset ? "; portability subset" : "");
   if (api_cap) {
     size_t used = strlen(info->triple_reason);
     snprintf(info->triple_reason + used, sizeof(info->triple_reason) - used,
