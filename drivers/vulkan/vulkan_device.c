@@ -164,7 +164,7 @@ static void drop_features_the_layer_predates(kiln_vk_device_t* device) {
   }
 }
 
-// Variants are then chosen for `triple` (a test knob, see vulkan_api_cap.c).
+// Variants are then chosen for `triple` (a test knob, see vulkan_uri_options.c).
 static void pose_as(kiln_vk_device_t* device,
                     const kiln_target_triple_t* triple) {
   char text[KILN_TARGET_TRIPLE_TEXT_CAPACITY], was[KILN_TARGET_TRIPLE_TEXT_CAPACITY];

@@ -39,7 +39,7 @@ void kiln_vk_instance_destroy(kiln_vk_instance_t* instance);
 // True when KILN_VULKAN_VALIDATION asks for the layer.
 bool kiln_vk_validation_from_environment(void);
 
-// ---- API-version cap (vulkan_api_cap.c) ----
+// ---- device URI options and the API-version cap (vulkan_uri_options.c) ----
 
 // KILN_VULKAN_API_VERSION as a VK_MAKE_API_VERSION value (0: no cap).
 kiln_status_t kiln_vk_api_cap_from_environment(uint32_t* out_cap);
