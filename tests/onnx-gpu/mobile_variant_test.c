@@ -13,7 +13,9 @@
 #include "kiln/compiler/onnx.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/compiler/spirv.h"
+#include "kiln/drivers/registration.h"
 #include "kiln/format/module_reader.h"
+#include "kiln/hal.h"
 #include "kiln/hal/target_triple.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
@@ -232,8 +234,27 @@ KILN_TEST(MobileVariantTest, ForeignTargetIsRefusedByName) {
   kiln_graph_tensor_deinit(&expected);
 }
 
+// The arch of vulkan://0 as derived (no cap), e.g. "cpu" for lavapipe.
+static void device_arch(char* out, size_t size) {
+  snprintf(out, size, "?");
+  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
+  KILN_EXPECT_OK(kiln_drivers_register_all(registry));
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
+  kiln_hal_device_t* device = NULL;
+  KILN_EXPECT_OK(kiln_hal_create_device(registry, kiln_make_cstring_view("vulkan://0"),
+                                        &options, kiln_allocator_system(), &device));
+  if (!device) return;
+  snprintf(out, size, "%s", kiln_hal_device_info(device)->triple.arch);
+  kiln_hal_device_release(device);
+}
+
 // The encoder on the device as it is and used as a plain Vulkan 1.1 device
-// (fences, descriptor sets, no fp16/8-bit storage): bit-identical outputs.
+// (fences, descriptor sets, no fp16/8-bit storage). On a CPU device (lavapipe,
+// CI) both pick the same variants, so the outputs must be bit-identical;
+// elsewhere the full device may pick variants the 1.1 device lacks
+// (cooperative matrix, fp16), so they must agree within the model tests'
+// tolerance (1e-4 of the largest value).
 KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
   char path[1024], input_path[1024];
   snprintf(path, sizeof(path), "%s/transformer_encoder/model.onnx", models_dir());
@@ -267,8 +288,25 @@ KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
   KILN_EXPECT_OK(status);
   KILN_EXPECT_EQ(outputs[0].byte_size, outputs[1].byte_size);
   KILN_EXPECT_TRUE(outputs[0].byte_size > 0);
+  char arch[KILN_TARGET_TOKEN_CAPACITY];
+  device_arch(arch, sizeof(arch));
   if (!status && outputs[0].byte_size == outputs[1].byte_size) {
-    KILN_EXPECT_TRUE(memcmp(outputs[0].data, outputs[1].data, outputs[0].byte_size) == 0);
+    bool identical = memcmp(outputs[0].data, outputs[1].data, outputs[0].byte_size) == 0;
+    const float* a = (const float*)outputs[0].data;
+    const float* b = (const float*)outputs[1].data;
+    double max_value = 0.0, max_diff = 0.0;
+    for (size_t i = 0; i < outputs[0].byte_size / sizeof(float); ++i) {
+      max_value = fmax(max_value, fabs((double)a[i]));
+      double diff = fabs((double)a[i] - b[i]);
+      if (!(diff <= max_diff)) max_diff = isnan(diff) ? INFINITY : diff;
+    }
+    printf("device arch %s: outputs %s (max|diff| %.3g, max|value| %.3g)\n", arch,
+           identical ? "bit-identical" : "differ", max_diff, max_value);
+    if (strcmp(arch, "cpu") == 0) {
+      KILN_EXPECT_TRUE(identical);
+    } else {
+      KILN_EXPECT_TRUE(max_value > 0.0 && max_diff <= 1e-4 * max_value);
+    }
   }
   for (int mode = 0; mode < 2; ++mode) kiln_graph_tensor_deinit(&outputs[mode]);
   kiln_graph_tensor_deinit(&input);
