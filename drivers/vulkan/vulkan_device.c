@@ -14,6 +14,9 @@ uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns) {
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns) {
   if (value == 0) return kiln_ok_status();
+  if (device->host_timeline) {
+    return kiln_vk_host_wait_value(device, value, timeout_ns);
+  }
   VkSemaphoreWaitInfo wait = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
       .semaphoreCount = 1,
@@ -49,6 +52,7 @@ static void device_destroy(kiln_hal_device_t* base) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base);
   if (device->device) {
     device->vk.vkDeviceWaitIdle(device->device);
+    kiln_vk_host_timeline_destroy(device);
     kiln_vk_transfer_deinit(device);
     kiln_vk_memory_deinit(&device->memory);
     if (device->pipeline_cache) {
@@ -103,7 +107,8 @@ static bool path_matches(kiln_string_view_t path, uint32_t ordinal,
 }
 
 static kiln_status_t pick_physical_device(kiln_vk_device_t* device,
-                                          kiln_string_view_t path) {
+                                          kiln_string_view_t path,
+                                          uint32_t api_cap) {
   VkInstance instance = device->instance.instance;
   uint32_t count = 0;
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
@@ -123,7 +128,7 @@ static kiln_status_t pick_physical_device(kiln_vk_device_t* device,
     kiln_hal_device_info_t info;
     kiln_vk_device_support_t support;
     kiln_status_t status =
-        kiln_vk_query_device(instance, handles[i], i, &info, &support);
+        kiln_vk_query_device(instance, handles[i], i, api_cap, &info, &support);
     if (status) {
       kiln_status_free(status);
       continue;
@@ -159,16 +164,24 @@ static void drop_features_the_layer_predates(kiln_vk_device_t* device) {
   }
 }
 
+// Variants are then chosen for `triple` (a test knob, see vulkan_uri_options.c).
+static void pose_as(kiln_vk_device_t* device,
+                    const kiln_target_triple_t* triple) {
+  char text[KILN_TARGET_TRIPLE_TEXT_CAPACITY], was[KILN_TARGET_TRIPLE_TEXT_CAPACITY];
+  kiln_target_triple_format(triple, text, sizeof(text));
+  kiln_target_triple_format(&device->base.info.triple, was, sizeof(was));
+  device->base.info.triple = *triple;
+  size_t used = strlen(device->base.info.triple_reason);
+  snprintf(device->base.info.triple_reason + used,
+           sizeof(device->base.info.triple_reason) - used,
+           "; posing as %s instead of %s (?triple=): variants for it, "
+           "checked against this device's own features and limits",
+           text, was);
+}
+
 static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   drop_features_the_layer_predates(device);
   const kiln_vk_device_support_t* s = &device->support;
-  if (!s->timeline_semaphore) {
-    return kiln_make_status(KILN_STATUS_UNAVAILABLE,
-                            "device '%s' lacks timeline semaphores (Vulkan "
-                            "1.2 or VK_KHR_timeline_semaphore), which kiln "
-                            "needs",
-                            device->base.info.name);
-  }
   const char* extensions[8];
   uint32_t extension_count = 0;
   if (s->push_descriptors) {
@@ -206,7 +219,7 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
           s->v12.uniformAndStorageBuffer8BitAccess,
       .shaderFloat16 = s->v12.shaderFloat16,
       .shaderInt8 = s->v12.shaderInt8,
-      .timelineSemaphore = VK_TRUE,
+      .timelineSemaphore = s->timeline_semaphore,
       .vulkanMemoryModel = s->v12.vulkanMemoryModel,
       .vulkanMemoryModelDeviceScope = s->v12.vulkanMemoryModelDeviceScope,
       .hostQueryReset = s->v12.hostQueryReset,
@@ -238,8 +251,10 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   } else {
     storage16.pNext = chain;
     chain = &storage16;
-    timeline.pNext = chain;
-    chain = &timeline;
+    if (s->timeline_is_khr) {
+      timeline.pNext = chain;
+      chain = &timeline;
+    }
   }
   if (v13) {
     v13f.pNext = chain;
@@ -273,6 +288,10 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   volkLoadDeviceTable(&device->vk, device->device);
   device->vk.vkGetDeviceQueue(device->device, s->queue_family, 0,
                               &device->queue);
+  if (!s->timeline_semaphore) {
+    // Vulkan 1.1 without timelines: fences, with the values on the host.
+    return kiln_vk_host_timeline_create(device);
+  }
   if (s->timeline_is_khr) {
     device->wait_semaphores = device->vk.vkWaitSemaphoresKHR;
     device->signal_semaphore = device->vk.vkSignalSemaphoreKHR;
@@ -314,9 +333,16 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
       options->enable_validation || kiln_vk_validation_from_environment();
   device->base.info.validation_enabled = validation;
   kiln_vk_memory_init(&device->memory, device);
-  kiln_status_t status =
-      kiln_vk_instance_create(validation, device, &device->instance);
-  if (!status) status = pick_physical_device(device, path);
+  kiln_vk_uri_options_t uri_options;
+  kiln_status_t status = kiln_vk_uri_options_parse(&path, &uri_options);
+  if (!status) {
+    status = kiln_vk_instance_create(validation, device, uri_options.api_cap,
+                                     &device->instance);
+  }
+  if (!status) {
+    status = pick_physical_device(device, path, uri_options.api_cap);
+  }
+  if (!status && uri_options.pose) pose_as(device, &uri_options.pose_triple);
   if (!status) status = create_logical_device(device);
   if (!status) {
     status = kiln_vk_pipeline_cache_create(device, options->pipeline_cache_path);

@@ -82,7 +82,7 @@ static void format_uuid(const uint8_t uuid[16], char* out, size_t size) {
 
 kiln_status_t kiln_vk_query_device(VkInstance instance,
                                    VkPhysicalDevice physical_device,
-                                   uint32_t ordinal,
+                                   uint32_t ordinal, uint32_t api_cap,
                                    kiln_hal_device_info_t* out_info,
                                    kiln_vk_device_support_t* out_support) {
   memset(out_info, 0, sizeof(*out_info));
@@ -92,7 +92,12 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
 
   VkPhysicalDeviceProperties basic;
   vkGetPhysicalDeviceProperties(physical_device, &basic);
-  support->api_version = basic.apiVersion;
+  // Under a cap (KILN_VULKAN_API_VERSION, ?api=) the device is used as a
+  // plain device of that version: no later core, no optional extension.
+  uint32_t api = basic.apiVersion;
+  if (api_cap && api_cap < api) api = api_cap;
+  support->api_version = api;
+  support->api_cap = api_cap;
   support->min_texel_buffer_offset_alignment =
       basic.limits.minTexelBufferOffsetAlignment
           ? basic.limits.minTexelBufferOffsetAlignment
@@ -107,8 +112,8 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
                             VK_API_VERSION_MAJOR(basic.apiVersion),
                             VK_API_VERSION_MINOR(basic.apiVersion));
   }
-  bool v12 = basic.apiVersion >= VK_API_VERSION_1_2;
-  bool v13 = basic.apiVersion >= VK_API_VERSION_1_3;
+  bool v12 = api >= VK_API_VERSION_1_2;
+  bool v13 = api >= VK_API_VERSION_1_3;
 
   uint32_t extension_count = 0;
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
@@ -127,12 +132,17 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
     free(extensions);
     return kiln_vk_result_status(result, "vkEnumerateDeviceExtensionProperties");
   }
-#define HAS(name) has_extension(extensions, extension_count, name)
+#define HAS(name) (!api_cap && has_extension(extensions, extension_count, name))
   support->push_descriptors = HAS(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   support->cooperative_matrix = HAS(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  support->portability_subset = HAS("VK_KHR_portability_subset");
+  // Required wherever the device lists it, cap or not.
+  support->portability_subset =
+      has_extension(extensions, extension_count, "VK_KHR_portability_subset");
+  // A query only (nothing is enabled), so it stays under a cap: the driver
+  // id names the driver for the triple.
   support->driver_properties =
-      v12 || HAS(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+      v12 || has_extension(extensions, extension_count,
+                           VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool timeline_ext = HAS(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   bool size_control_ext = HAS(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 #undef HAS
@@ -206,6 +216,11 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
     support->timeline_is_khr = timeline_features.timelineSemaphore;
   }
   support->v11.pNext = support->v12.pNext = support->v13.pNext = NULL;
+  if (api_cap && !v12) {
+    // 16-bit storage is optional in 1.1 and many phones lack it.
+    support->v11.storageBuffer16BitAccess = VK_FALSE;
+    support->v11.uniformAndStorageBuffer16BitAccess = VK_FALSE;
+  }
   support->timeline_semaphore = support->v12.timelineSemaphore;
   support->cooperative_matrix =
       support->cooperative_matrix && coop_features.cooperativeMatrix;
@@ -256,9 +271,9 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   info->device_id = basic.deviceID;
   memcpy(info->uuid, id_props.deviceUUID, 16);
   format_uuid(info->uuid, info->uuid_text, sizeof(info->uuid_text));
-  info->api_major = VK_API_VERSION_MAJOR(basic.apiVersion);
-  info->api_minor = VK_API_VERSION_MINOR(basic.apiVersion);
-  info->api_patch = VK_API_VERSION_PATCH(basic.apiVersion);
+  info->api_major = VK_API_VERSION_MAJOR(api);
+  info->api_minor = VK_API_VERSION_MINOR(api);
+  info->api_patch = api == basic.apiVersion ? VK_API_VERSION_PATCH(api) : 0;
 
   kiln_target_features_t f = 0;
   if (support->v12.shaderFloat16) f |= KILN_TARGET_FEATURE_FP16;
@@ -334,5 +349,24 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   };
   kiln_target_triple_derive(&facts, &info->triple, info->triple_reason,
                             sizeof(info->triple_reason));
+  snprintf(info->driver_mechanisms, sizeof(info->driver_mechanisms),
+           "%s; %s; %s%s%s",
+           support->timeline_semaphore
+               ? (support->timeline_is_khr ? "timeline semaphores (KHR)"
+                                           : "timeline semaphores")
+               : "no timeline semaphores: fences, timeline kept on the host",
+           support->push_descriptors ? "push descriptors"
+                                     : "descriptor sets (no push descriptors)",
+           support->subgroup_size_control ? "subgroup size control"
+                                          : "fixed subgroup size",
+           v12 && support->v12.vulkanMemoryModel ? "; Vulkan memory model" : "",
+           support->portability_subset ? "; portability subset" : "");
+  if (api_cap) {
+    size_t used = strlen(info->triple_reason);
+    snprintf(info->triple_reason + used, sizeof(info->triple_reason) - used,
+             "; used as plain Vulkan %u.%u (KILN_VULKAN_API_VERSION or "
+             "?api=): no later features or extensions",
+             info->api_major, info->api_minor);
+  }
   return kiln_ok_status();
 }

@@ -16,8 +16,11 @@ static kiln_status_t enumerate_devices(void* self, kiln_allocator_t allocator,
   (void)self;
   *out_entries = NULL;
   *out_count = 0;
+  uint32_t api_cap = 0;
+  KILN_RETURN_IF_ERROR(kiln_vk_api_cap_from_environment(&api_cap));
   kiln_vk_instance_t instance;
-  KILN_RETURN_IF_ERROR(kiln_vk_instance_create(false, NULL, &instance));
+  KILN_RETURN_IF_ERROR(
+      kiln_vk_instance_create(false, NULL, api_cap, &instance));
   uint32_t count = 0;
   VkPhysicalDevice handles[32];
   kiln_status_t status = kiln_vk_result_status(
@@ -41,7 +44,8 @@ static kiln_status_t enumerate_devices(void* self, kiln_allocator_t allocator,
     kiln_hal_device_info_t info;
     kiln_vk_device_support_t support;
     kiln_status_t device_status =
-        kiln_vk_query_device(instance.instance, handles[i], i, &info, &support);
+        kiln_vk_query_device(instance.instance, handles[i], i, api_cap, &info,
+                             &support);
     kiln_hal_device_entry_t* entry = &entries[used++];
     snprintf(entry->path, sizeof(entry->path), "%u", i);
     if (device_status) {

@@ -147,6 +147,7 @@ static bool layer_available(const char* name, uint32_t* out_version) {
 
 kiln_status_t kiln_vk_instance_create(bool validation,
                                       struct kiln_vk_device_t* device,
+                                      uint32_t api_cap,
                                       kiln_vk_instance_t* out_instance) {
   memset(out_instance, 0, sizeof(*out_instance));
   KILN_RETURN_IF_ERROR(kiln_vk_loader_initialize());
@@ -159,12 +160,16 @@ kiln_status_t kiln_vk_instance_create(bool validation,
                             kLayer);
   }
   uint32_t loader_version = volkGetInstanceVersion();
+  uint32_t api_version =
+      loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version;
+  // Under a cap the instance asks for that version, so the validation layer
+  // reports any use of something newer.
+  if (api_cap && api_cap < api_version) api_version = api_cap;
   VkApplicationInfo app = {
       .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
       .pApplicationName = "kiln",
       .pEngineName = "kiln",
-      .apiVersion = loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
-                                                         : loader_version,
+      .apiVersion = api_version,
   };
   const char* extensions[1] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   VkDebugUtilsMessengerCreateInfoEXT messenger_info = {

@@ -29,18 +29,34 @@ typedef struct kiln_vk_instance_t {
 // Creates an instance; with `validation` the Khronos layer and a messenger
 // that reports into `device` (may be NULL while enumerating).
 struct kiln_vk_device_t;
+// `api_cap` (0: none) is the apiVersion the instance asks for.
 kiln_status_t kiln_vk_instance_create(bool validation,
                                       struct kiln_vk_device_t* device,
+                                      uint32_t api_cap,
                                       kiln_vk_instance_t* out_instance);
 void kiln_vk_instance_destroy(kiln_vk_instance_t* instance);
 
 // True when KILN_VULKAN_VALIDATION asks for the layer.
 bool kiln_vk_validation_from_environment(void);
 
+// ---- device URI options and the API-version cap (vulkan_uri_options.c) ----
+
+// KILN_VULKAN_API_VERSION as a VK_MAKE_API_VERSION value (0: no cap).
+kiln_status_t kiln_vk_api_cap_from_environment(uint32_t* out_cap);
+typedef struct kiln_vk_uri_options_t {
+  uint32_t api_cap;  // the environment's, lowered by "api="
+  bool pose;         // "triple=": select variants as this target
+  kiln_target_triple_t pose_triple;
+} kiln_vk_uri_options_t;
+// Parses and removes "?opt=value&..." from the device path.
+kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
+                                        kiln_vk_uri_options_t* out_options);
+
 // ---- physical device facts (vulkan_device_info.c) ----
 
 typedef struct kiln_vk_device_support_t {
-  uint32_t api_version;
+  uint32_t api_version;  // the device's, lowered to the cap
+  uint32_t api_cap;      // 0: none; else only this version's core is used
   bool push_descriptors;
   bool timeline_semaphore;
   bool timeline_is_khr;  // 1.1 device: use the KHR entry points
@@ -63,7 +79,7 @@ typedef struct kiln_vk_device_support_t {
 
 kiln_status_t kiln_vk_query_device(VkInstance instance,
                                    VkPhysicalDevice physical_device,
-                                   uint32_t ordinal,
+                                   uint32_t ordinal, uint32_t api_cap,
                                    kiln_hal_device_info_t* out_info,
                                    kiln_vk_device_support_t* out_support);
 
@@ -113,9 +129,12 @@ typedef struct kiln_vk_device_t {
   VkQueue queue;
   pthread_mutex_t queue_mutex;
   // Every submission signals this timeline with the next value, so command
-  // buffers know when their last use has finished.
+  // buffers know when their last use has finished. Without timeline
+  // semaphores (a Vulkan 1.1 device) the value is tracked on the host
+  // instead: see vulkan_host_timeline.c.
   VkSemaphore submit_timeline;
   uint64_t submit_value;  // guarded by queue_mutex
+  struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
   VkPipelineCache pipeline_cache;
   kiln_hal_pipeline_cache_stats_t cache_stats;
@@ -206,7 +225,8 @@ void kiln_vk_command_buffer_mark_submitted(
 
 typedef struct kiln_vk_semaphore_t {
   kiln_hal_semaphore_t base;
-  VkSemaphore handle;
+  VkSemaphore handle;   // VK_NULL_HANDLE when emulated on the host
+  uint64_t host_value;  // emulated: guarded by the device's queue_mutex
 } kiln_vk_semaphore_t;
 
 typedef struct kiln_vk_fence_t {
@@ -233,5 +253,40 @@ kiln_status_t kiln_vk_pipeline_cache_save(kiln_hal_device_t* device,
 
 kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* device,
                                    const kiln_hal_submit_batch_t* batch);
+// Submits command buffers after `waits`, signalling `signals`, the device's
+// submit value (returned) and `fence` (may be VK_NULL_HANDLE).
+kiln_status_t kiln_vk_submit(kiln_vk_device_t* device,
+                             const kiln_hal_semaphore_value_t* waits,
+                             uint32_t wait_count,
+                             const VkCommandBuffer* command_buffers,
+                             uint32_t command_buffer_count,
+                             const kiln_hal_semaphore_value_t* signals,
+                             uint32_t signal_count, VkFence fence,
+                             uint64_t* out_value);
+
+// ---- host-emulated timelines (vulkan_host_timeline.c) ----
+
+// Timeline semantics from fences for devices without timeline semaphores: a
+// submission whose waits are not yet met is held on the host and submitted
+// (in order) once they are; a semaphore's value advances when the fence of
+// the submission that signals it completes.
+kiln_status_t kiln_vk_host_timeline_create(kiln_vk_device_t* device);
+void kiln_vk_host_timeline_destroy(kiln_vk_device_t* device);
+kiln_status_t kiln_vk_host_submit(kiln_vk_device_t* device,
+                                  const kiln_hal_semaphore_value_t* waits,
+                                  uint32_t wait_count,
+                                  const VkCommandBuffer* command_buffers,
+                                  uint32_t command_buffer_count,
+                                  const kiln_hal_semaphore_value_t* signals,
+                                  uint32_t signal_count, VkFence fence,
+                                  uint64_t* out_value);
+kiln_status_t kiln_vk_host_wait_value(kiln_vk_device_t* device, uint64_t value,
+                                      int64_t timeout_ns);
+kiln_status_t kiln_vk_host_semaphore_query(kiln_vk_semaphore_t* semaphore,
+                                           uint64_t* out_value);
+kiln_status_t kiln_vk_host_semaphore_signal(kiln_vk_semaphore_t* semaphore,
+                                            uint64_t value);
+kiln_status_t kiln_vk_host_semaphore_wait(kiln_vk_semaphore_t* semaphore,
+                                          uint64_t value, int64_t timeout_ns);
 
 #endif  // KILN_DRIVERS_VULKAN_VULKAN_INTERNAL_H_

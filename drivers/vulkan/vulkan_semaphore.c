@@ -1,10 +1,13 @@
-// Timeline semaphores and fences.
+// Timeline semaphores (host-emulated where the device has none; see
+// vulkan_host_timeline.c) and fences.
 #include "vulkan_internal.h"
 
 static void semaphore_destroy(kiln_hal_semaphore_t* base) {
   kiln_vk_semaphore_t* semaphore = (kiln_vk_semaphore_t*)base;
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
-  device->vk.vkDestroySemaphore(device->device, semaphore->handle, NULL);
+  if (semaphore->handle) {
+    device->vk.vkDestroySemaphore(device->device, semaphore->handle, NULL);
+  }
   kiln_allocator_free(device->base.allocator, semaphore);
   kiln_hal_device_release(&device->base);
 }
@@ -12,6 +15,9 @@ static void semaphore_destroy(kiln_hal_semaphore_t* base) {
 static kiln_status_t semaphore_query(kiln_hal_semaphore_t* base,
                                      uint64_t* out_value) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
+  if (device->host_timeline) {
+    return kiln_vk_host_semaphore_query((kiln_vk_semaphore_t*)base, out_value);
+  }
   return kiln_vk_result_status(
       device->get_semaphore_counter_value(
           device->device, ((kiln_vk_semaphore_t*)base)->handle, out_value),
@@ -21,6 +27,9 @@ static kiln_status_t semaphore_query(kiln_hal_semaphore_t* base,
 static kiln_status_t semaphore_signal(kiln_hal_semaphore_t* base,
                                       uint64_t value) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
+  if (device->host_timeline) {
+    return kiln_vk_host_semaphore_signal((kiln_vk_semaphore_t*)base, value);
+  }
   VkSemaphoreSignalInfo info = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO,
       .semaphore = ((kiln_vk_semaphore_t*)base)->handle,
@@ -33,6 +42,10 @@ static kiln_status_t semaphore_signal(kiln_hal_semaphore_t* base,
 static kiln_status_t semaphore_wait(kiln_hal_semaphore_t* base, uint64_t value,
                                     int64_t timeout_ns) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
+  if (device->host_timeline) {
+    return kiln_vk_host_semaphore_wait((kiln_vk_semaphore_t*)base, value,
+                                       timeout_ns);
+  }
   VkSemaphore handle = ((kiln_vk_semaphore_t*)base)->handle;
   VkSemaphoreWaitInfo info = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
@@ -65,20 +78,23 @@ kiln_status_t kiln_vk_semaphore_create(kiln_hal_device_t* base,
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc(base->allocator,
                                              sizeof(*semaphore),
                                              (void**)&semaphore));
-  VkSemaphoreTypeCreateInfo type_info = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-      .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
-      .initialValue = initial_value,
-  };
-  VkSemaphoreCreateInfo info = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type_info};
-  kiln_status_t status = kiln_vk_result_status(
-      device->vk.vkCreateSemaphore(device->device, &info, NULL,
-                                   &semaphore->handle),
-      "vkCreateSemaphore");
-  if (status) {
-    kiln_allocator_free(base->allocator, semaphore);
-    return status;
+  semaphore->host_value = initial_value;
+  if (!device->host_timeline) {
+    VkSemaphoreTypeCreateInfo type_info = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+        .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE,
+        .initialValue = initial_value,
+    };
+    VkSemaphoreCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type_info};
+    kiln_status_t status = kiln_vk_result_status(
+        device->vk.vkCreateSemaphore(device->device, &info, NULL,
+                                     &semaphore->handle),
+        "vkCreateSemaphore");
+    if (status) {
+      kiln_allocator_free(base->allocator, semaphore);
+      return status;
+    }
   }
   kiln_hal_resource_init(&semaphore->base.resource, &kSemaphoreVtable);
   kiln_hal_device_retain(base);

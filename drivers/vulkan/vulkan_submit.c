@@ -1,35 +1,99 @@
 // Queue submission: waits, command buffers (re-recorded first if their slot
 // bindings changed), signals, the device's own submit timeline, a fence.
+// Devices without timeline semaphores go through vulkan_host_timeline.c.
 #include <string.h>
 
 #include "vulkan_internal.h"
 
 enum { kMaxSubmitItems = 64 };
 
-kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
-                                   const kiln_hal_submit_batch_t* batch) {
-  kiln_vk_device_t* device = kiln_vk_device_cast(base);
-  if (batch->wait_count > kMaxSubmitItems ||
-      batch->signal_count + 1 > kMaxSubmitItems ||
-      batch->command_buffer_count > kMaxSubmitItems) {
+// One vkQueueSubmit with timeline semaphores: the waits and signals, plus
+// the device's submit timeline at the next value.
+static kiln_status_t submit_timeline(kiln_vk_device_t* device,
+                                     const kiln_hal_semaphore_value_t* waits,
+                                     uint32_t wait_count,
+                                     const VkCommandBuffer* command_buffers,
+                                     uint32_t command_buffer_count,
+                                     const kiln_hal_semaphore_value_t* signals,
+                                     uint32_t signal_count, VkFence fence,
+                                     uint64_t* out_value) {
+  VkSemaphore wait_handles[kMaxSubmitItems];
+  uint64_t wait_values[kMaxSubmitItems];
+  VkPipelineStageFlags wait_stages[kMaxSubmitItems];
+  for (uint32_t i = 0; i < wait_count; ++i) {
+    wait_handles[i] = ((kiln_vk_semaphore_t*)waits[i].semaphore)->handle;
+    wait_values[i] = waits[i].value;
+    wait_stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  }
+  VkSemaphore signal_handles[kMaxSubmitItems];
+  uint64_t signal_values[kMaxSubmitItems];
+  for (uint32_t i = 0; i < signal_count; ++i) {
+    signal_handles[i] = ((kiln_vk_semaphore_t*)signals[i].semaphore)->handle;
+    signal_values[i] = signals[i].value;
+  }
+  signal_handles[signal_count] = device->submit_timeline;
+  pthread_mutex_lock(&device->queue_mutex);
+  uint64_t value = ++device->submit_value;
+  signal_values[signal_count] = value;
+  VkTimelineSemaphoreSubmitInfo timeline = {
+      .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+      .waitSemaphoreValueCount = wait_count,
+      .pWaitSemaphoreValues = wait_values,
+      .signalSemaphoreValueCount = signal_count + 1,
+      .pSignalSemaphoreValues = signal_values,
+  };
+  VkSubmitInfo submit = {
+      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+      .pNext = &timeline,
+      .waitSemaphoreCount = wait_count,
+      .pWaitSemaphores = wait_handles,
+      .pWaitDstStageMask = wait_stages,
+      .commandBufferCount = command_buffer_count,
+      .pCommandBuffers = command_buffers,
+      .signalSemaphoreCount = signal_count + 1,
+      .pSignalSemaphores = signal_handles,
+  };
+  VkResult result = device->vk.vkQueueSubmit(device->queue, 1, &submit, fence);
+  if (result != VK_SUCCESS) device->submit_value--;
+  pthread_mutex_unlock(&device->queue_mutex);
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkQueueSubmit"));
+  *out_value = value;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_vk_submit(kiln_vk_device_t* device,
+                             const kiln_hal_semaphore_value_t* waits,
+                             uint32_t wait_count,
+                             const VkCommandBuffer* command_buffers,
+                             uint32_t command_buffer_count,
+                             const kiln_hal_semaphore_value_t* signals,
+                             uint32_t signal_count, VkFence fence,
+                             uint64_t* out_value) {
+  *out_value = 0;
+  if (wait_count > kMaxSubmitItems || signal_count + 1 > kMaxSubmitItems ||
+      command_buffer_count > kMaxSubmitItems) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "submit: more than %d waits, signals or command "
                             "buffers",
                             kMaxSubmitItems);
   }
-  VkSemaphore waits[kMaxSubmitItems];
-  uint64_t wait_values[kMaxSubmitItems];
-  VkPipelineStageFlags wait_stages[kMaxSubmitItems];
-  for (uint32_t i = 0; i < batch->wait_count; ++i) {
-    waits[i] = ((kiln_vk_semaphore_t*)batch->waits[i].semaphore)->handle;
-    wait_values[i] = batch->waits[i].value;
-    wait_stages[i] = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+  if (device->host_timeline) {
+    return kiln_vk_host_submit(device, waits, wait_count, command_buffers,
+                               command_buffer_count, signals, signal_count,
+                               fence, out_value);
   }
-  VkSemaphore signals[kMaxSubmitItems];
-  uint64_t signal_values[kMaxSubmitItems];
-  for (uint32_t i = 0; i < batch->signal_count; ++i) {
-    signals[i] = ((kiln_vk_semaphore_t*)batch->signals[i].semaphore)->handle;
-    signal_values[i] = batch->signals[i].value;
+  return submit_timeline(device, waits, wait_count, command_buffers,
+                         command_buffer_count, signals, signal_count, fence,
+                         out_value);
+}
+
+kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
+                                   const kiln_hal_submit_batch_t* batch) {
+  kiln_vk_device_t* device = kiln_vk_device_cast(base);
+  if (batch->command_buffer_count > kMaxSubmitItems) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "submit: more than %d command buffers",
+                            kMaxSubmitItems);
   }
   VkCommandBuffer handles[kMaxSubmitItems];
   static const kiln_hal_binding_table_t kEmptyTable = {NULL, 0};
@@ -50,32 +114,11 @@ kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
                               "it first");
     }
   }
-  signals[batch->signal_count] = device->submit_timeline;
-  pthread_mutex_lock(&device->queue_mutex);
-  uint64_t value = ++device->submit_value;
-  signal_values[batch->signal_count] = value;
-  VkTimelineSemaphoreSubmitInfo timeline = {
-      .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-      .waitSemaphoreValueCount = batch->wait_count,
-      .pWaitSemaphoreValues = wait_values,
-      .signalSemaphoreValueCount = batch->signal_count + 1,
-      .pSignalSemaphoreValues = signal_values,
-  };
-  VkSubmitInfo submit = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .pNext = &timeline,
-      .waitSemaphoreCount = batch->wait_count,
-      .pWaitSemaphores = waits,
-      .pWaitDstStageMask = wait_stages,
-      .commandBufferCount = batch->command_buffer_count,
-      .pCommandBuffers = handles,
-      .signalSemaphoreCount = batch->signal_count + 1,
-      .pSignalSemaphores = signals,
-  };
-  VkResult result = device->vk.vkQueueSubmit(device->queue, 1, &submit, fence);
-  if (result != VK_SUCCESS) device->submit_value--;
-  pthread_mutex_unlock(&device->queue_mutex);
-  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkQueueSubmit"));
+  uint64_t value = 0;
+  KILN_RETURN_IF_ERROR(kiln_vk_submit(device, batch->waits, batch->wait_count,
+                                      handles, batch->command_buffer_count,
+                                      batch->signals, batch->signal_count,
+                                      fence, &value));
   for (uint32_t i = 0; i < batch->command_buffer_count; ++i) {
     kiln_vk_command_buffer_mark_submitted(batch->command_buffers[i], value);
   }

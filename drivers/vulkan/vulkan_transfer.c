@@ -72,26 +72,10 @@ static kiln_status_t copy_and_wait(kiln_vk_device_t* device, VkBuffer source,
   device->vk.vkCmdCopyBuffer(cb, source, target, 1, &region);
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(device->vk.vkEndCommandBuffer(cb),
                                              "vkEndCommandBuffer"));
-  pthread_mutex_lock(&device->queue_mutex);
-  uint64_t value = ++device->submit_value;
-  VkTimelineSemaphoreSubmitInfo timeline = {
-      .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-      .signalSemaphoreValueCount = 1,
-      .pSignalSemaphoreValues = &value,
-  };
-  VkSubmitInfo submit = {
-      .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-      .pNext = &timeline,
-      .commandBufferCount = 1,
-      .pCommandBuffers = &cb,
-      .signalSemaphoreCount = 1,
-      .pSignalSemaphores = &device->submit_timeline,
-  };
-  VkResult result =
-      device->vk.vkQueueSubmit(device->queue, 1, &submit, VK_NULL_HANDLE);
-  if (result != VK_SUCCESS) device->submit_value--;
-  pthread_mutex_unlock(&device->queue_mutex);
-  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkQueueSubmit (transfer)"));
+  uint64_t value = 0;
+  KILN_RETURN_IF_ERROR_ANNOTATE(
+      kiln_vk_submit(device, NULL, 0, &cb, 1, NULL, 0, VK_NULL_HANDLE, &value),
+      "transfer");
   return kiln_vk_device_wait_value(device, value, KILN_INFINITE_TIMEOUT_NS);
 }
 

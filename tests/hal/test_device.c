@@ -12,12 +12,20 @@
 #error "KILN_HAL_TEST_KERNEL_DIR must name the compiled kernels' folder"
 #endif
 
+const char* kiln_test_device_uri(void) {
+  const char* uri = getenv("KILN_TEST_DEVICE");
+  return uri && uri[0] ? uri : "vulkan";
+}
+
 kiln_hal_device_t* kiln_test_device_create_with(
     const kiln_hal_device_options_t* options) {
+  return kiln_test_device_create_at(kiln_test_device_uri(), options);
+}
+
+kiln_hal_device_t* kiln_test_device_create_at(
+    const char* uri, const kiln_hal_device_options_t* options) {
   kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
   KILN_ASSERT_OK(kiln_drivers_register_all(registry));
-  const char* uri = getenv("KILN_TEST_DEVICE");
-  if (!uri || !uri[0]) uri = "vulkan";
   kiln_hal_device_t* device = NULL;
   KILN_ASSERT_OK(kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
                                         options, kiln_allocator_system(),

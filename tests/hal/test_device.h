@@ -13,6 +13,10 @@
 kiln_hal_device_t* kiln_test_device_create(void);
 kiln_hal_device_t* kiln_test_device_create_with(
     const kiln_hal_device_options_t* options);
+// The device URI the tests use (KILN_TEST_DEVICE, default "vulkan").
+const char* kiln_test_device_uri(void);
+kiln_hal_device_t* kiln_test_device_create_at(
+    const char* uri, const kiln_hal_device_options_t* options);
 // Expects zero validation messages, then releases.
 void kiln_test_device_release(kiln_hal_device_t* device);
 

@@ -15,6 +15,17 @@ static const char* kiln_models_dir(void) {
   return dir ? dir : "tests/onnx/models";
 }
 
+// FNV-1a over the output bytes: printed so runs in different device modes
+// (full features, KILN_VULKAN_API_VERSION=1.1) can be shown bit-identical.
+static uint64_t kiln_output_digest(const kiln_graph_tensor_t* tensor) {
+  uint64_t hash = 14695981039346656037ull;
+  const uint8_t* bytes = (const uint8_t*)tensor->data;
+  for (size_t i = 0; i < tensor->byte_size; ++i) {
+    hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  return hash;
+}
+
 static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
   char path[1024], input_path[1024], output_path[1024];
   snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
@@ -54,6 +65,9 @@ static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
          "first call %.1f ms, second call %.1f ms\n",
          name, max_err, max_ref, max_err / max_ref, stats.compile_ms, stats.first_call_ms,
          stats.second_call_ms);
+  const char* api = getenv("KILN_VULKAN_API_VERSION");
+  printf("%s output digest %016llx (Vulkan API cap: %s)\n", name,
+         (unsigned long long)kiln_output_digest(&actual), api && api[0] ? api : "none");
   KILN_EXPECT_TRUE(max_ref > 0.0);
   KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // values printed above
   for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);

@@ -80,6 +80,9 @@ void kiln_run_dump_device_info(const kiln_hal_device_info_t* info, FILE* out) {
   fprintf(out, "  %-34s %s\n", "target triple", triple);
   fprintf(out, "  %-34s %s\n", "  because", info->triple_reason);
   fprintf(out, "  %-34s %s\n", "features", features);
+  if (info->driver_mechanisms[0]) {
+    fprintf(out, "  %-34s %s\n", "driver uses", info->driver_mechanisms);
+  }
   fprintf(out, "  %-34s %u (controllable %u..%u)\n", "subgroup size",
           info->limits.subgroup_size, info->min_subgroup_size,
           info->max_subgroup_size);

@@ -42,6 +42,9 @@ typedef struct kiln_hal_device_info_t {
   uint32_t api_major, api_minor, api_patch;
   kiln_target_triple_t triple;
   char triple_reason[512];  // why the triple was derived as it was
+  // How the driver does what it needs on this device (what it uses, and
+  // the fallbacks where the device lacks something), for --dump_devices.
+  char driver_mechanisms[256];
   kiln_target_features_t features;
   kiln_target_limits_t limits;  // limits.subgroup_size: the default size
   uint32_t min_subgroup_size, max_subgroup_size;
