@@ -243,7 +243,13 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
 #define USE_FUEL()                                                  \
   do {                                                              \
     if (KILN_UNLIKELY(fuel == 0)) {                                 \
-      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted");       \
+      kiln_vm_refuel_result_t refuel = kiln_vm_refuel(context, &fuel); \
+      if (refuel == KILN_VM_REFUEL_NO_FUEL) {                       \
+        TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted");     \
+      }                                                             \
+      if (refuel == KILN_VM_REFUEL_DEADLINE) {                      \
+        TRAP(KILN_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");   \
+      }                                                             \
     }                                                               \
     --fuel;                                                         \
   } while (0)
