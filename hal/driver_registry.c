@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kiln/base/memory_budget.h"
 #include "kiln/hal/driver_api.h"
 
 static kiln_hal_driver_registry_t g_default_registry;
@@ -133,5 +134,9 @@ kiln_status_t kiln_hal_create_device(
       factory->create_device(factory->self, path, options, allocator,
                              out_device),
       "while creating device '%.*s'", KILN_SV_ARG(uri));
+  if (options->memory_budget) {
+    kiln_memory_budget_retain(options->memory_budget);
+    (*out_device)->memory_budget = options->memory_budget;
+  }
   return kiln_ok_status();
 }

@@ -58,7 +58,7 @@ kiln_status_t kiln_host_tensor_byte_size(kiln_element_type_t element_type,
                                          size_t* out_count,
                                          size_t* out_byte_size);
 // The largest host tensor the tools allocate (kiln-run-module sets it from
-// --memory_budget_mb); the default follows the session's default budget.
+// --memory_budget_mb); the default is half the session's default budget.
 #define KILN_HOST_TENSOR_DEFAULT_LIMIT ((size_t)4 << 30)
 void kiln_host_tensor_set_limit(size_t max_bytes);
 size_t kiln_host_tensor_limit(void);
