@@ -14,12 +14,15 @@ static kiln_hal_driver_registry_t g_default_registry;
 // threads at once register the same drivers concurrently.
 static pthread_mutex_t g_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 
+// The caller holds g_registry_lock.
 static const kiln_hal_driver_factory_t* lookup_locked(
     const kiln_hal_driver_registry_t* registry, kiln_string_view_t name) {
-  pthread_mutex_lock(&g_registry_lock);
-  const kiln_hal_driver_factory_t* factory = lookup_locked(registry, name);
-  pthread_mutex_unlock(&g_registry_lock);
-  return factory;
+  for (size_t i = 0; i < registry->count; ++i) {
+    if (kiln_string_view_equal_cstring(name, registry->factories[i]->name)) {
+      return registry->factories[i];
+    }
+  }
+  return NULL;
 }
 
 kiln_hal_driver_registry_t* kiln_hal_driver_registry_default(void) {
