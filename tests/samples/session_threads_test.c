@@ -65,10 +65,13 @@ static void kiln_thread_options(kiln_session_options_t* options) {
   if (device) options->device_uri = device;
 }
 
+// Filled before any thread starts: kiln_test_sample_path returns a static
+// buffer, which threads must not share.
+static char g_module_path[1024];
+
 static kiln_status_t kiln_open_sample(kiln_session_t* session,
                                       kiln_vm_function_t* out_predict) {
-  KILN_RETURN_IF_ERROR(kiln_session_load_module_file(
-      session, kiln_test_sample_path("elementwise_mul")));
+  KILN_RETURN_IF_ERROR(kiln_session_load_module_file(session, g_module_path));
   return kiln_session_lookup(session, "predict", out_predict);
 }
 
@@ -110,6 +113,8 @@ static void* kiln_worker_main(void* arg) {
 static void kiln_run_workers(kiln_session_t* session,
                              kiln_vm_function_t predict,
                              kiln_hal_device_t* device) {
+  snprintf(g_module_path, sizeof(g_module_path), "%s",
+           kiln_test_sample_path("elementwise_mul"));
   pthread_barrier_t start;
   pthread_barrier_init(&start, NULL, kThreads);
   kiln_worker_t workers[kThreads];
@@ -148,6 +153,8 @@ KILN_TEST(SessionThreads, OneSessionCalledFromManyThreads) {
   kiln_thread_options(&options);
   kiln_session_t* session = NULL;
   KILN_ASSERT_OK(kiln_session_create(&options, &session));
+  snprintf(g_module_path, sizeof(g_module_path), "%s",
+           kiln_test_sample_path("elementwise_mul"));
   kiln_vm_function_t predict;
   KILN_ASSERT_OK(kiln_open_sample(session, &predict));
   kiln_run_workers(session, predict, NULL);
