@@ -124,7 +124,7 @@ KILN_TEST(PipelineCacheTest, VulkanHeaderLengthIsBoundedByKiln) {
   save_good_cache(path);
   kiln_file_contents_t file;
   KILN_ASSERT_OK(kiln_file_read_all(path, kiln_allocator_system(), &file));
-  KILN_ASSERT_GT(file.size, kKilnHeaderBytes + 32);
+  KILN_ASSERT_GE(file.size, kKilnHeaderBytes + 32);  // lavapipe: no more
   // headerSize = 0xFFFFFFFF with a correct kiln checksum: only the bound
   // on the Vulkan header stops it before the driver.
   memset(file.data + kKilnHeaderBytes, 0xff, 4);

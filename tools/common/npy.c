@@ -194,7 +194,7 @@ kiln_status_t kiln_npy_parse(kiln_const_byte_span_t bytes, const char* what,
       kiln_host_tensor_byte_size(type, rank, dims, &element_count, &byte_size),
       "%s", what);
   if (byte_size > kiln_reader_remaining(&reader)) {
-    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                             "%s: .npy header promises %zu bytes of data but "
                             "only %zu follow",
                             what, byte_size, kiln_reader_remaining(&reader));
