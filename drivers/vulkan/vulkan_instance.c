@@ -48,12 +48,20 @@ static void load_once(void) {
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "kiln (driver anchor)",
                            .apiVersion = instance_api_version()};
+  // With debug utils enabled (the loader implements it) so volk's globals
+  // for it are set too, for code that calls them directly.
+  const char* debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pApplicationInfo = &app};
-  // A failure here is reported by the real instance creation later.
+                               .pApplicationInfo = &app,
+                               .enabledExtensionCount = 1,
+                               .ppEnabledExtensionNames = &debug_utils};
   if (vkCreateInstance(&info, NULL, &g_anchor_instance) != VK_SUCCESS) {
-    g_anchor_instance = VK_NULL_HANDLE;
-    return;
+    info.enabledExtensionCount = 0;
+    // A failure here is reported by the real instance creation later.
+    if (vkCreateInstance(&info, NULL, &g_anchor_instance) != VK_SUCCESS) {
+      g_anchor_instance = VK_NULL_HANDLE;
+      return;
+    }
   }
   load_instance_functions(g_anchor_instance);
 }
