@@ -144,8 +144,8 @@ static kiln_status_t kiln_session_add_native_module_locked(
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_session_load_module_file_locked(kiln_session_t* session,
-                                            const char* path) {
+static kiln_status_t kiln_session_load_module_file_locked(
+    kiln_session_t* session, const char* path) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
   KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_file(
       session->instance, path, NULL, &session->modules[session->module_count]));
@@ -153,9 +153,8 @@ static kiln_status_t kiln_session_load_module_file_locked(kiln_session_t* sessio
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_session_load_module_memory_locked(kiln_session_t* session,
-                                              kiln_const_byte_span_t bytes,
-                                              const char* what) {
+static kiln_status_t kiln_session_load_module_memory_locked(
+    kiln_session_t* session, kiln_const_byte_span_t bytes, const char* what) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
   KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_memory(
       session->instance, bytes, what, NULL,
@@ -185,8 +184,9 @@ static void kiln_session_list_exports(const kiln_session_t* session,
   }
 }
 
-static kiln_status_t kiln_session_lookup_locked(kiln_session_t* session, const char* name,
-                                  kiln_vm_function_t* out_function) {
+static kiln_status_t kiln_session_lookup_locked(
+    kiln_session_t* session, const char* name,
+    kiln_vm_function_t* out_function) {
   memset(out_function, 0, sizeof(*out_function));
   if (!session->context) {
     KILN_RETURN_IF_ERROR(kiln_vm_context_create(
@@ -206,31 +206,31 @@ static kiln_status_t kiln_session_lookup_locked(kiln_session_t* session, const c
   return status;
 }
 
-static kiln_status_t kiln_session_invoke_locked(kiln_session_t* session,
-                                  kiln_vm_function_t function,
-                                  const kiln_vm_value_t* args,
-                                  size_t arg_count, kiln_vm_value_t* results,
-                                  size_t result_count) {
+static kiln_status_t kiln_session_invoke_locked(
+    kiln_session_t* session, kiln_vm_function_t function,
+    const kiln_vm_value_t* args, size_t arg_count, kiln_vm_value_t* results,
+    size_t result_count) {
   if (!session->context) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "look the function up before invoking it");
   }
   // Fuel and the deadline are per call, so one runaway call cannot starve
-  // the next one.
-  kiln_vm_context_set_fuel(session->context,
-                           session->fuel ? session->fuel : UINT64_MAX);
-  kiln_vm_context_set_deadline(
-      session->context,
-      session->deadline_ms
-          ? kiln_time_now_ns() + (int64_t)session->deadline_ms * 1000000
-          : 0);
+  // the next one. Unset, the context's own settings (a host may set them
+  // through kiln_session_context) are left alone.
+  if (session->fuel) kiln_vm_context_set_fuel(session->context, session->fuel);
+  if (session->deadline_ms) {
+    kiln_vm_context_set_deadline(
+        session->context,
+        kiln_time_now_ns() + (int64_t)session->deadline_ms * 1000000);
+  }
   kiln_status_t status = kiln_vm_context_invoke(
       session->context, function, args, arg_count, results, result_count);
   if (kiln_status_code(status) == KILN_STATUS_RESOURCE_EXHAUSTED &&
       session->fuel && kiln_vm_context_fuel(session->context) == 0) {
     status = kiln_status_annotate(status, "the session's fuel limit is %llu",
                                   (unsigned long long)session->fuel);
-  } else if (kiln_status_code(status) == KILN_STATUS_DEADLINE_EXCEEDED) {
+  } else if (kiln_status_code(status) == KILN_STATUS_DEADLINE_EXCEEDED &&
+             session->deadline_ms) {
     status = kiln_status_annotate(status, "the session's deadline is %u ms",
                                   session->deadline_ms);
   }
@@ -274,10 +274,9 @@ static kiln_status_t kiln_session_buffer_view_from_host_locked(
   return status;
 }
 
-static kiln_status_t kiln_session_buffer_view_to_host_locked(kiln_session_t* session,
-                                               kiln_hal_buffer_view_t* view,
-                                               void* data,
-                                               uint64_t byte_length) {
+static kiln_status_t kiln_session_buffer_view_to_host_locked(
+    kiln_session_t* session, kiln_hal_buffer_view_t* view, void* data,
+    uint64_t byte_length) {
   uint64_t length = kiln_hal_buffer_view_byte_length(view);
   if (length != byte_length) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -292,37 +291,35 @@ static kiln_status_t kiln_session_buffer_view_to_host_locked(kiln_session_t* ses
                                      length);
 }
 
-kiln_status_t kiln_session_add_native_module(kiln_session_t* session,
-    const kiln_vm_native_module_desc_t* desc) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_add_native_module_locked(session, desc);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+// The public entry points: each holds the session's lock (see session.h).
+#define KILN_SESSION_LOCKED(call)                 \
+  do {                                            \
+    pthread_mutex_lock(&session->mutex);          \
+    kiln_status_t locked_status = (call);         \
+    pthread_mutex_unlock(&session->mutex);        \
+    return locked_status;                         \
+  } while (0)
+
+kiln_status_t kiln_session_add_native_module(
+    kiln_session_t* session, const kiln_vm_native_module_desc_t* desc) {
+  KILN_SESSION_LOCKED(kiln_session_add_native_module_locked(session, desc));
 }
 
 kiln_status_t kiln_session_load_module_file(kiln_session_t* session,
                                             const char* path) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_load_module_file_locked(session, path);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(kiln_session_load_module_file_locked(session, path));
 }
 
 kiln_status_t kiln_session_load_module_memory(kiln_session_t* session,
                                               kiln_const_byte_span_t bytes,
                                               const char* what) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_load_module_memory_locked(session, bytes, what);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(
+      kiln_session_load_module_memory_locked(session, bytes, what));
 }
 
 kiln_status_t kiln_session_lookup(kiln_session_t* session, const char* name,
                                   kiln_vm_function_t* out_function) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_lookup_locked(session, name, out_function);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(kiln_session_lookup_locked(session, name, out_function));
 }
 
 kiln_status_t kiln_session_invoke(kiln_session_t* session,
@@ -330,28 +327,22 @@ kiln_status_t kiln_session_invoke(kiln_session_t* session,
                                   const kiln_vm_value_t* args,
                                   size_t arg_count, kiln_vm_value_t* results,
                                   size_t result_count) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_invoke_locked(session, function, args, arg_count, results,
-                               result_count);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(kiln_session_invoke_locked(
+      session, function, args, arg_count, results, result_count));
 }
 
-kiln_status_t kiln_session_buffer_view_from_host(kiln_session_t* session, kiln_hal_element_type_t element_type,
+kiln_status_t kiln_session_buffer_view_from_host(
+    kiln_session_t* session, kiln_hal_element_type_t element_type,
     size_t rank, const int64_t* shape, const void* data, uint64_t byte_length,
     kiln_hal_buffer_view_t** out_view) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_buffer_view_from_host_locked(session, element_type, rank, shape, data, byte_length, out_view);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(kiln_session_buffer_view_from_host_locked(
+      session, element_type, rank, shape, data, byte_length, out_view));
 }
 
 kiln_status_t kiln_session_buffer_view_to_host(kiln_session_t* session,
                                                kiln_hal_buffer_view_t* view,
                                                void* data,
                                                uint64_t byte_length) {
-  pthread_mutex_lock(&session->mutex);
-  kiln_status_t status = kiln_session_buffer_view_to_host_locked(session, view, data, byte_length);
-  pthread_mutex_unlock(&session->mutex);
-  return status;
+  KILN_SESSION_LOCKED(kiln_session_buffer_view_to_host_locked(
+      session, view, data, byte_length));
 }
