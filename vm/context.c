@@ -347,18 +347,16 @@ int64_t kiln_vm_context_deadline(const kiln_vm_context_t* context) {
   return context->deadline_ns;
 }
 
-kiln_vm_refuel_result_t kiln_vm_refuel(kiln_vm_context_t* context,
-                                       uint64_t* inout_fuel) {
-  if (context->fuel_reserve == 0) return KILN_VM_REFUEL_NO_FUEL;
+uint64_t kiln_vm_refuel(kiln_vm_context_t* context) {
+  if (context->fuel_reserve == 0) return 0;
   if (context->deadline_ns && kiln_time_now_ns() >= context->deadline_ns) {
-    return KILN_VM_REFUEL_DEADLINE;
+    return 0;
   }
   uint64_t slice = context->fuel_reserve < KILN_VM_FUEL_SLICE
                        ? context->fuel_reserve
                        : KILN_VM_FUEL_SLICE;
   context->fuel_reserve -= slice;
-  *inout_fuel = slice;
-  return KILN_VM_REFUEL_OK;
+  return slice;
 }
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data) {

@@ -131,15 +131,10 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
                                 uint32_t function, const kiln_vm_value_t* args,
                                 kiln_vm_value_t* results);
 
-// Called when context->fuel reaches zero: moves the next slice from the
-// reserve into *inout_fuel, or says why bytecode must stop.
-typedef enum kiln_vm_refuel_result_e {
-  KILN_VM_REFUEL_OK = 0,
-  KILN_VM_REFUEL_NO_FUEL,
-  KILN_VM_REFUEL_DEADLINE,
-} kiln_vm_refuel_result_t;
-kiln_vm_refuel_result_t kiln_vm_refuel(kiln_vm_context_t* context,
-                                       uint64_t* inout_fuel);
+// Called when the interpreter's fuel reaches zero: returns the next slice
+// from the reserve, or 0 when bytecode must stop (fuel_reserve == 0: fuel
+// is exhausted; otherwise the deadline has passed).
+uint64_t kiln_vm_refuel(kiln_vm_context_t* context);
 
 // Calls native export `ordinal` of `state` with values (vm/context.c).
 kiln_status_t kiln_vm_call_native(kiln_vm_context_t* context,

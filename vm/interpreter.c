@@ -243,11 +243,12 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
 #define USE_FUEL()                                                  \
   do {                                                              \
     if (KILN_UNLIKELY(fuel == 0)) {                                 \
-      kiln_vm_refuel_result_t refuel = kiln_vm_refuel(context, &fuel); \
-      if (refuel == KILN_VM_REFUEL_NO_FUEL) {                       \
+      /* By value, not &fuel: the counter stays in a register. */   \
+      fuel = kiln_vm_refuel(context);                               \
+      if (fuel == 0 && context->fuel_reserve == 0) {                \
         TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted");     \
       }                                                             \
-      if (refuel == KILN_VM_REFUEL_DEADLINE) {                      \
+      if (fuel == 0) {                                              \
         TRAP(KILN_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");   \
       }                                                             \
     }                                                               \
