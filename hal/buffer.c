@@ -1,4 +1,5 @@
 // Buffer wrappers: parameter and range checks, mapping.
+#include "kiln/base/memory_budget.h"
 #include "kiln/base/size_math.h"
 #include "kiln/hal/driver_api.h"
 
@@ -32,11 +33,21 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
                             "buffer_allocate: MAPPING usage needs host-visible "
                             "or staging memory, not device-local");
   }
+  // The budget is taken before the driver allocates: 64 x 1 GiB buffers
+  // must be refused, not attempted.
+  if (device->memory_budget) {
+    KILN_RETURN_IF_ERROR(kiln_memory_budget_reserve(
+        device->memory_budget, params->size, "a device buffer"));
+  }
   const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
-  KILN_RETURN_IF_ERROR_ANNOTATE(
-      vtable->buffer_allocate(device, params, out_buffer),
-      "while allocating a %llu-byte buffer",
-      (unsigned long long)params->size);
+  kiln_status_t status = vtable->buffer_allocate(device, params, out_buffer);
+  if (!kiln_status_is_ok(status)) {
+    if (device->memory_budget) {
+      kiln_memory_budget_unreserve(device->memory_budget, params->size);
+    }
+    return kiln_status_annotate(status, "while allocating a %llu-byte buffer",
+                                (unsigned long long)params->size);
+  }
   uint64_t live = __atomic_add_fetch(&device->live_buffer_bytes, params->size,
                                      __ATOMIC_RELAXED);
   uint64_t peak = __atomic_load_n(&device->peak_buffer_bytes, __ATOMIC_RELAXED);
@@ -64,6 +75,10 @@ void kiln_hal_buffer_release(kiln_hal_buffer_t* buffer) {
   if (buffer && kiln_hal_resource_release(&buffer->resource)) {
     __atomic_sub_fetch(&buffer->device->live_buffer_bytes,
                        buffer->params.size, __ATOMIC_RELAXED);
+    if (buffer->device->memory_budget) {
+      kiln_memory_budget_unreserve(buffer->device->memory_budget,
+                                   buffer->params.size);
+    }
     BUFFER_VTABLE(buffer)->destroy(buffer);
   }
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kiln/base/memory_budget.h"
 #include "kiln/hal/driver_api.h"
 
 #define DEVICE_VTABLE(device) \
@@ -18,7 +19,9 @@ void kiln_hal_device_retain(kiln_hal_device_t* device) {
 
 void kiln_hal_device_release(kiln_hal_device_t* device) {
   if (device && kiln_hal_resource_release(&device->resource)) {
+    kiln_memory_budget_t* budget = device->memory_budget;
     DEVICE_VTABLE(device)->destroy(device);
+    kiln_memory_budget_release(budget);  // after the buffers are gone
   }
 }
 

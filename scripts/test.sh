@@ -66,6 +66,27 @@ for run in runs:
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 )
+# ThreadSanitizer on the session thread test only (issue 12): its own build
+# dir with just that binary; the sample modules come from the build above.
+# Counts as one test. KILN_TSAN=0 skips it.
+tsan_passed=0 tsan_failed=0
+if [ "${KILN_TSAN:-1}" != 0 ]; then
+  tsan_dir=${KILN_TSAN_BUILD_DIR:-build-tsan}
+  tsan_log="$tsan_dir/tsan-test.log"
+  if { [ -f "$tsan_dir/build.ninja" ] || meson setup "$tsan_dir" \
+         -Db_sanitize=thread -Db_lundef=false -Donnx=disabled >/dev/null; } &&
+     ninja -C "$tsan_dir" tests/samples/kiln_session_threads_tests >/dev/null &&
+     KILN_SAMPLES_DIR="$here/$build_dir/samples" \
+     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tests/samples/tsan_suppressions.txt" \
+       timeout 600 "$tsan_dir/tests/samples/kiln_session_threads_tests" \
+       >"$tsan_log" 2>&1; then
+    tsan_passed=1
+  else
+    tsan_failed=1
+    echo "ThreadSanitizer session test failed:"; tail -n 60 "$tsan_log" 2>/dev/null
+  fi
+fi
+
 # The fuzzers (clang, libFuzzer, ASan/UBSan) run for a bounded time on a
 # seed corpus of test modules; each target counts as one test.
 fuzz_seconds=${KILN_FUZZ_SECONDS:-180}
@@ -78,8 +99,8 @@ fi
 passed=$(echo "$summary" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
 failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 skipped=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
-passed=$(( ${passed:-0} + fuzz_passed ))
-failed=$(( ${failed:-1} + fuzz_failed ))
+passed=$(( ${passed:-0} + fuzz_passed + tsan_passed ))
+failed=$(( ${failed:-1} + fuzz_failed + tsan_failed ))
 echo "$passed passed, $failed failed, ${skipped:-0} skipped"
 if [ "$meson_status" != 0 ] || [ "$failed" != 0 ]; then
   exit 1

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "internal.h"
+#include "kiln/base/time.h"
 
 kiln_vm_context_options_t kiln_vm_context_options_default(void) {
   kiln_vm_context_options_t options;
@@ -316,11 +317,46 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
   return kiln_vm_interpret(context, state, function.ordinal, args, results);
 }
 
+// Branches between two looks at the clock when a deadline is set: a tight
+// loop reads it about every 0.1 ms.
+enum { KILN_VM_FUEL_SLICE = 1 << 16 };
+
+static void kiln_vm_split_fuel(kiln_vm_context_t* context, uint64_t total) {
+  uint64_t slice = total;
+  if (context->deadline_ns && slice > KILN_VM_FUEL_SLICE) {
+    slice = KILN_VM_FUEL_SLICE;
+  }
+  context->fuel = slice;
+  context->fuel_reserve = total - slice;
+}
+
 void kiln_vm_context_set_fuel(kiln_vm_context_t* context, uint64_t fuel) {
-  context->fuel = fuel;
+  kiln_vm_split_fuel(context, fuel);
 }
 uint64_t kiln_vm_context_fuel(const kiln_vm_context_t* context) {
-  return context->fuel;
+  uint64_t total = context->fuel + context->fuel_reserve;
+  return total < context->fuel ? UINT64_MAX : total;
+}
+void kiln_vm_context_set_deadline(kiln_vm_context_t* context,
+                                  int64_t deadline_ns) {
+  uint64_t total = kiln_vm_context_fuel(context);
+  context->deadline_ns = deadline_ns;
+  kiln_vm_split_fuel(context, total);
+}
+int64_t kiln_vm_context_deadline(const kiln_vm_context_t* context) {
+  return context->deadline_ns;
+}
+
+uint64_t kiln_vm_refuel(kiln_vm_context_t* context) {
+  if (context->fuel_reserve == 0) return 0;
+  if (context->deadline_ns && kiln_time_now_ns() >= context->deadline_ns) {
+    return 0;
+  }
+  uint64_t slice = context->fuel_reserve < KILN_VM_FUEL_SLICE
+                       ? context->fuel_reserve
+                       : KILN_VM_FUEL_SLICE;
+  context->fuel_reserve -= slice;
+  return slice;
 }
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data) {

@@ -113,7 +113,12 @@ struct kiln_vm_context_t {
   kiln_vm_frame_t* frames;
   uint32_t frame_capacity;
   uint32_t depth;
+  // Fuel the interpreter may use before it next calls kiln_vm_refuel; with a
+  // deadline it is a slice and the rest waits in fuel_reserve, so the clock
+  // is read once per slice, not per branch.
   uint64_t fuel;
+  uint64_t fuel_reserve;
+  int64_t deadline_ns;  // kiln_time_now_ns() clock; 0: none
   uint64_t max_allocation_bytes;
   void* user_data;
   kiln_vm_native_call_hook_t native_call_hook;  // NULL unless tracing
@@ -125,6 +130,11 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
                                 kiln_vm_module_state_t* state,
                                 uint32_t function, const kiln_vm_value_t* args,
                                 kiln_vm_value_t* results);
+
+// Called when the interpreter's fuel reaches zero: returns the next slice
+// from the reserve, or 0 when bytecode must stop (fuel_reserve == 0: fuel
+// is exhausted; otherwise the deadline has passed).
+uint64_t kiln_vm_refuel(kiln_vm_context_t* context);
 
 // Calls native export `ordinal` of `state` with values (vm/context.c).
 kiln_status_t kiln_vm_call_native(kiln_vm_context_t* context,

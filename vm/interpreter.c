@@ -243,7 +243,14 @@ kiln_status_t kiln_vm_interpret(kiln_vm_context_t* context,
 #define USE_FUEL()                                                  \
   do {                                                              \
     if (KILN_UNLIKELY(fuel == 0)) {                                 \
-      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted");       \
+      /* By value, not &fuel: the counter stays in a register. */   \
+      fuel = kiln_vm_refuel(context);                               \
+      if (fuel == 0 && context->fuel_reserve == 0) {                \
+        TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted");     \
+      }                                                             \
+      if (fuel == 0) {                                              \
+        TRAP(KILN_STATUS_DEADLINE_EXCEEDED, "deadline exceeded");   \
+      }                                                             \
     }                                                               \
     --fuel;                                                         \
   } while (0)
@@ -771,8 +778,11 @@ dispatch:
     }
     kiln_status_t resize_status = kiln_vm_list_resize(list, size);
     if (KILN_UNLIKELY(resize_status)) {
+      char reason[256];  // e.g. the session's memory budget, named
+      kiln_status_format(resize_status, reason, sizeof(reason));
       kiln_status_free(resize_status);
-      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "list.resize to %u failed", size);
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "list.resize to %u failed: %s",
+           size, reason);
     }
     NEXT(LIST_RESIZE);
   }
@@ -872,9 +882,12 @@ dispatch:
     kiln_status_t alloc_status =
         kiln_vm_buffer_allocate(context->allocator, RL(3), &buffer);
     if (KILN_UNLIKELY(alloc_status)) {
+      char reason[256];  // e.g. the session's memory budget, named
+      kiln_status_format(alloc_status, reason, sizeof(reason));
       kiln_status_free(alloc_status);
-      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED, "buffer.alloc of %llu bytes failed",
-           (unsigned long long)RL(3));
+      TRAP(KILN_STATUS_RESOURCE_EXHAUSTED,
+           "buffer.alloc of %llu bytes failed: %s", (unsigned long long)RL(3),
+           reason);
     }
     kiln_vm_set_ref(&RR(1), &buffer->header);
     NEXT(BUFFER_ALLOC);

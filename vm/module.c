@@ -172,9 +172,13 @@ static kiln_status_t kiln_vm_module_prepare(
       module->rodata_data[i] = rodata->stored;
       continue;
     }
+    // The instance's allocator (a session's budget) sees the unpacked size:
+    // a small module may ask for gigabytes here.
     void* data = NULL;
-    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(module->allocator,
-                                               (size_t)rodata->size, &data));
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_allocator_malloc(module->allocator, (size_t)rodata->size, &data),
+        "while unpacking rodata %u (%llu bytes) of module '%s'", i,
+        (unsigned long long)rodata->size, what);
     module->rodata_allocations[i] = data;
     KILN_RETURN_IF_ERROR_ANNOTATE(
         kiln_format_rodata_unpack(rodata, i,

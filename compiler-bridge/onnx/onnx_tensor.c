@@ -91,8 +91,14 @@ static kiln_status_t kiln_onnx_read_external(const Onnx__TensorProto* proto,
         "bytes",
         source, name, (unsigned long long)length, tensor->byte_size);
   }
+  // Symlinks (of the file or of a folder on the way) must not lead out of
+  // the model's folder either: the resolved path is checked, then opened.
+  char resolved[4096];
+  KILN_RETURN_IF_ERROR_ANNOTATE(
+      kiln_file_resolve_inside(model_dir, path, resolved, sizeof(resolved)),
+      "%s: external data of tensor '%s'", source, name);
   kiln_file_mapping_t mapping;
-  KILN_RETURN_IF_ERROR_ANNOTATE(kiln_file_map(path, &mapping),
+  KILN_RETURN_IF_ERROR_ANNOTATE(kiln_file_map(resolved, &mapping),
                                 "%s: external data of tensor '%s'", source,
                                 name);
   if (!kiln_range_fits(offset, length, mapping.size)) {

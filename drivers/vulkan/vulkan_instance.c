@@ -17,18 +17,53 @@ static VkResult g_loader_result = VK_ERROR_INITIALIZATION_FAILED;
 // mapped also lets LeakSanitizer name leaks inside it.
 static VkInstance g_anchor_instance = VK_NULL_HANDLE;
 
+// volk keeps instance-level functions in process globals. Rewriting them for
+// every instance raced with other threads calling them (TSan), so they are
+// loaded once, under this lock. They are the loader's trampolines, valid for
+// every instance; the one instance extension kiln uses (debug utils) is
+// looked up per instance instead (kiln_vk_instance_t).
+static pthread_mutex_t g_volk_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool g_instance_functions_loaded = false;
+
+static void load_instance_functions(VkInstance instance) {
+  pthread_mutex_lock(&g_volk_lock);
+  if (!g_instance_functions_loaded) {
+    volkLoadInstanceOnly(instance);
+    g_instance_functions_loaded = true;
+  }
+  pthread_mutex_unlock(&g_volk_lock);
+}
+
+static uint32_t instance_api_version(void) {
+  uint32_t loader_version = volkGetInstanceVersion();
+  return loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
+                                              : loader_version;
+}
+
 static void load_once(void) {
   g_loader_result = volkInitialize();
   if (g_loader_result != VK_SUCCESS) return;
+  // The same API version as real instances: the loader may hide functions
+  // of versions an instance did not ask for.
   VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
                            .pApplicationName = "kiln (driver anchor)",
-                           .apiVersion = VK_API_VERSION_1_1};
+                           .apiVersion = instance_api_version()};
+  // With debug utils enabled (the loader implements it) so volk's globals
+  // for it are set too, for code that calls them directly.
+  const char* debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   VkInstanceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                               .pApplicationInfo = &app};
-  // A failure here is reported by the real instance creation later.
+                               .pApplicationInfo = &app,
+                               .enabledExtensionCount = 1,
+                               .ppEnabledExtensionNames = &debug_utils};
   if (vkCreateInstance(&info, NULL, &g_anchor_instance) != VK_SUCCESS) {
-    g_anchor_instance = VK_NULL_HANDLE;
+    info.enabledExtensionCount = 0;
+    // A failure here is reported by the real instance creation later.
+    if (vkCreateInstance(&info, NULL, &g_anchor_instance) != VK_SUCCESS) {
+      g_anchor_instance = VK_NULL_HANDLE;
+      return;
+    }
   }
+  load_instance_functions(g_anchor_instance);
 }
 
 kiln_status_t kiln_vk_loader_initialize(void) {
@@ -159,9 +194,7 @@ kiln_status_t kiln_vk_instance_create(bool validation,
                             "installed (apt-get install vulkan-validationlayers)",
                             kLayer);
   }
-  uint32_t loader_version = volkGetInstanceVersion();
-  uint32_t api_version =
-      loader_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : loader_version;
+  uint32_t api_version = instance_api_version();
   // Under a cap the instance asks for that version, so the validation layer
   // reports any use of something newer.
   if (api_cap && api_cap < api_version) api_version = api_cap;
@@ -194,13 +227,22 @@ kiln_status_t kiln_vk_instance_create(bool validation,
   VkInstance instance = VK_NULL_HANDLE;
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
       vkCreateInstance(&create_info, NULL, &instance), "vkCreateInstance"));
-  volkLoadInstance(instance);
+  load_instance_functions(instance);  // a no-op after the first instance
   out_instance->instance = instance;
   out_instance->validation = validation;
   out_instance->validation_layer_version = layer_version;
   if (validation) {
-    VkResult result = vkCreateDebugUtilsMessengerEXT(
-        instance, &messenger_info, NULL, &out_instance->messenger);
+    out_instance->create_messenger =
+        (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            instance, "vkCreateDebugUtilsMessengerEXT");
+    out_instance->destroy_messenger =
+        (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            instance, "vkDestroyDebugUtilsMessengerEXT");
+    VkResult result = VK_ERROR_EXTENSION_NOT_PRESENT;
+    if (out_instance->create_messenger && out_instance->destroy_messenger) {
+      result = out_instance->create_messenger(instance, &messenger_info, NULL,
+                                              &out_instance->messenger);
+    }
     if (result != VK_SUCCESS) {
       kiln_vk_instance_destroy(out_instance);
       return kiln_vk_result_status(result, "vkCreateDebugUtilsMessengerEXT");
@@ -212,8 +254,8 @@ kiln_status_t kiln_vk_instance_create(bool validation,
 void kiln_vk_instance_destroy(kiln_vk_instance_t* instance) {
   if (!instance->instance) return;
   if (instance->messenger) {
-    vkDestroyDebugUtilsMessengerEXT(instance->instance, instance->messenger,
-                                    NULL);
+    instance->destroy_messenger(instance->instance, instance->messenger,
+                                NULL);
   }
   vkDestroyInstance(instance->instance, NULL);
   memset(instance, 0, sizeof(*instance));

@@ -22,6 +22,9 @@ const char* kiln_vk_result_name(VkResult result);
 typedef struct kiln_vk_instance_t {
   VkInstance instance;
   VkDebugUtilsMessengerEXT messenger;
+  // Per instance, not volk's globals (see vulkan_instance.c).
+  PFN_vkCreateDebugUtilsMessengerEXT create_messenger;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
   bool validation;
   uint32_t validation_layer_version;  // the layer's specVersion, 0 if off
 } kiln_vk_instance_t;

@@ -4,6 +4,7 @@
 // file is a cache miss with a recorded reason, never handed to the driver.
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kiln/base/byte_buffer.h"
 #include "kiln/base/file.h"
@@ -14,7 +15,8 @@ static const char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'C', 'H', '1'};
 enum {
   kHeaderVersion = 1,
   kHeaderBytes = 8 + 4 + 4 + 4 + VK_UUID_SIZE + 8 + 8,
-  kMaxPayloadBytes = 1u << 30,
+  // Real caches are a few MB; the file's size is checked before reading.
+  kMaxPayloadBytes = 256u << 20,
   kVulkanHeaderBytes = 16 + VK_UUID_SIZE,
 };
 
@@ -62,7 +64,11 @@ static const char* check_file(const kiln_vk_device_t* device,
     return "checksum mismatch (corrupt)";
   }
   // The driver's own header, checked too before the driver sees it.
-  if (payload_size < kVulkanHeaderBytes || read_le32(payload) < kVulkanHeaderBytes ||
+  // The header length is bounded both ways: drivers trust it (0xFFFFFFFF
+  // would send them reading past the data).
+  if (payload_size < kVulkanHeaderBytes ||
+      read_le32(payload) < kVulkanHeaderBytes ||
+      read_le32(payload) > payload_size ||
       read_le32(payload + 4) != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
       read_le32(payload + 8) != info->vendor_id ||
       read_le32(payload + 12) != info->device_id ||
@@ -81,11 +87,14 @@ kiln_status_t kiln_vk_pipeline_cache_create(kiln_vk_device_t* device,
   const void* initial = NULL;
   size_t initial_size = 0;
   if (path && path[0]) {
-    kiln_status_t status =
-        kiln_file_read_all(path, device->base.allocator, &contents);
+    kiln_status_t status = kiln_file_read_all_limited(
+        path, kHeaderBytes + kMaxPayloadBytes, device->base.allocator,
+        &contents);
     if (status) {
+      char reason[160];
+      kiln_status_format(status, reason, sizeof(reason));
       snprintf(stats->rejected_reason, sizeof(stats->rejected_reason),
-               "'%s': not readable", path);
+               "'%s': not readable (%s)", path, reason);
       kiln_status_free(status);
     } else {
       size_t offset = 0, size = 0;
@@ -163,7 +172,15 @@ kiln_status_t kiln_vk_pipeline_cache_save(kiln_hal_device_t* base,
       status = kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                                 "pipeline cache path is too long");
     } else {
-      status = kiln_file_write_all(temp_path, kiln_byte_buffer_span(&file));
+      // Created exclusively: a symlink planted at FILE.tmp is never
+      // followed. A stale FILE.tmp (a crash mid-save) is removed once;
+      // unlink removes a symlink itself, not its target.
+      status = kiln_file_write_new(temp_path, kiln_byte_buffer_span(&file));
+      if (kiln_status_code(status) == KILN_STATUS_ALREADY_EXISTS &&
+          unlink(temp_path) == 0) {
+        kiln_status_free(status);
+        status = kiln_file_write_new(temp_path, kiln_byte_buffer_span(&file));
+      }
       if (!status && rename(temp_path, path) != 0) {
         status = kiln_make_status(KILN_STATUS_UNAVAILABLE,
                                   "cannot rename '%s' to '%s'", temp_path,

@@ -14,6 +14,21 @@
 //   KILN_RETURN_IF_ERROR(kiln_session_invoke(session, predict, args, 1, results, 1));
 //   ... kiln_session_buffer_view_to_host(...) for each result ...
 //   kiln_session_destroy(session);
+//
+// Threads. Creating and destroying sessions is thread-safe (any number at
+// once, on any threads). One session may be called from several threads:
+// its functions below take a per-session lock, so calls take turns (they
+// do not run in parallel; use one session per thread for that). Pointers
+// the accessors return (instance, context, device) are not covered by that
+// lock: do not use them while another thread calls the session. Sessions
+// can share one device (options.shared_device); the HAL device is
+// thread-safe, each session keeps its own context, command buffers and
+// copy of the module's weights (uploaded by its own hal module).
+//
+// Limits for untrusted modules: fuel and deadline_ms stop runaway bytecode
+// in every invoke (the status names the function and bytecode offset);
+// memory_budget_bytes bounds the host memory (modules, unpacked rodata,
+// VM buffers and lists) and device buffers the session holds together.
 #ifndef KILN_SESSION_H_
 #define KILN_SESSION_H_
 
@@ -37,7 +52,20 @@ typedef struct kiln_session_options_t {
   bool enable_validation;  // Khronos validation layer (also KILN_VULKAN_VALIDATION=1)
   const char* pipeline_cache_path;  // NULL: no persistent cache
   bool gpu_timestamps;  // time every dispatch on the GPU (statistics)
+  // Per invoke: taken branches, calls and returns (0: unlimited).
+  uint64_t fuel;
+  // Per invoke: wall-clock milliseconds of bytecode (0: none). A dispatch or
+  // GPU wait already started is not interrupted.
+  uint32_t deadline_ms;
+  // Host + device bytes the session may hold (0: unlimited). Default
+  // KILN_SESSION_DEFAULT_MEMORY_BUDGET. With shared_device, device buffers
+  // count against the budget of the session that created the device.
+  uint64_t memory_budget_bytes;
+  // Use this device (retained) instead of opening one from device_uri.
+  kiln_hal_device_t* shared_device;
 } kiln_session_options_t;
+
+#define KILN_SESSION_DEFAULT_MEMORY_BUDGET ((uint64_t)8 << 30)
 
 void kiln_session_options_init(kiln_session_options_t* options);
 
@@ -47,7 +75,10 @@ void kiln_session_destroy(kiln_session_t* session);
 
 kiln_vm_instance_t* kiln_session_instance(const kiln_session_t* session);
 kiln_hal_device_t* kiln_session_device(const kiln_session_t* session);
+// Allocations from it count against the session's memory budget.
 kiln_allocator_t kiln_session_allocator(const kiln_session_t* session);
+// Host and device bytes the session holds now (what the budget counts).
+uint64_t kiln_session_memory_in_use(const kiln_session_t* session);
 
 // Modules join in order (dependencies first), before the first lookup.
 kiln_status_t kiln_session_add_native_module(

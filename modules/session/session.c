@@ -1,9 +1,12 @@
 // The host-facing session: device + hal module + modules + context.
 #include "kiln/session.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "kiln/base/memory_budget.h"
+#include "kiln/base/time.h"
 #include "kiln/drivers/registration.h"
 #include "kiln/format/module_reader.h"
 #include "kiln/hal/buffer.h"
@@ -12,7 +15,14 @@
 enum { KILN_SESSION_MAX_MODULES = 32 };
 
 struct kiln_session_t {
-  kiln_allocator_t allocator;
+  kiln_allocator_t base_allocator;  // the host's; holds this struct
+  kiln_allocator_t allocator;       // counts against `budget`
+  kiln_memory_budget_t* budget;
+  uint64_t fuel;        // per invoke; 0: unlimited
+  uint32_t deadline_ms;  // per invoke; 0: none
+  // Every entry point below holds it: calls from several threads take
+  // turns instead of sharing the context and command buffers.
+  pthread_mutex_t mutex;
   kiln_vm_instance_t* instance;
   kiln_hal_device_t* device;
   kiln_vm_module_t* modules[KILN_SESSION_MAX_MODULES];  // [0] = hal
@@ -24,6 +34,27 @@ void kiln_session_options_init(kiln_session_options_t* options) {
   memset(options, 0, sizeof(*options));
   options->allocator = kiln_allocator_system();
   options->device_uri = "vulkan";
+  options->memory_budget_bytes = KILN_SESSION_DEFAULT_MEMORY_BUDGET;
+}
+
+static kiln_status_t kiln_session_open_device(
+    kiln_session_t* session, const kiln_session_options_t* options) {
+  if (options->shared_device) {
+    kiln_hal_device_retain(options->shared_device);
+    session->device = options->shared_device;
+    return kiln_ok_status();
+  }
+  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
+  KILN_RETURN_IF_ERROR(kiln_drivers_register_all(registry));
+  kiln_hal_device_options_t device_options;
+  kiln_hal_device_options_init(&device_options);
+  device_options.enable_validation = options->enable_validation;
+  device_options.pipeline_cache_path = options->pipeline_cache_path;
+  device_options.memory_budget = session->budget;
+  const char* uri = options->device_uri ? options->device_uri : "vulkan";
+  return kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
+                                &device_options, session->allocator,
+                                &session->device);
 }
 
 kiln_status_t kiln_session_create(const kiln_session_options_t* options,
@@ -33,20 +64,18 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc(options->allocator,
                                              sizeof(*session),
                                              (void**)&session));
-  session->allocator = options->allocator;
-  kiln_status_t status =
-      kiln_vm_instance_create(options->allocator, &session->instance);
-  kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
-  if (kiln_status_is_ok(status)) status = kiln_drivers_register_all(registry);
+  session->base_allocator = options->allocator;
+  session->fuel = options->fuel;
+  session->deadline_ms = options->deadline_ms;
+  pthread_mutex_init(&session->mutex, NULL);
+  kiln_status_t status = kiln_memory_budget_create(
+      options->memory_budget_bytes, options->allocator, &session->budget);
   if (kiln_status_is_ok(status)) {
-    kiln_hal_device_options_t device_options;
-    kiln_hal_device_options_init(&device_options);
-    device_options.enable_validation = options->enable_validation;
-    device_options.pipeline_cache_path = options->pipeline_cache_path;
-    const char* uri = options->device_uri ? options->device_uri : "vulkan";
-    status = kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
-                                    &device_options, options->allocator,
-                                    &session->device);
+    session->allocator = kiln_memory_budget_allocator(session->budget);
+    status = kiln_vm_instance_create(session->allocator, &session->instance);
+  }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_session_open_device(session, options);
   }
   if (kiln_status_is_ok(status)) {
     kiln_hal_module_options_t module_options = {options->gpu_timestamps};
@@ -71,7 +100,13 @@ void kiln_session_destroy(kiln_session_t* session) {
   }
   kiln_hal_device_release(session->device);
   kiln_vm_instance_destroy(session->instance);
-  kiln_allocator_free(session->allocator, session);
+  kiln_memory_budget_release(session->budget);  // the device may hold it on
+  pthread_mutex_destroy(&session->mutex);
+  kiln_allocator_free(session->base_allocator, session);
+}
+
+uint64_t kiln_session_memory_in_use(const kiln_session_t* session) {
+  return kiln_memory_budget_used(session->budget);
 }
 
 kiln_vm_instance_t* kiln_session_instance(const kiln_session_t* session) {
@@ -100,7 +135,7 @@ static kiln_status_t kiln_session_check_can_add(kiln_session_t* session) {
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_session_add_native_module(
+static kiln_status_t kiln_session_add_native_module_locked(
     kiln_session_t* session, const kiln_vm_native_module_desc_t* desc) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
   KILN_RETURN_IF_ERROR(kiln_vm_module_create_native(
@@ -109,8 +144,8 @@ kiln_status_t kiln_session_add_native_module(
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_session_load_module_file(kiln_session_t* session,
-                                            const char* path) {
+static kiln_status_t kiln_session_load_module_file_locked(
+    kiln_session_t* session, const char* path) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
   KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_file(
       session->instance, path, NULL, &session->modules[session->module_count]));
@@ -118,9 +153,8 @@ kiln_status_t kiln_session_load_module_file(kiln_session_t* session,
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_session_load_module_memory(kiln_session_t* session,
-                                              kiln_const_byte_span_t bytes,
-                                              const char* what) {
+static kiln_status_t kiln_session_load_module_memory_locked(
+    kiln_session_t* session, kiln_const_byte_span_t bytes, const char* what) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
   KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_memory(
       session->instance, bytes, what, NULL,
@@ -150,8 +184,9 @@ static void kiln_session_list_exports(const kiln_session_t* session,
   }
 }
 
-kiln_status_t kiln_session_lookup(kiln_session_t* session, const char* name,
-                                  kiln_vm_function_t* out_function) {
+static kiln_status_t kiln_session_lookup_locked(
+    kiln_session_t* session, const char* name,
+    kiln_vm_function_t* out_function) {
   memset(out_function, 0, sizeof(*out_function));
   if (!session->context) {
     KILN_RETURN_IF_ERROR(kiln_vm_context_create(
@@ -171,20 +206,38 @@ kiln_status_t kiln_session_lookup(kiln_session_t* session, const char* name,
   return status;
 }
 
-kiln_status_t kiln_session_invoke(kiln_session_t* session,
-                                  kiln_vm_function_t function,
-                                  const kiln_vm_value_t* args,
-                                  size_t arg_count, kiln_vm_value_t* results,
-                                  size_t result_count) {
+static kiln_status_t kiln_session_invoke_locked(
+    kiln_session_t* session, kiln_vm_function_t function,
+    const kiln_vm_value_t* args, size_t arg_count, kiln_vm_value_t* results,
+    size_t result_count) {
   if (!session->context) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "look the function up before invoking it");
   }
-  return kiln_vm_context_invoke(session->context, function, args, arg_count,
-                                results, result_count);
+  // Fuel and the deadline are per call, so one runaway call cannot starve
+  // the next one. Unset, the context's own settings (a host may set them
+  // through kiln_session_context) are left alone.
+  if (session->fuel) kiln_vm_context_set_fuel(session->context, session->fuel);
+  if (session->deadline_ms) {
+    kiln_vm_context_set_deadline(
+        session->context,
+        kiln_time_now_ns() + (int64_t)session->deadline_ms * 1000000);
+  }
+  kiln_status_t status = kiln_vm_context_invoke(
+      session->context, function, args, arg_count, results, result_count);
+  if (kiln_status_code(status) == KILN_STATUS_RESOURCE_EXHAUSTED &&
+      session->fuel && kiln_vm_context_fuel(session->context) == 0) {
+    status = kiln_status_annotate(status, "the session's fuel limit is %llu",
+                                  (unsigned long long)session->fuel);
+  } else if (kiln_status_code(status) == KILN_STATUS_DEADLINE_EXCEEDED &&
+             session->deadline_ms) {
+    status = kiln_status_annotate(status, "the session's deadline is %u ms",
+                                  session->deadline_ms);
+  }
+  return status;
 }
 
-kiln_status_t kiln_session_buffer_view_from_host(
+static kiln_status_t kiln_session_buffer_view_from_host_locked(
     kiln_session_t* session, kiln_hal_element_type_t element_type,
     size_t rank, const int64_t* shape, const void* data, uint64_t byte_length,
     kiln_hal_buffer_view_t** out_view) {
@@ -221,10 +274,9 @@ kiln_status_t kiln_session_buffer_view_from_host(
   return status;
 }
 
-kiln_status_t kiln_session_buffer_view_to_host(kiln_session_t* session,
-                                               kiln_hal_buffer_view_t* view,
-                                               void* data,
-                                               uint64_t byte_length) {
+static kiln_status_t kiln_session_buffer_view_to_host_locked(
+    kiln_session_t* session, kiln_hal_buffer_view_t* view, void* data,
+    uint64_t byte_length) {
   uint64_t length = kiln_hal_buffer_view_byte_length(view);
   if (length != byte_length) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -237,4 +289,60 @@ kiln_status_t kiln_session_buffer_view_to_host(kiln_session_t* session,
                                      kiln_hal_buffer_view_buffer(view),
                                      kiln_hal_buffer_view_offset(view), data,
                                      length);
+}
+
+// The public entry points: each holds the session's lock (see session.h).
+#define KILN_SESSION_LOCKED(call)                 \
+  do {                                            \
+    pthread_mutex_lock(&session->mutex);          \
+    kiln_status_t locked_status = (call);         \
+    pthread_mutex_unlock(&session->mutex);        \
+    return locked_status;                         \
+  } while (0)
+
+kiln_status_t kiln_session_add_native_module(
+    kiln_session_t* session, const kiln_vm_native_module_desc_t* desc) {
+  KILN_SESSION_LOCKED(kiln_session_add_native_module_locked(session, desc));
+}
+
+kiln_status_t kiln_session_load_module_file(kiln_session_t* session,
+                                            const char* path) {
+  KILN_SESSION_LOCKED(kiln_session_load_module_file_locked(session, path));
+}
+
+kiln_status_t kiln_session_load_module_memory(kiln_session_t* session,
+                                              kiln_const_byte_span_t bytes,
+                                              const char* what) {
+  KILN_SESSION_LOCKED(
+      kiln_session_load_module_memory_locked(session, bytes, what));
+}
+
+kiln_status_t kiln_session_lookup(kiln_session_t* session, const char* name,
+                                  kiln_vm_function_t* out_function) {
+  KILN_SESSION_LOCKED(kiln_session_lookup_locked(session, name, out_function));
+}
+
+kiln_status_t kiln_session_invoke(kiln_session_t* session,
+                                  kiln_vm_function_t function,
+                                  const kiln_vm_value_t* args,
+                                  size_t arg_count, kiln_vm_value_t* results,
+                                  size_t result_count) {
+  KILN_SESSION_LOCKED(kiln_session_invoke_locked(
+      session, function, args, arg_count, results, result_count));
+}
+
+kiln_status_t kiln_session_buffer_view_from_host(
+    kiln_session_t* session, kiln_hal_element_type_t element_type,
+    size_t rank, const int64_t* shape, const void* data, uint64_t byte_length,
+    kiln_hal_buffer_view_t** out_view) {
+  KILN_SESSION_LOCKED(kiln_session_buffer_view_from_host_locked(
+      session, element_type, rank, shape, data, byte_length, out_view));
+}
+
+kiln_status_t kiln_session_buffer_view_to_host(kiln_session_t* session,
+                                               kiln_hal_buffer_view_t* view,
+                                               void* data,
+                                               uint64_t byte_length) {
+  KILN_SESSION_LOCKED(kiln_session_buffer_view_to_host_locked(
+      session, view, data, byte_length));
 }

@@ -2,9 +2,13 @@
 // a non-zero exit status, never a crash (these run under ASan/UBSan).
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "kiln/base/byte_buffer.h"
 #include "kiln/base/file.h"
+#include "kiln/base/time.h"
+#include "kiln/compiler/assembler.h"
 #include "kiln_test.h"
 #include "sample_runner.h"
 
@@ -165,4 +169,94 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
   KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
+}
+
+// Untrusted files and runaway modules (issue 12). The runner's timeout turns
+// a hang into exit 124, so a regression fails instead of stalling.
+static const char* kiln_fifo(const char* name) {
+  static char paths[4][256];
+  static int next = 0;
+  char* path = paths[next++ % 4];
+  snprintf(path, 256, "/tmp/kiln_errors_%d_%s", (int)getpid(), name);
+  unlink(path);
+  KILN_EXPECT_EQ(mkfifo(path, 0600), 0);
+  return path;
+}
+
+KILN_TEST(RunModuleErrors, FifosAreRefusedWithoutBlocking) {
+  char args[2048];
+  const char* fifo = kiln_fifo("m.kiln");
+  snprintf(args, sizeof(args), "--module=%s", fifo);
+  kiln_expect_error(args, 1, "is not a regular file (a FIFO)");
+  unlink(fifo);
+  fifo = kiln_fifo("x.npy");
+  snprintf(args, sizeof(args), "--module=%s --input=@%s",
+           kiln_test_sample_path("softmax"), fifo);
+  kiln_expect_error(args, 1, "is not a regular file (a FIFO)");
+  snprintf(args, sizeof(args), "--module=%s --input=2x4xf32=@%s",
+           kiln_test_sample_path("softmax"), fifo);
+  kiln_expect_error(args, 1, "is not a regular file (a FIFO)");
+  unlink(fifo);
+  // A FIFO as the pipeline cache is a miss (never read) and the run works.
+  fifo = kiln_fifo("cache.bin");
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x4xf32=1' --pipeline_cache=%s",
+           kiln_test_sample_path("softmax"), fifo);
+  KILN_EXPECT_EQ(kiln_test_run_tool(args, output, sizeof(output)), 0);
+  unlink(fifo);
+}
+
+KILN_TEST(RunModuleErrors, NpyShapeIsCheckedAgainstTheFile) {
+  // 128 bytes whose header asks for 600M floats (2.4 GB).
+  static const char huge_npy[] =
+      "\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, "
+      "'shape': (600000000,), }"
+      "                                                    \n";
+  KILN_ASSERT_EQ(sizeof(huge_npy) - 1, 128);
+  const char* path = kiln_temp_file("huge.npy", huge_npy, sizeof(huge_npy) - 1);
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --input=@%s",
+           kiln_test_sample_path("softmax"), path);
+  kiln_expect_error(args, 1,
+                    "header promises 2400000000 bytes of data but only 0 "
+                    "follow");
+  // A text shape beyond the memory budget is refused before allocating.
+  snprintf(args, sizeof(args),
+           "--module=%s --memory_budget_mb=16 --input=8x1048576xf32=0",
+           kiln_test_sample_path("softmax"));
+  kiln_expect_error(args, 1,
+                    "tensor needs 33554432 bytes, more than the host tensor "
+                    "limit of 16777216 bytes");
+}
+
+static const char* kiln_spin_module(void) {
+  kiln_byte_buffer_t bytes;
+  kiln_byte_buffer_init(&bytes, kiln_allocator_system());
+  KILN_EXPECT_OK(kiln_assembler_assemble(
+      kiln_make_cstring_view("module spin\nfunc spin \"v_v\"\nloop:\n"
+                             "  br loop\nend\nexport spin\n"),
+      "spin.kasm", kiln_allocator_system(), &bytes));
+  const char* path = kiln_temp_file("spin.kiln", bytes.data, bytes.size);
+  kiln_byte_buffer_deinit(&bytes);
+  return path;
+}
+
+KILN_TEST(RunModuleErrors, FuelAndDeadlineStopInfiniteLoops) {
+  const char* module = kiln_spin_module();
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --fuel=1000000", module);
+  kiln_expect_error(args, 1,
+                    "trap in function 'spin' of module 'spin' at bytecode "
+                    "offset 0: fuel exhausted; the session's fuel limit is "
+                    "1000000");
+  int64_t start = kiln_time_now_ns();
+  snprintf(args, sizeof(args), "--module=%s --deadline_ms=200", module);
+  kiln_expect_error(args, 1,
+                    "trap in function 'spin' of module 'spin' at bytecode "
+                    "offset 0: deadline exceeded; the session's deadline is "
+                    "200 ms");
+  KILN_EXPECT_LT((kiln_time_now_ns() - start) / 1000000, 60000);
+  snprintf(args, sizeof(args), "--module=%s --fuel=0", module);
+  kiln_expect_error(args, 2, "flag '--fuel' must be between 1 and 2^62");
+  unlink(module);
 }

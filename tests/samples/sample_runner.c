@@ -54,9 +54,11 @@ int kiln_test_run_tool(const char* args, char* output, size_t output_size) {
     snprintf(output, output_size, "KILN_RUN_MODULE is not set");
     return -1;
   }
-  size_t length = strlen(tool) + strlen(args) + 64;
+  size_t length = strlen(tool) + strlen(args) + 96;
   char* command = malloc(length);
-  snprintf(command, length, "'%s' %s 2>&1", tool, args);
+  // A hang (e.g. opening a FIFO) must fail the test, not stall CI: timeout
+  // exits 124 and the caller's expected exit code cannot match.
+  snprintf(command, length, "timeout -k 5 120 '%s' %s 2>&1", tool, args);
   FILE* pipe = popen(command, "r");
   free(command);
   if (!pipe) return -1;

@@ -255,7 +255,8 @@ KILN_TEST(NpyTest, RejectsBadFiles) {
   // Header promises 2 floats but the data holds one.
   size = kiln_make_npy(
       "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n", &one, 4, image);
-  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "needed 8 bytes, 4 remain",
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE,
+                             "promises 8 bytes of data but only 4 follow",
                              kiln_parse_npy_bytes(image, size));
   size = kiln_make_npy(
       "{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }\n", NULL, 0, image);

@@ -3,6 +3,7 @@
 // (LeakSanitizer checks that).
 #include <stdlib.h>
 
+#include "kiln/base/time.h"
 #include "kiln_test.h"
 #include "../../vm/internal.h"
 #include "vm_test_util.h"
@@ -110,6 +111,32 @@ KILN_TEST(VmTraps, FuelStopsRunawayLoops) {
       "trap in function 'spin' of module '' at bytecode offset 0: fuel exhausted",
       kiln_vm_test_call(&env, "spin", NULL, 0, NULL, 0));
   KILN_EXPECT_EQ_U64(kiln_vm_context_fuel(env.context), 0);
+  kiln_vm_test_env_deinit(&env);
+}
+
+KILN_TEST(VmTraps, DeadlineStopsRunawayLoops) {
+  kiln_vm_test_env_t env;
+  KILN_ASSERT_OK(kiln_vm_test_env_init(&env, kTrapSource));
+  int64_t start = kiln_time_now_ns();
+  kiln_vm_context_set_deadline(env.context, start + 50 * 1000000);
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_DEADLINE_EXCEEDED,
+      "trap in function 'spin' of module '' at bytecode offset 0: deadline "
+      "exceeded",
+      kiln_vm_test_call(&env, "spin", NULL, 0, NULL, 0));
+  int64_t elapsed_ms = (kiln_time_now_ns() - start) / 1000000;
+  KILN_EXPECT_GE(elapsed_ms, 50);
+  KILN_EXPECT_LT(elapsed_ms, 5000);  // stopped soon after, not at fuel's end
+  // Fuel and a deadline together: whichever comes first stops the loop, and
+  // the fuel count stays exact across slices.
+  kiln_vm_context_set_deadline(env.context, kiln_time_now_ns() + 60000000000ll);
+  kiln_vm_context_set_fuel(env.context, 200000);
+  KILN_EXPECT_EQ_U64(kiln_vm_context_fuel(env.context), 200000);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_RESOURCE_EXHAUSTED, "fuel exhausted",
+                             kiln_vm_test_call(&env, "spin", NULL, 0, NULL, 0));
+  KILN_EXPECT_EQ_U64(kiln_vm_context_fuel(env.context), 0);
+  kiln_vm_context_set_deadline(env.context, 0);
+  KILN_EXPECT_EQ(kiln_vm_context_deadline(env.context), 0);
   kiln_vm_test_env_deinit(&env);
 }
 

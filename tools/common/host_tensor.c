@@ -54,11 +54,19 @@ kiln_status_t kiln_element_type_parse(kiln_string_view_t text,
                           KILN_SV_ARG(text));
 }
 
-kiln_status_t kiln_host_tensor_allocate(kiln_allocator_t allocator,
-                                        kiln_element_type_t element_type,
-                                        size_t rank, const int64_t* dims,
-                                        kiln_host_tensor_t* out_tensor) {
-  memset(out_tensor, 0, sizeof(*out_tensor));
+static size_t g_host_tensor_limit = KILN_HOST_TENSOR_DEFAULT_LIMIT;
+
+void kiln_host_tensor_set_limit(size_t max_bytes) {
+  g_host_tensor_limit = max_bytes;
+}
+size_t kiln_host_tensor_limit(void) { return g_host_tensor_limit; }
+
+kiln_status_t kiln_host_tensor_byte_size(kiln_element_type_t element_type,
+                                         size_t rank, const int64_t* dims,
+                                         size_t* out_count,
+                                         size_t* out_byte_size) {
+  *out_count = 0;
+  *out_byte_size = 0;
   if (rank > KILN_HOST_TENSOR_MAX_RANK) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                             "rank %zu exceeds the maximum of %d", rank,
@@ -86,6 +94,25 @@ kiln_status_t kiln_host_tensor_allocate(kiln_allocator_t allocator,
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                             "tensor byte size overflows");
   }
+  if (byte_size > g_host_tensor_limit) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                            "tensor needs %zu bytes, more than the host "
+                            "tensor limit of %zu bytes (the memory budget)",
+                            byte_size, g_host_tensor_limit);
+  }
+  *out_count = count;
+  *out_byte_size = byte_size;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_host_tensor_allocate(kiln_allocator_t allocator,
+                                        kiln_element_type_t element_type,
+                                        size_t rank, const int64_t* dims,
+                                        kiln_host_tensor_t* out_tensor) {
+  memset(out_tensor, 0, sizeof(*out_tensor));
+  size_t count = 0, byte_size = 0;
+  KILN_RETURN_IF_ERROR(kiln_host_tensor_byte_size(element_type, rank, dims,
+                                                  &count, &byte_size));
   void* data = NULL;
   if (byte_size > 0) {
     KILN_RETURN_IF_ERROR(kiln_allocator_calloc(allocator, byte_size, &data));

@@ -50,8 +50,24 @@ typedef struct kiln_host_tensor_t {
   uint8_t* data;  // owned; NULL only when byte_size == 0
 } kiln_host_tensor_t;
 
+// Element count and byte size of a shape: overflow, negative dimensions and
+// sizes over the host tensor limit are refused, so callers can check a
+// shape against a file's length before allocating anything.
+kiln_status_t kiln_host_tensor_byte_size(kiln_element_type_t element_type,
+                                         size_t rank, const int64_t* dims,
+                                         size_t* out_count,
+                                         size_t* out_byte_size);
+// The largest host tensor the tools allocate (kiln-run-module sets it from
+// --memory_budget_mb); the default is half the session's default budget.
+#define KILN_HOST_TENSOR_DEFAULT_LIMIT ((size_t)4 << 30)
+void kiln_host_tensor_set_limit(size_t max_bytes);
+size_t kiln_host_tensor_limit(void);
+// Input files (.npy, raw) larger than this are refused before reading: the
+// limit plus room for .npy headers.
+#define KILN_HOST_TENSOR_FILE_SLACK ((size_t)1 << 20)
+
 // Allocates a zero-filled tensor; checks the element count and byte size
-// for overflow and refuses negative dimensions.
+// for overflow and the limit, and refuses negative dimensions.
 kiln_status_t kiln_host_tensor_allocate(kiln_allocator_t allocator,
                                         kiln_element_type_t element_type,
                                         size_t rank, const int64_t* dims,

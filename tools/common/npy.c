@@ -187,6 +187,18 @@ kiln_status_t kiln_npy_parse(kiln_const_byte_span_t bytes, const char* what,
   int64_t dims[KILN_HOST_TENSOR_MAX_RANK];
   KILN_RETURN_IF_ERROR(kiln_npy_parse_shape(value, what, &rank, dims));
 
+  // The data must be in the file before anything is allocated for it: a
+  // 128-byte file must not ask for gigabytes.
+  size_t element_count = 0, byte_size = 0;
+  KILN_RETURN_IF_ERROR_ANNOTATE(
+      kiln_host_tensor_byte_size(type, rank, dims, &element_count, &byte_size),
+      "%s", what);
+  if (byte_size > kiln_reader_remaining(&reader)) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "%s: .npy header promises %zu bytes of data but "
+                            "only %zu follow",
+                            what, byte_size, kiln_reader_remaining(&reader));
+  }
   kiln_host_tensor_t tensor;
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_host_tensor_allocate(allocator, type, rank, dims, &tensor), "%s",

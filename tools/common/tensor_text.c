@@ -176,7 +176,9 @@ static kiln_status_t kiln_parse_npy_reference(kiln_input_parser_t* parser,
   }
   size_t offset = next ? parser->file_offsets[slot] : 0;
   kiln_file_contents_t contents;
-  KILN_RETURN_IF_ERROR(kiln_file_read_all(path, parser->allocator, &contents));
+  KILN_RETURN_IF_ERROR(kiln_file_read_all_limited(
+      path, kiln_host_tensor_limit() + KILN_HOST_TENSOR_FILE_SLACK,
+      parser->allocator, &contents));
   kiln_status_t status = kiln_npy_parse(
       kiln_make_const_byte_span(contents.data, contents.size), path, &offset,
       parser->allocator, &out_value->tensor);
@@ -222,7 +224,9 @@ static kiln_status_t kiln_copy_npy_checked(const kiln_file_contents_t* contents,
 static kiln_status_t kiln_parse_raw_file(const char* path,
                                          kiln_host_tensor_t* tensor) {
   kiln_file_contents_t contents;
-  KILN_RETURN_IF_ERROR(kiln_file_read_all(path, tensor->allocator, &contents));
+  KILN_RETURN_IF_ERROR(kiln_file_read_all_limited(
+      path, tensor->byte_size + KILN_HOST_TENSOR_FILE_SLACK, tensor->allocator,
+      &contents));
   kiln_status_t status = kiln_ok_status();
   static const char kNpyMagic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
   if (contents.size >= sizeof(kNpyMagic) &&

@@ -15,6 +15,7 @@ typedef enum flag_kind_e {
   FLAG_STRING_LIST,  // repeatable; the count field follows the array
   FLAG_DOUBLE,
   FLAG_INT,
+  FLAG_U64,  // 1 .. 2^62, into a uint64_t
   FLAG_FLAGFILE,
 } flag_kind_t;
 
@@ -61,6 +62,14 @@ static const flag_t kFlags[] = {
      "print every call into the hal module as it happens"},
     {"pipeline_cache", FLAG_STRING, FIELD(run.pipeline_cache), 0,
      "load and save the Vulkan pipeline cache at this path"},
+    {"fuel", FLAG_U64, FIELD(run.fuel), 0,
+     "each call may take this many branches, calls and returns in bytecode; "
+     "then it stops with 'fuel exhausted' (default: unlimited)"},
+    {"deadline_ms", FLAG_U64, FIELD(run.deadline_ms), 0,
+     "each call's bytecode stops with DEADLINE_EXCEEDED after this many "
+     "milliseconds (default: none)"},
+    {"memory_budget_mb", FLAG_U64, FIELD(run.memory_budget_mb), 0,
+     "host + device memory the run may hold, in MiB (default 8192)"},
     {"validation", FLAG_BOOL, FIELD(run.validation), 0,
      "enable the Vulkan validation layer (also KILN_VULKAN_VALIDATION=1)"},
     {"list_drivers", FLAG_BOOL, FIELD(list_drivers), 0,
@@ -207,6 +216,19 @@ static kiln_status_t kiln_parse_one(const char* arg, kiln_run_flags_t* flags,
       } else {
         *(size_t*)field = (size_t)number;
       }
+      return kiln_ok_status();
+    }
+    case FLAG_U64: {
+      int64_t number = 0;
+      KILN_RETURN_IF_ERROR_ANNOTATE(
+          kiln_string_view_parse_i64(kiln_make_cstring_view(value), &number),
+          "in flag '--%s'", flag->name);
+      if (number < 1 || number > ((int64_t)1 << 62)) {
+        return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                                "flag '--%s' must be between 1 and 2^62",
+                                flag->name);
+      }
+      *(uint64_t*)field = (uint64_t)number;
       return kiln_ok_status();
     }
     case FLAG_FLAGFILE:

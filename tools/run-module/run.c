@@ -462,6 +462,28 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   session_options.enable_validation = options->validation;
   session_options.pipeline_cache_path = options->pipeline_cache;
   session_options.gpu_timestamps = options->print_statistics;
+  session_options.fuel = options->fuel;
+  if (options->deadline_ms > UINT32_MAX) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "--deadline_ms=%llu is more than %u",
+                            (unsigned long long)options->deadline_ms,
+                            UINT32_MAX);
+  }
+  session_options.deadline_ms = (uint32_t)options->deadline_ms;
+  if (options->memory_budget_mb) {
+    if (options->memory_budget_mb > (UINT64_MAX >> 20)) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "--memory_budget_mb=%llu is too large",
+                              (unsigned long long)options->memory_budget_mb);
+    }
+    session_options.memory_budget_bytes = options->memory_budget_mb << 20;
+  }
+  // Inputs are host tensors first: none may exceed the budget either.
+  uint64_t tensor_limit = session_options.memory_budget_bytes
+                              ? session_options.memory_budget_bytes
+                              : UINT64_MAX;
+  kiln_host_tensor_set_limit(tensor_limit < SIZE_MAX ? (size_t)tensor_limit
+                                                     : SIZE_MAX - 1);
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_session_create(&session_options, &run->session),
       "creating device '%s'", session_options.device_uri);

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "kiln/base/status.h"
@@ -31,6 +32,9 @@ typedef struct kiln_run_options_t {
   bool print_statistics;
   int call_count;  // >= 1; statistics report the median call
   const char* pipeline_cache;
+  uint64_t fuel;              // per call; 0: unlimited
+  uint64_t deadline_ms;       // per call; 0: none
+  uint64_t memory_budget_mb;  // 0: the session's default
 } kiln_run_options_t;
 
 void kiln_run_options_init(kiln_run_options_t* options);

@@ -1,5 +1,6 @@
 // Whole-file read and read-only memory mapping. Errors name the path and the
-// system's reason.
+// system's reason. Every file kiln reads may be untrusted: all of them go
+// through kiln_file_open_regular, which never blocks on a FIFO or device.
 #ifndef KILN_BASE_FILE_H_
 #define KILN_BASE_FILE_H_
 
@@ -23,10 +24,33 @@ typedef struct kiln_file_contents_t {
 
 kiln_status_t kiln_file_read_all(const char* path, kiln_allocator_t allocator,
                                  kiln_file_contents_t* out_contents);
+// The same, refusing (OUT_OF_RANGE, before allocating) a file larger than
+// `max_size` bytes: a sparse or huge file costs nothing to refuse.
+kiln_status_t kiln_file_read_all_limited(const char* path, size_t max_size,
+                                         kiln_allocator_t allocator,
+                                         kiln_file_contents_t* out_contents);
+
+// Opens a regular file read-only (blocking reads) and returns its size.
+// FIFOs, devices, sockets and directories are refused (INVALID_ARGUMENT,
+// naming what it is) without waiting: the open is non-blocking until fstat.
+kiln_status_t kiln_file_open_regular(const char* path, int* out_fd,
+                                     uint64_t* out_size);
+
+// Resolves every symlink of `path` and of `root` (realpath) and refuses
+// (PERMISSION_DENIED) a path that then lies outside `root`; the resolved
+// path is copied to `out_resolved` for opening.
+kiln_status_t kiln_file_resolve_inside(const char* root, const char* path,
+                                       char* out_resolved,
+                                       size_t resolved_size);
 void kiln_file_contents_deinit(kiln_file_contents_t* contents);
 
 // Writes (replacing) a whole file.
 kiln_status_t kiln_file_write_all(const char* path,
+                                  kiln_const_byte_span_t contents);
+// Creates a new file (O_CREAT|O_EXCL|O_NOFOLLOW) and writes it: fails
+// (ALREADY_EXISTS) if anything, a symlink included, is at
+// `path`; a half-written file is removed.
+kiln_status_t kiln_file_write_new(const char* path,
                                   kiln_const_byte_span_t contents);
 
 // Maps a file read-only. An empty file maps to an empty span.

@@ -69,6 +69,9 @@ typedef struct kiln_hal_device_options_t {
   bool print_validation_messages;
   // Where the pipeline cache is loaded from (a bad file is a miss).
   const char* pipeline_cache_path;
+  // Every buffer's bytes are taken from this budget (retained by the
+  // device); NULL: no limit beyond the per-allocation checks.
+  struct kiln_memory_budget_t* memory_budget;
 } kiln_hal_device_options_t;
 
 void kiln_hal_device_options_init(kiln_hal_device_options_t* options);

@@ -71,6 +71,8 @@ struct kiln_hal_device_t {
   // Bytes in buffers made through kiln_hal_buffer_allocate (atomics).
   uint64_t live_buffer_bytes;
   uint64_t peak_buffer_bytes;
+  // Set by kiln_hal_create_device from the options (retained); NULL: none.
+  struct kiln_memory_budget_t* memory_budget;
 };
 
 typedef struct kiln_hal_buffer_vtable_t {

@@ -63,6 +63,13 @@ kiln_status_t kiln_vm_context_invoke(kiln_vm_context_t* context,
 // bytecode traps. UINT64_MAX (the default) means unlimited.
 void kiln_vm_context_set_fuel(kiln_vm_context_t* context, uint64_t fuel);
 uint64_t kiln_vm_context_fuel(const kiln_vm_context_t* context);
+// Deadline: an absolute kiln_time_now_ns() time after which bytecode traps
+// with DEADLINE_EXCEEDED (naming function and offset) at its next taken
+// branch, call or return, within about 65536 of them. 0 (the default): none.
+// Native calls (e.g. a GPU wait) are not interrupted.
+void kiln_vm_context_set_deadline(kiln_vm_context_t* context,
+                                  int64_t deadline_ns);
+int64_t kiln_vm_context_deadline(const kiln_vm_context_t* context);
 
 void kiln_vm_context_set_user_data(kiln_vm_context_t* context,
                                    void* user_data);
