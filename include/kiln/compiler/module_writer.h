@@ -16,6 +16,7 @@
 #include "kiln/base/views.h"
 #include "kiln/format/executables.h"
 #include "kiln/format/module_format.h"
+#include "kiln/format/signature.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,14 @@ kiln_status_t kiln_module_writer_add_import(kiln_module_writer_t* writer,
                                             kiln_string_view_t signature,
                                             uint32_t flags,
                                             uint32_t* out_ordinal);
+// The parsed signature of declared function or import `ordinal` (for the
+// function builder's call checks).
+kiln_status_t kiln_module_writer_function_signature(const kiln_module_writer_t* writer,
+                                                    uint32_t ordinal,
+                                                    kiln_format_signature_t* out);
+kiln_status_t kiln_module_writer_import_signature(const kiln_module_writer_t* writer,
+                                                  uint32_t ordinal,
+                                                  kiln_format_signature_t* out);
 // Declares a function (so calls can name it before its body exists); the
 // name goes to debug info and may be empty.
 kiln_status_t kiln_module_writer_declare_function(

@@ -157,6 +157,28 @@ kiln_status_t kiln_module_writer_add_import(kiln_module_writer_t* writer,
   return kiln_mw_copy(writer, signature, &import->signature);
 }
 
+kiln_status_t kiln_module_writer_function_signature(const kiln_module_writer_t* writer,
+                                                    uint32_t ordinal,
+                                                    kiln_format_signature_t* out) {
+  if (ordinal >= writer->functions.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "function ordinal %u was not declared", ordinal);
+  }
+  return kiln_format_signature_parse(
+      ((const kiln_mw_function_t*)writer->functions.data)[ordinal].signature, out);
+}
+
+kiln_status_t kiln_module_writer_import_signature(const kiln_module_writer_t* writer,
+                                                  uint32_t ordinal,
+                                                  kiln_format_signature_t* out) {
+  if (ordinal >= writer->imports.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "import ordinal %u was not declared", ordinal);
+  }
+  return kiln_format_signature_parse(
+      ((const kiln_mw_import_t*)writer->imports.data)[ordinal].signature, out);
+}
+
 kiln_status_t kiln_module_writer_declare_function(
     kiln_module_writer_t* writer, kiln_string_view_t name,
     kiln_string_view_t signature, uint32_t* out_ordinal) {
