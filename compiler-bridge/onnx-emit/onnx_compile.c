@@ -1,4 +1,5 @@
-// kiln_onnx_compile_*: passes, memory plan, lowering, assembly, module.
+// kiln_onnx_compile_*: passes, memory plan, lowering, module (built through
+// the module builder, emit_module.c).
 #include "kiln/compiler/onnx_compile.h"
 
 #include <stdlib.h>
@@ -6,6 +7,7 @@
 
 #include "lower_util.h"
 #include "kiln/compiler/assembler.h"
+#include "kiln/format/module_reader.h"
 #include "kiln/compiler/graph_passes.h"
 
 const char* const kiln_onnx_compile_default_targets[] = {
@@ -139,6 +141,24 @@ static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program)
   return kiln_ok_status();
 }
 
+// --dump-assembly: the disassembly of the finished module (which reassembles
+// to the same bytes), not a second description kept beside it.
+static kiln_status_t kiln_onnx_compile_dump_assembly(const kiln_byte_buffer_t* out,
+                                                     size_t module_start, FILE* stream) {
+  kiln_format_read_options_t read_options = kiln_format_read_options_default();
+  read_options.max_rodata_bytes = UINT64_MAX;  // our own module, just built
+  kiln_format_module_t module;
+  KILN_RETURN_IF_ERROR(kiln_format_module_read(
+      kiln_make_const_byte_span(out->data + module_start, out->size - module_start),
+      "<onnx-emit>", &read_options, kiln_allocator_system(), &module));
+  kiln_status_t status = kiln_disassembler_write(&module, true, stream);
+  kiln_format_module_deinit(&module);
+  if (!status && ferror(stream)) {
+    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing the assembly failed");
+  }
+  return status;
+}
+
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
                                                const kiln_onnx_compile_options_t* options,
                                                const kiln_graph_memory_plan_t* plan,
@@ -159,32 +179,15 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
   if (!status) status = kiln_onnx_compile_passthrough(&program);
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = NULL;
+  size_t before = out->size;
   if (!status) {
-    stream = open_memstream(&text, &text_size);
-    if (!stream) {
-      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "open_memstream failed");
-    }
-  }
-  if (!status) {
-    status = kiln_emit_write_assembly(
-        &program, options->function_name ? options->function_name : "predict", stream);
-    if (fclose(stream) != 0 && !status) {
-      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "assembly stream failed");
-    }
+    status = kiln_emit_write_module(
+        &program, options->function_name ? options->function_name : "predict", out);
   }
   if (!status && options->assembly_stream) {
-    fwrite(text, 1, text_size, options->assembly_stream);
+    status = kiln_onnx_compile_dump_assembly(out, before, options->assembly_stream);
   }
-  if (!status) {
-    size_t before = out->size;
-    status = kiln_assembler_assemble(kiln_make_string_view(text, text_size),
-                                     "<onnx-emit>", allocator, out);
-    if (status) out->size = before;
-  }
-  free(text);
+  if (status) out->size = before;
   kiln_emit_program_deinit(&program);
   return status;
 }
