@@ -115,9 +115,10 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
 kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                                    int32_t node_id);
 
-// Builds the whole module through the module builder and appends it to
-// `out` (emit_module.c).
+// Builds the whole module through the module builder (emit_module.c) and
+// appends it to `out`, or with a `sink` hands it over piece by piece.
 kiln_status_t kiln_emit_write_module(const kiln_emit_program_t* program,
-                                     const char* function_name, kiln_byte_buffer_t* out);
+                                     const char* function_name, kiln_byte_buffer_t* out,
+                                     kiln_module_writer_sink_fn_t sink, void* sink_user);
 
 #endif  // KILN_COMPILER_ONNX_EMIT_INTERNAL_H_

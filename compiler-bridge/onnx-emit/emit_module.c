@@ -131,7 +131,8 @@ static kiln_status_t kiln_emit_rodata(kiln_emit_module_t* m) {
   const kiln_emit_program_t* program = m->program;
   uint32_t ordinal = 0;
   if (program->weights.size) {
-    KILN_RETURN_IF_ERROR(kiln_module_writer_add_rodata(
+    // By reference: the weights go from the program's buffer to the output.
+    KILN_RETURN_IF_ERROR(kiln_module_writer_add_rodata_reference(
         m->writer, kiln_make_cstring_view("weights"), kiln_byte_buffer_span(&program->weights),
         KILN_EMIT_ALIGNMENT, KILN_MODULE_WRITER_COMPRESSION_AUTO, &m->weights));
   }
@@ -369,8 +370,7 @@ static kiln_status_t kiln_emit_predict_signature(const kiln_graph_t* graph, char
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_emit_module_build(kiln_emit_module_t* m, const char* function_name,
-                                            kiln_byte_buffer_t* out) {
+static kiln_status_t kiln_emit_module_build(kiln_emit_module_t* m, const char* function_name) {
   const kiln_emit_program_t* program = m->program;
   KILN_RETURN_IF_ERROR(kiln_module_writer_set_name(m->writer, kiln_make_cstring_view("model")));
   for (uint32_t i = 0; i < KILN_EMIT_IMPORT_COUNT; ++i) {
@@ -395,19 +395,22 @@ static kiln_status_t kiln_emit_module_build(kiln_emit_module_t* m, const char* f
   KILN_RETURN_IF_ERROR(
       kiln_module_writer_add_export(m->writer, kiln_make_cstring_view(function_name), predict));
   KILN_RETURN_IF_ERROR(kiln_emit_record(m));
-  KILN_RETURN_IF_ERROR(kiln_emit_predict(m, predict));
-  return kiln_module_writer_finish(m->writer, out);
+  return kiln_emit_predict(m, predict);
 }
 
 kiln_status_t kiln_emit_write_module(const kiln_emit_program_t* program,
-                                     const char* function_name, kiln_byte_buffer_t* out) {
+                                     const char* function_name, kiln_byte_buffer_t* out,
+                                     kiln_module_writer_sink_fn_t sink, void* sink_user) {
   kiln_emit_module_t m;
   memset(&m, 0, sizeof(m));
   m.program = program;
   kiln_status_t status = kiln_module_writer_create(program->allocator, &m.writer);
   if (!status) status = kiln_function_builder_create(m.writer, program->allocator, &m.body);
   if (!status) status = kiln_executable_builder_create(program->allocator, &m.exe);
-  if (!status) status = kiln_emit_module_build(&m, function_name, out);
+  if (!status) status = kiln_emit_module_build(&m, function_name);
+  uint64_t size = 0;
+  if (!status && sink) status = kiln_module_writer_finish_streamed(m.writer, sink, sink_user, &size);
+  if (!status && !sink) status = kiln_module_writer_finish(m.writer, out);
   kiln_executable_builder_destroy(m.exe);
   kiln_function_builder_destroy(m.body);
   kiln_module_writer_destroy(m.writer);

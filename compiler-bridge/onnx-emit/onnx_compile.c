@@ -7,7 +7,6 @@
 
 #include "lower_util.h"
 #include "kiln/compiler/assembler.h"
-#include "kiln/format/module_reader.h"
 #include "kiln/compiler/graph_passes.h"
 
 const char* const kiln_onnx_compile_default_targets[] = {
@@ -141,22 +140,24 @@ static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program)
   return kiln_ok_status();
 }
 
-// --dump-assembly: the disassembly of the finished module (which reassembles
-// to the same bytes), not a second description kept beside it.
-static kiln_status_t kiln_onnx_compile_dump_assembly(const kiln_byte_buffer_t* out,
-                                                     size_t module_start, FILE* stream) {
-  kiln_format_read_options_t read_options = kiln_format_read_options_default();
-  read_options.max_rodata_bytes = UINT64_MAX;  // our own module, just built
-  kiln_format_module_t module;
-  KILN_RETURN_IF_ERROR(kiln_format_module_read(
-      kiln_make_const_byte_span(out->data + module_start, out->size - module_start),
-      "<onnx-emit>", &read_options, kiln_allocator_system(), &module));
-  kiln_status_t status = kiln_disassembler_write(&module, true, stream);
-  kiln_format_module_deinit(&module);
-  if (!status && ferror(stream)) {
-    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing the assembly failed");
-  }
-  return status;
+static void kiln_onnx_compile_report(const kiln_onnx_compile_options_t* options,
+                                     const char* stage, size_t done, size_t total,
+                                     uint64_t bytes) {
+  if (options->progress) options->progress(options->progress_user, stage, done, total, bytes);
+}
+
+// Counts the bytes on their way to the caller's sink, for progress.
+typedef struct kiln_onnx_compile_sink_t {
+  const kiln_onnx_compile_options_t* options;
+  uint64_t written;
+} kiln_onnx_compile_sink_t;
+
+static kiln_status_t kiln_onnx_compile_sink(void* user, kiln_const_byte_span_t piece) {
+  kiln_onnx_compile_sink_t* sink = (kiln_onnx_compile_sink_t*)user;
+  KILN_RETURN_IF_ERROR(sink->options->module_sink(sink->options->module_sink_user, piece));
+  sink->written += piece.size;
+  kiln_onnx_compile_report(sink->options, "write", 0, 0, sink->written);
+  return kiln_ok_status();
 }
 
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
@@ -175,17 +176,25 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
       kiln_emit_program_init(graph, plan, targets, target_count, allocator, &program));
   kiln_status_t status = kiln_ok_status();
   for (size_t n = 0; n < graph->node_count && !status; ++n) {
+    kiln_onnx_compile_report(options, "lower", n, graph->node_count, 0);
     if (graph->nodes[n].removed) continue;
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
   if (!status) status = kiln_onnx_compile_passthrough(&program);
   size_t before = out->size;
+  kiln_onnx_compile_sink_t sink = {options, 0};
   if (!status) {
+    kiln_onnx_compile_report(options, "write", 0, 0, 0);
     status = kiln_emit_write_module(
-        &program, options->function_name ? options->function_name : "predict", out);
+        &program, options->function_name ? options->function_name : "predict", out,
+        options->module_sink ? kiln_onnx_compile_sink : NULL, &sink);
   }
-  if (!status && options->assembly_stream) {
-    status = kiln_onnx_compile_dump_assembly(out, before, options->assembly_stream);
+  if (!status && options->assembly_stream && !options->module_sink) {
+    // The disassembly of the finished module (it reassembles to the same
+    // bytes), not a second description kept beside it.
+    status = kiln_disassembler_write_bytes(
+        kiln_make_const_byte_span(out->data + before, out->size - before), "<onnx-emit>", true,
+        options->assembly_stream);
   }
   if (status) out->size = before;
   kiln_emit_program_deinit(&program);
@@ -201,6 +210,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
     kiln_onnx_compile_options_init(&defaults);
     options = &defaults;
   }
+  kiln_onnx_compile_report(options, "passes", 0, 0, 0);
   KILN_RETURN_IF_ERROR(kiln_graph_run_default_passes(graph));
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;
@@ -218,6 +228,7 @@ kiln_status_t kiln_onnx_compile_file(const char* path,
                                      const kiln_onnx_compile_options_t* options,
                                      kiln_allocator_t allocator,
                                      kiln_byte_buffer_t* out) {
+  if (options) kiln_onnx_compile_report(options, "import", 0, 0, 0);
   kiln_graph_t graph;
   KILN_RETURN_IF_ERROR(
       kiln_onnx_import_file(path, options ? &options->import : NULL, allocator, &graph));
