@@ -45,6 +45,14 @@ typedef struct kiln_mw_vector_t {
   uint32_t count, capacity;
 } kiln_mw_vector_t;
 
+// A SPIR-V blob already in `executables`, for sharing identical ones.
+typedef struct kiln_mw_blob_t {
+  uint64_t hash;
+  size_t offset;  // of the first word in `executables`
+  uint32_t word_count;
+  uint32_t variant;  // index over all variants written so far
+} kiln_mw_blob_t;
+
 struct kiln_module_writer_t {
   kiln_allocator_t allocator;
   kiln_arena_t arena;
@@ -55,6 +63,9 @@ struct kiln_module_writer_t {
   uint32_t global_words, global_refs;
   uint32_t executable_count;
   kiln_byte_buffer_t executables;  // serialized bodies
+  kiln_mw_vector_t blobs;          // kiln_mw_blob_t
+  uint32_t variant_count;          // over all executables
+  bool shares_spirv;               // needs KILN_FORMAT_VERSION_SHARED_SPIRV
 };
 
 static kiln_status_t kiln_mw_push(kiln_module_writer_t* writer,
@@ -375,6 +386,39 @@ static kiln_status_t kiln_mw_put_string(kiln_byte_buffer_t* out,
   return kiln_byte_buffer_align(out, 4);
 }
 
+static uint64_t kiln_mw_hash(const uint8_t* data, size_t size) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
+  return hash;
+}
+
+// Writes a variant's SPIR-V: the words, or a reference to an identical blob
+// an earlier variant stored (kernels repeat across targets and executables).
+static kiln_status_t kiln_mw_put_spirv(kiln_module_writer_t* writer,
+                                       const kiln_format_variant_t* variant) {
+  kiln_byte_buffer_t* out = &writer->executables;
+  size_t size = (size_t)variant->spirv_word_count * 4;
+  if (variant->spirv_word_count >= KILN_FORMAT_SPIRV_SHARED) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "SPIR-V of %u words is too large",
+                            variant->spirv_word_count);
+  }
+  uint64_t hash = kiln_mw_hash(variant->spirv, size);
+  const kiln_mw_blob_t* blobs = (const kiln_mw_blob_t*)writer->blobs.data;
+  for (uint32_t i = 0; i < writer->blobs.count && size; ++i) {
+    if (blobs[i].hash == hash && blobs[i].word_count == variant->spirv_word_count &&
+        memcmp(out->data + blobs[i].offset, variant->spirv, size) == 0) {
+      writer->shares_spirv = true;
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_SPIRV_SHARED));
+      return kiln_byte_buffer_append_u32(out, blobs[i].variant);
+    }
+  }
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->spirv_word_count));
+  kiln_mw_blob_t* blob = NULL;
+  KILN_RETURN_IF_ERROR(kiln_mw_push(writer, &writer->blobs, sizeof(*blob), (void**)&blob));
+  *blob = (kiln_mw_blob_t){hash, out->size, variant->spirv_word_count, writer->variant_count};
+  return kiln_byte_buffer_append(out, variant->spirv, size);
+}
+
 kiln_status_t kiln_module_writer_add_executable(
     kiln_module_writer_t* writer, const kiln_format_executable_t* executable) {
   kiln_byte_buffer_t* out = &writer->executables;
@@ -396,9 +440,8 @@ kiln_status_t kiln_module_writer_add_executable(
         kiln_byte_buffer_append_u32(out, variant->min_shared_memory_bytes));
     KILN_RETURN_IF_ERROR(
         kiln_byte_buffer_append_u32(out, variant->min_workgroup_invocations));
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->spirv_word_count));
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(
-        out, variant->spirv, (size_t)variant->spirv_word_count * 4));
+    KILN_RETURN_IF_ERROR(kiln_mw_put_spirv(writer, variant));
+    writer->variant_count++;
     KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->entry_point_count));
     for (uint32_t p = 0; p < variant->entry_point_count; ++p) {
       const kiln_format_entry_point_t* entry = &variant->entry_points[p];
@@ -590,7 +633,8 @@ static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer, kiln_byte_buff
                            (writer->executable_count > 0) + has_debug;
   kiln_mw_layout_t layout = {out, out->size, 0, 0, holes, 0, 0};
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_MAGIC));
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_VERSION));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(
+      out, writer->shares_spirv ? KILN_FORMAT_VERSION_SHARED_SPIRV : KILN_FORMAT_VERSION_BASE));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name_string));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, section_count));
