@@ -256,7 +256,7 @@ static kiln_status_t kiln_asm_u64(kiln_asm_t* a, const kiln_asm_token_t* token,
 }
 
 static kiln_status_t kiln_asm_u32_at(kiln_asm_t* a, int index, uint32_t* out) {
-  const kiln_asm_token_t* token;
+  const kiln_asm_token_t* token = NULL;
   KILN_RETURN_IF_ERROR(kiln_asm_token(a, index, &token));
   uint64_t value = 0;
   KILN_RETURN_IF_ERROR(kiln_asm_u64(a, token, UINT32_MAX, &value));
@@ -655,7 +655,7 @@ static kiln_status_t kiln_asm_float_bits(kiln_asm_t* a, const kiln_asm_token_t* 
 
 // br_table INDEX labels... default LABEL
 static kiln_status_t kiln_asm_br_table(kiln_asm_t* a) {
-  const kiln_asm_token_t* token;
+  const kiln_asm_token_t* token = NULL;
   KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &token));
   uint16_t index = 0;
   KILN_RETURN_IF_ERROR(kiln_asm_register(a, token, 'i', &index));
