@@ -1,7 +1,7 @@
-// The text assembler (syntax in docs/assembly.md). Line based: pass 1 reads
+// The text assembler (syntax in docs/assembly.md): parses text into module
+// builder calls (kiln/compiler/module_builder.h). Line based: pass 1 reads
 // module-level directives and declares every function (so calls may name a
-// function defined later); pass 2 encodes function bodies, patching label
-// references when the body ends.
+// function defined later); pass 2 turns function bodies into builder ops.
 #include "kiln/compiler/assembler.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "kiln/base/arena.h"
 #include "kiln/base/file.h"
 #include "kiln/base/reader.h"
-#include "kiln/compiler/module_writer.h"
+#include "kiln/compiler/module_builder.h"
 #include "kiln/format/signature.h"
 #include "kiln/vm/isa.h"
 
@@ -41,21 +41,13 @@ typedef struct kiln_asm_vec_t {
   uint32_t count, capacity;
 } kiln_asm_vec_t;
 
-typedef struct kiln_asm_fixup_t {
-  uint32_t position;
-  kiln_string_view_t label;
-  int line;
-} kiln_asm_fixup_t;
-
-typedef struct kiln_asm_exe_builder_t {
+// A label name, its builder label, and the first line that used it (for
+// "unknown label" errors).
+typedef struct kiln_asm_label_t {
   kiln_string_view_t name;
-  kiln_asm_vec_t variants;  // kiln_format_variant_t
-  kiln_asm_vec_t words;     // per current variant: uint32_t
-  kiln_asm_vec_t entries;   // per current variant
-  kiln_asm_vec_t bindings;  // per current entry
-  kiln_asm_vec_t specs;     // per current entry
-  bool active;
-} kiln_asm_exe_builder_t;
+  uint32_t label;
+  int first_use;
+} kiln_asm_label_t;
 
 typedef struct kiln_asm_t {
   kiln_arena_t arena;
@@ -65,16 +57,15 @@ typedef struct kiln_asm_t {
   kiln_asm_vec_t functions, imports, rodata, exports;  // kiln_asm_name_t
   kiln_asm_line_t line;
   // Current function body.
-  kiln_byte_buffer_t code;
-  kiln_asm_vec_t labels;   // kiln_asm_name_t (ordinal = offset)
-  kiln_asm_vec_t fixups;   // kiln_asm_fixup_t
+  kiln_function_builder_t* body;
+  kiln_asm_vec_t labels;   // kiln_asm_label_t
   kiln_asm_vec_t aliases;  // kiln_asm_name_t (name -> token text in signature.text)
   const kiln_asm_name_t* function;
   uint32_t function_ordinal;
-  uint32_t max_i32, max_ref;
-  uint32_t register_count, ref_count;  // explicit regs=/refs= or UINT32_MAX
+  uint32_t register_count, ref_count;  // explicit regs/refs or KILN_FUNCTION_BUILDER_AUTO
   bool in_function, skip_block;
-  kiln_asm_exe_builder_t exe;
+  kiln_executable_builder_t* exe;
+  bool in_executable;
 } kiln_asm_t;
 
 static kiln_status_t kiln_asm_error(const kiln_asm_t* a, const char* format, ...)
@@ -87,6 +78,16 @@ static kiln_status_t kiln_asm_error(const kiln_asm_t* a, const char* format, ...
   va_end(args);
   return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s:%d: %s",
                           a->source_name, a->line.number, message);
+}
+
+// Prefixes a builder error with the source line, keeping its code.
+static kiln_status_t kiln_asm_wrap(const kiln_asm_t* a, kiln_status_t status) {
+  if (!status) return status;
+  kiln_status_t wrapped =
+      kiln_make_status(kiln_status_code(status), "%s:%d: %s", a->source_name,
+                       a->line.number, kiln_status_message(status));
+  kiln_status_free(status);
+  return wrapped;
 }
 
 static kiln_status_t kiln_asm_push(kiln_asm_t* a, kiln_asm_vec_t* vec,
@@ -255,7 +256,7 @@ static kiln_status_t kiln_asm_u64(kiln_asm_t* a, const kiln_asm_token_t* token,
 }
 
 static kiln_status_t kiln_asm_u32_at(kiln_asm_t* a, int index, uint32_t* out) {
-  const kiln_asm_token_t* token;
+  const kiln_asm_token_t* token = NULL;
   KILN_RETURN_IF_ERROR(kiln_asm_token(a, index, &token));
   uint64_t value = 0;
   KILN_RETURN_IF_ERROR(kiln_asm_u64(a, token, UINT32_MAX, &value));
@@ -278,31 +279,6 @@ static kiln_status_t kiln_asm_keyword_u32(kiln_asm_t* a, int first,
 // ---- pass 1: module-level directives ----
 
 
-
-static void kiln_asm_exe_close_entry(kiln_asm_exe_builder_t* b) {
-  if (b->entries.count == 0) return;
-  kiln_format_entry_point_t* entry =
-      &((kiln_format_entry_point_t*)b->entries.data)[b->entries.count - 1];
-  entry->bindings = (const kiln_format_binding_t*)b->bindings.data;
-  entry->binding_count = b->bindings.count;
-  entry->specializations = (const kiln_format_specialization_t*)b->specs.data;
-  entry->specialization_count = b->specs.count;
-  memset(&b->bindings, 0, sizeof(b->bindings));
-  memset(&b->specs, 0, sizeof(b->specs));
-}
-
-static void kiln_asm_exe_close_variant(kiln_asm_exe_builder_t* b) {
-  kiln_asm_exe_close_entry(b);
-  if (b->variants.count == 0) return;
-  kiln_format_variant_t* variant =
-      &((kiln_format_variant_t*)b->variants.data)[b->variants.count - 1];
-  variant->spirv = (const uint8_t*)b->words.data;
-  variant->spirv_word_count = b->words.count;
-  variant->entry_points = (const kiln_format_entry_point_t*)b->entries.data;
-  variant->entry_point_count = b->entries.count;
-  memset(&b->words, 0, sizeof(b->words));
-  memset(&b->entries, 0, sizeof(b->entries));
-}
 
 // `spirv file "k.spv"`: reads a SPIR-V binary (glslc output) from a path
 // relative to the source file's folder, so kernels compiled at build time
@@ -342,109 +318,85 @@ static kiln_status_t kiln_asm_spirv_file(kiln_asm_t* a,
     return kiln_asm_error(a, "'%s' is not a SPIR-V binary (size %% 4 != 0 or "
                           "bad magic)", path);
   }
-  kiln_asm_exe_builder_t* b = &a->exe;
-  status = kiln_ok_status();
-  for (size_t i = 0; i < contents.size && !status; i += 4) {
-    uint8_t* slot = NULL;
-    status = kiln_asm_push(a, &b->words, 4, (void**)&slot);
-    if (!status) memcpy(slot, contents.data + i, 4);
-  }
+  status = kiln_executable_builder_append_spirv(
+      a->exe, kiln_make_const_byte_span(contents.data, contents.size));
   kiln_file_contents_deinit(&contents);
-  return status;
+  return kiln_asm_wrap(a, status);
 }
 
 static kiln_status_t kiln_asm_executable_line(kiln_asm_t* a) {
-  kiln_asm_exe_builder_t* b = &a->exe;
   const kiln_asm_token_t* head = &a->line.tokens[0];
   if (kiln_asm_is(head, "variant")) {
-    kiln_asm_exe_close_variant(b);
     const kiln_asm_token_t* target;
     KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &target));
     if (!target->is_string) return kiln_asm_error(a, "variant needs a quoted target");
-    kiln_format_variant_t* variant = NULL;
-    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->variants, sizeof(*variant), (void**)&variant));
-    variant->target = target->text;
-    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "features", &variant->required_features));
-    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "subgroup", &variant->min_subgroup_size));
-    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "shared", &variant->min_shared_memory_bytes));
+    kiln_executable_variant_desc_t desc;
+    memset(&desc, 0, sizeof(desc));
+    desc.target = target->text;
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "features", &desc.required_features));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "subgroup", &desc.min_subgroup_size));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "shared", &desc.min_shared_memory_bytes));
     KILN_RETURN_IF_ERROR(
-        kiln_asm_keyword_u32(a, 2, "invocations", &variant->min_workgroup_invocations));
-    return kiln_ok_status();
-  }
-  if (b->variants.count == 0) {
-    return kiln_asm_error(a, "'%.*s' before any 'variant' in executable",
-                          KILN_SV_ARG(head->text));
+        kiln_asm_keyword_u32(a, 2, "invocations", &desc.min_workgroup_invocations));
+    return kiln_asm_wrap(a, kiln_executable_builder_add_variant(a->exe, &desc));
   }
   if (kiln_asm_is(head, "spirv") && a->line.count == 3 &&
       kiln_asm_is(&a->line.tokens[1], "file")) {
     return kiln_asm_spirv_file(a, &a->line.tokens[2]);
   }
   if (kiln_asm_is(head, "spirv")) {
+    uint8_t bytes[4 * KILN_ASM_MAX_TOKENS];
+    size_t size = 0;
     for (int i = 1; i < a->line.count; ++i) {
       uint32_t word = 0;
       KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, i, &word));
-      uint8_t* slot = NULL;
-      KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->words, 4, (void**)&slot));
-      slot[0] = (uint8_t)word;
-      slot[1] = (uint8_t)(word >> 8);
-      slot[2] = (uint8_t)(word >> 16);
-      slot[3] = (uint8_t)(word >> 24);
+      for (int b = 0; b < 4; ++b) bytes[size++] = (uint8_t)(word >> (8 * b));
     }
-    return kiln_ok_status();
+    return kiln_asm_wrap(a, kiln_executable_builder_append_spirv(
+                                a->exe, kiln_make_const_byte_span(bytes, size)));
   }
   if (kiln_asm_is(head, "entry")) {
-    kiln_asm_exe_close_entry(b);
     const kiln_asm_token_t* name;
     KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
-    kiln_format_entry_point_t* entry = NULL;
-    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->entries, sizeof(*entry), (void**)&entry));
-    entry->name = name->text;
+    uint32_t workgroup[3] = {0, 0, 0};
+    uint32_t push = 0;
     for (int i = 2; i < a->line.count; ++i) {
       if (kiln_asm_is(&a->line.tokens[i], "workgroup")) {
         for (int d = 0; d < 3; ++d) {
-          KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, i + 1 + d, &entry->workgroup_size[d]));
+          KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, i + 1 + d, &workgroup[d]));
         }
       }
     }
-    return kiln_asm_keyword_u32(a, 2, "push", &entry->push_constant_bytes);
-  }
-  if (b->entries.count == 0) {
-    return kiln_asm_error(a, "'%.*s' before any 'entry' in variant",
-                          KILN_SV_ARG(head->text));
+    KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 2, "push", &push));
+    return kiln_asm_wrap(a, kiln_executable_builder_add_entry(a->exe, name->text, workgroup, push));
   }
   if (kiln_asm_is(head, "binding")) {
-    kiln_format_binding_t* binding = NULL;
-    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->bindings, sizeof(*binding), (void**)&binding));
-    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &binding->set));
-    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &binding->binding));
+    uint32_t set = 0, binding = 0, flags = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &set));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &binding));
     // Flags: `readonly`, `texel` (a uniform texel buffer of vec4 f32; needs
     // `readonly`), in any order.
     for (int i = 3; i < a->line.count; ++i) {
       if (kiln_asm_is(&a->line.tokens[i], "readonly")) {
-        binding->flags |= KILN_FORMAT_BINDING_READ_ONLY;
+        flags |= KILN_FORMAT_BINDING_READ_ONLY;
       } else if (kiln_asm_is(&a->line.tokens[i], "texel")) {
-        binding->flags |= KILN_FORMAT_BINDING_TEXEL_VEC4F32;
+        flags |= KILN_FORMAT_BINDING_TEXEL_VEC4F32;
       } else {
         return kiln_asm_error(a, "binding: unknown flag '%.*s' (known: readonly, texel)",
                               KILN_SV_ARG(a->line.tokens[i].text));
       }
     }
-    if ((binding->flags & KILN_FORMAT_BINDING_TEXEL_VEC4F32) &&
-        !(binding->flags & KILN_FORMAT_BINDING_READ_ONLY)) {
-      return kiln_asm_error(a, "binding: 'texel' needs 'readonly'");
-    }
-    return kiln_ok_status();
+    return kiln_asm_wrap(a, kiln_executable_builder_add_binding(a->exe, set, binding, flags));
   }
   if (kiln_asm_is(head, "spec")) {
-    kiln_format_specialization_t* spec = NULL;
-    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &b->specs, sizeof(*spec), (void**)&spec));
-    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &spec->id));
-    return kiln_asm_u32_at(a, 2, &spec->value);
+    uint32_t id = 0, value = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 1, &id));
+    KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &value));
+    return kiln_asm_wrap(a, kiln_executable_builder_add_spec(a->exe, id, value));
   }
   return kiln_asm_error(a, "unknown executable directive '%.*s'",
                         KILN_SV_ARG(head->text));
 }
-
 
 static kiln_status_t kiln_asm_pass1_line(kiln_asm_t* a) {
   const kiln_asm_token_t* head = &a->line.tokens[0];
@@ -452,15 +404,10 @@ static kiln_status_t kiln_asm_pass1_line(kiln_asm_t* a) {
     if (kiln_asm_is(head, "end")) a->in_function = false;
     return kiln_ok_status();
   }
-  if (a->exe.active) {
+  if (a->in_executable) {
     if (kiln_asm_is(head, "end")) {
-      kiln_asm_exe_close_variant(&a->exe);
-      kiln_format_executable_t executable;
-      executable.name = a->exe.name;
-      executable.variants = (const kiln_format_variant_t*)a->exe.variants.data;
-      executable.variant_count = a->exe.variants.count;
-      memset(&a->exe, 0, sizeof(a->exe));
-      return kiln_module_writer_add_executable(a->writer, &executable);
+      a->in_executable = false;
+      return kiln_asm_wrap(a, kiln_executable_builder_finish(a->exe, a->writer));
     }
     return kiln_asm_executable_line(a);
   }
@@ -591,16 +538,13 @@ static kiln_status_t kiln_asm_pass1_line(kiln_asm_t* a) {
   if (kiln_asm_is(head, "executable")) {
     const kiln_asm_token_t* name;
     KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &name));
-    memset(&a->exe, 0, sizeof(a->exe));
-    a->exe.name = name->text;
-    a->exe.active = true;
-    return kiln_ok_status();
+    a->in_executable = true;
+    return kiln_asm_wrap(a, kiln_executable_builder_begin(a->exe, name->text));
   }
   return kiln_asm_error(a, "unknown directive '%.*s'", KILN_SV_ARG(head->text));
 }
 
 // ---- pass 2: function bodies ----
-
 
 // Resolves a register token with the wanted prefix ('i', 'I' or 'r').
 static kiln_status_t kiln_asm_register(kiln_asm_t* a, const kiln_asm_token_t* token,
@@ -620,12 +564,6 @@ static kiln_status_t kiln_asm_register(kiln_asm_t* a, const kiln_asm_token_t* to
     return kiln_asm_error(a, "bad register '%.*s'", KILN_SV_ARG(token->text));
   }
   *out = (uint16_t)value;
-  uint32_t end = (uint32_t)value + (prefix == 'I' ? 2u : 1u);
-  if (prefix == 'r') {
-    if (end > a->max_ref) a->max_ref = end;
-  } else if (end > a->max_i32) {
-    a->max_i32 = end;
-  }
   return kiln_ok_status();
 }
 
@@ -634,54 +572,55 @@ static char kiln_asm_prefix_for_type(char type) {
   return kiln_value_type_is_64bit(type) ? 'I' : 'i';
 }
 
-static kiln_status_t kiln_asm_emit_u16(kiln_asm_t* a, uint16_t v) {
-  return kiln_byte_buffer_append_u16(&a->code, v);
-}
-static kiln_status_t kiln_asm_emit_u32(kiln_asm_t* a, uint32_t v) {
-  return kiln_byte_buffer_append_u32(&a->code, v);
-}
-
-// A register list typed by `types` (count values) from token *at; stops at
-// "->" or the line end.
-static kiln_status_t kiln_asm_register_list(kiln_asm_t* a, int* at,
-                                            const char* types, uint32_t count,
-                                            const char* what) {
+// Registers typed by `types` from token *at up to "->" or the line end.
+// A count other than `needed` is left for the builder to refuse.
+static kiln_status_t kiln_asm_register_list(kiln_asm_t* a, int* at, const char* types,
+                                            uint32_t needed, uint16_t* registers,
+                                            size_t* out_count) {
   int start = *at;
   int end = start;
   while (end < a->line.count && !kiln_asm_is(&a->line.tokens[end], "->")) ++end;
-  uint32_t given = (uint32_t)(end - start);
-  if (given != count) {
-    return kiln_asm_error(a, "%s list has %u registers, the signature needs %u",
-                          what, given, count);
-  }
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, (uint8_t)count));
-  for (uint32_t i = 0; i < count; ++i) {
-    uint16_t reg = 0;
+  size_t count = (size_t)(end - start);
+  if (count > KILN_FORMAT_MAX_SIGNATURE_VALUES) count = KILN_FORMAT_MAX_SIGNATURE_VALUES + 1;
+  for (size_t i = 0; i < count && count == needed; ++i) {
     KILN_RETURN_IF_ERROR(kiln_asm_register(a, &a->line.tokens[start + (int)i],
-                                           kiln_asm_prefix_for_type(types[i]), &reg));
-    KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, reg));
+                                           kiln_asm_prefix_for_type(types[i]), &registers[i]));
   }
+  *out_count = count;
   *at = end;
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_asm_call_lists(kiln_asm_t* a, int at,
-                                         const kiln_format_signature_t* callee) {
-  KILN_RETURN_IF_ERROR(kiln_asm_register_list(a, &at, callee->types,
-                                              callee->arg_count, "call argument"));
+static kiln_status_t kiln_asm_call(kiln_asm_t* a, kiln_vm_opcode_t op, int at,
+                                   const kiln_asm_name_t* callee) {
+  const kiln_format_signature_t* s = &callee->signature;
+  uint16_t args[KILN_FORMAT_MAX_SIGNATURE_VALUES + 1] = {0};
+  uint16_t results[KILN_FORMAT_MAX_SIGNATURE_VALUES + 1] = {0};
+  size_t arg_count = 0, result_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_asm_register_list(a, &at, s->types, s->arg_count, args, &arg_count));
   if (at < a->line.count) ++at;  // "->"
-  KILN_RETURN_IF_ERROR(kiln_asm_register_list(
-      a, &at, callee->types + callee->arg_count, callee->result_count, "call result"));
-  return kiln_ok_status();
+  KILN_RETURN_IF_ERROR(kiln_asm_register_list(a, &at, s->types + s->arg_count,
+                                              s->result_count, results, &result_count));
+  return kiln_asm_wrap(a, kiln_function_builder_call(a->body, op, callee->ordinal, args,
+                                                     arg_count, results, result_count));
 }
 
-static kiln_status_t kiln_asm_label_ref(kiln_asm_t* a, const kiln_asm_token_t* token) {
-  kiln_asm_fixup_t* fixup = NULL;
-  KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->fixups, sizeof(*fixup), (void**)&fixup));
-  fixup->position = (uint32_t)a->code.size;
-  fixup->label = token->text;
-  fixup->line = a->line.number;
-  return kiln_asm_emit_u32(a, 0);
+// The builder label for `name`, made on first mention.
+static kiln_status_t kiln_asm_label(kiln_asm_t* a, kiln_string_view_t name, uint32_t* out) {
+  kiln_asm_label_t* labels = (kiln_asm_label_t*)a->labels.data;
+  for (uint32_t i = 0; i < a->labels.count; ++i) {
+    if (kiln_string_view_equal(labels[i].name, name)) {
+      *out = labels[i].label;
+      return kiln_ok_status();
+    }
+  }
+  kiln_asm_label_t* label = NULL;
+  KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->labels, sizeof(*label), (void**)&label));
+  label->name = name;
+  label->first_use = a->line.number;
+  KILN_RETURN_IF_ERROR(kiln_function_builder_new_label(a->body, &label->label));
+  *out = label->label;
+  return kiln_ok_status();
 }
 
 static kiln_status_t kiln_asm_float_bits(kiln_asm_t* a, const kiln_asm_token_t* token,
@@ -714,157 +653,143 @@ static kiln_status_t kiln_asm_float_bits(kiln_asm_t* a, const kiln_asm_token_t* 
   return kiln_ok_status();
 }
 
+// br_table INDEX labels... default LABEL
+static kiln_status_t kiln_asm_br_table(kiln_asm_t* a) {
+  const kiln_asm_token_t* token = NULL;
+  KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &token));
+  uint16_t index = 0;
+  KILN_RETURN_IF_ERROR(kiln_asm_register(a, token, 'i', &index));
+  int default_at = 2;
+  while (default_at < a->line.count && !kiln_asm_is(&a->line.tokens[default_at], "default")) {
+    ++default_at;
+  }
+  if (default_at + 1 >= a->line.count) {
+    return kiln_asm_error(a, "br_table needs 'default LABEL' at the end");
+  }
+  if (default_at + 2 < a->line.count) {
+    return kiln_asm_error(a, "unexpected operand '%.*s'",
+                          KILN_SV_ARG(a->line.tokens[default_at + 2].text));
+  }
+  uint32_t labels[KILN_ASM_MAX_TOKENS];
+  size_t count = 0;
+  for (int i = 2; i < default_at; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_asm_label(a, a->line.tokens[i].text, &labels[count++]));
+  }
+  uint32_t fallback = 0;
+  KILN_RETURN_IF_ERROR(kiln_asm_label(a, a->line.tokens[default_at + 1].text, &fallback));
+  return kiln_asm_wrap(a, kiln_function_builder_br_table(a->body, index, labels, count, fallback));
+}
+
 static kiln_status_t kiln_asm_instruction(kiln_asm_t* a) {
   const kiln_asm_token_t* head = &a->line.tokens[0];
   kiln_vm_opcode_t op = kiln_vm_op_lookup(head->text.data, (uint32_t)head->text.size);
   if (op == KILN_VM_OP_COUNT) {
     return kiln_asm_error(a, "unknown instruction '%.*s'", KILN_SV_ARG(head->text));
   }
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, (uint8_t)op));
-  const char* kinds = kiln_vm_op_infos[op].operands;
+  if (op == KILN_VM_OP_BR_TABLE) return kiln_asm_br_table(a);
+  uint64_t operands[KILN_ASM_MAX_TOKENS];
+  size_t count = 0;
   int at = 1;
-  for (const char* kind = kinds; *kind; ++kind) {
+  for (const char* kind = kiln_vm_op_infos[op].operands; *kind; ++kind) {
     const kiln_asm_token_t* token = NULL;
     if (*kind != 'R') KILN_RETURN_IF_ERROR(kiln_asm_token(a, at, &token));
+    uint64_t value = 0;
     switch (*kind) {
       case 'i': case 'l': case 'r': {
         uint16_t reg = 0;
-        char prefix = *kind == 'l' ? 'I' : *kind;
-        KILN_RETURN_IF_ERROR(kiln_asm_register(a, token, prefix, &reg));
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, reg));
-        ++at;
+        KILN_RETURN_IF_ERROR(kiln_asm_register(a, token, *kind == 'l' ? 'I' : *kind, &reg));
+        value = reg;
         break;
       }
-      case 'k': case 'K': {
-        uint64_t value = 0;
+      case 'k': case 'K':
         KILN_RETURN_IF_ERROR(kiln_asm_u64(a, token, *kind == 'k' ? UINT32_MAX : UINT64_MAX, &value));
-        if (*kind == 'k') {
-          KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, (uint32_t)value));
-        } else {
-          KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(&a->code, value));
-        }
-        ++at;
+        if (*kind == 'k') value = (uint32_t)value;
+        break;
+      case 'f': case 'F':
+        KILN_RETURN_IF_ERROR(kiln_asm_float_bits(a, token, *kind == 'F', &value));
+        break;
+      case 'L': {
+        uint32_t label = 0;
+        KILN_RETURN_IF_ERROR(kiln_asm_label(a, token->text, &label));
+        value = label;
         break;
       }
-      case 'f': case 'F': {
-        uint64_t bits = 0;
-        KILN_RETURN_IF_ERROR(kiln_asm_float_bits(a, token, *kind == 'F', &bits));
-        if (*kind == 'f') {
-          KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, (uint32_t)bits));
-        } else {
-          KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u64(&a->code, bits));
-        }
-        ++at;
-        break;
-      }
-      case 'L':
-        KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, token));
-        ++at;
-        break;
-      case 'c': {
-        const kiln_asm_name_t* callee = kiln_asm_find(&a->functions, token->text);
+      case 'c': case 'm': {
+        const kiln_asm_name_t* callee =
+            kiln_asm_find(*kind == 'c' ? &a->functions : &a->imports, token->text);
         if (!callee) {
-          return kiln_asm_error(a, "call to unknown function '%.*s'", KILN_SV_ARG(token->text));
+          return *kind == 'c' ? kiln_asm_error(a, "call to unknown function '%.*s'",
+                                               KILN_SV_ARG(token->text))
+                              : kiln_asm_error(a, "call to undeclared import '%.*s'",
+                                               KILN_SV_ARG(token->text));
         }
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, callee->ordinal));
-        return kiln_asm_call_lists(a, at + 1, &callee->signature);
-      }
-      case 'm': {
-        const kiln_asm_name_t* import = kiln_asm_find(&a->imports, token->text);
-        if (!import) {
-          return kiln_asm_error(a, "call to undeclared import '%.*s'", KILN_SV_ARG(token->text));
-        }
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, import->ordinal));
-        return kiln_asm_call_lists(a, at + 1, &import->signature);
+        return kiln_asm_call(a, op, at + 1, callee);
       }
       case 'd': {
         const kiln_asm_name_t* rodata = kiln_asm_find(&a->rodata, token->text);
         if (!rodata) {
           return kiln_asm_error(a, "unknown rodata '%.*s'", KILN_SV_ARG(token->text));
         }
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, rodata->ordinal));
-        ++at;
+        value = rodata->ordinal;
         break;
       }
       case 's': {
         if (!token->is_string) return kiln_asm_error(a, "expected a quoted string");
         uint32_t ordinal = 0;
         KILN_RETURN_IF_ERROR(kiln_module_writer_add_string(a->writer, token->text, &ordinal));
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, ordinal));
-        ++at;
+        value = ordinal;
         break;
       }
       case 'g': case 'G': case 'h': {
         uint32_t slot = 0;
         KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, at, &slot));
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u32(a, slot));
-        ++at;
+        value = slot;
         break;
       }
-      case 't': {
-        uint8_t type;
+      case 't':
         if (kiln_asm_is(token, "i32")) {
-          type = KILN_VM_LIST_I32;
+          value = KILN_VM_LIST_I32;
         } else if (kiln_asm_is(token, "i64")) {
-          type = KILN_VM_LIST_I64;
+          value = KILN_VM_LIST_I64;
         } else if (kiln_asm_is(token, "ref")) {
-          type = KILN_VM_LIST_REF;
+          value = KILN_VM_LIST_REF;
         } else {
           return kiln_asm_error(a, "list element type must be i32, i64 or ref");
         }
-        KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u8(&a->code, type));
-        ++at;
         break;
-      }
-      case 'T': {
-        // labels... default LABEL
-        int default_at = at;
-        while (default_at < a->line.count && !kiln_asm_is(&a->line.tokens[default_at], "default")) {
-          ++default_at;
-        }
-        if (default_at + 1 >= a->line.count) {
-          return kiln_asm_error(a, "br_table needs 'default LABEL' at the end");
-        }
-        uint32_t count = (uint32_t)(default_at - at);
-        if (count > 0xFFFF) return kiln_asm_error(a, "br_table has too many targets");
-        KILN_RETURN_IF_ERROR(kiln_asm_emit_u16(a, (uint16_t)count));
-        for (int i = at; i < default_at; ++i) {
-          KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, &a->line.tokens[i]));
-        }
-        KILN_RETURN_IF_ERROR(kiln_asm_label_ref(a, &a->line.tokens[default_at + 1]));
-        at = default_at + 2;
-        break;
-      }
       case 'R': {
         const kiln_format_signature_t* signature = &a->function->signature;
-        KILN_RETURN_IF_ERROR(kiln_asm_register_list(
-            a, &at, signature->types + signature->arg_count,
-            signature->result_count, "return"));
-        break;
+        uint16_t registers[KILN_FORMAT_MAX_SIGNATURE_VALUES + 1] = {0};
+        size_t result_count = 0;
+        KILN_RETURN_IF_ERROR(kiln_asm_register_list(a, &at, signature->types + signature->arg_count,
+                                                    signature->result_count, registers,
+                                                    &result_count));
+        for (size_t i = 0; i < result_count; ++i) operands[count++] = registers[i];
+        continue;
       }
       default:
         return kiln_asm_error(a, "internal: operand kind '%c'", *kind);
     }
+    operands[count++] = value;
+    ++at;
   }
   if (at < a->line.count) {
     return kiln_asm_error(a, "unexpected operand '%.*s'", KILN_SV_ARG(a->line.tokens[at].text));
   }
-  return kiln_ok_status();
+  return kiln_asm_wrap(a, kiln_function_builder_op(a->body, op, operands, count));
 }
 
-static kiln_status_t kiln_asm_finish_function(kiln_asm_t* a) {
-  const kiln_asm_fixup_t* fixups = (const kiln_asm_fixup_t*)a->fixups.data;
-  for (uint32_t i = 0; i < a->fixups.count; ++i) {
-    const kiln_asm_name_t* label = kiln_asm_find(&a->labels, fixups[i].label);
-    if (!label) {
-      a->line.number = fixups[i].line;
-      return kiln_asm_error(a, "unknown label '%.*s'", KILN_SV_ARG(fixups[i].label));
+// Names the first label used but never defined, at the line that used it.
+static kiln_status_t kiln_asm_check_labels(kiln_asm_t* a) {
+  const kiln_asm_label_t* labels = (const kiln_asm_label_t*)a->labels.data;
+  for (uint32_t i = 0; i < a->labels.count; ++i) {
+    if (!kiln_function_builder_label_bound(a->body, labels[i].label)) {
+      a->line.number = labels[i].first_use;
+      return kiln_asm_error(a, "unknown label '%.*s'", KILN_SV_ARG(labels[i].name));
     }
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u32(&a->code, fixups[i].position, label->ordinal));
   }
   return kiln_ok_status();
 }
-
 
 static kiln_status_t kiln_asm_pass2_line(kiln_asm_t* a) {
   const kiln_asm_token_t* head = &a->line.tokens[0];
@@ -880,55 +805,30 @@ static kiln_status_t kiln_asm_pass2_line(kiln_asm_t* a) {
     if (!kiln_asm_is(head, "func")) return kiln_ok_status();
     a->function = kiln_asm_find(&a->functions, a->line.tokens[1].text);
     a->function_ordinal = a->function->ordinal;
-    a->code.size = 0;
     memset(&a->labels, 0, sizeof(a->labels));
-    memset(&a->fixups, 0, sizeof(a->fixups));
     memset(&a->aliases, 0, sizeof(a->aliases));
-    a->register_count = UINT32_MAX;
-    a->ref_count = UINT32_MAX;
+    a->register_count = KILN_FUNCTION_BUILDER_AUTO;
+    a->ref_count = KILN_FUNCTION_BUILDER_AUTO;
     KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 3, "regs", &a->register_count));
     KILN_RETURN_IF_ERROR(kiln_asm_keyword_u32(a, 3, "refs", &a->ref_count));
-    // Arguments occupy the first registers.
-    const kiln_format_signature_t* signature = &a->function->signature;
-    uint32_t words = 0, refs = 0;
-    for (uint32_t i = 0; i < signature->arg_count; ++i) {
-      char type = signature->types[i];
-      if (type == KILN_VALUE_TYPE_REF) {
-        ++refs;
-      } else if (kiln_value_type_is_64bit(type)) {
-        words = ((words + 1) & ~1u) + 2;
-      } else {
-        ++words;
-      }
-    }
-    a->max_i32 = words;
-    a->max_ref = refs;
-    return kiln_ok_status();
+    return kiln_asm_wrap(a, kiln_function_builder_begin(a->body, a->function_ordinal));
   }
   if (kiln_asm_is(head, "end")) {
-    KILN_RETURN_IF_ERROR(kiln_asm_finish_function(a));
-    uint32_t words = a->register_count != UINT32_MAX ? a->register_count : a->max_i32;
-    uint32_t refs = a->ref_count != UINT32_MAX ? a->ref_count : a->max_ref;
-    if (words > 0xFFFF || refs > 0xFFFF) {
-      return kiln_asm_error(a, "function uses too many registers");
-    }
-    KILN_RETURN_IF_ERROR(kiln_module_writer_define_function(
-        a->writer, a->function_ordinal, (uint16_t)words, (uint16_t)refs,
-        kiln_byte_buffer_span(&a->code)));
+    KILN_RETURN_IF_ERROR(kiln_asm_check_labels(a));
+    KILN_RETURN_IF_ERROR(kiln_asm_wrap(
+        a, kiln_function_builder_end(a->body, a->register_count, a->ref_count)));
     a->function = NULL;
     return kiln_ok_status();
   }
   if (head->text.size > 1 && head->text.data[head->text.size - 1] == ':' &&
       a->line.count == 1) {
     kiln_string_view_t name = kiln_string_view_substring(head->text, 0, head->text.size - 1);
-    if (kiln_asm_find(&a->labels, name)) {
+    uint32_t label = 0;
+    KILN_RETURN_IF_ERROR(kiln_asm_label(a, name, &label));
+    if (kiln_function_builder_label_bound(a->body, label)) {
       return kiln_asm_error(a, "label '%.*s' defined twice", KILN_SV_ARG(name));
     }
-    kiln_asm_name_t* label = NULL;
-    KILN_RETURN_IF_ERROR(kiln_asm_push(a, &a->labels, sizeof(*label), (void**)&label));
-    label->name = name;
-    label->ordinal = (uint32_t)a->code.size;
-    return kiln_ok_status();
+    return kiln_asm_wrap(a, kiln_function_builder_bind_label(a->body, label));
   }
   if (kiln_asm_is(head, "alias")) {
     const kiln_asm_token_t *name, *reg;
@@ -946,16 +846,17 @@ static kiln_status_t kiln_asm_pass2_line(kiln_asm_t* a) {
     KILN_RETURN_IF_ERROR(kiln_asm_token(a, 1, &file));
     KILN_RETURN_IF_ERROR(kiln_asm_u32_at(a, 2, &line));
     return kiln_module_writer_add_location(a->writer, a->function_ordinal,
-                                           (uint32_t)a->code.size, file->text, line);
+                                           kiln_function_builder_offset(a->body), file->text,
+                                           line);
   }
   return kiln_asm_instruction(a);
 }
 
 static kiln_status_t kiln_asm_run(kiln_asm_t* a, kiln_byte_buffer_t* out) {
   a->in_function = false;
-  memset(&a->exe, 0, sizeof(a->exe));
+  a->in_executable = false;
   KILN_RETURN_IF_ERROR(kiln_asm_for_each_line(a, kiln_asm_pass1_line));
-  if (a->in_function || a->exe.active) {
+  if (a->in_function || a->in_executable) {
     return kiln_asm_error(a, "missing 'end' at the end of the file");
   }
   const kiln_asm_name_t* exports = (const kiln_asm_name_t*)a->exports.data;
@@ -984,11 +885,13 @@ kiln_status_t kiln_assembler_assemble(kiln_string_view_t source,
   a.source = source;
   a.source_name = source_name ? source_name : "<input>";
   kiln_arena_init(&a.arena, allocator, 64 * 1024);
-  kiln_byte_buffer_init(&a.code, allocator);
   kiln_status_t status = kiln_module_writer_create(allocator, &a.writer);
+  if (!status) status = kiln_function_builder_create(a.writer, allocator, &a.body);
+  if (!status) status = kiln_executable_builder_create(allocator, &a.exe);
   if (!status) status = kiln_asm_run(&a, out);
+  kiln_executable_builder_destroy(a.exe);
+  kiln_function_builder_destroy(a.body);
   kiln_module_writer_destroy(a.writer);
-  kiln_byte_buffer_deinit(&a.code);
   kiln_arena_deinit(&a.arena);
   return status;
 }

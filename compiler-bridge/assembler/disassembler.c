@@ -419,3 +419,18 @@ kiln_status_t kiln_disassembler_write(const kiln_format_module_t* module,
   }
   return kiln_ok_status();
 }
+
+kiln_status_t kiln_disassembler_write_bytes(kiln_const_byte_span_t bytes, const char* what,
+                                            bool with_comments, FILE* stream) {
+  kiln_format_read_options_t options = kiln_format_read_options_default();
+  options.max_rodata_bytes = UINT64_MAX;
+  kiln_format_module_t module;
+  KILN_RETURN_IF_ERROR(
+      kiln_format_module_read(bytes, what, &options, kiln_allocator_system(), &module));
+  kiln_status_t status = kiln_disassembler_write(&module, with_comments, stream);
+  kiln_format_module_deinit(&module);
+  if (!status && ferror(stream)) {
+    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing the disassembly failed");
+  }
+  return status;
+}

@@ -1,7 +1,7 @@
 // The ONNX emitter's internal program: executables (kernel + op spec
 // constants, one config per target), weights, and dispatches whose bindings
 // name where each tensor lives. lower_*.c fill it from the graph;
-// emit_asm.c prints it as kiln assembly.
+// emit_module.c builds the module from it.
 #ifndef KILN_COMPILER_ONNX_EMIT_INTERNAL_H_
 #define KILN_COMPILER_ONNX_EMIT_INTERNAL_H_
 
@@ -127,8 +127,10 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
 kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                                    int32_t node_id);
 
-// Prints the whole module as kiln assembly.
-kiln_status_t kiln_emit_write_assembly(const kiln_emit_program_t* program,
-                                       const char* function_name, FILE* stream);
+// Builds the whole module through the module builder (emit_module.c) and
+// appends it to `out`, or with a `sink` hands it over piece by piece.
+kiln_status_t kiln_emit_write_module(const kiln_emit_program_t* program,
+                                     const char* function_name, kiln_byte_buffer_t* out,
+                                     kiln_module_writer_sink_fn_t sink, void* sink_user);
 
 #endif  // KILN_COMPILER_ONNX_EMIT_INTERNAL_H_

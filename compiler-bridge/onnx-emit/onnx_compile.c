@@ -1,4 +1,5 @@
-// kiln_onnx_compile_*: passes, memory plan, lowering, assembly, module.
+// kiln_onnx_compile_*: passes, memory plan, lowering, module (built through
+// the module builder, emit_module.c).
 #include "kiln/compiler/onnx_compile.h"
 
 #include <stdlib.h>
@@ -122,6 +123,26 @@ static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program)
   return kiln_ok_status();
 }
 
+static void kiln_onnx_compile_report(const kiln_onnx_compile_options_t* options,
+                                     const char* stage, size_t done, size_t total,
+                                     uint64_t bytes) {
+  if (options->progress) options->progress(options->progress_user, stage, done, total, bytes);
+}
+
+// Counts the bytes on their way to the caller's sink, for progress.
+typedef struct kiln_onnx_compile_sink_t {
+  const kiln_onnx_compile_options_t* options;
+  uint64_t written;
+} kiln_onnx_compile_sink_t;
+
+static kiln_status_t kiln_onnx_compile_sink(void* user, kiln_const_byte_span_t piece) {
+  kiln_onnx_compile_sink_t* sink = (kiln_onnx_compile_sink_t*)user;
+  KILN_RETURN_IF_ERROR(sink->options->module_sink(sink->options->module_sink_user, piece));
+  sink->written += piece.size;
+  kiln_onnx_compile_report(sink->options, "write", 0, 0, sink->written);
+  return kiln_ok_status();
+}
+
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
                                                const kiln_onnx_compile_options_t* options,
                                                kiln_graph_memory_plan_t* plan,
@@ -138,38 +159,29 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
       kiln_emit_program_init(graph, plan, targets, target_count, allocator, &program));
   kiln_status_t status = kiln_ok_status();
   for (size_t n = 0; n < graph->node_count && !status; ++n) {
+    kiln_onnx_compile_report(options, "lower", n, graph->node_count, 0);
     if (graph->nodes[n].removed) continue;
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
   if (!status) status = kiln_onnx_compile_passthrough(&program);
   // Scratch of multi-pass lowerings lives past the planned values.
   if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = NULL;
+  size_t before = out->size;
+  kiln_onnx_compile_sink_t sink = {options, 0};
   if (!status) {
-    stream = open_memstream(&text, &text_size);
-    if (!stream) {
-      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "open_memstream failed");
-    }
+    kiln_onnx_compile_report(options, "write", 0, 0, 0);
+    status = kiln_emit_write_module(
+        &program, options->function_name ? options->function_name : "predict", out,
+        options->module_sink ? kiln_onnx_compile_sink : NULL, &sink);
   }
-  if (!status) {
-    status = kiln_emit_write_assembly(
-        &program, options->function_name ? options->function_name : "predict", stream);
-    if (fclose(stream) != 0 && !status) {
-      status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "assembly stream failed");
-    }
+  if (!status && options->assembly_stream && !options->module_sink) {
+    // The disassembly of the finished module (it reassembles to the same
+    // bytes), not a second description kept beside it.
+    status = kiln_disassembler_write_bytes(
+        kiln_make_const_byte_span(out->data + before, out->size - before), "<onnx-emit>", true,
+        options->assembly_stream);
   }
-  if (!status && options->assembly_stream) {
-    fwrite(text, 1, text_size, options->assembly_stream);
-  }
-  if (!status) {
-    size_t before = out->size;
-    status = kiln_assembler_assemble(kiln_make_string_view(text, text_size),
-                                     "<onnx-emit>", allocator, out);
-    if (status) out->size = before;
-  }
-  free(text);
+  if (status) out->size = before;
   kiln_emit_program_deinit(&program);
   return status;
 }
@@ -183,6 +195,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
     kiln_onnx_compile_options_init(&defaults);
     options = &defaults;
   }
+  kiln_onnx_compile_report(options, "passes", 0, 0, 0);
   KILN_RETURN_IF_ERROR(kiln_graph_run_default_passes(graph));
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;
@@ -200,6 +213,7 @@ kiln_status_t kiln_onnx_compile_file(const char* path,
                                      const kiln_onnx_compile_options_t* options,
                                      kiln_allocator_t allocator,
                                      kiln_byte_buffer_t* out) {
+  if (options) kiln_onnx_compile_report(options, "import", 0, 0, 0);
   kiln_graph_t graph;
   KILN_RETURN_IF_ERROR(
       kiln_onnx_import_file(path, options ? &options->import : NULL, allocator, &graph));

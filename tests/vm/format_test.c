@@ -7,6 +7,8 @@
 
 #include "kiln/base/file.h"
 #include "kiln/compiler/assembler.h"
+#include "kiln/base/reader.h"
+#include "kiln/format/executables.h"
 #include "kiln/format/module_reader.h"
 #include "kiln_test.h"
 #include "vm_test_util.h"
@@ -136,12 +138,13 @@ KILN_TEST(ModuleFormat, RandomAndMutatedBytesNeverCrash) {
 KILN_TEST(ModuleFormat, RejectsNewerVersionAndBadMagic) {
   kiln_byte_buffer_t bytes;
   kiln_features_module(&bytes);
-  bytes.data[4] = 2;
+  uint8_t version = bytes.data[4];
+  bytes.data[4] = 3;
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INCOMPATIBLE,
-                             "module format version 2 is not supported: this reader "
-                             "handles version 1; while reading module 'fuzz.kiln'",
+                             "module format version 3 is not supported: this reader "
+                             "handles versions 1 to 2; while reading module 'fuzz.kiln'",
                              kiln_try_load(kiln_byte_buffer_span(&bytes)));
-  bytes.data[4] = 1;
+  bytes.data[4] = version;
   bytes.data[0] = 'X';
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "not a kiln module",
                              kiln_try_load(kiln_byte_buffer_span(&bytes)));
@@ -256,4 +259,60 @@ KILN_TEST(ModuleFormat, FuzzRegressionsAreRejected) {
     kiln_vm_module_release(module);
     kiln_vm_instance_destroy(instance);
   }
+}
+
+static void kiln_store_test_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+// Identical SPIR-V is stored once: later variants refer to the first copy
+// (format version 2), read back as the same words; a reference to a variant
+// that is not earlier is refused.
+KILN_TEST(ModuleFormat, SharedSpirvIsStoredOnceAndResolved) {
+  kiln_file_contents_t source;
+  KILN_ASSERT_OK(kiln_file_read_all(KILN_VM_TESTDATA "/shared_spirv.kasm",
+                                    kiln_allocator_system(), &source));
+  kiln_byte_buffer_t bytes;
+  kiln_byte_buffer_init(&bytes, kiln_allocator_system());
+  KILN_ASSERT_OK(kiln_assembler_assemble(
+      kiln_make_string_view((const char*)source.data, source.size), "shared_spirv.kasm",
+      kiln_allocator_system(), &bytes));
+  kiln_file_contents_deinit(&source);
+  KILN_EXPECT_EQ(kiln_load_le_u32(bytes.data + 4), KILN_FORMAT_VERSION_SHARED_SPIRV);
+  kiln_format_module_t module;
+  KILN_ASSERT_OK(kiln_format_module_read(kiln_byte_buffer_span(&bytes), "shared", NULL,
+                                         kiln_allocator_system(), &module));
+  const kiln_format_section_t* section =
+      kiln_format_module_find_section(&module, KILN_FORMAT_SECTION_EXECUTABLES);
+  KILN_ASSERT_TRUE(section != NULL);
+  kiln_format_executables_t executables;
+  KILN_ASSERT_OK(kiln_format_executables_parse(
+      kiln_make_const_byte_span(bytes.data + section->offset, section->size), section->offset,
+      kiln_allocator_system(), &executables));
+  KILN_ASSERT_EQ(executables.executable_count, 2u);
+  const kiln_format_variant_t* first = &executables.executables[0].variants[0];
+  const kiln_format_variant_t* shared[2] = {&executables.executables[0].variants[1],
+                                            &executables.executables[1].variants[0]};
+  for (int i = 0; i < 2; ++i) {
+    KILN_EXPECT_EQ(shared[i]->spirv_word_count, 5u);
+    KILN_EXPECT_TRUE(shared[i]->spirv == first->spirv);  // the one stored copy
+  }
+  KILN_EXPECT_EQ(executables.executables[1].variants[1].spirv_word_count, 2u);
+  KILN_EXPECT_EQ(kiln_format_variant_spirv_word(shared[1], 4), 0u);
+  // The section holds the 5 words once, plus the 2-word blob.
+  size_t markers = 0;
+  for (size_t at = section->offset; at + 4 <= section->offset + section->size; at += 4) {
+    if (kiln_load_le_u32(bytes.data + at) == KILN_FORMAT_SPIRV_SHARED) {
+      KILN_EXPECT_EQ(kiln_load_le_u32(bytes.data + at + 4), 0u);  // variant 0
+      // Point the second reference at itself: not an earlier variant.
+      if (++markers == 2) kiln_store_test_u32(bytes.data + at + 4, 2);
+    }
+  }
+  KILN_EXPECT_EQ(markers, 2u);
+  kiln_format_executables_deinit(&executables);
+  kiln_format_module_deinit(&module);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "shares the SPIR-V of variant 2, which is not an earlier variant",
+                             kiln_try_load(kiln_byte_buffer_span(&bytes)));
+  kiln_byte_buffer_deinit(&bytes);
 }

@@ -7,7 +7,9 @@
 
 #include "frontends.h"
 #include "kiln/base/file.h"
+#include "kiln/compiler/assembler.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "progress.h"
 
 static void kiln_compile_onnx_usage(FILE* stream) {
   fprintf(stream,
@@ -23,7 +25,7 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "\n  --function-name=NAME     exported function (default predict)\n"
           "  --input-shape=NAME:DIMS  fix an input's dynamic dims, e.g. x:1x3x224x224\n"
           "  --print-memory-plan      print the transient-buffer plan\n"
-          "  --dump-assembly=FILE     write the emitted assembly\n"
+          "  --dump-assembly=FILE     write the module's disassembly\n"
           "  --help                   this text\n");
 }
 
@@ -35,6 +37,68 @@ bool kiln_compile_is_onnx(int argc, char** argv) {
     }
   }
   return false;
+}
+
+// The module streams into OUTPUT.partial (weights straight from the
+// compiler's buffers, never the whole module in memory); the file is mapped,
+// verified by loading it, disassembled for --dump-assembly, and only then
+// renamed to OUTPUT.
+static kiln_status_t kiln_compile_onnx_sink(void* user, kiln_const_byte_span_t piece) {
+  FILE* file = (FILE*)user;
+  if (fwrite(piece.data, 1, piece.size, file) != piece.size) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing the module failed");
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_compile_onnx_to_file(const char* input, const char* output,
+                                               const char* assembly_path,
+                                               kiln_onnx_compile_options_t* options,
+                                               kiln_compile_progress_t* progress) {
+  char partial[4096];
+  if (snprintf(partial, sizeof(partial), "%s.partial", output) >= (int)sizeof(partial)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "output path is too long");
+  }
+  FILE* file = fopen(partial, "wb");
+  if (!file) {
+    return kiln_make_status(KILN_STATUS_PERMISSION_DENIED, "cannot write '%s'", partial);
+  }
+  options->module_sink = kiln_compile_onnx_sink;
+  options->module_sink_user = file;
+  kiln_byte_buffer_t unused;
+  kiln_byte_buffer_init(&unused, kiln_allocator_system());
+  kiln_status_t status = kiln_onnx_compile_file(input, options, kiln_allocator_system(), &unused);
+  kiln_byte_buffer_deinit(&unused);
+  if (fclose(file) != 0 && !status) {
+    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing '%s' failed", partial);
+  }
+  kiln_file_mapping_t mapping = {0};
+  if (!status) status = kiln_file_map(partial, &mapping);
+  if (!status) {
+    kiln_const_byte_span_t bytes = kiln_make_const_byte_span(mapping.data, mapping.size);
+    status = kiln_compile_verify(bytes, input);
+    if (!status && assembly_path) {
+      FILE* assembly = fopen(assembly_path, "w");
+      if (!assembly) {
+        status = kiln_make_status(KILN_STATUS_PERMISSION_DENIED, "cannot write '%s'",
+                                  assembly_path);
+      } else {
+        status = kiln_disassembler_write_bytes(bytes, output, true, assembly);
+        if (fclose(assembly) != 0 && !status) {
+          status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "writing '%s' failed",
+                                    assembly_path);
+        }
+      }
+    }
+    kiln_compile_progress_finish(progress, mapping.size);
+    kiln_file_unmap(&mapping);
+  }
+  if (!status && rename(partial, output) != 0) {
+    status = kiln_make_status(KILN_STATUS_PERMISSION_DENIED, "cannot rename '%s' to '%s'",
+                              partial, output);
+  }
+  if (status) remove(partial);
+  return status;
 }
 
 static int kiln_compile_onnx_fail(kiln_status_t status) {
@@ -96,23 +160,12 @@ int kiln_compile_onnx_main(int argc, char** argv) {
     kiln_compile_onnx_usage(stderr);
     return 2;
   }
-  FILE* assembly = NULL;
-  if (assembly_path) {
-    assembly = fopen(assembly_path, "w");
-    if (!assembly) {
-      perror(assembly_path);
-      return 1;
-    }
-    options.assembly_stream = assembly;
-  }
-  kiln_byte_buffer_t out;
-  kiln_byte_buffer_init(&out, kiln_allocator_system());
+  kiln_compile_progress_t progress;
+  kiln_compile_progress_init(&progress);
+  options.progress = kiln_compile_progress_report;
+  options.progress_user = &progress;
   kiln_status_t status =
-      kiln_onnx_compile_file(input, &options, kiln_allocator_system(), &out);
-  if (assembly) fclose(assembly);
-  if (!status) status = kiln_compile_verify(kiln_byte_buffer_span(&out), input);
-  if (!status) status = kiln_file_write_all(output, kiln_byte_buffer_span(&out));
-  kiln_byte_buffer_deinit(&out);
+      kiln_compile_onnx_to_file(input, output, assembly_path, &options, &progress);
   if (status) return kiln_compile_onnx_fail(status);
   return 0;
 }

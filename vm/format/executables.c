@@ -72,6 +72,45 @@ static kiln_status_t kiln_exe_check_binding_flags(const kiln_reader_t* reader,
   return kiln_ok_status();
 }
 
+// A variant's SPIR-V: its own words, or (KILN_FORMAT_SPIRV_SHARED) those of
+// an earlier variant, which the fill pass has already resolved. Sharing
+// allocates nothing, so a forged index cannot amplify memory.
+static kiln_status_t kiln_exe_read_spirv(kiln_reader_t* reader,
+                                         const kiln_executables_counts_t* counts,
+                                         const kiln_executables_fill_t* fill,
+                                         kiln_format_variant_t* variant) {
+  size_t at = reader->base_offset + reader->offset;
+  uint32_t word_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_reader_read_u32(reader, &word_count));
+  if (word_count == KILN_FORMAT_SPIRV_SHARED) {
+    uint32_t index = 0;
+    KILN_RETURN_IF_ERROR(kiln_reader_read_u32(reader, &index));
+    // counts->variants already includes this variant.
+    if (index >= counts->variants - 1) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "executables section: variant %zu at offset %zu shares the "
+                              "SPIR-V of variant %u, which is not an earlier variant",
+                              counts->variants - 1, at, index);
+    }
+    if (fill) {
+      variant->spirv = fill->variants[index].spirv;
+      variant->spirv_word_count = fill->variants[index].spirv_word_count;
+    }
+    return kiln_ok_status();
+  }
+  if ((uint64_t)word_count * 4u > kiln_reader_remaining(reader)) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "executables section: SPIR-V word count %u at offset %zu "
+                            "exceeds the %zu bytes that remain",
+                            word_count, at, kiln_reader_remaining(reader));
+  }
+  kiln_const_byte_span_t words;
+  KILN_RETURN_IF_ERROR(kiln_reader_read_span(reader, (size_t)word_count * 4u, &words));
+  variant->spirv = words.data;
+  variant->spirv_word_count = word_count;
+  return kiln_ok_status();
+}
+
 // Walks the section; with fill == NULL only counts.
 static kiln_status_t kiln_exe_walk(kiln_reader_t* reader,
                                    kiln_executables_counts_t* counts,
@@ -114,12 +153,7 @@ static kiln_status_t kiln_exe_walk(kiln_reader_t* reader,
           kiln_reader_read_u32(reader, &tmp.min_shared_memory_bytes));
       KILN_RETURN_IF_ERROR(
           kiln_reader_read_u32(reader, &tmp.min_workgroup_invocations));
-      KILN_RETURN_IF_ERROR(
-          kiln_exe_read_count(reader, 4, "SPIR-V word", &tmp.spirv_word_count));
-      kiln_const_byte_span_t words;
-      KILN_RETURN_IF_ERROR(kiln_reader_read_span(
-          reader, (size_t)tmp.spirv_word_count * 4u, &words));
-      tmp.spirv = words.data;
+      KILN_RETURN_IF_ERROR(kiln_exe_read_spirv(reader, counts, fill, &tmp));
       KILN_RETURN_IF_ERROR(kiln_exe_read_count(reader, 28, "entry point",
                                                &tmp.entry_point_count));
       if (variant) {

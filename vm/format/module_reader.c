@@ -153,8 +153,8 @@ static kiln_status_t kiln_read_header(kiln_module_read_state_t* state,
   if (module->version > KILN_FORMAT_VERSION || module->version == 0) {
     return kiln_make_status(KILN_STATUS_INCOMPATIBLE,
                             "module format version %u is not supported: this "
-                            "reader handles version %u",
-                            module->version, KILN_FORMAT_VERSION);
+                            "reader handles versions %u to %u",
+                            module->version, KILN_FORMAT_VERSION_BASE, KILN_FORMAT_VERSION);
   }
   KILN_RETURN_IF_ERROR(kiln_reader_read_u32(&reader, &module->flags));
   if (module->flags != 0) {

@@ -29,6 +29,11 @@ kiln_status_t kiln_assembler_assemble(kiln_string_view_t source,
 kiln_status_t kiln_disassembler_write(const kiln_format_module_t* module,
                                       bool with_comments, FILE* stream);
 
+// Reads module bytes (`what` names them in errors; no rodata size cap: the
+// bytes are trusted output of the writer) and writes their disassembly.
+kiln_status_t kiln_disassembler_write_bytes(kiln_const_byte_span_t bytes, const char* what,
+                                            bool with_comments, FILE* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include "kiln/base/views.h"
 #include "kiln/format/executables.h"
 #include "kiln/format/module_format.h"
+#include "kiln/format/signature.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,14 @@ kiln_status_t kiln_module_writer_add_import(kiln_module_writer_t* writer,
                                             kiln_string_view_t signature,
                                             uint32_t flags,
                                             uint32_t* out_ordinal);
+// The parsed signature of declared function or import `ordinal` (for the
+// function builder's call checks).
+kiln_status_t kiln_module_writer_function_signature(const kiln_module_writer_t* writer,
+                                                    uint32_t ordinal,
+                                                    kiln_format_signature_t* out);
+kiln_status_t kiln_module_writer_import_signature(const kiln_module_writer_t* writer,
+                                                  uint32_t ordinal,
+                                                  kiln_format_signature_t* out);
 // Declares a function (so calls can name it before its body exists); the
 // name goes to debug info and may be empty.
 kiln_status_t kiln_module_writer_declare_function(
@@ -66,6 +75,14 @@ kiln_status_t kiln_module_writer_add_rodata(
     kiln_module_writer_t* writer, kiln_string_view_t name,
     kiln_const_byte_span_t data, uint32_t alignment,
     kiln_module_writer_compression_t compression, uint32_t* out_ordinal);
+// Like add_rodata, but stores `data` uncompressed by reference: the caller
+// keeps it valid and unchanged until finish() returns (weights stream from
+// the compiler's buffers into the output without another copy). With
+// COMPRESSION_AUTO only a compressed form that is kept gets allocated.
+kiln_status_t kiln_module_writer_add_rodata_reference(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    kiln_const_byte_span_t data, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal);
 // Serializes (copies) one executable with all its variants.
 kiln_status_t kiln_module_writer_add_executable(
     kiln_module_writer_t* writer, const kiln_format_executable_t* executable);
@@ -79,6 +96,16 @@ kiln_status_t kiln_module_writer_add_location(kiln_module_writer_t* writer,
 // initialized). Fails if a declared function has no body.
 kiln_status_t kiln_module_writer_finish(kiln_module_writer_t* writer,
                                         kiln_byte_buffer_t* out);
+
+// Called with consecutive pieces of the module as finish_streamed() lays it
+// out (metadata, then each rodata payload in place): the module never has to
+// exist in memory as one block.
+typedef kiln_status_t (*kiln_module_writer_sink_fn_t)(void* user, kiln_const_byte_span_t piece);
+// Same bytes as finish(), handed to `sink` piece by piece; *out_size is the
+// module's total size.
+kiln_status_t kiln_module_writer_finish_streamed(kiln_module_writer_t* writer,
+                                                 kiln_module_writer_sink_fn_t sink,
+                                                 void* user, uint64_t* out_size);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 
 #include "kiln/base/byte_buffer.h"
 #include "kiln/compiler/graph.h"
+#include "kiln/compiler/module_writer.h"
 #include "kiln/compiler/onnx.h"
 
 #ifdef __cplusplus
@@ -28,6 +29,16 @@ typedef struct kiln_onnx_compile_options_t {
   kiln_onnx_import_options_t import;  // input shapes, frozen inputs
   FILE* memory_plan_stream;           // non-NULL: print the memory plan
   FILE* assembly_stream;              // non-NULL: dump the emitted assembly
+  // Non-NULL: the module goes to module_sink piece by piece (weights straight
+  // from the compiler's buffers) and nothing is appended to `out`;
+  // assembly_stream is then ignored (disassemble the written file).
+  kiln_module_writer_sink_fn_t module_sink;
+  void* module_sink_user;
+  // Non-NULL: called at each stage ("import", "passes", "lower" with node
+  // done/total, "write" with bytes written so far).
+  void (*progress)(void* user, const char* stage, size_t done, size_t total,
+                   uint64_t bytes);
+  void* progress_user;
 } kiln_onnx_compile_options_t;
 
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);

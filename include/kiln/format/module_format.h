@@ -12,8 +12,17 @@ extern "C" {
 
 // "KILN" in file order.
 #define KILN_FORMAT_MAGIC 0x4E4C494Bu
-// The newest version this build reads and the one the writer emits.
-#define KILN_FORMAT_VERSION 1u
+// The newest version this build reads. The writer emits version 1 unless
+// the module shares a SPIR-V blob between variants (version 2, which adds
+// KILN_FORMAT_SPIRV_SHARED), so older readers refuse such a module by its
+// version instead of misreading it.
+#define KILN_FORMAT_VERSION 2u
+#define KILN_FORMAT_VERSION_BASE 1u
+#define KILN_FORMAT_VERSION_SHARED_SPIRV 2u
+// In a variant's spirv_word_count: no words follow but a u32 index of an
+// earlier variant in the section (counted over all executables) whose
+// SPIR-V this variant uses.
+#define KILN_FORMAT_SPIRV_SHARED 0xFFFFFFFFu
 #define KILN_FORMAT_HEADER_SIZE 24u
 #define KILN_FORMAT_SECTION_ENTRY_SIZE 24u
 // Sections start at file offsets that are multiples of this.

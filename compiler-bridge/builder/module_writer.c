@@ -45,6 +45,14 @@ typedef struct kiln_mw_vector_t {
   uint32_t count, capacity;
 } kiln_mw_vector_t;
 
+// A SPIR-V blob already in `executables`, for sharing identical ones.
+typedef struct kiln_mw_blob_t {
+  uint64_t hash;
+  size_t offset;  // of the first word in `executables`
+  uint32_t word_count;
+  uint32_t variant;  // index over all variants written so far
+} kiln_mw_blob_t;
+
 struct kiln_module_writer_t {
   kiln_allocator_t allocator;
   kiln_arena_t arena;
@@ -55,6 +63,9 @@ struct kiln_module_writer_t {
   uint32_t global_words, global_refs;
   uint32_t executable_count;
   kiln_byte_buffer_t executables;  // serialized bodies
+  kiln_mw_vector_t blobs;          // kiln_mw_blob_t
+  uint32_t variant_count;          // over all executables
+  bool shares_spirv;               // needs KILN_FORMAT_VERSION_SHARED_SPIRV
 };
 
 static kiln_status_t kiln_mw_push(kiln_module_writer_t* writer,
@@ -157,6 +168,28 @@ kiln_status_t kiln_module_writer_add_import(kiln_module_writer_t* writer,
   return kiln_mw_copy(writer, signature, &import->signature);
 }
 
+kiln_status_t kiln_module_writer_function_signature(const kiln_module_writer_t* writer,
+                                                    uint32_t ordinal,
+                                                    kiln_format_signature_t* out) {
+  if (ordinal >= writer->functions.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "function ordinal %u was not declared", ordinal);
+  }
+  return kiln_format_signature_parse(
+      ((const kiln_mw_function_t*)writer->functions.data)[ordinal].signature, out);
+}
+
+kiln_status_t kiln_module_writer_import_signature(const kiln_module_writer_t* writer,
+                                                  uint32_t ordinal,
+                                                  kiln_format_signature_t* out) {
+  if (ordinal >= writer->imports.count) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "import ordinal %u was not declared", ordinal);
+  }
+  return kiln_format_signature_parse(
+      ((const kiln_mw_import_t*)writer->imports.data)[ordinal].signature, out);
+}
+
 kiln_status_t kiln_module_writer_declare_function(
     kiln_module_writer_t* writer, kiln_string_view_t name,
     kiln_string_view_t signature, uint32_t* out_ordinal) {
@@ -225,10 +258,86 @@ kiln_status_t kiln_module_writer_set_globals(kiln_module_writer_t* writer,
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_module_writer_add_rodata(
-    kiln_module_writer_t* writer, kiln_string_view_t name,
-    kiln_const_byte_span_t data, uint32_t alignment,
-    kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
+// AUTO keeps zstd only when it saves 1/8. Compressing hundreds of MiB of
+// float weights at level 9 to find out takes seconds and rarely pays, so
+// large segments are sampled first: 8 slices of 128 KiB at level 3. On
+// float weights level 9 gains almost nothing over that (ResNet-50: 92.5% at
+// levels 1, 3 and 9), so a sample that saves under 10% skips the full try.
+#define KILN_MW_SAMPLE_MIN_BYTES (4u << 20)
+#define KILN_MW_SAMPLE_SLICE (128u << 10)
+#define KILN_MW_SAMPLE_SLICES 8u
+
+static kiln_status_t kiln_mw_sample_compressible(kiln_module_writer_t* writer,
+                                                 kiln_const_byte_span_t data,
+                                                 bool* out_worth_trying) {
+  *out_worth_trying = true;
+  if (data.size < KILN_MW_SAMPLE_MIN_BYTES) return kiln_ok_status();
+  size_t bound = ZSTD_compressBound(KILN_MW_SAMPLE_SLICE);
+  void* scratch = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound, &scratch));
+  size_t stride = (data.size - KILN_MW_SAMPLE_SLICE) / (KILN_MW_SAMPLE_SLICES - 1);
+  uint64_t compressed = 0;
+  kiln_status_t status = kiln_ok_status();
+  for (uint32_t i = 0; i < KILN_MW_SAMPLE_SLICES && !status; ++i) {
+    size_t written = ZSTD_compress(scratch, bound, data.data + (size_t)i * stride,
+                                   KILN_MW_SAMPLE_SLICE, 3);
+    if (ZSTD_isError(written)) {
+      status = kiln_make_status(KILN_STATUS_INTERNAL, "zstd failed: %s",
+                                ZSTD_getErrorName(written));
+    }
+    compressed += written;
+  }
+  kiln_allocator_free(writer->allocator, scratch);
+  uint64_t sampled = (uint64_t)KILN_MW_SAMPLE_SLICE * KILN_MW_SAMPLE_SLICES;
+  if (!status) *out_worth_trying = compressed * 10 <= sampled * 9;
+  return status;
+}
+
+// Compresses `data` into a scratch block and keeps an exact-size copy in the
+// arena when it is worth it (or ZSTD was asked for); *out_kept says which.
+// For AUTO a level-1 pass decides first (about 10x faster than level 9 and
+// within a point or two of it), so level 9 runs only on data it will keep.
+static kiln_status_t kiln_mw_try_zstd(kiln_module_writer_t* writer, kiln_mw_rodata_t* rodata,
+                                      kiln_const_byte_span_t data,
+                                      kiln_module_writer_compression_t compression,
+                                      bool* out_kept) {
+  *out_kept = false;
+  size_t bound = ZSTD_compressBound(data.size);
+  void* scratch = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound ? bound : 1, &scratch));
+  size_t limit = data.size - data.size / 8;
+  size_t written = 0;
+  if (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO && data.size >= KILN_MW_SAMPLE_MIN_BYTES) {
+    written = ZSTD_compress(scratch, bound, data.data, data.size, 1);
+    if (!ZSTD_isError(written) && written > limit) {
+      kiln_allocator_free(writer->allocator, scratch);
+      return kiln_ok_status();
+    }
+  }
+  if (!ZSTD_isError(written)) written = ZSTD_compress(scratch, bound, data.data, data.size, 9);
+  kiln_status_t status = kiln_ok_status();
+  if (ZSTD_isError(written)) {
+    status = kiln_make_status(KILN_STATUS_INTERNAL, "rodata '%.*s': zstd failed: %s",
+                              KILN_SV_ARG(rodata->name), ZSTD_getErrorName(written));
+  } else if (compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
+             written <= limit) {
+    void* kept = NULL;
+    status = kiln_arena_allocate(&writer->arena, written ? written : 1, &kept);
+    if (!status) {
+      memcpy(kept, scratch, written);
+      rodata->stored = kiln_make_const_byte_span(kept, written);
+      rodata->flags = KILN_FORMAT_RODATA_ZSTD;
+      *out_kept = true;
+    }
+  }
+  kiln_allocator_free(writer->allocator, scratch);
+  return status;
+}
+
+static kiln_status_t kiln_mw_add_rodata(kiln_module_writer_t* writer, kiln_string_view_t name,
+                                        kiln_const_byte_span_t data, uint32_t alignment,
+                                        kiln_module_writer_compression_t compression,
+                                        bool copy, uint32_t* out_ordinal) {
   if (!kiln_is_power_of_two(alignment) ||
       alignment > KILN_FORMAT_RODATA_MAX_ALIGNMENT) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -248,29 +357,37 @@ kiln_status_t kiln_module_writer_add_rodata(
   bool try_zstd = compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
                   (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO &&
                    data.size >= 256);
-  if (try_zstd) {
-    size_t bound = ZSTD_compressBound(data.size);
-    void* compressed = NULL;
-    KILN_RETURN_IF_ERROR(
-        kiln_arena_allocate(&writer->arena, bound ? bound : 1, &compressed));
-    size_t written = ZSTD_compress(compressed, bound, data.data, data.size, 9);
-    if (ZSTD_isError(written)) {
-      return kiln_make_status(KILN_STATUS_INTERNAL,
-                              "rodata '%.*s': zstd failed: %s",
-                              KILN_SV_ARG(name), ZSTD_getErrorName(written));
-    }
-    if (compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
-        written <= data.size - data.size / 8) {
-      rodata->stored = kiln_make_const_byte_span(compressed, written);
-      rodata->flags = KILN_FORMAT_RODATA_ZSTD;
-      return kiln_ok_status();
-    }
+  if (try_zstd && compression == KILN_MODULE_WRITER_COMPRESSION_AUTO) {
+    KILN_RETURN_IF_ERROR(kiln_mw_sample_compressible(writer, data, &try_zstd));
   }
-  void* copy = NULL;
-  KILN_RETURN_IF_ERROR(kiln_arena_allocate(&writer->arena, data.size, &copy));
-  if (data.size) memcpy(copy, data.data, data.size);
-  rodata->stored = kiln_make_const_byte_span(copy, data.size);
+  if (try_zstd) {
+    bool kept = false;
+    KILN_RETURN_IF_ERROR(kiln_mw_try_zstd(writer, rodata, data, compression, &kept));
+    if (kept) return kiln_ok_status();
+  }
+  if (!copy) {
+    rodata->stored = data;
+    return kiln_ok_status();
+  }
+  void* stored = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate(&writer->arena, data.size, &stored));
+  if (data.size) memcpy(stored, data.data, data.size);
+  rodata->stored = kiln_make_const_byte_span(stored, data.size);
   return kiln_ok_status();
+}
+
+kiln_status_t kiln_module_writer_add_rodata(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    kiln_const_byte_span_t data, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
+  return kiln_mw_add_rodata(writer, name, data, alignment, compression, true, out_ordinal);
+}
+
+kiln_status_t kiln_module_writer_add_rodata_reference(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    kiln_const_byte_span_t data, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
+  return kiln_mw_add_rodata(writer, name, data, alignment, compression, false, out_ordinal);
 }
 
 static kiln_status_t kiln_mw_put_string(kiln_byte_buffer_t* out,
@@ -278,6 +395,39 @@ static kiln_status_t kiln_mw_put_string(kiln_byte_buffer_t* out,
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, (uint32_t)text.size));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, text.data, text.size));
   return kiln_byte_buffer_align(out, 4);
+}
+
+static uint64_t kiln_mw_hash(const uint8_t* data, size_t size) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ull;
+  return hash;
+}
+
+// Writes a variant's SPIR-V: the words, or a reference to an identical blob
+// an earlier variant stored (kernels repeat across targets and executables).
+static kiln_status_t kiln_mw_put_spirv(kiln_module_writer_t* writer,
+                                       const kiln_format_variant_t* variant) {
+  kiln_byte_buffer_t* out = &writer->executables;
+  size_t size = (size_t)variant->spirv_word_count * 4;
+  if (variant->spirv_word_count >= KILN_FORMAT_SPIRV_SHARED) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "SPIR-V of %u words is too large",
+                            variant->spirv_word_count);
+  }
+  uint64_t hash = kiln_mw_hash(variant->spirv, size);
+  const kiln_mw_blob_t* blobs = (const kiln_mw_blob_t*)writer->blobs.data;
+  for (uint32_t i = 0; i < writer->blobs.count && size; ++i) {
+    if (blobs[i].hash == hash && blobs[i].word_count == variant->spirv_word_count &&
+        memcmp(out->data + blobs[i].offset, variant->spirv, size) == 0) {
+      writer->shares_spirv = true;
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_SPIRV_SHARED));
+      return kiln_byte_buffer_append_u32(out, blobs[i].variant);
+    }
+  }
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->spirv_word_count));
+  kiln_mw_blob_t* blob = NULL;
+  KILN_RETURN_IF_ERROR(kiln_mw_push(writer, &writer->blobs, sizeof(*blob), (void**)&blob));
+  *blob = (kiln_mw_blob_t){hash, out->size, variant->spirv_word_count, writer->variant_count};
+  return kiln_byte_buffer_append(out, variant->spirv, size);
 }
 
 kiln_status_t kiln_module_writer_add_executable(
@@ -301,9 +451,8 @@ kiln_status_t kiln_module_writer_add_executable(
         kiln_byte_buffer_append_u32(out, variant->min_shared_memory_bytes));
     KILN_RETURN_IF_ERROR(
         kiln_byte_buffer_append_u32(out, variant->min_workgroup_invocations));
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->spirv_word_count));
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(
-        out, variant->spirv, (size_t)variant->spirv_word_count * 4));
+    KILN_RETURN_IF_ERROR(kiln_mw_put_spirv(writer, variant));
+    writer->variant_count++;
     KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, variant->entry_point_count));
     for (uint32_t p = 0; p < variant->entry_point_count; ++p) {
       const kiln_format_entry_point_t* entry = &variant->entry_points[p];
@@ -350,30 +499,61 @@ kiln_status_t kiln_module_writer_add_location(kiln_module_writer_t* writer,
 
 // ---- finish ----
 
+// A rodata payload left out of `out` when streaming: it belongs at buffer
+// position `at` (before the byte there).
+typedef struct kiln_mw_hole_t {
+  size_t at;
+  kiln_const_byte_span_t bytes;
+} kiln_mw_hole_t;
+
 typedef struct kiln_mw_layout_t {
   kiln_byte_buffer_t* out;
   size_t base;  // where this module starts in `out`
   size_t table;  // offset of the section table
   uint32_t section_count;
+  kiln_mw_hole_t* holes;  // non-NULL: streaming, payloads stay where they are
+  uint32_t hole_count;
+  uint64_t hole_bytes;  // module bytes not in `out`
 } kiln_mw_layout_t;
 
+// The module position of the next byte (payloads left out included).
+static uint64_t kiln_mw_position(const kiln_mw_layout_t* layout) {
+  return (uint64_t)layout->out->size + layout->hole_bytes;
+}
+
+static kiln_status_t kiln_mw_align(kiln_mw_layout_t* layout, uint64_t alignment) {
+  uint64_t relative = kiln_mw_position(layout) - layout->base;
+  uint64_t padding = (alignment - relative % alignment) % alignment;
+  return kiln_byte_buffer_append_zeros(layout->out, (size_t)padding);
+}
+
 static kiln_status_t kiln_mw_begin_section(kiln_mw_layout_t* layout,
-                                           uint32_t id, size_t* out_start) {
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_align(layout->out, 8));
-  *out_start = layout->out->size;
+                                           uint32_t id, uint64_t* out_start) {
+  KILN_RETURN_IF_ERROR(kiln_mw_align(layout, 8));
+  *out_start = kiln_mw_position(layout);
   size_t entry = layout->table + (size_t)layout->section_count * 24;
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u32(layout->out, entry, id));
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(
-      layout->out, entry + 8, (uint64_t)(*out_start - layout->base)));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(layout->out, entry + 8,
+                                                  *out_start - layout->base));
   return kiln_ok_status();
 }
 
 static kiln_status_t kiln_mw_end_section(kiln_mw_layout_t* layout,
-                                         size_t start) {
+                                         uint64_t start) {
   size_t entry = layout->table + (size_t)layout->section_count * 24;
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(
-      layout->out, entry + 16, (uint64_t)(layout->out->size - start)));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(layout->out, entry + 16,
+                                                  kiln_mw_position(layout) - start));
   layout->section_count++;
+  return kiln_ok_status();
+}
+
+// A rodata payload: copied into `out`, or left as a hole when streaming.
+static kiln_status_t kiln_mw_payload(kiln_mw_layout_t* layout, kiln_const_byte_span_t bytes) {
+  if (!layout->holes) return kiln_byte_buffer_append(layout->out, bytes.data, bytes.size);
+  layout->holes[layout->hole_count].at = layout->out->size;
+  layout->holes[layout->hole_count].bytes = bytes;
+  layout->hole_count++;
+  layout->hole_bytes += bytes.size;
   return kiln_ok_status();
 }
 
@@ -389,8 +569,10 @@ static kiln_status_t kiln_mw_signature_ordinal(kiln_module_writer_t* writer,
   return kiln_mw_intern(writer, &writer->signatures, text, out);
 }
 
-static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer,
-                                    kiln_byte_buffer_t* out) {
+// With `holes`, rodata payloads are not copied into `out` but recorded
+// there (*out_hole_count of them).
+static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer, kiln_byte_buffer_t* out,
+                                    kiln_mw_hole_t* holes, uint32_t* out_hole_count) {
   kiln_mw_import_t* imports = (kiln_mw_import_t*)writer->imports.data;
   kiln_mw_function_t* functions = (kiln_mw_function_t*)writer->functions.data;
   kiln_mw_export_t* exports = (kiln_mw_export_t*)writer->exports.data;
@@ -460,16 +642,17 @@ static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer,
   uint32_t section_count = 6 + (writer->global_words || writer->global_refs) +
                            (writer->rodata.count > 0) +
                            (writer->executable_count > 0) + has_debug;
-  kiln_mw_layout_t layout = {out, out->size, 0, 0};
+  kiln_mw_layout_t layout = {out, out->size, 0, 0, holes, 0, 0};
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_MAGIC));
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, KILN_FORMAT_VERSION));
+  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(
+      out, writer->shares_spirv ? KILN_FORMAT_VERSION_SHARED_SPIRV : KILN_FORMAT_VERSION_BASE));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, name_string));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, section_count));
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_u32(out, 0));
   layout.table = out->size;
   KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_zeros(out, (size_t)section_count * 24));
-  size_t start;
+  uint64_t start;
 
   kiln_string_view_t* strings = (kiln_string_view_t*)writer->strings.data;
   KILN_RETURN_IF_ERROR(kiln_mw_begin_section(&layout, KILN_FORMAT_SECTION_STRINGS, &start));
@@ -562,16 +745,10 @@ static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer,
     }
     for (uint32_t i = 0; i < writer->rodata.count; ++i) {
       // Alignment counts from the module's first byte.
-      size_t relative = out->size - layout.base;
-      size_t aligned = 0;
-      if (!kiln_size_align_up(relative, rodata[i].alignment, &aligned)) {
-        return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "rodata layout overflow");
-      }
-      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append_zeros(out, aligned - relative));
-      KILN_RETURN_IF_ERROR(
-          kiln_byte_buffer_patch_u64(out, table + (size_t)i * 40 + 16, aligned));
-      KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(out, rodata[i].stored.data,
-                                                   rodata[i].stored.size));
+      KILN_RETURN_IF_ERROR(kiln_mw_align(&layout, rodata[i].alignment));
+      KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(out, table + (size_t)i * 40 + 16,
+                                                      kiln_mw_position(&layout) - layout.base));
+      KILN_RETURN_IF_ERROR(kiln_mw_payload(&layout, rodata[i].stored));
     }
     KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
   }
@@ -605,6 +782,7 @@ static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer,
     }
     KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
   }
+  *out_hole_count = layout.hole_count;
   if (layout.section_count != section_count) {
     return kiln_make_status(KILN_STATUS_INTERNAL,
                             "module writer: wrote %u sections, planned %u",
@@ -622,7 +800,38 @@ kiln_status_t kiln_module_writer_finish(kiln_module_writer_t* writer,
                             "(it holds %zu bytes)",
                             start);
   }
-  kiln_status_t status = kiln_mw_finish(writer, out);
+  uint32_t hole_count = 0;
+  kiln_status_t status = kiln_mw_finish(writer, out, NULL, &hole_count);
   if (status) out->size = start;
+  return status;
+}
+
+kiln_status_t kiln_module_writer_finish_streamed(kiln_module_writer_t* writer,
+                                                 kiln_module_writer_sink_fn_t sink,
+                                                 void* user, uint64_t* out_size) {
+  *out_size = 0;
+  kiln_mw_hole_t* holes = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(&writer->arena, writer->rodata.count + 1u,
+                                                 sizeof(*holes), (void**)&holes));
+  // Everything but the rodata payloads (tables, bytecode, executables).
+  kiln_byte_buffer_t metadata;
+  kiln_byte_buffer_init(&metadata, writer->allocator);
+  uint32_t hole_count = 0;
+  kiln_status_t status = kiln_mw_finish(writer, &metadata, holes, &hole_count);
+  size_t done = 0;
+  uint64_t total = 0;
+  // Metadata up to each hole, the hole's payload; then the metadata's tail.
+  for (uint32_t i = 0; i <= hole_count && !status; ++i) {
+    size_t until = i < hole_count ? holes[i].at : metadata.size;
+    if (until > done) {
+      status = sink(user, kiln_make_const_byte_span(metadata.data + done, until - done));
+    }
+    total += until - done;
+    done = until;
+    if (i < hole_count && !status && holes[i].bytes.size) status = sink(user, holes[i].bytes);
+    if (i < hole_count) total += holes[i].bytes.size;
+  }
+  kiln_byte_buffer_deinit(&metadata);
+  if (!status) *out_size = total;
   return status;
 }

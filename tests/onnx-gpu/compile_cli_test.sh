@@ -1,0 +1,33 @@
+#!/bin/bash
+# kiln-compile on ONNX: the module streams to OUTPUT.partial and is renamed
+# only after it verifies; --dump-assembly is the disassembly of the written
+# module and assembles back to identical bytes; a refused model leaves no
+# output and no partial file; the progress line stays off when stderr is
+# not a terminal. Usage: compile_cli_test.sh KILN_COMPILE
+set -u
+compile=$1
+nodes=/usr/share/libonnx-testdata/data/node
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for name in test_conv_with_strides_padding test_split_equal_parts_1d; do
+  "$compile" "$nodes/$name/model.onnx" -o "$dir/$name.kiln" \
+      --dump-assembly="$dir/$name.kasm" 2> "$dir/stderr.txt" || fail "kiln-compile $name"
+  [ -s "$dir/stderr.txt" ] && fail "$name: output on a non-terminal stderr: $(cat "$dir/stderr.txt")"
+  [ -e "$dir/$name.kiln.partial" ] && fail "$name: partial file left behind"
+  grep -q "call.import hal.command_buffer.dispatch" "$dir/$name.kasm" || fail "$name: no dispatch in the dump"
+  "$compile" "$dir/$name.kasm" -o "$dir/$name.again.kiln" || fail "$name: the dump does not assemble"
+  cmp "$dir/$name.kiln" "$dir/$name.again.kiln" || fail "$name: the dump reassembles to other bytes"
+  echo "ok: $name"
+done
+
+# Refused: no module, no partial file, the node named.
+if "$compile" "$nodes/test_layer_normalization_2d_axis0/model.onnx" -o "$dir/bad.kiln" \
+    2> "$dir/err.txt"; then
+  fail "an unsupported model compiled"
+fi
+grep -q "LayerNormalization" "$dir/err.txt" || fail "refusal does not name the op: $(cat "$dir/err.txt")"
+[ -e "$dir/bad.kiln" ] && fail "a refused model left a module"
+[ -e "$dir/bad.kiln.partial" ] && fail "a refused model left a partial file"
+echo "ok: refusal"
