@@ -52,14 +52,20 @@ _Static_assert(sizeof(kiln_kernel_gemm_params_t) == 80, "gemm push constants");
 // conv2d_gemm (implicit GEMM, gemm's spec ids and tiling)
 // (ceil(OH*OW / (WG_X*TN)), ceil(C_out/groups / (WG_Y*TM)), N*groups);
 // depthwise and transpose: linear over N*C_out*OH*OW (kiln_kernel_grid_linear).
+// ci_* and kh_* select the part of the reduction one dispatch sums: input
+// channels [ci_begin, ci_end) of each group and kernel rows [kh_begin,
+// kh_end); an end of 0 means to the end. The bridge splits a reduction
+// that would exceed KILN_KERNEL_MAX_LOOP_ITERATIONS (kernels_loops.h) into
+// several dispatches accumulating into the output. conv2d_gemm ignores kh_*.
 typedef struct kiln_kernel_conv2d_params_t {
   uint32_t batch, in_channels, in_height, in_width;
   uint32_t out_channels, out_height, out_width, groups;
   uint32_t kernel_h, kernel_w, stride_h, stride_w;
   uint32_t pad_top, pad_left, dilation_h, dilation_w;
   float alpha, beta;
+  uint32_t ci_begin, ci_end, kh_begin, kh_end;
 } kiln_kernel_conv2d_params_t;
-_Static_assert(sizeof(kiln_kernel_conv2d_params_t) == 72, "conv push constants");
+_Static_assert(sizeof(kiln_kernel_conv2d_params_t) == 88, "conv push constants");
 
 // binary: bindings 0 A (ro), 1 B (ro), 2 out. out = act(A op B) with shapes
 // right-aligned to rank 6 (leading 1s); a broadcast dim has stride 0.
