@@ -1,6 +1,6 @@
 // Loop passes per invocation of the reduction kernels (kernels_loops.h):
 // each formula follows its kernel's loops, a loop of T trips costing T + 1,
-// loops on both sides of a branch counted (llvmpipe runs both, masked).
+// branches no lane of an invocation takes cost a pass per loop (KILN_LOOPS_MASKED).
 // Loops with a constant trip count are counted too, except where the
 // measurement in kernels_loops.h saw them unrolled.
 #include <string.h>
@@ -10,6 +10,9 @@
 // The fixed loops of an epilogue (stores, activation of vec4s, per-row
 // bias): gemm_cpu's are about 240 passes, conv2d_cpu's about 330.
 #define KILN_LOOPS_EPILOGUE 512u
+// Branches the lanes of an invocation do not take: llvmpipe still enters
+// their loops, for one pass each.
+#define KILN_LOOPS_MASKED 16u
 
 static uint64_t kiln_loops_ceil_div(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : a; }
 
@@ -31,7 +34,7 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
   const uint64_t tk = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 16);
   const uint64_t wg_x = config->workgroup_size[0], wg_y = config->workgroup_size[1];
-  const uint64_t threads = wg_x * wg_y ? wg_x * wg_y : 1;
+  const uint64_t threads = wg_x * wg_y > 0 ? wg_x * wg_y : 1;
   const bool unrolled = tk <= 16 && tm <= 4 && tn <= 4;
   const uint64_t nest = unrolled ? 0 : (tk + 1) + tk * ((tn + 1) + (tm + 1) + tm * (tn + 1));
   const uint64_t step = 1 + kiln_loops_ceil_div(tk * wg_y * tm, threads) + 1 +
@@ -72,18 +75,21 @@ static uint64_t kiln_loops_conv2d(const kiln_kernel_config_t* config,
   const kiln_loops_conv_range_t r = kiln_loops_range(p);
   const uint64_t cog = p->groups ? p->out_channels / p->groups : p->out_channels;
   if (config->variant == KILN_KERNEL_VARIANT_CPU) {
-    // 8-channel blocks: the 3-wide row path and the general path (one of
-    // them runs), and one channel at a time where a block straddles groups.
+    // 8-channel blocks: the 3-wide row path (cig x (kh + 1)) or the
+    // general path, or, where a block straddles groups, one channel at a
+    // time. A loop nest that no lane runs costs a pass per loop.
     const uint64_t window = r.channels * kiln_loops_window(r.rows, p->kernel_w, 0) + 1;
     const bool straddle = p->groups > 1 && cog % 8 != 0;
-    return 2 * window + (straddle ? 8 * window : 0) + 9 + KILN_LOOPS_EPILOGUE;
+    return (straddle ? 8 * window + 9 : window) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
   }
   // The CO_BLOCK loop per tap is unrolled up to 16 (measured).
   const uint64_t block = kiln_kernel_config_spec(config, KILN_SPEC_CONV_CO_BLOCK, 4);
   const uint64_t inner = block <= 16 ? 0 : block + 1;
   const uint64_t shared = r.channels * kiln_loops_window(r.rows, p->kernel_w, inner) + 1;
   const uint64_t own = block * (r.channels * kiln_loops_window(r.rows, p->kernel_w, 0) + 1);
-  return shared + own + 3 * (block + 1) + KILN_LOOPS_EPILOGUE;
+  const bool straddle = p->groups > 1 && cog % block != 0;
+  return (straddle && own > shared ? own : shared) + 3 * (block + 1) + KILN_LOOPS_MASKED +
+         KILN_LOOPS_EPILOGUE;
 }
 
 static uint64_t kiln_loops_depthwise(const kiln_kernel_config_t* config,
@@ -99,9 +105,10 @@ static uint64_t kiln_loops_depthwise(const kiln_kernel_config_t* config,
     const uint64_t items3 = planes * kiln_loops_ceil_div(p->out_width, tile3) *
                             kiln_loops_ceil_div(p->out_height, 8);
     const uint64_t items = planes * p->out_height * kiln_loops_ceil_div(p->out_width, 8);
-    return 1 + kiln_loops_items(config, grid, items3) * (1 + 9 + 8 * 40) + 1 +
-           kiln_loops_items(config, grid, items) * (1 + 9 + 8 * (per_output + 8)) +
-           KILN_LOOPS_EPILOGUE;
+    const bool may_be_3x3 = p->kernel_h == 3 && p->kernel_w == 3;
+    return 1 + (may_be_3x3 ? kiln_loops_items(config, grid, items3) * (1 + 9 + 8 * 40) : 0) +
+           1 + kiln_loops_items(config, grid, items) * (1 + 9 + 8 * (per_output + 8)) +
+           KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
   }
   const uint64_t outputs = planes * p->out_height * p->out_width;
   return 1 + kiln_loops_items(config, grid, outputs) * (1 + per_output) + KILN_LOOPS_EPILOGUE;
