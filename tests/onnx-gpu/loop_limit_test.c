@@ -215,3 +215,29 @@ KILN_TEST(OnnxGpuLoopLimitTest, ConvTransposeManyInputChannels) {
   const int64_t x2[4] = {1, 9000, 3, 3}, w2[4] = {9000, 2, 2, 2};
   kiln_loop_conv("ConvTranspose", x2, w2, 1, 0, false);
 }
+
+// A 1-D convolution whose one kernel row alone is longer than the loop
+// budget cannot be split further: refused at compile time, naming the node.
+KILN_TEST(OnnxGpuLoopLimitTest, KernelRowPastTheBudgetIsRefused) {
+  kiln_loop_graph_t lg;
+  const char* names[] = {"x", "w"};
+  const int32_t ranks[] = {3, 3};
+  const int64_t dims[][4] = {{1, 1, 70010}, {1, 1, 70000}};
+  kiln_loop_build(&lg, "Conv", 2, names, ranks, dims, false);
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&lg.graph));
+  kiln_graph_tensor_t inputs[2], actual;
+  memset(&actual, 0, sizeof(actual));
+  for (size_t i = 0; i < 2; ++i) {
+    KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                              &lg.graph.values[lg.graph.inputs[i]].shape,
+                                              &inputs[i]));
+  }
+  kiln_gpu_run_stats_t stats;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED,
+                             "node 'reduce_node' (op Conv, opset 13): one kernel row of 70000 "
+                             "taps exceeds the 65535 loop passes",
+                             kiln_gpu_compile_and_run(&lg.graph, NULL, inputs, &actual, &stats));
+  for (size_t i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_tensor_deinit(&actual);
+  kiln_graph_deinitialize(&lg.graph);
+}
