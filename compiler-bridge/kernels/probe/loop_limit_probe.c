@@ -19,7 +19,7 @@ static void run(kiln_vk_harness_t* h, kiln_kernel_spirv_t* spv, uint32_t wg, uin
   kiln_vk_buffer_create(h, sizeof(ones), ones, &in);
   kiln_vk_buffer_create(h, wg * 2 * 4, NULL, &out);
   kiln_vk_buffer_t* bufs[2] = {in, out};
-  uint32_t push[4] = {n1, n2, 0, 0};
+  uint32_t push[4] = {n1, n2 & 0xffff, n2 >> 16, 0};
   uint32_t grid[3] = {2, 1, 1};
   kiln_status_t st = kiln_vk_harness_dispatch(h, spv, &cfg, push, 16, bufs, 2, grid);
   if (!kiln_status_is_ok(st)) { printf("dispatch failed\n"); exit(1); }
@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
     run(h, &spv, wg, 5, 70000, 0, "run-time 70000 x const 4");
     run(h, &spv, wg, 6, 40000, 0, "40000 x zero-trip inner");
     run(h, &spv, wg, 7, 5000, 0, "run-time 5000 x const 16");
+    run(h, &spv, wg, 10, 30000, 1, "30000 x (1 x (0)): outer trips");
+    run(h, &spv, wg, 10, 30000, 2, "30000 x (2 x (0)): outer trips");
     run(h, &spv, wg, 8, 5000, 0, "run-time 5000 x spec-const 16");
     run(h, &spv, wg, 9, 5000, 0, "gemm-like 5000 x spec 16x(4+4x4)");
   }

@@ -34,7 +34,14 @@ void main() {
     for (uint i = 0; i < p.n1; ++i)
       for (uint j = 0; j < 16u; ++j) c += ones[(i + j) & 1023];
   }
-  if (MODE == 8) {  // spec-constant 16-trip inner loop in a run-time loop
+  if (MODE == 10) {  // n1 x (inner of n2 trips x (innermost of n3 trips)): counts outer trips
+    for (uint i = 0; i < p.n1; ++i) {
+      c += ones[i & 1023];
+      for (uint j = 0; j < p.n2; ++j) {
+        for (uint k = 0; k < p.n3; ++k) c += 1000000u * ones[k & 1023];
+      }
+    }
+  } else if (MODE == 8) {  // spec-constant 16-trip inner loop in a run-time loop
     for (uint i = 0; i < p.n1; ++i)
       for (uint j = 0; j < S16; ++j) c += ones[(i + j) & 1023];
   } else if (MODE == 9) {  // gemm-like: 16 x (4 + 4 x 4) spec-constant nest with arrays

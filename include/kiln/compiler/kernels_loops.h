@@ -8,7 +8,9 @@
 //   shader: two loops in sequence or nested loops draw on the same count;
 //   once it is spent every later loop runs exactly one pass;
 // - a loop of T trips costs T + 1 passes (the pass that exits counts: a loop
-//   of zero trips costs 1);
+//   of zero trips costs 1), and that exit pass runs the body once more with
+//   every lane masked off, so each loop nested in it costs one more pass
+//   (n x (1 x (0 trips)) cost 5 passes per outer trip, n x (2 x (0)) 7);
 // - it is counted per group of 8 lanes (the SIMD width), over the lanes'
 //   longest trip count; workgroups and lane groups do not share it;
 // - a loop whose trip count is a compile-time or specialization constant
