@@ -197,13 +197,14 @@ KILN_TEST(OnnxGpuLoopLimitTest, Conv3x3ManyInputChannels) {
 }
 
 // RepLKNet-style depthwise 27x27 and 31x31 at 56x56 (the sizes that came
-// back wrong), and a 255x255 window, whose one channel has to be split by
-// kernel rows.
+// back wrong; 16 and 8 channels: the grid keeps the items per invocation,
+// 14-16 of 8 outputs, the same at any channel count), and a 255x255 window,
+// whose one channel has to be split by kernel rows.
 KILN_TEST(OnnxGpuLoopLimitTest, DepthwiseLargeWindows) {
-  const int64_t x1[4] = {1, 64, 56, 56}, w1[4] = {64, 1, 31, 31};
-  kiln_loop_conv("Conv", x1, w1, 64, 15, false);
-  const int64_t x2[4] = {1, 16, 56, 56}, w2[4] = {16, 1, 27, 27};
-  kiln_loop_conv("Conv", x2, w2, 16, 13, true);
+  const int64_t x1[4] = {1, 16, 56, 56}, w1[4] = {16, 1, 31, 31};
+  kiln_loop_conv("Conv", x1, w1, 16, 15, false);
+  const int64_t x2[4] = {1, 8, 56, 56}, w2[4] = {8, 1, 27, 27};
+  kiln_loop_conv("Conv", x2, w2, 8, 13, true);
   const int64_t x3[4] = {1, 2, 258, 261}, w3[4] = {2, 1, 255, 255};
   kiln_loop_conv("Conv", x3, w3, 2, 0, false);
 }
