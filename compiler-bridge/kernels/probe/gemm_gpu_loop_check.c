@@ -1,8 +1,8 @@
 // gemm.comp (the GPU variant, hopper config) on lavapipe at k around the
 // loop-pass model's limit: checks the model's claim for the tiled kernel.
-#include <math.h>
 // Build against tests/spirv/gpu/vk_harness.c, volk_impl.c and the kernels
 // and base libraries of a build (see the kernels README).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
