@@ -118,6 +118,11 @@ typedef struct kiln_emit_dispatch_desc_t {
   uint64_t grid_count;  // LINEAR: values; ROWS: rows
 } kiln_emit_dispatch_desc_t;
 
+// The grid of `desc` at one target's `config`.
+kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
+                                      const kiln_emit_dispatch_desc_t* desc,
+                                      uint32_t out_grid[3]);
+
 // Finds or makes the executable, computes every target's grid, and inserts
 // a barrier where a binding overlaps a range used since the last one.
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,

@@ -59,8 +59,8 @@ static const uint32_t kConvEpilogueSpecs[3] = {
     KILN_SPEC_CONV_ACTIVATION, KILN_SPEC_CONV_HAS_BIAS, KILN_SPEC_CONV_HAS_RESIDUAL};
 
 // Every epilogue kernel binds the residual at 3 (an unused slot repeats
-// binding `placeholder`) and the output at 4, then sets its three spec
-// constants and records the dispatch.
+// binding `placeholder`) and the output at 4, then records the dispatch
+// with its three spec constants (split where a reduction is too long).
 static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
                                                 const kiln_lower_epilogue_t* e,
                                                 bool has_bias, const uint32_t specs[3],
@@ -71,12 +71,8 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e->residual, &desc->bindings[3]));
   }
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc->bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{specs[0], e->activation},
-                                    {specs[1], has_bias},
-                                    {specs[2], e->residual >= 0}};
-  desc->ops = ops;
-  desc->op_count = 3;
-  return kiln_emit_add_dispatch(l->program, desc);
+  kiln_lower_reduction_t r = {specs, e->activation, has_bias, e->residual >= 0};
+  return kiln_lower_add_reduction(l, desc, &r);
 }
 
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).

@@ -227,12 +227,10 @@ kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   desc.bindings[3] = desc.bindings[1];
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[4]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CONV_ACTIVATION, KILN_ACT_NONE},
-                                    {KILN_SPEC_CONV_HAS_BIAS, has_bias},
-                                    {KILN_SPEC_CONV_HAS_RESIDUAL, 0}};
-  desc.ops = ops;
-  desc.op_count = 3;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  static const uint32_t specs[3] = {KILN_SPEC_CONV_ACTIVATION, KILN_SPEC_CONV_HAS_BIAS,
+                                    KILN_SPEC_CONV_HAS_RESIDUAL};
+  kiln_lower_reduction_t r = {specs, KILN_ACT_NONE, has_bias, false};
+  return kiln_lower_add_reduction(l, &desc, &r);
 }
 
 static kiln_status_t kiln_more_choice(const kiln_lower_t* l, const char* attr,

@@ -1,5 +1,5 @@
 // Loop bounds of the row kernels (reduce, softmax, norm, rows_split) and of
-// pool2d, from KILN_KERNEL_MAX_LOOP_ITERATIONS (kernels_abi.h says why), and
+// pool2d, from KILN_KERNEL_MAX_LOOP_ITERATIONS (kernels_loops.h says why), and
 // the three-pass rows_split lowering of softmax and norms over long rows.
 #include "lower_rows.h"
 

@@ -4,6 +4,7 @@
 #ifndef KILN_COMPILER_ONNX_EMIT_LOWER_ROWS_H_
 #define KILN_COMPILER_ONNX_EMIT_LOWER_ROWS_H_
 
+#include "kiln/compiler/kernels_loops.h"
 #include "lower_util.h"
 
 // Values per (row, chunk) work item of `kernel` (one workgroup per item,

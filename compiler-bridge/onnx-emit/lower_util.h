@@ -60,6 +60,23 @@ const char* kiln_lowering_op(size_t index);
 char* kiln_lower_supported_list(void);
 
 // Lowering families.
+// The epilogue of a gemm- or conv-family dispatch: its spec ids
+// (activation, has_bias, has_residual) and their values.
+typedef struct kiln_lower_reduction_t {
+  const uint32_t* specs;
+  uint32_t activation;
+  bool has_bias, has_residual;
+} kiln_lower_reduction_t;
+
+// Records `desc` (bindings 0 and 1 the operands, 2 bias, 3 residual, 4
+// output; push a kiln_kernel_gemm_params_t for gemm, else a
+// kiln_kernel_conv2d_params_t) with epilogue `r`, split into several
+// dispatches over parts of the reduction where one would exceed the loop
+// budget of kernels_loops.h on a target (lower_split.c).
+kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
+                                       const kiln_emit_dispatch_desc_t* desc,
+                                       const kiln_lower_reduction_t* r);
+
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);

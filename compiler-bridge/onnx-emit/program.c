@@ -212,6 +212,22 @@ static kiln_status_t kiln_emit_find_executable(
   return kiln_ok_status();
 }
 
+kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
+                                      const kiln_emit_dispatch_desc_t* desc,
+                                      uint32_t out_grid[3]) {
+  switch (desc->grid) {
+    case KILN_EMIT_GRID_GEMM:
+      return kiln_kernel_grid_gemm(config, desc->push, out_grid);
+    case KILN_EMIT_GRID_CONV2D:
+      return kiln_kernel_grid_conv2d(config, desc->push, out_grid);
+    case KILN_EMIT_GRID_LINEAR:
+      return kiln_kernel_grid_linear(config, desc->grid_count, out_grid);
+    case KILN_EMIT_GRID_ROWS:
+      return kiln_kernel_grid_rows(config, desc->grid_count, out_grid);
+  }
+  return kiln_make_status(KILN_STATUS_INTERNAL, "unknown grid kind %d", (int)desc->grid);
+}
+
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                                      const kiln_emit_dispatch_desc_t* desc) {
   const kiln_kernel_desc_t* kernel = kiln_kernel_desc(desc->kernel);
@@ -245,22 +261,7 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
          desc->binding_count * sizeof(desc->bindings[0]));
   const kiln_emit_executable_t* exe = &program->executables[executable];
   for (size_t t = 0; t < program->target_count; ++t) {
-    const kiln_kernel_config_t* config = &exe->configs[t];
-    uint32_t* grid = dispatch->grids[t];
-    switch (desc->grid) {
-      case KILN_EMIT_GRID_GEMM:
-        KILN_RETURN_IF_ERROR(kiln_kernel_grid_gemm(config, desc->push, grid));
-        break;
-      case KILN_EMIT_GRID_CONV2D:
-        KILN_RETURN_IF_ERROR(kiln_kernel_grid_conv2d(config, desc->push, grid));
-        break;
-      case KILN_EMIT_GRID_LINEAR:
-        KILN_RETURN_IF_ERROR(kiln_kernel_grid_linear(config, desc->grid_count, grid));
-        break;
-      case KILN_EMIT_GRID_ROWS:
-        KILN_RETURN_IF_ERROR(kiln_kernel_grid_rows(config, desc->grid_count, grid));
-        break;
-    }
+    KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&exe->configs[t], desc, dispatch->grids[t]));
   }
   // A barrier when any binding overlaps what was used since the last one
   // (read-after-write, write-after-read and write-after-write alike, since

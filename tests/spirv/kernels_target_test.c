@@ -1,6 +1,7 @@
 // Per-target kernel configurations and dispatch grids.
 #include <string.h>
 
+#include "kiln/compiler/kernels_loops.h"
 #include "kiln/compiler/kernels_target.h"
 #include "kiln/hal/target_triple.h"
 #include "kiln_test.h"
@@ -294,4 +295,73 @@ KILN_TEST(KernelTargetTest, Grids) {
   KILN_EXPECT_EQ(grid[2], 2);
   KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, 5, grid));
   KILN_EXPECT_EQ(grid[0], 5);
+}
+
+// The loop-pass model (kernels_loops.h) of the cpu variants: the sizes that
+// came back cut short on lavapipe exceed the budget, the layers of
+// MobileNetV2 / ResNet-18 stay within it (one dispatch, as before), and a
+// part of the reduction is charged only for its part.
+KILN_TEST(KernelTargetTest, LoopPassModel) {
+  kiln_kernel_arch_caps_t cpu = caps_for("cpu");
+  kiln_kernel_config_t config;
+  uint32_t grid[3];
+  uint64_t passes = 0;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu, KILN_KERNEL_STORAGE_FP32,
+                                           &config));
+  kiln_kernel_gemm_params_t g;
+  memset(&g, 0, sizeof(g));
+  g.m = 3, g.n = 5, g.k = 600000, g.batch = 1;
+  g.a_row_stride = g.k, g.a_col_stride = 1, g.b_row_stride = 5, g.b_col_stride = 1;
+  g.c_row_stride = 5;
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &g, grid));
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_GT(passes, 600000u / 4);  // the vec4 k loop
+  KILN_EXPECT_GT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+  g.k = 1280, g.a_row_stride = 1280;  // MobileNetV2's classifier
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_LT(passes, 2000u);
+  g.a_col_stride = 3;  // no vec4 path: one pass per k
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_GT(passes, 1280u);
+
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu, KILN_KERNEL_STORAGE_FP32,
+                                           &config));
+  kiln_kernel_conv2d_params_t c;
+  memset(&c, 0, sizeof(c));
+  c.batch = 1, c.in_channels = 512, c.in_height = 7, c.in_width = 7;
+  c.out_channels = 512, c.out_height = 7, c.out_width = 7, c.groups = 1;
+  c.kernel_h = 3, c.kernel_w = 3, c.stride_h = 1, c.stride_w = 1, c.pad_top = 1, c.pad_left = 1;
+  c.dilation_h = 1, c.dilation_w = 1;  // ResNet-18's widest 3x3
+  KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &c, grid));
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_LT(passes, KILN_KERNEL_LOOP_PASS_BUDGET / 4);
+  c.in_channels = 4096;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_GT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+  c.ci_begin = 2048, c.ci_end = 4096;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_LT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+
+  // RepLKNet's depthwise 31x31 at 1x64x56x56; a third of its rows fits.
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_DEPTHWISE_CONV2D, &cpu,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  memset(&c, 0, sizeof(c));
+  c.batch = 1, c.in_channels = 64, c.in_height = 56, c.in_width = 56;
+  c.out_channels = 64, c.out_height = 56, c.out_width = 56, c.groups = 64;
+  c.kernel_h = 31, c.kernel_w = 31, c.stride_h = 1, c.stride_w = 1, c.pad_top = 15;
+  c.pad_left = 15, c.dilation_h = 1, c.dilation_w = 1;
+  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, 64u * 56 * 56, grid));
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_GT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+  c.kh_end = 10;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_LT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+  c.kernel_h = 3, c.kernel_w = 3, c.pad_top = 1, c.pad_left = 1, c.kh_end = 0;  // MobileNetV2
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &c, grid, &passes));
+  KILN_EXPECT_LT(passes, KILN_KERNEL_LOOP_PASS_BUDGET / 4);
+
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &cpu, KILN_KERNEL_STORAGE_FP32,
+                                           &config));
+  KILN_EXPECT_STATUS(KILN_STATUS_UNIMPLEMENTED,
+                     kiln_kernel_loop_passes(&config, &c, grid, &passes));
 }

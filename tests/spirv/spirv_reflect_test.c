@@ -69,7 +69,7 @@ KILN_TEST(SpirvReflectTest, Conv2dHasOneSpecWorkgroupDim) {
   KILN_EXPECT_EQ(r.workgroup_size[0].spec_id, 0);
   KILN_EXPECT_FALSE(r.workgroup_size[1].is_spec_constant);
   KILN_EXPECT_EQ(r.workgroup_size[1].size, 1);
-  KILN_EXPECT_EQ(r.push_constant_size, 72);
+  KILN_EXPECT_EQ(r.push_constant_size, 88);
   expect_spec(&r, KILN_SPEC_CONV_CO_BLOCK, KILN_SPIRV_SCALAR_UINT32, 4);
   KILN_EXPECT_EQ(r.binding_count, 5);
 }

@@ -38,6 +38,7 @@ void main() {
   const int ih0 = int(oh * p.stride_h) - int(p.pad_top);
   const int iw0 = int(ow * p.stride_w) - int(p.pad_left);
   const uint co_last = min(co0 + CO_BLOCK, p.out_channels) - 1;
+  const uint ci_end = kiln_ci_end(cig), kh_end = kiln_kh_end();
 
   float acc[CO_BLOCK];
   for (uint j = 0; j < CO_BLOCK; ++j) acc[j] = 0.0;
@@ -45,8 +46,8 @@ void main() {
   if (co0 / cog == co_last / cog) {
     // The whole block is in one group: share each input value.
     const uint x_base = (n * p.in_channels + (co0 / cog) * cig) * plane;
-    for (uint ci = 0; ci < cig; ++ci) {
-      for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint ci = p.ci_begin; ci < ci_end; ++ci) {
+      for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         int ih = ih0 + int(kh * p.dilation_h);
         if (ih < 0 || ih >= int(p.in_height)) continue;
         for (uint kw = 0; kw < p.kernel_w; ++kw) {
@@ -67,8 +68,8 @@ void main() {
       uint co = co0 + j;
       if (co > co_last) break;
       const uint x_base = (n * p.in_channels + (co / cog) * cig) * plane;
-      for (uint ci = 0; ci < cig; ++ci) {
-        for (uint kh = 0; kh < p.kernel_h; ++kh) {
+      for (uint ci = p.ci_begin; ci < ci_end; ++ci) {
+        for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
           int ih = ih0 + int(kh * p.dilation_h);
           if (ih < 0 || ih >= int(p.in_height)) continue;
           for (uint kw = 0; kw < p.kernel_w; ++kw) {

@@ -131,6 +131,7 @@ void main() {
   const uint khw = p.kernel_h * p.kernel_w;
   const uint plane = p.in_height * p.in_width;
   const uint co_last = min(co0 + CO_BLOCK, p.out_channels) - 1;
+  const uint ci_end = kiln_ci_end(cig), kh_end = kiln_kh_end();
 
   // Top-left input coordinates of pixels pix0 + [0, 4) (a) and + [4, 8) (b).
   ivec4 ih0a, iw0a, ih0b, iw0b;
@@ -154,8 +155,8 @@ void main() {
   // channel's 3 weights as two texels (not 3); 22 loads per 3 taps, not 48.
   const bool row8 = p.kernel_w == 3 && p.dilation_w == 1 &&
                     (p.stride_w == 1 || p.stride_w == 2) && (p.out_width & 7) == 0;
-  const uint row8_cig = (shared_group && row8) ? cig : 0;
-  const uint shared_cig = (shared_group && !row8) ? cig : 0;
+  const uint row8_end = (shared_group && row8) ? ci_end : 0;
+  const uint shared_end = (shared_group && !row8) ? ci_end : 0;
   {
     const bool s1 = p.stride_w == 1;
     const uint oh = pix0 / p.out_width;
@@ -163,8 +164,8 @@ void main() {
     const bvec4 ok0 = cols_ok(iw0), ok1 = cols_ok(iw0 + 4), ok2 = cols_ok(iw0 + 8);
     const bvec4 ok3 = cols_ok(iw0 + 12), ok4 = cols_ok(iw0 + 16);
     const int x_last4 = textureSize(x_t) - 1;
-    for (uint ci = 0; ci < row8_cig; ++ci) {
-      for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint ci = p.ci_begin; ci < row8_end; ++ci) {
+      for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         const int ih = int(oh * p.stride_h + kh * p.dilation_h) - int(p.pad_top);
         const bool row_ok = ih >= 0 && ih < int(p.in_height);
         const int start = int(x_base + ci * plane) +
@@ -203,9 +204,9 @@ void main() {
       }
     }
   }
-  for (uint ci = 0; ci < shared_cig; ++ci) {
+  for (uint ci = p.ci_begin; ci < shared_end; ++ci) {
     const uint x_plane = x_base + ci * plane;
-    for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
       const int dh = int(kh * p.dilation_h);
       for (uint kw = 0; kw < p.kernel_w; ++kw) {
         const int dw = int(kw * p.dilation_w);
@@ -240,8 +241,8 @@ void main() {
     const uint co = co0 + j;
     const uint xb = (n * p.in_channels + (co / cog) * cig) * plane;
     vec4 acc_a = vec4(0), acc_b = vec4(0);
-    for (uint ci = 0; ci < cig; ++ci) {
-      for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint ci = p.ci_begin; ci < ci_end; ++ci) {
+      for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         const int dh = int(kh * p.dilation_h);
         for (uint kw = 0; kw < p.kernel_w; ++kw) {
           const int dw = int(kw * p.dilation_w);

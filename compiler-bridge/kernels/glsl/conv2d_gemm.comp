@@ -59,18 +59,20 @@ void main() {
   float acc[TM * TN];
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
 
-  for (uint k0 = 0; k0 < k_total; k0 += TK) {
+  // Input channels [ci_begin, ci_end) as a k range (kernel rows: all).
+  const uint k_end = kiln_ci_end(cig) * khw;
+  for (uint k0 = p.ci_begin * khw; k0 < k_end; k0 += TK) {
     for (uint i = tid; i < TK * TILE_M; i += threads) {
       uint kk = i % TK, mm = i / TK;
       uint row = row0 + mm, k = k0 + kk;
       a_tile[kk * A_STRIDE + mm] =
-          (row < cog && k < k_total) ? LOAD(w[w_base + row * k_total + k]) : 0.0;
+          (row < cog && k < k_end) ? LOAD(w[w_base + row * k_total + k]) : 0.0;
     }
     for (uint i = tid; i < TK * TILE_N; i += threads) {
       uint nn = i % TILE_N, kk = i / TILE_N;
       uint pix = col0 + nn, k = k0 + kk;
       float v = 0.0;
-      if (pix < pixels && k < k_total) {
+      if (pix < pixels && k < k_end) {
         uint ci = k / khw, r = k % khw;
         uint kh = r / p.kernel_w, kw = r % p.kernel_w;
         int ih = int((pix / p.out_width) * p.stride_h + kh * p.dilation_h) - int(p.pad_top);

@@ -30,6 +30,7 @@ void main() {
   const uint cig = p.in_channels / p.groups;
   const uint plane = p.in_height * p.in_width;
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint ci_end = kiln_ci_end(cig), kh_end = kiln_kh_end();
   for (uint index = gl_GlobalInvocationID.x; index < total; index += stride) {
     uint ow = index % p.out_width;
     uint oh = (index / p.out_width) % p.out_height;
@@ -38,7 +39,7 @@ void main() {
     uint n = nc / p.out_channels;
     uint g = co / cog, col = co % cog;
     float acc = 0.0;
-    for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
       int th = int(oh + p.pad_top) - int(kh * p.dilation_h);
       if (th < 0 || th % int(p.stride_h) != 0) continue;
       uint ih = uint(th) / p.stride_h;
@@ -48,7 +49,7 @@ void main() {
         if (tw < 0 || tw % int(p.stride_w) != 0) continue;
         uint iw = uint(tw) / p.stride_w;
         if (iw >= p.in_width) continue;
-        for (uint c = 0; c < cig; ++c) {
+        for (uint c = p.ci_begin; c < ci_end; ++c) {
           uint ci = g * cig + c;
           acc += LOAD(x[(n * p.in_channels + ci) * plane + ih * p.in_width + iw]) *
                  LOAD(w[((ci * cog + col) * p.kernel_h + kh) * p.kernel_w + kw]);

@@ -26,6 +26,7 @@ void main() {
   const uint multiplier = p.out_channels / p.in_channels;
   const uint plane = p.in_height * p.in_width;
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  const uint kh_end = kiln_kh_end();
   for (uint index = gl_GlobalInvocationID.x; index < total; index += stride) {
     uint ow = index % p.out_width;
     uint oh = (index / p.out_width) % p.out_height;
@@ -37,7 +38,7 @@ void main() {
     int ih0 = int(oh * p.stride_h) - int(p.pad_top);
     int iw0 = int(ow * p.stride_w) - int(p.pad_left);
     float acc = 0.0;
-    for (uint kh = 0; kh < p.kernel_h; ++kh) {
+    for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
       int ih = ih0 + int(kh * p.dilation_h);
       if (ih < 0 || ih >= int(p.in_height)) continue;
       for (uint kw = 0; kw < p.kernel_w; ++kw) {

@@ -236,7 +236,8 @@ void main() {
   const bool wide3 = p.kernel_w == 3 && p.kernel_h == 3 && p.dilation_w == 1 &&
                      p.dilation_h == 1 && (p.stride_w == 1 || p.stride_w == 2) &&
                      (p.stride_h == 1 || p.stride_h == 2) &&
-                     ((p.batch * p.in_channels * plane) & 3) == 0;
+                     ((p.batch * p.in_channels * plane) & 3) == 0 &&
+                     p.kh_begin == 0 && kiln_kh_end() == 3;
   // Each path is its own loop: the path not taken costs one masked
   // iteration rather than one per item.
   for (uint item = gl_GlobalInvocationID.x; wide3 && item < items3; item += stride) {
@@ -257,12 +258,13 @@ void main() {
     const uint x_base = (n * p.in_channels + co / multiplier) * plane;
     const uint w_base = co * p.kernel_h * p.kernel_w;
     const uint count = min(TW, p.out_width - ow0);
+    const uint kh_end = kiln_kh_end();
     for (uint t = 0; t < count; ++t) {
       const uint ow = ow0 + t;
       const int ih0 = int(oh * p.stride_h) - int(p.pad_top);
       const int iw0 = int(ow * p.stride_w) - int(p.pad_left);
       float acc = 0.0;
-      for (uint kh = 0; kh < p.kernel_h; ++kh) {
+      for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         int ih = ih0 + int(kh * p.dilation_h);
         if (ih < 0 || ih >= int(p.in_height)) continue;
         for (uint kw = 0; kw < p.kernel_w; ++kw) {

@@ -24,20 +24,8 @@ extern "C" {
 // Grid-stride kernels cap grid.x here (the Vulkan minimum of
 // maxComputeWorkGroupCount[0]) and loop over the rest.
 #define KILN_KERNEL_MAX_GRID_X 65535u
-// The most iterations any one loop of a kernel runs per invocation; the
-// lowering sizes chunks and window tiles from it, so every loop is bounded
-// by construction, whatever the tensor sizes. Why: Mesa's llvmpipe
-// (lavapipe) silently ends shader loops. Measured on Mesa 22.3.6 with a
-// probe shader: ONE counter per invocation (per 8-lane SIMD batch), shared
-// by every loop of the shader, not reset on loop entry nor at barriers;
-// each loop-header pass (every iteration, plus one per loop exit) takes one
-// of its 65535 passes. Two loops of 40000 ran 40000 and 25534 times; 300x300
-// nested ran 65101 inner iterations; 70000 x 1 nested ran 21845. So the sum
-// of all loop passes of an invocation must stay below 65535: kernels keep
-// at most a few bounded loops (three of 4096 plus grid-stride and reduction
-// loops of at most a few hundred), well inside it. The bound also keeps one
-// invocation's work short on GPUs with a watchdog.
-#define KILN_KERNEL_MAX_LOOP_ITERATIONS 4096u
+// Loop bounds (llvmpipe ends loops after a per-invocation pass budget):
+// kiln/compiler/kernels_loops.h.
 // Every binding is at most 128 MiB (kiln_emit_add_dispatch), so a tensor has
 // at most 2^25 floats and grid-stride loops over 65535 workgroups run at
 // most ceil(2^25 / 65535) = 513 times.
@@ -69,14 +57,20 @@ _Static_assert(sizeof(kiln_kernel_gemm_params_t) == 80, "gemm push constants");
 // conv2d_gemm (implicit GEMM, gemm's spec ids and tiling)
 // (ceil(OH*OW / (WG_X*TN)), ceil(C_out/groups / (WG_Y*TM)), N*groups);
 // depthwise and transpose: linear over N*C_out*OH*OW (kiln_kernel_grid_linear).
+// ci_* and kh_* select the part of the reduction one dispatch sums: input
+// channels [ci_begin, ci_end) of each group and kernel rows [kh_begin,
+// kh_end); an end of 0 means to the end. The bridge splits a reduction
+// that would exceed KILN_KERNEL_LOOP_PASS_BUDGET (kernels_loops.h) into
+// several dispatches accumulating into the output. conv2d_gemm ignores kh_*.
 typedef struct kiln_kernel_conv2d_params_t {
   uint32_t batch, in_channels, in_height, in_width;
   uint32_t out_channels, out_height, out_width, groups;
   uint32_t kernel_h, kernel_w, stride_h, stride_w;
   uint32_t pad_top, pad_left, dilation_h, dilation_w;
   float alpha, beta;
+  uint32_t ci_begin, ci_end, kh_begin, kh_end;
 } kiln_kernel_conv2d_params_t;
-_Static_assert(sizeof(kiln_kernel_conv2d_params_t) == 72, "conv push constants");
+_Static_assert(sizeof(kiln_kernel_conv2d_params_t) == 88, "conv push constants");
 
 // binary: bindings 0 A (ro), 1 B (ro), 2 out. out = act(A op B) with shapes
 // right-aligned to rank 6 (leading 1s); a broadcast dim has stride 0.

@@ -1,0 +1,188 @@
+// Loop passes per invocation of the reduction kernels (kernels_loops.h):
+// each formula follows its kernel's loops (kiln_loops_loop: T + 1 passes,
+// and the exit pass runs the body masked, a pass per nested loop);
+// branches no lane of an invocation takes cost a pass per loop
+// (KILN_LOOPS_MASKED).
+// Loops with a constant trip count are counted too, except where the
+// measurement in kernels_loops.h saw them unrolled.
+#include <string.h>
+
+#include "kiln/compiler/kernels_loops.h"
+
+// The fixed loops of an epilogue (stores, activation of vec4s, per-row
+// bias): gemm_cpu's are about 240 passes, conv2d_cpu's about 330.
+#define KILN_LOOPS_EPILOGUE 512u
+// Branches the lanes of an invocation do not take: llvmpipe still enters
+// their loops, for one pass each.
+#define KILN_LOOPS_MASKED 16u
+
+static uint64_t kiln_loops_ceil_div(uint64_t a, uint64_t b) { return b ? (a + b - 1) / b : a; }
+
+// One run of a loop of `trips` trips whose body costs `body` passes and
+// holds `nested` loop statements: trips + 1 passes of its own, and on the
+// exit pass the body runs once more, masked, each nested loop for a pass.
+static uint64_t kiln_loops_loop(uint64_t trips, uint64_t body, uint64_t nested) {
+  return trips + 1 + trips * body + nested;
+}
+
+// gemm_cpu: one of four vec4 k loops (k / 4 trips) and the scalar k tail,
+// none with a loop inside.
+static uint64_t kiln_loops_gemm_cpu(const kiln_kernel_gemm_params_t* p) {
+  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
+                    (p->a_batch_stride & 3) == 0;
+  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0;
+  const uint64_t k4_end = (a_k4 && (b_k4 || p->b_col_stride == 1)) ? (p->k & ~3u) : 0;
+  return 9 /* column bases */ + 4 + k4_end / 4 + kiln_loops_loop(p->k - k4_end, 0, 0) +
+         KILN_LOOPS_EPILOGUE;
+}
+
+// gemm and conv2d_gemm (shared-memory tiles): per TK step, the two tile
+// loads and the TK x TM x TN nest, which is unrolled at TK <= 16 and
+// TM, TN <= 4 (measured) and counted in full otherwise.
+static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k) {
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
+  const uint64_t tk = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 16);
+  const uint64_t wg_x = config->workgroup_size[0], wg_y = config->workgroup_size[1];
+  const uint64_t threads = wg_x * wg_y > 0 ? wg_x * wg_y : 1;
+  const bool unrolled = tk <= 16 && tm <= 4 && tn <= 4;
+  const uint64_t nest =
+      unrolled ? 0
+               : kiln_loops_loop(tk, (tn + 1) + kiln_loops_loop(tm, tn + 1, 1), 3);
+  const uint64_t step = kiln_loops_loop(kiln_loops_ceil_div(tk * wg_y * tm, threads), 0, 0) +
+                        kiln_loops_loop(kiln_loops_ceil_div(tk * wg_x * tn, threads), 0, 0) +
+                        nest;
+  const uint64_t fixed = (tm * tn + 1) + kiln_loops_loop(tm, tn + 1, 1);
+  return kiln_loops_loop(kiln_loops_ceil_div(k, tk ? tk : 1), step, unrolled ? 2 : 6) + fixed +
+         KILN_LOOPS_EPILOGUE;
+}
+
+// The part of a conv reduction one dispatch covers (kernels_abi.h).
+typedef struct kiln_loops_conv_range_t {
+  uint64_t channels;  // input channels of the group in [ci_begin, ci_end)
+  uint64_t rows;      // kernel rows in [kh_begin, kh_end)
+} kiln_loops_conv_range_t;
+
+static kiln_loops_conv_range_t kiln_loops_range(const kiln_kernel_conv2d_params_t* p) {
+  const uint64_t cig = p->groups ? p->in_channels / p->groups : p->in_channels;
+  uint64_t ci_end = p->ci_end == 0 || p->ci_end > cig ? cig : p->ci_end;
+  uint64_t kh_end = p->kh_end == 0 || p->kh_end > p->kernel_h ? p->kernel_h : p->kh_end;
+  kiln_loops_conv_range_t r = {ci_end > p->ci_begin ? ci_end - p->ci_begin : 0,
+                               kh_end > p->kh_begin ? kh_end - p->kh_begin : 0};
+  return r;
+}
+
+// The kh loop over `rows` rows of a kw loop whose taps cost `tap` passes
+// and hold `tap_loops` loops.
+static uint64_t kiln_loops_window(uint64_t rows, uint64_t kernel_w, uint64_t tap,
+                                  uint64_t tap_loops) {
+  return kiln_loops_loop(rows, kiln_loops_loop(kernel_w, tap, tap_loops), 1 + tap_loops);
+}
+
+// Grid-stride kernels: items each invocation walks.
+static uint64_t kiln_loops_items(const kiln_kernel_config_t* config, const uint32_t grid[3],
+                                 uint64_t items) {
+  return kiln_loops_ceil_div(items, (uint64_t)grid[0] * config->workgroup_size[0]);
+}
+
+static uint64_t kiln_loops_conv2d(const kiln_kernel_config_t* config,
+                                  const kiln_kernel_conv2d_params_t* p) {
+  const kiln_loops_conv_range_t r = kiln_loops_range(p);
+  const uint64_t cog = p->groups ? p->out_channels / p->groups : p->out_channels;
+  // The channel loop around the window (ci, kh, kw: 3 loops).
+  const uint64_t channels =
+      kiln_loops_loop(r.channels, kiln_loops_window(r.rows, p->kernel_w, 0, 0), 2);
+  if (config->variant == KILN_KERNEL_VARIANT_CPU) {
+    // 8-channel blocks: the 3-wide row path (cheaper) or the general path,
+    // or, where a block straddles groups, one channel at a time.
+    const bool straddle = p->groups > 1 && cog % 8 != 0;
+    return (straddle ? kiln_loops_loop(8, channels, 3) : channels) + KILN_LOOPS_MASKED +
+           KILN_LOOPS_EPILOGUE;
+  }
+  // The CO_BLOCK loop per tap is unrolled up to 16 (measured).
+  const uint64_t block = kiln_kernel_config_spec(config, KILN_SPEC_CONV_CO_BLOCK, 4);
+  const uint64_t tap = block <= 16 ? 0 : block + 1;
+  const uint64_t tap_loops = block <= 16 ? 0 : 1;
+  const uint64_t shared = kiln_loops_loop(
+      r.channels, kiln_loops_window(r.rows, p->kernel_w, tap, tap_loops), 2 + tap_loops);
+  const uint64_t own = kiln_loops_loop(block, channels, 3);
+  const bool straddle = p->groups > 1 && cog % block != 0;
+  return (straddle && own > shared ? own : shared) + 3 * (block + 1) + KILN_LOOPS_MASKED +
+         KILN_LOOPS_EPILOGUE;
+}
+
+static uint64_t kiln_loops_depthwise(const kiln_kernel_config_t* config,
+                                     const kiln_kernel_conv2d_params_t* p,
+                                     const uint32_t grid[3]) {
+  const kiln_loops_conv_range_t r = kiln_loops_range(p);
+  const uint64_t window = kiln_loops_window(r.rows, p->kernel_w, 0, 0);
+  const uint64_t planes = (uint64_t)p->batch * p->out_channels;
+  if (config->variant == KILN_KERNEL_VARIANT_CPU) {
+    // 3x3 items: 8 rows of a 16- (8-) wide column, at most 40 passes a
+    // row; other items: 8 outputs of one row (t, kh, kw: 3 loops).
+    const uint64_t tile3 = p->stride_w == 1 ? 16 : 8;
+    const uint64_t items3 = planes * kiln_loops_ceil_div(p->out_width, tile3) *
+                            kiln_loops_ceil_div(p->out_height, 8);
+    const uint64_t items = planes * p->out_height * kiln_loops_ceil_div(p->out_width, 8);
+    const bool may_be_3x3 = p->kernel_h == 3 && p->kernel_w == 3;
+    const uint64_t path3 =
+        may_be_3x3 ? kiln_loops_loop(kiln_loops_items(config, grid, items3), 9 + 8 * 40, 8) : 1;
+    const uint64_t item = kiln_loops_loop(8, window, 2) + 8 * 8;  // + stores
+    return path3 + kiln_loops_loop(kiln_loops_items(config, grid, items), item, 4) +
+           KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+  }
+  const uint64_t outputs = planes * p->out_height * p->out_width;
+  return kiln_loops_loop(kiln_loops_items(config, grid, outputs), window, 2) +
+         KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
+// Per output: the kh loop, the kw loop of each row, the channel loop of
+// each tap.
+static uint64_t kiln_loops_transpose(const kiln_kernel_config_t* config,
+                                     const kiln_kernel_conv2d_params_t* p,
+                                     const uint32_t grid[3]) {
+  const kiln_loops_conv_range_t r = kiln_loops_range(p);
+  const uint64_t window =
+      kiln_loops_window(r.rows, p->kernel_w, kiln_loops_loop(r.channels, 0, 0), 1);
+  const uint64_t outputs = (uint64_t)p->batch * p->out_channels * p->out_height * p->out_width;
+  return kiln_loops_loop(kiln_loops_items(config, grid, outputs), window, 3) +
+         KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
+kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
+                                      const void* params, const uint32_t grid[3],
+                                      uint64_t* out_passes) {
+  if (out_passes) *out_passes = 0;
+  if (!config || !params || !grid || !out_passes) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "loop passes: NULL argument");
+  }
+  const kiln_kernel_gemm_params_t* gemm = params;
+  const kiln_kernel_conv2d_params_t* conv = params;
+  switch (config->kernel) {
+    case KILN_KERNEL_GEMM:
+      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
+                                                               : kiln_loops_tiled(config, gemm->k);
+      return kiln_ok_status();
+    case KILN_KERNEL_CONV2D_GEMM: {
+      const kiln_loops_conv_range_t r = kiln_loops_range(conv);
+      *out_passes = kiln_loops_tiled(config, r.channels * conv->kernel_h * conv->kernel_w);
+      return kiln_ok_status();
+    }
+    case KILN_KERNEL_CONV2D:
+      *out_passes = kiln_loops_conv2d(config, conv);
+      return kiln_ok_status();
+    case KILN_KERNEL_DEPTHWISE_CONV2D:
+      *out_passes = kiln_loops_depthwise(config, conv, grid);
+      return kiln_ok_status();
+    case KILN_KERNEL_CONV_TRANSPOSE2D:
+      *out_passes = kiln_loops_transpose(config, conv, grid);
+      return kiln_ok_status();
+    default:
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "loop passes of kernel '%s' are not modelled",
+                              kiln_kernel_desc(config->kernel)
+                                  ? kiln_kernel_desc(config->kernel)->name
+                                  : "?");
+  }
+}
