@@ -8,6 +8,7 @@
 // be 32-bit, and the workgroup memory after specialization is reported for
 // the device-limit check. Runs after SPIRV-Tools validation; still checks
 // every index it reads.
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,11 +65,21 @@ typedef struct kiln_spirv_resource_t {
   bool read_only;
 } kiln_spirv_resource_t;
 
-#define REFUSE(r, ...)                                                     \
-  kiln_status_annotate(                                                    \
-      kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, __VA_ARGS__),         \
-      "executable '%s' variant %u ('%s')", (r)->exe, (r)->variant_index,  \
-      (r)->variant->selector)
+// A refusal whose message names the executable and variant first.
+static kiln_status_t refuse(const kiln_spirv_reflector_t* r,
+                            const char* format, ...) KILN_PRINTF_LIKE(2, 3);
+static kiln_status_t refuse(const kiln_spirv_reflector_t* r,
+                            const char* format, ...) {
+  char detail[384];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(detail, sizeof(detail), format, args);
+  va_end(args);
+  return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                          "executable '%s' variant %u ('%s'): %s", r->exe,
+                          r->variant_index, r->variant->selector, detail);
+}
+#define REFUSE refuse
 
 // The defining instruction of `id` (its first word), or NULL.
 static const uint32_t* def(const kiln_spirv_reflector_t* r, uint32_t id) {
@@ -452,7 +463,8 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
   }
   if (!ep) return REFUSE(r, "no compute entry point '%s'", entry->name);
   // SPIR-V 1.4+ lists every global an entry point uses; before, only
-  // inputs and outputs, so every global of the module counts.
+  // inputs and outputs, so every global of the module counts (compilers
+  // drop unused ones; a superset is safe, a missing binding is not).
   bool listed = r->words[1] >= 0x00010400;
   uint32_t size[3];
   KILN_RETURN_IF_ERROR(workgroup_size(r, ep[2], entry->name, size));
@@ -489,18 +501,38 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
                       entry->name, variable);
       }
     } else if (storage == kScPushConstant) {
-      if (++push_count > 1 || !type_size(r, pointee, true, 0, &push_bytes)) {
+      // Before SPIR-V 1.4 a module of several entry points (spirv-link)
+      // holds each one's block: the largest must match.
+      if ((listed && ++push_count > 1) ||
+          !type_size(r, pointee, true, 0, &bytes)) {
         return REFUSE(r, "entry point '%s': push constants: one block of "
                       "evaluable size expected", entry->name);
       }
+      if (bytes > push_bytes) push_bytes = bytes;
     } else if (storage == kScUniformConstant || storage == kScUniform ||
                storage == kScStorageBuffer) {
+      kiln_spirv_resource_t resource;
+      KILN_RETURN_IF_ERROR(classify(r, variable, storage, pointee, &resource));
+      // Variables sharing a set and binding (linked modules) must agree.
+      uint32_t same = 0;
+      while (same < found_count && (found[same].set != resource.set ||
+                                    found[same].binding != resource.binding)) {
+        ++same;
+      }
+      if (same < found_count) {
+        if (found[same].type != resource.type) {
+          return REFUSE(r, "entry point '%s': set %u binding %u has two "
+                        "descriptor types in the SPIR-V",
+                        entry->name, resource.set, resource.binding);
+        }
+        found[same].read_only = found[same].read_only && resource.read_only;
+        continue;
+      }
       if (found_count == KILN_HAL_MAX_BINDINGS_PER_DISPATCH) {
         return REFUSE(r, "entry point '%s': more than %d bindings",
                       entry->name, KILN_HAL_MAX_BINDINGS_PER_DISPATCH);
       }
-      KILN_RETURN_IF_ERROR(
-          classify(r, variable, storage, pointee, &found[found_count++]));
+      found[found_count++] = resource;
     }
   }
   if (push_bytes != entry->push_constant_bytes) {
