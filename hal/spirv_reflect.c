@@ -387,11 +387,15 @@ static kiln_status_t classify(const kiln_spirv_reflector_t* r,
 }
 
 // The entry point's specialized workgroup size: the WorkgroupSize built-in
-// if any, else LocalSizeId, else LocalSize.
+// if any, else LocalSizeId, else LocalSize. The built-in takes precedence
+// by the spec, but a LocalSize beside it must not exceed it: drivers have
+// been seen to size things by LocalSize anyway (lavapipe crashed on a
+// LocalSize y of 0xffffffff); compilers emit 1x1x1 or the same size.
 static kiln_status_t workgroup_size(const kiln_spirv_reflector_t* r,
                                     uint32_t function, const char* name,
                                     uint32_t out[3]) {
-  bool found = false;
+  bool has_mode = false, has_builtin = false;
+  uint32_t mode[3] = {0, 0, 0};
   for (size_t at = 5; at < r->count; at += r->words[at] >> 16) {
     const uint32_t* d = &r->words[at];
     uint32_t op = d[0] & 0xffff, length = d[0] >> 16;
@@ -407,26 +411,35 @@ static kiln_status_t workgroup_size(const kiln_spirv_reflector_t* r,
         }
         out[i] = (uint32_t)value[i];
       }
-      return kiln_ok_status();
+      has_builtin = true;
+      continue;
     }
-    if (found || length < 6 || d[1] != function) continue;
+    if (has_mode || length < 6 || d[1] != function) continue;
     if (op == kOpExecutionMode && d[2] == kModeLocalSize) {
-      memcpy(out, &d[3], 3 * sizeof(uint32_t));
-      found = true;
+      memcpy(mode, &d[3], sizeof(mode));
+      has_mode = true;
     } else if (op == kOpExecutionModeId && d[2] == kModeLocalSizeId) {
       for (uint32_t i = 0; i < 3; ++i) {
         if (!known(r, d[3 + i], &value[i])) {
           return REFUSE(r, "entry point '%s': LocalSizeId operand %u is not "
                         "a constant kiln can evaluate", name, i);
         }
-        out[i] = (uint32_t)value[i];
+        mode[i] = (uint32_t)value[i];
       }
-      found = true;
+      has_mode = true;
     }
   }
-  if (!found) {
+  if (!has_builtin && !has_mode) {
     return REFUSE(r, "entry point '%s': the SPIR-V declares no workgroup "
                   "size", name);
+  }
+  if (!has_builtin) {
+    memcpy(out, mode, sizeof(mode));
+  } else if (has_mode && (mode[0] > out[0] || mode[1] > out[1] ||
+                          mode[2] > out[2])) {
+    return REFUSE(r, "entry point '%s': LocalSize %ux%ux%u exceeds the "
+                  "WorkgroupSize built-in %ux%ux%u", name, mode[0], mode[1],
+                  mode[2], out[0], out[1], out[2]);
   }
   return kiln_ok_status();
 }

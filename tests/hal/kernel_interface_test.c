@@ -91,6 +91,8 @@ KILN_TEST(KernelInterfaceTest, UneditedKernelIsAccepted) {
 KILN_TEST(KernelInterfaceTest, LocalSizeEditsAreRefused) {
   kiln_hal_device_t* device = kiln_test_device_create();
   // y (then z) = 0xffffffff; then x 64 -> 65, one bit within limits.
+  // glslc also emits a WorkgroupSize built-in (64x1x1), which takes
+  // precedence; a LocalSize beyond it is refused all the same.
   const uint32_t edits[][2] = {{1, 0xffffffffu}, {2, 0xffffffffu}, {0, 65}};
   for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); ++i) {
     scale_add_case_t c;
@@ -108,8 +110,8 @@ KILN_TEST(KernelInterfaceTest, LocalSizeEditsAreRefused) {
   c.spirv.words[find_literal(&c.spirv, kOpExecutionMode, kModeLocalSize, 0)] =
       65;
   expect_refused(device, &c, KILN_STATUS_INVALID_ARGUMENT,
-                 "workgroup size is 65x1x1 in the specialized SPIR-V but the "
-                 "module declares 64x1x1");
+                 "entry point 'main': LocalSize 65x1x1 exceeds the "
+                 "WorkgroupSize built-in 64x1x1");
   kiln_test_device_release(device);
 }
 
@@ -174,7 +176,7 @@ KILN_TEST(KernelInterfaceTest, DescriptorTypeMismatchIsRefused) {
   scale_add_case_init(&c);
   c.bindings[0].type = KILN_HAL_BINDING_UNIFORM_TEXEL_BUFFER_VEC4F32;
   expect_refused(device, &c, KILN_STATUS_INVALID_ARGUMENT,
-                 "set 0 binding 0 is a storage buffer in the SPIR-V but the "
+                 "set 0 binding 0 is a read-only storage buffer in the SPIR-V but the "
                  "module declares a read-only uniform texel buffer");
   // A buffer the kernel writes declared read-only (barriers would be
   // skipped for it).
