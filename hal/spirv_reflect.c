@@ -33,7 +33,9 @@ enum {
   kScUniformConstant = 0, kScUniform = 2, kScWorkgroup = 4,
   kScPushConstant = 9, kScStorageBuffer = 12, kModeLocalSize = 17,
   kModeLocalSizeId = 38, kDimBuffer = 5,
-  kMaxSpecConstants = 64, kMaxTypeDepth = 16,
+  kMaxSpecConstants = 64, kMaxTypeDepth = 16, kMaxTypeVisits = 1 << 16,
+  // Each entry point costs a few passes over the words.
+  kMaxEntryWords = 1 << 26, kMaxResourceVariables = 128,
 };
 
 enum {
@@ -56,6 +58,7 @@ typedef struct kiln_spirv_reflector_t {
   const kiln_hal_executable_variant_spec_t* variant;
   const char* exe;
   uint32_t variant_index;
+  uint32_t type_visits;  // bounds type_size over nested structs
   bool spec_found[kMaxSpecConstants];
 } kiln_spirv_reflector_t;
 
@@ -294,10 +297,13 @@ static uint32_t member_offset(const kiln_spirv_reflector_t* r,
 
 // Bytes a type occupies; `offsets` uses the Offset decorations of structs
 // (push constants) rather than packing members (workgroup memory).
-static bool type_size(const kiln_spirv_reflector_t* r, uint32_t type,
+static bool type_size(kiln_spirv_reflector_t* r, uint32_t type,
                       bool offsets, int depth, uint64_t* out) {
   const uint32_t* d = def(r, type);
-  if (!d || depth > kMaxTypeDepth) return false;
+  // Structs of structs can fan out exponentially: a budget, not a guess.
+  if (!d || depth > kMaxTypeDepth || ++r->type_visits > kMaxTypeVisits) {
+    return false;
+  }
   uint32_t op = d[0] & 0xffff, length = d[0] >> 16;
   uint64_t inner = 0, count = 0;
   switch (op) {
@@ -489,7 +495,7 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
                   entry->workgroup_size[2]);
   }
   kiln_spirv_resource_t found[KILN_HAL_MAX_BINDINGS_PER_DISPATCH];
-  uint32_t found_count = 0, push_count = 0;
+  uint32_t found_count = 0, push_count = 0, resource_count = 0;
   uint64_t push_bytes = 0, shared = 0;
   for (size_t at = 5; at < r->count; at += r->words[at] >> 16) {
     const uint32_t* d = &r->words[at];
@@ -524,6 +530,10 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
       if (bytes > push_bytes) push_bytes = bytes;
     } else if (storage == kScUniformConstant || storage == kScUniform ||
                storage == kScStorageBuffer) {
+      if (++resource_count > kMaxResourceVariables) {
+        return REFUSE(r, "entry point '%s': more than %d resource variables",
+                      entry->name, kMaxResourceVariables);
+      }
       kiln_spirv_resource_t resource;
       KILN_RETURN_IF_ERROR(classify(r, variable, storage, pointee, &resource));
       // Variables sharing a set and binding (linked modules) must agree.
@@ -606,6 +616,11 @@ kiln_status_t kiln_hal_spirv_check_interface(
   if (r.bound > r.count) {
     return REFUSE(&r, "SPIR-V id bound %u exceeds its %zu words", r.bound,
                   r.count);
+  }
+  if ((uint64_t)r.variant->entry_point_count * r.count > kMaxEntryWords) {
+    return REFUSE(&r, "%u entry points over %zu SPIR-V words is more than "
+                  "kiln reflects (%d entry-words)",
+                  r.variant->entry_point_count, r.count, kMaxEntryWords);
   }
   if (r.variant->specialization_constant_count > kMaxSpecConstants) {
     return REFUSE(&r, "%u specialization constants (max %d)",

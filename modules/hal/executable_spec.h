@@ -5,7 +5,7 @@
 #define KILN_MODULES_HAL_EXECUTABLE_SPEC_H_
 
 #include "kiln/base/arena.h"
-#include "kiln/format/module_format.h"
+#include "kiln/format/executables.h"
 #include "kiln/hal/executable.h"
 
 // Everything a HAL spec points at, in one arena so one deinit frees it.

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hal_internal.h"
 #include "test_device.h"
 
 enum {
@@ -287,15 +288,12 @@ KILN_TEST(KernelInterfaceTest, SharedMemoryAfterSpecializationIsLimited) {
   kiln_test_device_release(device);
 }
 
-// Runs shared_oob with `stride` over one workgroup of 64 into `out` (64
-// floats) while `guard`, allocated right after it, must stay untouched.
-static void run_shared_oob(kiln_hal_device_t* device, uint32_t stride,
+// Runs `executable` (shared_oob's interface) with `stride` over one
+// workgroup of 64 into `out` (64 floats) while `guard`, allocated right
+// after it, must stay untouched.
+static void run_executable(kiln_hal_device_t* device,
+                           kiln_hal_executable_t* executable, uint32_t stride,
                            float out_values[64]) {
-  shared_case_t c;
-  shared_case_init(&c, 64, 64);
-  kiln_hal_executable_t* executable = NULL;
-  KILN_ASSERT_OK(kiln_hal_executable_create(device, &c.spec, &executable));
-  kiln_test_spirv_free(&c.spirv);
   const size_t bytes = 64 * sizeof(float);
   kiln_hal_buffer_t* out = kiln_test_buffer(
       device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, bytes);
@@ -324,6 +322,16 @@ static void run_shared_oob(kiln_hal_device_t* device, uint32_t stride,
   kiln_hal_command_buffer_release(cb);
   kiln_hal_buffer_release(guard);
   kiln_hal_buffer_release(out);
+}
+
+static void run_shared_oob(kiln_hal_device_t* device, uint32_t stride,
+                           float out_values[64]) {
+  shared_case_t c;
+  shared_case_init(&c, 64, 64);
+  kiln_hal_executable_t* executable = NULL;
+  KILN_ASSERT_OK(kiln_hal_executable_create(device, &c.spec, &executable));
+  kiln_test_spirv_free(&c.spirv);
+  run_executable(device, executable, stride, out_values);
   kiln_hal_executable_release(executable);
 }
 
@@ -348,5 +356,56 @@ KILN_TEST(KernelInterfaceTest, OutOfBoundsSharedIndexRunsSafely) {
     KILN_EXPECT_GE(values[63], 0.0f);
     KILN_EXPECT_LE(values[63], 64.0f);
   }
+  kiln_test_device_release(device);
+}
+
+static uint32_t next_random(uint32_t* state) {
+  uint32_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *state = x;
+}
+
+// One random bit flipped (or one word replaced) anywhere in a real kernel:
+// refused with a status, or accepted and then built by the driver and run
+// without incident. Deterministic (fixed-seed xorshift).
+KILN_TEST(KernelInterfaceTest, RandomSpirvEditsAreRefusedOrSafe) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
+  uint32_t state = 0x2545f491;
+  int accepted = 0, built = 0;
+  for (int round = 0; round < 1500; ++round) {
+    shared_case_t c;
+    shared_case_init(&c, 64, 64);
+    uint32_t r = next_random(&state);
+    size_t word = 5 + next_random(&state) % (c.spirv.word_count - 5);
+    if (r & 1) {
+      c.spirv.words[word] ^= 1u << (next_random(&state) % 32);
+    } else {
+      static const uint32_t kValues[] = {0, 1, 2, 3, 4, 64, 65, 104, 65536,
+                                         0x7fffffff, 0x80000000u, 0xffffffffu};
+      c.spirv.words[word] = kValues[next_random(&state) % 12];
+    }
+    kiln_status_t status = kiln_hal_executable_check_variant(
+        info, &c.spec, 0, kiln_allocator_system());
+    if (!status) {
+      ++accepted;
+      // Build the first accepted edits for real and run them once.
+      if (built < 40) {
+        ++built;
+        kiln_hal_executable_t* executable = NULL;
+        status = kiln_hal_executable_create(device, &c.spec, &executable);
+        if (!status) {
+          float values[64];
+          run_executable(device, executable, 0x01000000u, values);
+          kiln_hal_executable_release(executable);
+        }
+      }
+    }
+    kiln_status_free(status);
+    kiln_test_spirv_free(&c.spirv);
+  }
+  KILN_EXPECT_GT(accepted, 0);  // the edits do reach accepted modules
   kiln_test_device_release(device);
 }
