@@ -82,7 +82,6 @@ static kiln_status_t refuse(const kiln_spirv_reflector_t* r,
                           "executable '%s' variant %u ('%s'): %s", r->exe,
                           r->variant_index, r->variant->selector, detail);
 }
-#define REFUSE refuse
 
 // The defining instruction of `id` (its first word), or NULL.
 static const uint32_t* def(const kiln_spirv_reflector_t* r, uint32_t id) {
@@ -192,7 +191,7 @@ static kiln_status_t eval_constant(kiln_spirv_reflector_t* r, uint32_t at) {
                      (id->flags & kHasSpecId) &&
                      declared_spec(r, id->spec_id, &given);
   if (specialized && width != 32) {
-    return REFUSE(r, "specialization constant %u is %u-bit in the SPIR-V; "
+    return refuse(r, "specialization constant %u is %u-bit in the SPIR-V; "
                   "kiln passes 32-bit values", id->spec_id, width);
   }
   switch (op) {
@@ -201,7 +200,7 @@ static kiln_status_t eval_constant(kiln_spirv_reflector_t* r, uint32_t at) {
       value = 0;
       break;
     case kOpConstant: case kOpSpecConstant:
-      if (length < 4) return REFUSE(r, "SPIR-V constant %%%u has no value", d[2]);
+      if (length < 4) return refuse(r, "SPIR-V constant %%%u has no value", d[2]);
       value = d[3];
       if (width == 64 && length >= 5) value |= (uint64_t)d[4] << 32;
       break;
@@ -247,7 +246,7 @@ static kiln_status_t scan(kiln_spirv_reflector_t* r) {
   for (size_t at = 5; at < r->count;) {
     uint32_t length = r->words[at] >> 16, op = r->words[at] & 0xffff;
     if (length == 0 || length > r->count - at) {
-      return REFUSE(r, "SPIR-V instruction at word %zu overruns the module",
+      return refuse(r, "SPIR-V instruction at word %zu overruns the module",
                     at);
     }
     const uint32_t* d = &r->words[at];
@@ -259,7 +258,7 @@ static kiln_status_t scan(kiln_spirv_reflector_t* r) {
     }
     if (result) {
       if (result >= r->bound) {
-        return REFUSE(r, "SPIR-V id %u is past the bound %u", result,
+        return refuse(r, "SPIR-V id %u is past the bound %u", result,
                       r->bound);
       }
       r->ids[result].at = (uint32_t)at;
@@ -272,7 +271,7 @@ static kiln_status_t scan(kiln_spirv_reflector_t* r) {
   }
   for (uint32_t i = 0; i < r->variant->specialization_constant_count; ++i) {
     if (!r->spec_found[i]) {
-      return REFUSE(r, "specialization constant id %u (value %u) is not "
+      return refuse(r, "specialization constant id %u (value %u) is not "
                     "declared in the SPIR-V",
                     r->variant->specialization_constants[i].id,
                     r->variant->specialization_constants[i].value);
@@ -348,7 +347,7 @@ static kiln_status_t classify(const kiln_spirv_reflector_t* r,
   const uint32_t* t = def(r, pointee);
   uint32_t op = t ? (t[0] & 0xffff) : 0;
   if (!(v->flags & kHasSet) || !(v->flags & kHasBinding)) {
-    return REFUSE(r, "SPIR-V resource variable %%%u lacks a descriptor set "
+    return refuse(r, "SPIR-V resource variable %%%u lacks a descriptor set "
                   "or binding", variable);
   }
   out->set = v->set;
@@ -386,7 +385,7 @@ static kiln_status_t classify(const kiln_spirv_reflector_t* r,
     out->read_only = read_only;
     return kiln_ok_status();
   }
-  return REFUSE(r, "SPIR-V set %u binding %u has a descriptor type kiln "
+  return refuse(r, "SPIR-V set %u binding %u has a descriptor type kiln "
                 "does not bind (storage class %u, type opcode %u): only "
                 "storage buffers and vec4 f32 uniform texel buffers",
                 v->set, v->binding, storage, op);
@@ -412,7 +411,7 @@ static kiln_status_t workgroup_size(const kiln_spirv_reflector_t* r,
         (r->ids[d[2]].flags & kWorkgroupBuiltIn)) {
       for (uint32_t i = 0; i < 3; ++i) {
         if (!composite_component(r, d[2], i, &value[i])) {
-          return REFUSE(r, "entry point '%s': the WorkgroupSize built-in "
+          return refuse(r, "entry point '%s': the WorkgroupSize built-in "
                         "has a component kiln cannot evaluate", name);
         }
         out[i] = (uint32_t)value[i];
@@ -427,7 +426,7 @@ static kiln_status_t workgroup_size(const kiln_spirv_reflector_t* r,
     } else if (op == kOpExecutionModeId && d[2] == kModeLocalSizeId) {
       for (uint32_t i = 0; i < 3; ++i) {
         if (!known(r, d[3 + i], &value[i])) {
-          return REFUSE(r, "entry point '%s': LocalSizeId operand %u is not "
+          return refuse(r, "entry point '%s': LocalSizeId operand %u is not "
                         "a constant kiln can evaluate", name, i);
         }
         mode[i] = (uint32_t)value[i];
@@ -436,14 +435,14 @@ static kiln_status_t workgroup_size(const kiln_spirv_reflector_t* r,
     }
   }
   if (!has_builtin && !has_mode) {
-    return REFUSE(r, "entry point '%s': the SPIR-V declares no workgroup "
+    return refuse(r, "entry point '%s': the SPIR-V declares no workgroup "
                   "size", name);
   }
   if (!has_builtin) {
     memcpy(out, mode, sizeof(mode));
   } else if (has_mode && (mode[0] > out[0] || mode[1] > out[1] ||
                           mode[2] > out[2])) {
-    return REFUSE(r, "entry point '%s': LocalSize %ux%ux%u exceeds the "
+    return refuse(r, "entry point '%s': LocalSize %ux%ux%u exceeds the "
                   "WorkgroupSize built-in %ux%ux%u", name, mode[0], mode[1],
                   mode[2], out[0], out[1], out[2]);
   }
@@ -480,7 +479,7 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
       first_interface = 3 + (uint32_t)(text_length / 4 + 1);
     }
   }
-  if (!ep) return REFUSE(r, "no compute entry point '%s'", entry->name);
+  if (!ep) return refuse(r, "no compute entry point '%s'", entry->name);
   // SPIR-V 1.4+ lists every global an entry point uses; before, only
   // inputs and outputs, so every global of the module counts (compilers
   // drop unused ones; a superset is safe, a missing binding is not).
@@ -488,7 +487,7 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
   uint32_t size[3];
   KILN_RETURN_IF_ERROR(workgroup_size(r, ep[2], entry->name, size));
   if (memcmp(size, entry->workgroup_size, sizeof(size)) != 0) {
-    return REFUSE(r, "entry point '%s': workgroup size is %ux%ux%u in the "
+    return refuse(r, "entry point '%s': workgroup size is %ux%ux%u in the "
                   "specialized SPIR-V but the module declares %ux%ux%u",
                   entry->name, size[0], size[1], size[2],
                   entry->workgroup_size[0], entry->workgroup_size[1],
@@ -508,14 +507,14 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
     const uint32_t* pointer = def(r, d[1]);
     if (!pointer || (pointer[0] & 0xffff) != kOpTypePointer ||
         (pointer[0] >> 16) < 4) {
-      return REFUSE(r, "SPIR-V variable %%%u has no pointer type", variable);
+      return refuse(r, "SPIR-V variable %%%u has no pointer type", variable);
     }
     uint32_t pointee = pointer[3];
     uint64_t bytes = 0;
     if (storage == kScWorkgroup) {
       if (!type_size(r, pointee, false, 0, &bytes) ||
           !kiln_u64_add(shared, bytes, &shared)) {
-        return REFUSE(r, "entry point '%s': workgroup variable %%%u has a "
+        return refuse(r, "entry point '%s': workgroup variable %%%u has a "
                       "size kiln cannot evaluate after specialization",
                       entry->name, variable);
       }
@@ -524,14 +523,14 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
       // holds each one's block: the largest must match.
       if ((listed && ++push_count > 1) ||
           !type_size(r, pointee, true, 0, &bytes)) {
-        return REFUSE(r, "entry point '%s': push constants: one block of "
+        return refuse(r, "entry point '%s': push constants: one block of "
                       "evaluable size expected", entry->name);
       }
       if (bytes > push_bytes) push_bytes = bytes;
     } else if (storage == kScUniformConstant || storage == kScUniform ||
                storage == kScStorageBuffer) {
       if (++resource_count > kMaxResourceVariables) {
-        return REFUSE(r, "entry point '%s': more than %d resource variables",
+        return refuse(r, "entry point '%s': more than %d resource variables",
                       entry->name, kMaxResourceVariables);
       }
       kiln_spirv_resource_t resource;
@@ -544,7 +543,7 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
       }
       if (same < found_count) {
         if (found[same].type != resource.type) {
-          return REFUSE(r, "entry point '%s': set %u binding %u has two "
+          return refuse(r, "entry point '%s': set %u binding %u has two "
                         "descriptor types in the SPIR-V",
                         entry->name, resource.set, resource.binding);
         }
@@ -552,14 +551,14 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
         continue;
       }
       if (found_count == KILN_HAL_MAX_BINDINGS_PER_DISPATCH) {
-        return REFUSE(r, "entry point '%s': more than %d bindings",
+        return refuse(r, "entry point '%s': more than %d bindings",
                       entry->name, KILN_HAL_MAX_BINDINGS_PER_DISPATCH);
       }
       found[found_count++] = resource;
     }
   }
   if (push_bytes != entry->push_constant_bytes) {
-    return REFUSE(r, "entry point '%s': push constants are %llu bytes in the "
+    return refuse(r, "entry point '%s': push constants are %llu bytes in the "
                   "SPIR-V but the module declares %u",
                   entry->name, (unsigned long long)push_bytes,
                   entry->push_constant_bytes);
@@ -574,12 +573,12 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
       }
     }
     if (!declared) {
-      return REFUSE(r, "entry point '%s': the SPIR-V uses set %u binding %u, "
+      return refuse(r, "entry point '%s': the SPIR-V uses set %u binding %u, "
                     "which the module does not declare",
                     entry->name, s->set, s->binding);
     }
     if (declared->type != s->type || (declared->read_only && !s->read_only)) {
-      return REFUSE(r, "entry point '%s': set %u binding %u is a %s%s in the "
+      return refuse(r, "entry point '%s': set %u binding %u is a %s%s in the "
                     "SPIR-V but the module declares a %s%s",
                     entry->name, s->set, s->binding,
                     s->read_only ? "read-only " : "",
@@ -590,7 +589,7 @@ static kiln_status_t check_entry(kiln_spirv_reflector_t* r,
     }
   }
   if (found_count != entry->binding_count) {
-    return REFUSE(r, "entry point '%s': the module declares %u bindings, "
+    return refuse(r, "entry point '%s': the module declares %u bindings, "
                   "the SPIR-V uses %u",
                   entry->name, entry->binding_count, found_count);
   }
@@ -609,21 +608,21 @@ kiln_status_t kiln_hal_spirv_check_interface(
   r.count = r.variant->spirv_word_count;
   r.exe = spec->name ? spec->name : "?";
   r.variant_index = variant_index;
-  if (r.count < 5) return REFUSE(&r, "SPIR-V header is truncated");
+  if (r.count < 5) return refuse(&r, "SPIR-V header is truncated");
   r.bound = r.words[3];
   // Every id costs an instruction, so a bound above the word count is a
   // file asking for memory it does not back.
   if (r.bound > r.count) {
-    return REFUSE(&r, "SPIR-V id bound %u exceeds its %zu words", r.bound,
+    return refuse(&r, "SPIR-V id bound %u exceeds its %zu words", r.bound,
                   r.count);
   }
   if ((uint64_t)r.variant->entry_point_count * r.count > kMaxEntryWords) {
-    return REFUSE(&r, "%u entry points over %zu SPIR-V words is more than "
+    return refuse(&r, "%u entry points over %zu SPIR-V words is more than "
                   "kiln reflects (%d entry-words)",
                   r.variant->entry_point_count, r.count, kMaxEntryWords);
   }
   if (r.variant->specialization_constant_count > kMaxSpecConstants) {
-    return REFUSE(&r, "%u specialization constants (max %d)",
+    return refuse(&r, "%u specialization constants (max %d)",
                   r.variant->specialization_constant_count,
                   kMaxSpecConstants);
   }

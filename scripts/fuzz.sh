@@ -64,6 +64,7 @@ done
 interface_seeds="$build/fuzz-interface-seeds"
 rm -rf "$interface_seeds"
 mkdir -p "$interface_seeds"
+cp "$seeds"/*.kiln "$interface_seeds/"
 for module in $sample_modules; do
   cp "$build/$module" "$interface_seeds/"
 done
