@@ -409,3 +409,44 @@ KILN_TEST(KernelInterfaceTest, RandomSpirvEditsAreRefusedOrSafe) {
   KILN_EXPECT_GT(accepted, 0);  // the edits do reach accepted modules
   kiln_test_device_release(device);
 }
+
+// A 9-float tensor bound with its exact length: the write to its partial
+// last vec4 (element 8) lands there, not on element 4 (the descriptor range
+// is rounded to whole vec4s inside the buffer).
+KILN_TEST(KernelInterfaceTest, PartialLastVec4IsWrittenInPlace) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_test_spirv_t spirv = kiln_test_spirv_load("vec4_tail");
+  kiln_hal_binding_layout_t binding = {0, 0, false,
+                                       KILN_HAL_BINDING_STORAGE_BUFFER};
+  kiln_hal_entry_point_spec_t entry = {"main", {64, 1, 1}, 4, &binding, 1, 0};
+  kiln_hal_executable_variant_spec_t variant = {
+      "unknown", 0, {0}, spirv.words, spirv.word_count, &entry, 1, NULL, 0};
+  kiln_hal_executable_spec_t spec = {"vec4_tail", &variant, 1};
+  kiln_hal_executable_t* executable = NULL;
+  KILN_ASSERT_OK(kiln_hal_executable_create(device, &spec, &executable));
+  kiln_test_spirv_free(&spirv);
+  enum { kCount = 9 };
+  float values[kCount] = {0}, expected[kCount];
+  for (uint32_t i = 0; i < kCount; ++i) expected[i] = (float)(i + 1);
+  kiln_hal_buffer_t* out = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT,
+      sizeof(values));
+  KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, out, 0, values,
+                                              sizeof(values)));
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  uint32_t count = kCount;
+  kiln_hal_binding_t b = {0, 0, out, 0, 0, sizeof(values)};
+  kiln_hal_dispatch_t dispatch = {executable, 0, {1, 1, 1}, &count, 4, &b, 1};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, out, 0, values,
+                                             sizeof(values)));
+  KILN_EXPECT_BYTES_EQ(values, expected, sizeof(values));
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_buffer_release(out);
+  kiln_hal_executable_release(executable);
+  kiln_test_device_release(device);
+}
