@@ -241,16 +241,54 @@ kiln_status_t kiln_hal_executable_create(
                               info->limits.max_push_constant_bytes);
     }
   }
-  // Only the chosen variant reaches the driver, so only it is validated.
-  KILN_RETURN_IF_ERROR(kiln_hal_spirv_validate(
-      info, spec->name ? spec->name : "?", variant_index, variant->spirv_words,
-      variant->spirv_word_count));
+  // Only the chosen variant reaches the driver, so only it is checked.
+  KILN_RETURN_IF_ERROR(
+      kiln_hal_executable_check_variant(info, spec, variant_index,
+                                        device->allocator));
+  // The driver sees a copy of the variants whose chosen one carries the
+  // robust-access SPIR-V (indices clamped, shared memory included).
+  enum { kMaxVariants = 64 };  // select_variant refused more
+  kiln_hal_executable_variant_spec_t variants[kMaxVariants];
+  memcpy(variants, spec->variants, spec->variant_count * sizeof(variants[0]));
+  uint32_t* robust_words = NULL;
+  KILN_RETURN_IF_ERROR(kiln_hal_spirv_make_robust(
+      info, spec->name ? spec->name : "?", variant_index, device->allocator,
+      variant->spirv_words, variant->spirv_word_count, &robust_words,
+      &variants[variant_index].spirv_word_count));
+  variants[variant_index].spirv_words = robust_words;
+  kiln_hal_executable_spec_t robust_spec = *spec;
+  robust_spec.variants = variants;
   const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
-  KILN_RETURN_IF_ERROR_ANNOTATE(
-      vtable->executable_create(device, spec, variant_index, match,
-                                out_executable),
-      "executable '%s' variant %u ('%s')", spec->name ? spec->name : "?",
-      variant_index, variant->selector);
+  kiln_status_t status = vtable->executable_create(
+      device, &robust_spec, variant_index, match, out_executable);
+  kiln_allocator_free(device->allocator, robust_words);
+  KILN_RETURN_IF_ERROR_ANNOTATE(status, "executable '%s' variant %u ('%s')",
+                                spec->name ? spec->name : "?", variant_index,
+                                variant->selector);
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_hal_executable_check_variant(
+    const kiln_hal_device_info_t* info, const kiln_hal_executable_spec_t* spec,
+    uint32_t variant_index, kiln_allocator_t allocator) {
+  const kiln_hal_executable_variant_spec_t* variant =
+      &spec->variants[variant_index];
+  const char* name = spec->name ? spec->name : "?";
+  KILN_RETURN_IF_ERROR(kiln_hal_spirv_validate(
+      info, name, variant_index, variant->spirv_words,
+      variant->spirv_word_count));
+  uint64_t shared_bytes = 0;
+  KILN_RETURN_IF_ERROR(kiln_hal_spirv_check_interface(
+      spec, variant_index, allocator, &shared_bytes));
+  if (shared_bytes > info->limits.max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "executable '%s' variant %u ('%s'): %llu bytes "
+                            "of workgroup memory after specialization, "
+                            "device '%s' has %u",
+                            name, variant_index, variant->selector,
+                            (unsigned long long)shared_bytes, info->name,
+                            info->limits.max_shared_memory_bytes);
+  }
   return kiln_ok_status();
 }
 

@@ -6,7 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kiln/base/allocator.h"
 #include "kiln/hal/device.h"
+#include "kiln/hal/executable.h"
+
+// SPIRV-Tools headers are included by the .c/.cc files that need them.
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 // True when the SPIR-V declares a GLCompute OpEntryPoint named `name`.
 bool kiln_hal_spirv_has_compute_entry_point(const uint32_t* words,
@@ -20,5 +27,39 @@ kiln_status_t kiln_hal_spirv_validate(const kiln_hal_device_info_t* info,
                                       uint32_t variant_index,
                                       const uint32_t* words,
                                       size_t word_count);
+
+// The newest SPIR-V environment (an spv_target_env) the device's Vulkan
+// version allows, and its name for messages.
+int kiln_hal_spirv_env(const kiln_hal_device_info_t* info,
+                       const char** out_name);
+
+// Reflects the SPIR-V of `variant_index` (already validated) and requires its
+// entry points' interfaces to equal the declared ones: resources (set,
+// binding, descriptor type, read-only), push-constant size, workgroup size
+// after specialization; every specialization constant must be a 32-bit
+// constant the SPIR-V declares. Returns the workgroup (shared) memory the
+// specialized kernel needs. Errors name executable, variant, entry, field.
+kiln_status_t kiln_hal_spirv_check_interface(
+    const kiln_hal_executable_spec_t* spec, uint32_t variant_index,
+    kiln_allocator_t allocator, uint64_t* out_shared_bytes);
+
+// Runs SPIRV-Tools' graphics-robust-access pass over validated SPIR-V; the
+// result (allocated from `allocator`) clamps every buffer and workgroup
+// array index.
+kiln_status_t kiln_hal_spirv_make_robust(
+    const kiln_hal_device_info_t* info, const char* executable_name,
+    uint32_t variant_index, kiln_allocator_t allocator, const uint32_t* words,
+    size_t word_count, uint32_t** out_words, size_t* out_word_count);
+
+// Everything kiln checks of a variant before a driver sees it, with no
+// device needed (the fuzzer uses it): SPIR-V validation for `info`'s Vulkan
+// version, the interface check, and shared memory vs `info`'s limit.
+kiln_status_t kiln_hal_executable_check_variant(
+    const kiln_hal_device_info_t* info, const kiln_hal_executable_spec_t* spec,
+    uint32_t variant_index, kiln_allocator_t allocator);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif  // KILN_HAL_HAL_INTERNAL_H_

@@ -12,8 +12,8 @@
 #include "hal_internal.h"
 
 // The newest SPIR-V environment the device's Vulkan version allows.
-static spv_target_env kiln_hal_spirv_env(const kiln_hal_device_info_t* info,
-                                         const char** out_name) {
+int kiln_hal_spirv_env(const kiln_hal_device_info_t* info,
+                       const char** out_name) {
   if (info->api_major > 1 || (info->api_major == 1 && info->api_minor >= 3)) {
     *out_name = "vulkan1.3";
     return SPV_ENV_VULKAN_1_3;
@@ -32,7 +32,7 @@ kiln_status_t kiln_hal_spirv_validate(const kiln_hal_device_info_t* info,
                                       const uint32_t* words,
                                       size_t word_count) {
   const char* env_name = NULL;
-  spv_context context = spvContextCreate(kiln_hal_spirv_env(info, &env_name));
+  spv_context context = spvContextCreate((spv_target_env)kiln_hal_spirv_env(info, &env_name));
   if (!context) {
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
                             "executable '%s': spvContextCreate failed",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang + ASan/UBSan into build-fuzz/ and
-# runs each for a bounded time on a seed corpus (the test modules; ONNX node-test models for the ONNX importer).
+# runs each for a bounded time on a seed corpus (the test modules; ONNX node-test models for the ONNX importer;
+# sample modules and compiled ONNX models for the module interface fuzzer).
 # Usage: scripts/fuzz.sh [seconds per target, default 60]. Exits non-zero
 # when a target crashes, leaks, times out or fails to build.
 set -euo pipefail
@@ -19,9 +20,12 @@ else
   # Older fuzz builds were configured without the ONNX front end.
   meson configure "$build" -Donnx=enabled >/dev/null
 fi
+# Sample modules (GLSL kernels + assembly) seed the interface fuzzer.
+sample_modules=$(ninja -C "$build" -t targets all | sed -n 's|^\(samples/[a-z_]*\.kiln\):.*|\1|p')
 ninja -C "$build" -j2 tests/fuzz/kiln_module_load_fuzzer \
   tests/fuzz/kiln_module_run_fuzzer tests/fuzz/kiln_input_fuzzer \
-  tests/fuzz/kiln_onnx_import_fuzzer tools/compile/kiln-compile
+  tests/fuzz/kiln_onnx_import_fuzzer tests/fuzz/kiln_module_interface_fuzzer \
+  tools/compile/kiln-compile $sample_modules
 
 # Seed corpus: every test assembly file compiled to a module.
 seeds="$build/fuzz-seeds"
@@ -55,6 +59,22 @@ for model in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
   fi
 done
 
+# Seeds for the interface fuzzer: real modules with real SPIR-V (the
+# samples, and ONNX node-test models compiled for every default target).
+interface_seeds="$build/fuzz-interface-seeds"
+rm -rf "$interface_seeds"
+mkdir -p "$interface_seeds"
+cp "$seeds"/*.kiln "$interface_seeds/"
+for module in $sample_modules; do
+  cp "$build/$module" "$interface_seeds/"
+done
+for name in conv_with_strides_padding matmul_2d softmax_axis_1 relu add \
+            maxpool_2d_default gemm_default_no_bias reduce_mean_default_axes_keepdims_example; do
+  model=/usr/share/libonnx-testdata/data/node/test_$name/model.onnx
+  [ -f "$model" ] || continue
+  "$build/tools/compile/kiln-compile" "$model" -o "$interface_seeds/$name.kiln" >/dev/null
+done
+
 # KILN_FUZZ_RUNS=N makes a run reproducible: a fixed seed and at most N
 # executions per target (the test script uses this, so CI explores exactly
 # what was explored before landing; time stays an upper bound).
@@ -64,7 +84,7 @@ if [ -n "${KILN_FUZZ_RUNS:-}" ]; then
 fi
 status=0
 for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer \
-              kiln_onnx_import_fuzzer; do
+              kiln_onnx_import_fuzzer kiln_module_interface_fuzzer; do
   work="$build/fuzz-out/$target"
   rm -rf "$work/corpus"
   mkdir -p "$work/corpus"
@@ -72,14 +92,19 @@ for target in kiln_module_load_fuzzer kiln_module_run_fuzzer kiln_input_fuzzer \
     cp "$input_seeds"/* "$work/corpus/"
   elif [ "$target" = kiln_onnx_import_fuzzer ]; then
     cp "$onnx_seeds"/* "$work/corpus/"
+  elif [ "$target" = kiln_module_interface_fuzzer ]; then
+    cp "$interface_seeds"/* "$work/corpus/"
   else
     cp "$seeds"/*.kiln "$work/corpus/"
     # Inputs that once crashed a fuzzer stay in the corpus for good.
     cp tests/vm/testdata/fuzz_regressions/* "$work/corpus/"
   fi
+  # Real modules (SPIR-V for several targets) need room to mutate in.
+  max_len=8192
+  if [ "$target" = kiln_module_interface_fuzzer ]; then max_len=262144; fi
   echo "== $target for ${seconds}s"
   if ! (cd "$work" && "$build/tests/fuzz/$target" -max_total_time="$seconds" $determinism \
-          -timeout=10 -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+          -timeout=10 -rss_limit_mb=2048 -max_len=$max_len -print_final_stats=1 \
           corpus > log.txt 2>&1); then
     echo "$target FAILED; see $work/log.txt and crash files in $work"
     tail -40 "$work/log.txt"

@@ -367,6 +367,23 @@ static kiln_status_t resolve_binding(kiln_vk_command_buffer_t* cb,
   return kiln_ok_status();
 }
 
+// Rounds a storage range up to whole 16-byte units inside the VkBuffer (its
+// size is rounded to 16), as texel views are: kernels address vec4 arrays,
+// and the HAL's robust-access pass clamps any index past the last whole vec4
+// of the range (OpArrayLength rounds down), which would move a write to a
+// tensor's partial last vec4 onto the one before it.
+static void round_storage_range(const kiln_vk_command_buffer_t* cb,
+                                const kiln_hal_buffer_t* buffer,
+                                VkDescriptorBufferInfo* info) {
+  if (info->range == VK_WHOLE_SIZE || info->range > UINT64_MAX - 15) return;
+  uint64_t vk_size = kiln_vk_buffer_vk_size(buffer);
+  uint64_t rounded = (info->range + 15) & ~(uint64_t)15;
+  if (info->offset <= vk_size && rounded <= vk_size - info->offset &&
+      rounded <= cb->base.device->info.limits.max_storage_buffer_range) {
+    info->range = rounded;
+  }
+}
+
 // Views a resolved binding as vec4 f32 texels: the range is rounded up to
 // whole texels, which stay inside the VkBuffer (its size is rounded to 16).
 static kiln_status_t make_texel_view(kiln_vk_command_buffer_t* cb,
@@ -546,6 +563,8 @@ static kiln_status_t record_dispatch(kiln_vk_command_buffer_t* cb,
         writes[write_count].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
         writes[write_count].pBufferInfo = NULL;
         writes[write_count].pTexelBufferView = &views[write_count];
+      } else {
+        round_storage_range(cb, buffer, &infos[write_count]);
       }
       write_count++;
     }

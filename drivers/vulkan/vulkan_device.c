@@ -196,13 +196,18 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   if (s->timeline_is_khr) {
     extensions[extension_count++] = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
   }
+  if (s->robustness2) {
+    extensions[extension_count++] = VK_EXT_ROBUSTNESS_2_EXTENSION_NAME;
+  }
   bool v12 = s->api_version >= VK_API_VERSION_1_2;
   bool v13 = s->api_version >= VK_API_VERSION_1_3;
 
-  // Only the features kernels use are enabled (robust buffer access stays
-  // off: it costs on real GPUs).
+  // Only the features kernels use are enabled, plus robust buffer access:
+  // modules are untrusted, and an out-of-bounds buffer or texel access must
+  // not reach other memory (docs/security.md has the cost).
   VkPhysicalDeviceFeatures2 features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.features.robustBufferAccess = s->core_features.robustBufferAccess;
   features.features.shaderInt64 = s->core_features.shaderInt64;
   features.features.shaderInt16 = s->core_features.shaderInt16;
   features.features.shaderFloat64 = s->core_features.shaderFloat64;
@@ -242,7 +247,16 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
       .cooperativeMatrix = VK_TRUE,
   };
+  VkPhysicalDeviceRobustness2FeaturesEXT robustness2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT,
+      .robustBufferAccess2 = s->robust_buffer_access2,
+      .robustImageAccess2 = s->robust_image_access2,
+  };
   void* chain = NULL;
+  if (s->robustness2) {
+    robustness2.pNext = chain;
+    chain = &robustness2;
+  }
   if (v12) {
     v11f.pNext = chain;
     chain = &v11f;

@@ -145,6 +145,7 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
                            VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   bool timeline_ext = HAS(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   bool size_control_ext = HAS(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  support->robustness2 = HAS(VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
 #undef HAS
   free(extensions);
 
@@ -179,6 +180,8 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures storage16 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceRobustness2FeaturesEXT robustness2 = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
   support->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   support->v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   support->v13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
@@ -204,6 +207,10 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
     coop_features.pNext = chain;
     chain = &coop_features;
   }
+  if (support->robustness2) {
+    robustness2.pNext = chain;
+    chain = &robustness2;
+  }
   VkPhysicalDeviceFeatures2 features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = chain};
   vkGetPhysicalDeviceFeatures2(physical_device, &features);
@@ -222,6 +229,13 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
     support->v11.uniformAndStorageBuffer16BitAccess = VK_FALSE;
   }
   support->timeline_semaphore = support->v12.timelineSemaphore;
+  support->robust_buffer_access2 =
+      support->robustness2 && robustness2.robustBufferAccess2 &&
+      support->core_features.robustBufferAccess;
+  support->robust_image_access2 =
+      support->robustness2 && robustness2.robustImageAccess2;
+  support->robustness2 =
+      support->robust_buffer_access2 || support->robust_image_access2;
   support->cooperative_matrix =
       support->cooperative_matrix && coop_features.cooperativeMatrix;
   support->subgroup_size_control =

@@ -67,6 +67,11 @@ typedef struct kiln_vk_device_support_t {
   bool cooperative_matrix;
   bool portability_subset;
   bool driver_properties;
+  // VK_EXT_robustness2 (untrusted kernels): bounds-checked to the exact
+  // descriptor range rather than the whole buffer.
+  bool robustness2;
+  bool robust_buffer_access2;
+  bool robust_image_access2;
   uint32_t queue_family;
   uint32_t timestamp_valid_bits;
   // Uniform texel buffer views (texel bindings).

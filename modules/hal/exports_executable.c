@@ -3,6 +3,7 @@
 // built (pipelines created) once per context and cached by name.
 #include <string.h>
 
+#include "executable_spec.h"
 #include "hal_module_state.h"
 #include "kiln/format/module_format.h"
 #include "kiln/format/module_reader.h"
@@ -27,12 +28,6 @@ static kiln_target_features_t kiln_hal_features_from_format(uint32_t bits) {
   }
   return features;
 }
-
-// Everything a HAL spec points at, in one arena so one deinit frees it.
-typedef struct kiln_hal_spec_storage_t {
-  kiln_arena_t arena;
-  kiln_hal_executable_spec_t spec;
-} kiln_hal_spec_storage_t;
 
 static kiln_status_t kiln_hal_copy_string(kiln_arena_t* arena,
                                           kiln_string_view_t text,
@@ -132,7 +127,7 @@ static kiln_status_t kiln_hal_convert_variant(
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_hal_convert_executable(
+kiln_status_t kiln_hal_convert_executable(
     const kiln_format_executable_t* executable, kiln_hal_spec_storage_t* out) {
   kiln_hal_executable_variant_spec_t* variants = NULL;
   KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(
