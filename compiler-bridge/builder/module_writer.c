@@ -293,6 +293,42 @@ static kiln_status_t kiln_mw_sample_compressible(kiln_module_writer_t* writer,
   return status;
 }
 
+// The size ZSTD_compress(data, level) would have, counted through a small
+// output block: deciding against compression then costs no module-sized
+// scratch (the same frame: one pledged-size stream, ended in one call).
+static kiln_status_t kiln_mw_zstd_size(kiln_module_writer_t* writer,
+                                       kiln_const_byte_span_t data, int level,
+                                       size_t* out_size) {
+  *out_size = 0;
+  size_t block_size = ZSTD_CStreamOutSize();
+  void* block = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, block_size, &block));
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  size_t result = context ? ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+                          : (size_t)-1;
+  if (context && !ZSTD_isError(result)) {
+    result = ZSTD_CCtx_setPledgedSrcSize(context, data.size);
+  }
+  ZSTD_inBuffer input = {data.data, data.size, 0};
+  size_t total = 0;
+  while (context && !ZSTD_isError(result)) {
+    ZSTD_outBuffer output = {block, block_size, 0};
+    result = ZSTD_compressStream2(context, &output, &input, ZSTD_e_end);
+    total += output.pos;
+    if (result == 0) break;
+  }
+  kiln_status_t status = kiln_ok_status();
+  if (!context) {
+    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "zstd: no compression context");
+  } else if (ZSTD_isError(result)) {
+    status = kiln_make_status(KILN_STATUS_INTERNAL, "zstd failed: %s", ZSTD_getErrorName(result));
+  }
+  ZSTD_freeCCtx(context);
+  kiln_allocator_free(writer->allocator, block);
+  if (!status) *out_size = total;
+  return status;
+}
+
 // Compresses `data` into a scratch block and keeps an exact-size copy in the
 // arena when it is worth it (or ZSTD was asked for); *out_kept says which.
 // For AUTO a level-1 pass decides first (about 10x faster than level 9 and
@@ -302,18 +338,15 @@ static kiln_status_t kiln_mw_try_zstd(kiln_module_writer_t* writer, kiln_mw_roda
                                       kiln_module_writer_compression_t compression,
                                       bool* out_kept) {
   *out_kept = false;
-  size_t bound = ZSTD_compressBound(data.size);
-  void* scratch = NULL;
-  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound ? bound : 1, &scratch));
   size_t limit = data.size - data.size / 8;
   size_t written = 0;
   if (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO && data.size >= KILN_MW_SAMPLE_MIN_BYTES) {
-    written = ZSTD_compress(scratch, bound, data.data, data.size, 1);
-    if (!ZSTD_isError(written) && written > limit) {
-      kiln_allocator_free(writer->allocator, scratch);
-      return kiln_ok_status();
-    }
+    KILN_RETURN_IF_ERROR(kiln_mw_zstd_size(writer, data, 1, &written));
+    if (written > limit) return kiln_ok_status();
   }
+  size_t bound = ZSTD_compressBound(data.size);
+  void* scratch = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound ? bound : 1, &scratch));
   if (!ZSTD_isError(written)) written = ZSTD_compress(scratch, bound, data.data, data.size, 9);
   kiln_status_t status = kiln_ok_status();
   if (ZSTD_isError(written)) {
