@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -211,6 +212,23 @@ kiln_status_t kiln_file_map(const char* path,
   out_mapping->size = size;
   out_mapping->mapped_size = size;
   return kiln_ok_status();
+}
+
+void kiln_file_mapping_release(const kiln_file_mapping_t* mapping,
+                               size_t offset, size_t size) {
+  if (!mapping->mapped_size || offset > mapping->mapped_size ||
+      size > mapping->mapped_size - offset) {
+    return;
+  }
+  long page_size = sysconf(_SC_PAGESIZE);
+  if (page_size <= 0) return;
+  uintptr_t page = (uintptr_t)page_size;
+  uintptr_t begin = (uintptr_t)mapping->data + offset;
+  uintptr_t end = begin + size;
+  uintptr_t first = (begin + page - 1) / page * page;
+  uintptr_t last = end / page * page;
+  // Advice only: a failure leaves the pages resident, nothing else.
+  if (last > first) (void)madvise((void*)first, last - first, MADV_DONTNEED);
 }
 
 void kiln_file_unmap(kiln_file_mapping_t* mapping) {

@@ -29,7 +29,9 @@ typedef struct kiln_mw_export_t {
 
 typedef struct kiln_mw_rodata_t {
   kiln_string_view_t name;
-  kiln_const_byte_span_t stored;
+  kiln_const_byte_span_t stored;  // data NULL when `pieces` hold it
+  const kiln_const_byte_span_t* pieces;  // a gathered reference, or NULL
+  uint32_t piece_count;
   uint64_t size;
   uint32_t alignment, flags;
 } kiln_mw_rodata_t;
@@ -56,6 +58,7 @@ typedef struct kiln_mw_blob_t {
 struct kiln_module_writer_t {
   kiln_allocator_t allocator;
   kiln_arena_t arena;
+  uint64_t piece_count;  // of all gathered rodata (streaming leaves one hole each)
   kiln_string_view_t name;
   kiln_mw_vector_t strings;  // kiln_string_view_t
   kiln_mw_vector_t signatures;  // kiln_string_view_t (interned in finish)
@@ -267,20 +270,39 @@ kiln_status_t kiln_module_writer_set_globals(kiln_module_writer_t* writer,
 #define KILN_MW_SAMPLE_SLICE (128u << 10)
 #define KILN_MW_SAMPLE_SLICES 8u
 
+// Copies [offset, offset+size) of the concatenated pieces into `out`.
+static void kiln_mw_gather(const kiln_const_byte_span_t* pieces, size_t count,
+                           size_t offset, size_t size, uint8_t* out) {
+  for (size_t i = 0; i < count && size; ++i) {
+    if (offset >= pieces[i].size) {
+      offset -= pieces[i].size;
+      continue;
+    }
+    size_t take = pieces[i].size - offset < size ? pieces[i].size - offset : size;
+    memcpy(out, pieces[i].data + offset, take);
+    out += take;
+    size -= take;
+    offset = 0;
+  }
+}
+
 static kiln_status_t kiln_mw_sample_compressible(kiln_module_writer_t* writer,
-                                                 kiln_const_byte_span_t data,
+                                                 const kiln_const_byte_span_t* pieces,
+                                                 size_t count, size_t total,
                                                  bool* out_worth_trying) {
   *out_worth_trying = true;
-  if (data.size < KILN_MW_SAMPLE_MIN_BYTES) return kiln_ok_status();
+  if (total < KILN_MW_SAMPLE_MIN_BYTES) return kiln_ok_status();
   size_t bound = ZSTD_compressBound(KILN_MW_SAMPLE_SLICE);
-  void* scratch = NULL;
-  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound, &scratch));
-  size_t stride = (data.size - KILN_MW_SAMPLE_SLICE) / (KILN_MW_SAMPLE_SLICES - 1);
+  uint8_t* scratch = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound + KILN_MW_SAMPLE_SLICE,
+                                             (void**)&scratch));
+  uint8_t* slice = scratch + bound;
+  size_t stride = (total - KILN_MW_SAMPLE_SLICE) / (KILN_MW_SAMPLE_SLICES - 1);
   uint64_t compressed = 0;
   kiln_status_t status = kiln_ok_status();
   for (uint32_t i = 0; i < KILN_MW_SAMPLE_SLICES && !status; ++i) {
-    size_t written = ZSTD_compress(scratch, bound, data.data + (size_t)i * stride,
-                                   KILN_MW_SAMPLE_SLICE, 3);
+    kiln_mw_gather(pieces, count, (size_t)i * stride, KILN_MW_SAMPLE_SLICE, slice);
+    size_t written = ZSTD_compress(scratch, bound, slice, KILN_MW_SAMPLE_SLICE, 3);
     if (ZSTD_isError(written)) {
       status = kiln_make_status(KILN_STATUS_INTERNAL, "zstd failed: %s",
                                 ZSTD_getErrorName(written));
@@ -293,6 +315,46 @@ static kiln_status_t kiln_mw_sample_compressible(kiln_module_writer_t* writer,
   return status;
 }
 
+// The size ZSTD_compress(data, level) would have, counted through a small
+// output block: deciding against compression then costs no module-sized
+// scratch (the same frame: one pledged-size stream, ended in one call).
+static kiln_status_t kiln_mw_zstd_size(kiln_module_writer_t* writer,
+                                       const kiln_const_byte_span_t* pieces, size_t count,
+                                       size_t total, int level, size_t* out_size) {
+  *out_size = 0;
+  size_t block_size = ZSTD_CStreamOutSize();
+  void* block = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, block_size, &block));
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  size_t result = context ? ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, level)
+                          : (size_t)-1;
+  if (context && !ZSTD_isError(result)) {
+    result = ZSTD_CCtx_setPledgedSrcSize(context, total);
+  }
+  // Buffered streaming compresses whole blocks whatever the input pieces.
+  size_t written = 0;
+  for (size_t i = 0; i < count && context && !ZSTD_isError(result); ++i) {
+    ZSTD_inBuffer input = {pieces[i].data, pieces[i].size, 0};
+    ZSTD_EndDirective mode = i + 1 == count ? ZSTD_e_end : ZSTD_e_continue;
+    while (!ZSTD_isError(result)) {
+      ZSTD_outBuffer output = {block, block_size, 0};
+      result = ZSTD_compressStream2(context, &output, &input, mode);
+      written += output.pos;
+      if (mode == ZSTD_e_end ? result == 0 : input.pos == input.size) break;
+    }
+  }
+  kiln_status_t status = kiln_ok_status();
+  if (!context) {
+    status = kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "zstd: no compression context");
+  } else if (ZSTD_isError(result)) {
+    status = kiln_make_status(KILN_STATUS_INTERNAL, "zstd failed: %s", ZSTD_getErrorName(result));
+  }
+  ZSTD_freeCCtx(context);
+  kiln_allocator_free(writer->allocator, block);
+  if (!status) *out_size = written;
+  return status;
+}
+
 // Compresses `data` into a scratch block and keeps an exact-size copy in the
 // arena when it is worth it (or ZSTD was asked for); *out_kept says which.
 // For AUTO a level-1 pass decides first (about 10x faster than level 9 and
@@ -302,18 +364,15 @@ static kiln_status_t kiln_mw_try_zstd(kiln_module_writer_t* writer, kiln_mw_roda
                                       kiln_module_writer_compression_t compression,
                                       bool* out_kept) {
   *out_kept = false;
-  size_t bound = ZSTD_compressBound(data.size);
-  void* scratch = NULL;
-  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound ? bound : 1, &scratch));
   size_t limit = data.size - data.size / 8;
   size_t written = 0;
   if (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO && data.size >= KILN_MW_SAMPLE_MIN_BYTES) {
-    written = ZSTD_compress(scratch, bound, data.data, data.size, 1);
-    if (!ZSTD_isError(written) && written > limit) {
-      kiln_allocator_free(writer->allocator, scratch);
-      return kiln_ok_status();
-    }
+    KILN_RETURN_IF_ERROR(kiln_mw_zstd_size(writer, &data, 1, data.size, 1, &written));
+    if (written > limit) return kiln_ok_status();
   }
+  size_t bound = ZSTD_compressBound(data.size);
+  void* scratch = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, bound ? bound : 1, &scratch));
   if (!ZSTD_isError(written)) written = ZSTD_compress(scratch, bound, data.data, data.size, 9);
   kiln_status_t status = kiln_ok_status();
   if (ZSTD_isError(written)) {
@@ -358,7 +417,7 @@ static kiln_status_t kiln_mw_add_rodata(kiln_module_writer_t* writer, kiln_strin
                   (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO &&
                    data.size >= 256);
   if (try_zstd && compression == KILN_MODULE_WRITER_COMPRESSION_AUTO) {
-    KILN_RETURN_IF_ERROR(kiln_mw_sample_compressible(writer, data, &try_zstd));
+    KILN_RETURN_IF_ERROR(kiln_mw_sample_compressible(writer, &data, 1, data.size, &try_zstd));
   }
   if (try_zstd) {
     bool kept = false;
@@ -388,6 +447,57 @@ kiln_status_t kiln_module_writer_add_rodata_reference(
     kiln_const_byte_span_t data, uint32_t alignment,
     kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
   return kiln_mw_add_rodata(writer, name, data, alignment, compression, false, out_ordinal);
+}
+
+kiln_status_t kiln_module_writer_add_rodata_pieces(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    const kiln_const_byte_span_t* pieces, size_t piece_count, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal) {
+  size_t total = 0;
+  for (size_t i = 0; i < piece_count; ++i) {
+    if (!kiln_size_add(total, pieces[i].size, &total)) {
+      return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                              "rodata '%.*s': size overflows", KILN_SV_ARG(name));
+    }
+  }
+  // The same decisions as for one span: sample, then a level-1 count.
+  bool try_zstd = compression == KILN_MODULE_WRITER_COMPRESSION_ZSTD ||
+                  (compression == KILN_MODULE_WRITER_COMPRESSION_AUTO && total >= 256);
+  if (try_zstd && compression == KILN_MODULE_WRITER_COMPRESSION_AUTO &&
+      total >= KILN_MW_SAMPLE_MIN_BYTES) {
+    KILN_RETURN_IF_ERROR(
+        kiln_mw_sample_compressible(writer, pieces, piece_count, total, &try_zstd));
+    size_t written = 0;
+    if (try_zstd) {
+      KILN_RETURN_IF_ERROR(kiln_mw_zstd_size(writer, pieces, piece_count, total, 1, &written));
+      try_zstd = written <= total - total / 8;
+    }
+  }
+  if (try_zstd) {
+    // Compressing wants one block: gather a temporary one and take the
+    // one-span path (it keeps its own copy).
+    uint8_t* joined = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(writer->allocator, total ? total : 1,
+                                               (void**)&joined));
+    kiln_mw_gather(pieces, piece_count, 0, total, joined);
+    kiln_status_t status = kiln_mw_add_rodata(
+        writer, name, kiln_make_const_byte_span(joined, total), alignment,
+        try_zstd ? compression : KILN_MODULE_WRITER_COMPRESSION_NONE, true, out_ordinal);
+    kiln_allocator_free(writer->allocator, joined);
+    return status;
+  }
+  KILN_RETURN_IF_ERROR(kiln_mw_add_rodata(writer, name, kiln_make_const_byte_span(NULL, total),
+                                          alignment, KILN_MODULE_WRITER_COMPRESSION_NONE,
+                                          false, out_ordinal));
+  kiln_mw_rodata_t* rodata = (kiln_mw_rodata_t*)writer->rodata.data + *out_ordinal;
+  kiln_const_byte_span_t* kept = NULL;
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(&writer->arena, piece_count, sizeof(*kept),
+                                                 (void**)&kept));
+  memcpy(kept, pieces, piece_count * sizeof(*kept));
+  rodata->pieces = kept;
+  rodata->piece_count = (uint32_t)piece_count;
+  writer->piece_count += piece_count;
+  return kiln_ok_status();
 }
 
 static kiln_status_t kiln_mw_put_string(kiln_byte_buffer_t* out,
@@ -748,7 +858,12 @@ static kiln_status_t kiln_mw_finish(kiln_module_writer_t* writer, kiln_byte_buff
       KILN_RETURN_IF_ERROR(kiln_mw_align(&layout, rodata[i].alignment));
       KILN_RETURN_IF_ERROR(kiln_byte_buffer_patch_u64(out, table + (size_t)i * 40 + 16,
                                                       kiln_mw_position(&layout) - layout.base));
-      KILN_RETURN_IF_ERROR(kiln_mw_payload(&layout, rodata[i].stored));
+      if (!rodata[i].pieces) {
+        KILN_RETURN_IF_ERROR(kiln_mw_payload(&layout, rodata[i].stored));
+      }
+      for (uint32_t p = 0; p < rodata[i].piece_count; ++p) {
+        KILN_RETURN_IF_ERROR(kiln_mw_payload(&layout, rodata[i].pieces[p]));
+      }
     }
     KILN_RETURN_IF_ERROR(kiln_mw_end_section(&layout, start));
   }
@@ -811,8 +926,9 @@ kiln_status_t kiln_module_writer_finish_streamed(kiln_module_writer_t* writer,
                                                  void* user, uint64_t* out_size) {
   *out_size = 0;
   kiln_mw_hole_t* holes = NULL;
-  KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(&writer->arena, writer->rodata.count + 1u,
-                                                 sizeof(*holes), (void**)&holes));
+  KILN_RETURN_IF_ERROR(kiln_arena_allocate_array(
+      &writer->arena, (size_t)writer->rodata.count + writer->piece_count + 1u, sizeof(*holes),
+      (void**)&holes));
   // Everything but the rodata payloads (tables, bytecode, executables).
   kiln_byte_buffer_t metadata;
   kiln_byte_buffer_init(&metadata, writer->allocator);

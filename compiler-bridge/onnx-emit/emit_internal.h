@@ -69,7 +69,13 @@ typedef struct kiln_emit_program_t {
   size_t executable_count, executable_capacity;
   kiln_emit_dispatch_t* dispatches;
   size_t dispatch_count, dispatch_capacity;
-  kiln_byte_buffer_t weights;   // all constants, each KILN_EMIT_ALIGNMENT-aligned
+  // All constants, each KILN_EMIT_ALIGNMENT-aligned: a list of pieces
+  // (graph constants by reference, padding, copies of bytes the lowering
+  // made) that goes to the module without being joined.
+  kiln_const_byte_span_t* weight_pieces;
+  size_t weight_piece_count, weight_piece_capacity;
+  uint64_t weights_size;
+  kiln_arena_t weight_copies;
   uint64_t* weight_offsets;     // per value id; UINT64_MAX when not placed
   // Scratch of multi-pass lowerings, placed past the plan's transient
   // values (kiln_emit_scratch); the transient buffer grows by this much.
@@ -91,7 +97,7 @@ void kiln_emit_program_deinit(kiln_emit_program_t* program);
 // use; `data` overrides its contents, e.g. converted indices).
 kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
                                     int32_t value_id, kiln_emit_range_t* out);
-// Places `size` bytes as an anonymous constant in the weights.
+// Places a copy of `size` bytes as an anonymous constant in the weights.
 kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
                                    const void* data, size_t size,
                                    kiln_emit_range_t* out);

@@ -130,11 +130,13 @@ static kiln_status_t kiln_emit_executable(kiln_emit_module_t* m,
 static kiln_status_t kiln_emit_rodata(kiln_emit_module_t* m) {
   const kiln_emit_program_t* program = m->program;
   uint32_t ordinal = 0;
-  if (program->weights.size) {
-    // By reference: the weights go from the program's buffer to the output.
-    KILN_RETURN_IF_ERROR(kiln_module_writer_add_rodata_reference(
-        m->writer, kiln_make_cstring_view("weights"), kiln_byte_buffer_span(&program->weights),
-        KILN_EMIT_ALIGNMENT, KILN_MODULE_WRITER_COMPRESSION_AUTO, &m->weights));
+  if (program->weights_size) {
+    // By reference: the weights go from the graph's constants (and the
+    // program's own copies) to the output, never joined in memory.
+    KILN_RETURN_IF_ERROR(kiln_module_writer_add_rodata_pieces(
+        m->writer, kiln_make_cstring_view("weights"), program->weight_pieces,
+        program->weight_piece_count, KILN_EMIT_ALIGNMENT, KILN_MODULE_WRITER_COMPRESSION_AUTO,
+        &m->weights));
   }
   kiln_byte_buffer_t grids;
   kiln_byte_buffer_init(&grids, program->allocator);
@@ -295,7 +297,7 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
   OP(KILN_VM_OP_COND_BR, 0, first_call, ready);
   KILN_RETURN_IF_ERROR(kiln_function_builder_bind_label(m->body, first_call));
   OP(KILN_VM_OP_CONST_I32, 0, 0);
-  if (program->weights.size) {
+  if (program->weights_size) {
     OP(KILN_VM_OP_BUFFER_RODATA, r_bytes, m->weights);
     OP(KILN_VM_OP_BUFFER_LENGTH, 2, r_bytes);
     CALL(KILN_EMIT_IMPORT_ALLOCATE, REGS(r_device, 0, 0, 2), REGS(r_weights));

@@ -40,7 +40,7 @@ kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
   for (size_t v = 0; v < graph->value_count; ++v) {
     program.weight_offsets[v] = UINT64_MAX;
   }
-  kiln_byte_buffer_init(&program.weights, allocator);
+  kiln_arena_init(&program.weight_copies, allocator, 64u << 10);
   *out_program = program;
   return kiln_ok_status();
 }
@@ -50,7 +50,8 @@ void kiln_emit_program_deinit(kiln_emit_program_t* program) {
   kiln_allocator_free(program->allocator, program->dispatches);
   kiln_allocator_free(program->allocator, program->weight_offsets);
   kiln_allocator_free(program->allocator, program->pending);
-  kiln_byte_buffer_deinit(&program->weights);
+  kiln_allocator_free(program->allocator, program->weight_pieces);
+  kiln_arena_deinit(&program->weight_copies);
   memset(program, 0, sizeof(*program));
 }
 
@@ -69,24 +70,48 @@ static kiln_status_t kiln_emit_grow(kiln_allocator_t allocator, void** items,
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
-                                   const void* data, size_t size,
-                                   kiln_emit_range_t* out) {
+static kiln_status_t kiln_emit_add_weight_piece(kiln_emit_program_t* program,
+                                                const void* data, size_t size) {
+  if (!size) return kiln_ok_status();
+  KILN_RETURN_IF_ERROR(kiln_emit_grow(program->allocator, (void**)&program->weight_pieces,
+                                      program->weight_piece_count,
+                                      &program->weight_piece_capacity,
+                                      sizeof(*program->weight_pieces)));
+  program->weight_pieces[program->weight_piece_count++] =
+      kiln_make_const_byte_span((const uint8_t*)data, size);
+  program->weights_size += size;
+  return kiln_ok_status();
+}
+
+// Places `data` (which stays valid and unchanged until the module is
+// written: graph constants) in the weights by reference.
+static kiln_status_t kiln_emit_add_weight_reference(kiln_emit_program_t* program,
+                                                    const void* data, size_t size,
+                                                    kiln_emit_range_t* out) {
   memset(out, 0, sizeof(*out));
-  size_t offset = program->weights.size;
-  size_t aligned = (offset + KILN_EMIT_ALIGNMENT - 1) & ~(size_t)(KILN_EMIT_ALIGNMENT - 1);
   static const uint8_t zeros[KILN_EMIT_ALIGNMENT] = {0};
-  KILN_RETURN_IF_ERROR(
-      kiln_byte_buffer_append(&program->weights, zeros, aligned - offset));
+  uint64_t offset = program->weights_size;
+  uint64_t aligned = (offset + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight_piece(program, zeros, (size_t)(aligned - offset)));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight_piece(program, data, size));
   // A zero-length binding is invalid: keep at least 4 bytes.
-  KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(&program->weights, data, size));
-  if (size < 4) {
-    KILN_RETURN_IF_ERROR(kiln_byte_buffer_append(&program->weights, zeros, 4 - size));
-  }
+  if (size < 4) KILN_RETURN_IF_ERROR(kiln_emit_add_weight_piece(program, zeros, 4 - size));
   out->space = KILN_EMIT_SPACE_WEIGHTS;
   out->offset = aligned;
   out->length = size < 4 ? 4 : size;
   return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
+                                   const void* data, size_t size,
+                                   kiln_emit_range_t* out) {
+  memset(out, 0, sizeof(*out));
+  void* copy = NULL;
+  if (size) {
+    KILN_RETURN_IF_ERROR(kiln_arena_allocate(&program->weight_copies, size, &copy));
+    memcpy(copy, data, size);
+  }
+  return kiln_emit_add_weight_reference(program, copy, size, out);
 }
 
 kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
@@ -111,7 +136,7 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
   if (value->data) {
     if (program->weight_offsets[value_id] == UINT64_MAX) {
       kiln_emit_range_t placed;
-      KILN_RETURN_IF_ERROR(kiln_emit_add_weight(program, value->data, size, &placed));
+      KILN_RETURN_IF_ERROR(kiln_emit_add_weight_reference(program, value->data, size, &placed));
       program->weight_offsets[value_id] = placed.offset;
     }
     *out = (kiln_emit_range_t){KILN_EMIT_SPACE_WEIGHTS, 0,

@@ -14,6 +14,9 @@ typedef struct kiln_onnx_import_t {
   const char* source;
   const char* model_dir;  // NULL when importing bytes without a path
   const kiln_onnx_import_options_t* options;
+  const uint8_t* bytes;                // the model as given (maybe mapped)
+  const kiln_onnx_raw_spans_t* spans;  // initializers' raw_data in `bytes`
+  const kiln_file_mapping_t* mapping;  // NULL for bytes from the caller
 } kiln_onnx_import_t;
 
 static kiln_status_t kiln_onnx_add_tensor_value(kiln_onnx_import_t* import,
@@ -321,6 +324,13 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: model has no "
                             "graph", import->source);
   }
+  if (import->spans->count != proto->n_initializer) {
+    return kiln_make_status(KILN_STATUS_INTERNAL,
+                            "%s: found %zu initializers' raw data for %zu "
+                            "initializers",
+                            import->source, import->spans->count,
+                            proto->n_initializer);
+  }
   if (proto->n_sparse_initializer) {
     return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                             "%s: sparse initializers are not supported",
@@ -334,8 +344,22 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
                               import->source, i);
     }
     int32_t id = -1;
+    const kiln_onnx_raw_span_t* span = &import->spans->spans[i];
+    if (!span->present) {
+      KILN_RETURN_IF_ERROR(
+          kiln_onnx_add_tensor_value(import, tensor, tensor->name, &id));
+      continue;
+    }
+    // raw_data was left out of the unpacked message: decode it from the
+    // model bytes, then let the mapped pages go.
+    Onnx__TensorProto with_raw = *tensor;
+    with_raw.raw_data.data = (uint8_t*)(import->bytes + span->offset);
+    with_raw.raw_data.len = span->size;
     KILN_RETURN_IF_ERROR(
-        kiln_onnx_add_tensor_value(import, tensor, tensor->name, &id));
+        kiln_onnx_add_tensor_value(import, &with_raw, tensor->name, &id));
+    if (import->mapping) {
+      kiln_file_mapping_release(import->mapping, span->offset, span->size);
+    }
   }
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
       graph->allocator, proto->n_input + 1, sizeof(int32_t),
@@ -390,16 +414,28 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_onnx_import_bytes(const void* data, size_t size,
-                                     const char* path,
-                                     const kiln_onnx_import_options_t* options,
-                                     kiln_allocator_t allocator,
-                                     kiln_graph_t* out_graph) {
+// `mapping`, when given, holds `data` and has its pages released as the
+// weights are copied out.
+static kiln_status_t kiln_onnx_import_slimmed(
+    const uint8_t* data, size_t size, const char* path,
+    const kiln_file_mapping_t* mapping,
+    const kiln_onnx_import_options_t* options, kiln_allocator_t allocator,
+    kiln_graph_t* out_graph) {
   const char* source = path ? path : "<memory>";
   kiln_graph_initialize(allocator, source, out_graph);
+  kiln_byte_buffer_t slim;
+  kiln_onnx_raw_spans_t spans;
+  kiln_status_t status =
+      kiln_onnx_slim_model(data, size, source, allocator, &slim, &spans);
+  if (!kiln_status_is_ok(status)) {
+    kiln_graph_deinitialize(out_graph);
+    return status;
+  }
   Onnx__ModelProto* model =
-      onnx__model_proto__unpack(NULL, size, (const uint8_t*)data);
+      onnx__model_proto__unpack(NULL, slim.size, slim.data);
+  kiln_byte_buffer_deinit(&slim);
   if (!model) {
+    kiln_onnx_raw_spans_deinit(&spans, allocator);
     kiln_graph_deinitialize(out_graph);
     return kiln_make_status(KILN_STATUS_DATA_LOSS,
                             "%s: not a valid ONNX model (protobuf parse "
@@ -421,22 +457,35 @@ kiln_status_t kiln_onnx_import_bytes(const void* data, size_t size,
     }
     dir = model_dir;
   }
-  kiln_onnx_import_t import = {out_graph, out_graph->source, dir, options};
-  kiln_status_t status = kiln_onnx_import_model(&import, model);
+  kiln_onnx_import_t import = {out_graph, out_graph->source, dir, options,
+                               data,      &spans,            mapping};
+  status = kiln_onnx_import_model(&import, model);
   onnx__model_proto__free_unpacked(model, NULL);
+  kiln_onnx_raw_spans_deinit(&spans, allocator);
   if (!kiln_status_is_ok(status)) kiln_graph_deinitialize(out_graph);
   return status;
 }
 
+kiln_status_t kiln_onnx_import_bytes(const void* data, size_t size,
+                                     const char* path,
+                                     const kiln_onnx_import_options_t* options,
+                                     kiln_allocator_t allocator,
+                                     kiln_graph_t* out_graph) {
+  return kiln_onnx_import_slimmed((const uint8_t*)data, size, path, NULL,
+                                  options, allocator, out_graph);
+}
+
+// The file is mapped, not read: its weights are copied once, into the graph.
 kiln_status_t kiln_onnx_import_file(const char* path,
                                     const kiln_onnx_import_options_t* options,
                                     kiln_allocator_t allocator,
                                     kiln_graph_t* out_graph) {
   memset(out_graph, 0, sizeof(*out_graph));
-  kiln_file_contents_t contents;
-  KILN_RETURN_IF_ERROR(kiln_file_read_all(path, allocator, &contents));
-  kiln_status_t status = kiln_onnx_import_bytes(
-      contents.data, contents.size, path, options, allocator, out_graph);
-  kiln_file_contents_deinit(&contents);
+  kiln_file_mapping_t mapping;
+  KILN_RETURN_IF_ERROR(kiln_file_map(path, &mapping));
+  kiln_status_t status =
+      kiln_onnx_import_slimmed(mapping.data, mapping.size, path, &mapping,
+                               options, allocator, out_graph);
+  kiln_file_unmap(&mapping);
   return status;
 }

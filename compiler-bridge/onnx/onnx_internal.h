@@ -2,6 +2,9 @@
 #ifndef KILN_COMPILER_BRIDGE_ONNX_ONNX_INTERNAL_H_
 #define KILN_COMPILER_BRIDGE_ONNX_ONNX_INTERNAL_H_
 
+#include <stdbool.h>
+
+#include "kiln/base/byte_buffer.h"
 #include "kiln/compiler/graph_tensor.h"
 #include "onnx.pb-c.h"
 
@@ -17,5 +20,29 @@ kiln_status_t kiln_onnx_tensor_decode(const Onnx__TensorProto* proto,
                                       const char* source,
                                       kiln_allocator_t allocator,
                                       kiln_graph_tensor_t* out_tensor);
+
+// Where each initializer's raw_data lies in the model bytes (in initializer
+// order; `present` false when it has none).
+typedef struct kiln_onnx_raw_span_t {
+  bool present;
+  size_t offset;
+  size_t size;
+} kiln_onnx_raw_span_t;
+typedef struct kiln_onnx_raw_spans_t {
+  kiln_onnx_raw_span_t* spans;
+  size_t count;
+  size_t capacity;
+} kiln_onnx_raw_spans_t;
+
+// Copies ModelProto bytes without the initializers' raw_data payloads (each
+// left present but empty) into `out_model`, recording where they were: the
+// weights are then read once from the caller's (mapped) bytes.
+kiln_status_t kiln_onnx_slim_model(const uint8_t* data, size_t size,
+                                   const char* source,
+                                   kiln_allocator_t allocator,
+                                   kiln_byte_buffer_t* out_model,
+                                   kiln_onnx_raw_spans_t* out_spans);
+void kiln_onnx_raw_spans_deinit(kiln_onnx_raw_spans_t* spans,
+                                kiln_allocator_t allocator);
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_ONNX_INTERNAL_H_

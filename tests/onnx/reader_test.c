@@ -401,6 +401,32 @@ KILN_TEST(OnnxReaderTest, MalformedBytesNeverCrash) {
   KILN_EXPECT_LT(accepted, size);  // most prefixes are not whole models
 }
 
+// The initializers' raw_data is taken out of the model before protobuf-c
+// unpacks it (onnx_raw_spans.c): a second graph field (protobuf would merge
+// it) is refused by name, and raw_data of the wrong size still is.
+KILN_TEST(OnnxReaderTest, RawDataFramingIsChecked) {
+  kiln_graph_t graph;
+  kiln_model_spec_t spec = {0};
+  size_t size = 0;
+  uint8_t* bytes = kiln_build_model(&spec, &size);
+  uint8_t* twice = malloc(2 * size);
+  KILN_ASSERT_TRUE(twice != NULL);
+  memcpy(twice, bytes, size);
+  memcpy(twice + size, bytes, size);
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "twice.onnx: model holds more than one graph",
+      kiln_onnx_import_bytes(twice, 2 * size, "twice.onnx", NULL, kiln_allocator_system(),
+                             &graph));
+  free(twice);
+  // raw_data read from its recorded span is still checked against the
+  // shape: 3 x i64 needs 24 bytes, the payload holds 12.
+  free(bytes);
+  spec.weight_dtype = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT,
+                             "tensor 'w': raw_data has 12 bytes but the shape needs 24",
+                             kiln_import_spec(&spec, NULL, NULL, &graph));
+}
+
 KILN_TEST(OnnxReaderTest, TensorFilesReportTheirPath) {
   char path[256];
   snprintf(path, sizeof(path), "/tmp/kiln_tensor_%d.pb", (int)getpid());

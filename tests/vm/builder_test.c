@@ -186,3 +186,54 @@ KILN_TEST(ModuleBuilder, MisuseIsRefused) {
   kiln_executable_builder_destroy(exe);
   kiln_module_writer_destroy(writer);
 }
+
+// AUTO compression of large rodata: the level-1 trial (counted through a
+// small block) still keeps compressible data compressed and stores
+// incompressible data as it is, byte for byte.
+KILN_TEST(ModuleBuilder, AutoCompressionOfLargeRodata) {
+  const size_t size = 6u << 20;  // above the writer's 4 MiB sampling floor
+  uint8_t* compressible = NULL;
+  uint8_t* noise = NULL;
+  KILN_ASSERT_OK(kiln_allocator_malloc(kiln_allocator_system(), size, (void**)&compressible));
+  KILN_ASSERT_OK(kiln_allocator_malloc(kiln_allocator_system(), size, (void**)&noise));
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < size; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    noise[i] = (uint8_t)(state >> 24);
+    compressible[i] = (uint8_t)((i / 64) % 7 + (noise[i] & 1));  // mostly runs
+  }
+  kiln_module_writer_t* writer = NULL;
+  KILN_ASSERT_OK(kiln_module_writer_create(kiln_allocator_system(), &writer));
+  uint32_t ordinal = 0;
+  KILN_ASSERT_OK(kiln_module_writer_add_rodata_reference(
+      writer, kiln_make_cstring_view("compressible"), kiln_make_const_byte_span(compressible, size),
+      64, KILN_MODULE_WRITER_COMPRESSION_AUTO, &ordinal));
+  KILN_ASSERT_OK(kiln_module_writer_add_rodata_reference(
+      writer, kiln_make_cstring_view("noise"), kiln_make_const_byte_span(noise, size), 64,
+      KILN_MODULE_WRITER_COMPRESSION_AUTO, &ordinal));
+  kiln_byte_buffer_t bytes;
+  kiln_byte_buffer_init(&bytes, kiln_allocator_system());
+  KILN_ASSERT_OK(kiln_module_writer_finish(writer, &bytes));
+  kiln_module_writer_destroy(writer);
+  kiln_format_module_t module;
+  KILN_ASSERT_OK(kiln_format_module_read(kiln_byte_buffer_span(&bytes), "rodata", NULL,
+                                         kiln_allocator_system(), &module));
+  KILN_ASSERT_EQ(module.rodata_count, 2u);
+  KILN_EXPECT_EQ(module.rodata[0].flags, KILN_FORMAT_RODATA_ZSTD);
+  KILN_EXPECT_LT(module.rodata[0].stored_size, size / 4);
+  KILN_EXPECT_EQ(module.rodata[1].flags, 0u);
+  KILN_EXPECT_EQ(module.rodata[1].stored_size, size);
+  uint8_t* unpacked = NULL;
+  KILN_ASSERT_OK(kiln_allocator_malloc(kiln_allocator_system(), size, (void**)&unpacked));
+  KILN_ASSERT_OK(kiln_format_rodata_unpack(&module.rodata[0], 1, kiln_make_byte_span(unpacked, size)));
+  KILN_EXPECT_EQ(memcmp(unpacked, compressible, size), 0);
+  KILN_ASSERT_OK(kiln_format_rodata_unpack(&module.rodata[1], 1, kiln_make_byte_span(unpacked, size)));
+  KILN_EXPECT_EQ(memcmp(unpacked, noise, size), 0);
+  kiln_allocator_free(kiln_allocator_system(), unpacked);
+  kiln_format_module_deinit(&module);
+  kiln_byte_buffer_deinit(&bytes);
+  kiln_allocator_free(kiln_allocator_system(), compressible);
+  kiln_allocator_free(kiln_allocator_system(), noise);
+}

@@ -40,8 +40,8 @@ bool kiln_compile_is_onnx(int argc, char** argv) {
 }
 
 // The module streams into OUTPUT.partial (weights straight from the
-// compiler's buffers, never the whole module in memory); the file is mapped,
-// verified by loading it, disassembled for --dump-assembly, and only then
+// compiler's buffers, never the whole module in memory); the file is
+// verified by loading it (mapped), disassembled for --dump-assembly, and only then
 // renamed to OUTPUT.
 static kiln_status_t kiln_compile_onnx_sink(void* user, kiln_const_byte_span_t piece) {
   FILE* file = (FILE*)user;
@@ -76,7 +76,9 @@ static kiln_status_t kiln_compile_onnx_to_file(const char* input, const char* ou
   if (!status) status = kiln_file_map(partial, &mapping);
   if (!status) {
     kiln_const_byte_span_t bytes = kiln_make_const_byte_span(mapping.data, mapping.size);
-    status = kiln_compile_verify(bytes, input);
+    // Loaded from the file, not from `bytes`: a module loaded from memory is
+    // copied, which would double the compile's peak memory.
+    status = kiln_compile_verify_file(partial, input);
     if (!status && assembly_path) {
       FILE* assembly = fopen(assembly_path, "w");
       if (!assembly) {

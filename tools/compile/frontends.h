@@ -15,6 +15,9 @@ kiln_status_t kiln_compile_dispatch(const char* input_path,
 // Loads module bytes with the VM so a module that would not verify is never
 // written.
 kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes, const char* what);
+// The same for a module file, loaded mapped (its rodata is not copied into
+// memory); errors are annotated with `what`.
+kiln_status_t kiln_compile_verify_file(const char* path, const char* what);
 
 // The ONNX front end has its own flags: main hands it the whole command line
 // when an argument ends in ".onnx" (compile_onnx.c).

@@ -27,6 +27,16 @@ kiln_status_t kiln_compile_verify(kiln_const_byte_span_t bytes,
   return status;
 }
 
+kiln_status_t kiln_compile_verify_file(const char* path, const char* what) {
+  kiln_vm_instance_t* instance = NULL;
+  KILN_RETURN_IF_ERROR(kiln_vm_instance_create(kiln_allocator_system(), &instance));
+  kiln_vm_module_t* module = NULL;
+  kiln_status_t status = kiln_vm_module_load_from_file(instance, path, NULL, &module);
+  kiln_vm_module_release(module);
+  kiln_vm_instance_destroy(instance);
+  return kiln_status_annotate(status, "%s", what);
+}
+
 int main(int argc, char** argv) {
 #ifdef KILN_COMPILE_HAVE_ONNX
   if (kiln_compile_is_onnx(argc, argv)) return kiln_compile_onnx_main(argc, argv);

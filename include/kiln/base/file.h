@@ -62,6 +62,11 @@ typedef struct kiln_file_mapping_t {
 
 kiln_status_t kiln_file_map(const char* path, kiln_file_mapping_t* out_mapping);
 void kiln_file_unmap(kiln_file_mapping_t* mapping);
+// Drops the resident pages wholly inside [offset, offset+size) after the
+// caller has copied them out (they read back from the file if touched
+// again), so a mapping read once does not stay in the process's memory.
+void kiln_file_mapping_release(const kiln_file_mapping_t* mapping,
+                               size_t offset, size_t size);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,15 @@ kiln_status_t kiln_module_writer_add_rodata_reference(
     kiln_module_writer_t* writer, kiln_string_view_t name,
     kiln_const_byte_span_t data, uint32_t alignment,
     kiln_module_writer_compression_t compression, uint32_t* out_ordinal);
+// The same for a segment that is the concatenation of `pieces` (all kept
+// valid until finish() returns; the array itself is copied): constants
+// spread over the compiler's memory go to the output without being joined.
+// Compression decisions equal those for the joined bytes; data that will be
+// compressed is joined into a temporary block first.
+kiln_status_t kiln_module_writer_add_rodata_pieces(
+    kiln_module_writer_t* writer, kiln_string_view_t name,
+    const kiln_const_byte_span_t* pieces, size_t piece_count, uint32_t alignment,
+    kiln_module_writer_compression_t compression, uint32_t* out_ordinal);
 // Serializes (copies) one executable with all its variants.
 kiln_status_t kiln_module_writer_add_executable(
     kiln_module_writer_t* writer, const kiln_format_executable_t* executable);
