@@ -69,7 +69,8 @@ float kiln_pow(float x, float z) {
 float kiln_activate(uint code, float x, float alpha, float beta) {
   switch (code) {
     // Written as comparisons, which are false for NaN, so NaN passes.
-    case KILN_ACT_RELU: return x < 0.0 ? 0.0 : x;
+    // NVIDIA compiles the plain select to max(x, 0), which drops NaN.
+    case KILN_ACT_RELU: return isnan(x) ? x : max(x, 0.0);
     case KILN_ACT_LEAKY_RELU: return x < 0.0 ? alpha * x : x;
     case KILN_ACT_CLIP: return kiln_clamp(x, alpha, beta);
     case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));

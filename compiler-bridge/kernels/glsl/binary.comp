@@ -7,6 +7,7 @@
 #include "kernels_codes.h"
 #include "storage.glsl"
 #include "activation.glsl"
+#include "divide.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_BINARY_OP) const uint OP = 0;
@@ -30,7 +31,7 @@ float apply(float x, float z) {
     case KILN_BINARY_ADD: return x + z;
     case KILN_BINARY_SUB: return x - z;
     case KILN_BINARY_MUL: return x * z;
-    case KILN_BINARY_DIV: return x / z;
+    case KILN_BINARY_DIV: return kiln_div(x, z);
     case KILN_BINARY_POW: return kiln_pow(x, z);
     case KILN_BINARY_MAX: return kiln_max(x, z);
     case KILN_BINARY_MIN: return kiln_min(x, z);

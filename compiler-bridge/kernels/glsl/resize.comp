@@ -32,8 +32,19 @@ float source_coord(uint o, float scale, uint in_size, uint out_size) {
   }
 }
 
+// The nearest modes round at ties (integers for floor/ceil, halves for the
+// round modes). The source coordinate is a ratio of small integers, exact
+// at a tie, but a GPU's division need not be correctly rounded (NVIDIA gave
+// 0.50000006 for (3 + 0.5) / 3.5 - 0.5): a value within a few ULP of a half
+// is that half.
+float snap_to_tie(float c) {
+  float half = round(c * 2.0) * 0.5;
+  return abs(c - half) <= 4.0 * 1.1920929e-7 * max(abs(c), 1.0) ? half : c;
+}
+
 uint nearest_index(float c, uint in_size) {
   float r;
+  c = snap_to_tie(c);
   switch (NEAREST) {
     case KILN_RESIZE_NEAREST_FLOOR: r = floor(c); break;
     case KILN_RESIZE_NEAREST_CEIL: r = ceil(c); break;
