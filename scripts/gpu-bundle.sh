@@ -15,7 +15,9 @@ bash scripts/install-deps.sh
 if [ ! -f "$build/build.ninja" ]; then
   meson setup "$build" --buildtype=release -Dtests=true >/dev/null
 fi
-ninja -C "$build" >/dev/null
+log=$(mktemp)
+ninja -C "$build" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+rm -f "$log"
 ninja -C "$build" tests/onnx/kiln_node_tests.stamp >/dev/null 2>&1 || true
 
 rm -rf .gpu && mkdir -p .gpu/lib .gpu/layer
@@ -44,8 +46,9 @@ cat > .gpu/setup.sh <<SETUP
 # libraries and validation layer.
 root=\$(pwd)
 mkdir -p "$(dirname "$here")" /usr/share/libonnx-testdata/data
+[ -L "$here" ] && rm -f "$here"  # a link from an earlier copy
 [ -e "$here" ] || ln -s "\$root" "$here"
-[ -d "$build" ] || tar -xJf .gpu/build.txz
+tar -xJf .gpu/build.txz  # always: a warm machine keeps the last one
 [ -f .gpu/layer/libVkLayer_khronos_validation.so ] ||
   xz -dk .gpu/layer/libVkLayer_khronos_validation.so.xz
 [ -d /usr/share/libonnx-testdata/data/node ] ||
