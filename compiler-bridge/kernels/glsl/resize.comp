@@ -38,8 +38,8 @@ float source_coord(uint o, float scale, uint in_size, uint out_size) {
 // 0.50000006 for (3 + 0.5) / 3.5 - 0.5): a value within a few ULP of a half
 // is that half.
 float snap_to_tie(float c) {
-  float half = round(c * 2.0) * 0.5;
-  return abs(c - half) <= 4.0 * 1.1920929e-7 * max(abs(c), 1.0) ? half : c;
+  float tie = round(c * 2.0) * 0.5;
+  return abs(c - tie) <= 4.0 * 1.1920929e-7 * max(abs(c), 1.0) ? tie : c;
 }
 
 uint nearest_index(float c, uint in_size) {
