@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""kiln next to PyTorch on the issue-16 bench models, in one run.
+
+For each model: builds it in PyTorch with seeded weights, exports it to ONNX
+(TorchScript exporter, opset 17), compiles it with kiln-compile, times
+kiln-run-module --call_count --print_statistics (median wall and GPU time per
+warm call: one submission each), checks kiln's output against PyTorch's
+(max|diff| <= TOL * max|ref|), and times PyTorch in the same run:
+  with CUDA: eager, CUDA graph, torch.compile(mode="reduce-overhead"), TF32 off;
+  without:   PyTorch CPU eager, and onnxruntime CPU on one thread if importable.
+Prints one markdown table of medians and the ratio kiln wall / best reference.
+
+Usage: bench_gpu.py BUILD_DIR [--calls N] [--models a,b,...] [--no-compile]
+Environment: KILN_BENCH_DEVICE (default "vulkan").
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+CUDA = torch.cuda.is_available()
+
+
+def seeded(model, seed):
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator) * 0.05)
+        for name, buf in model.named_buffers():
+            if name.endswith("running_var"):
+                buf.copy_(torch.rand(buf.shape, generator=generator) + 0.5)
+            elif name.endswith("running_mean"):
+                buf.copy_(torch.randn(buf.shape, generator=generator) * 0.1)
+    return model.eval()
+
+
+def vision(builder_name, batch=1, size=224):
+    def build(seed):
+        import torchvision
+        model = seeded(getattr(torchvision.models, builder_name)(weights=None), seed)
+        x = torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(seed + 1))
+        return model, (x,)
+    return build
+
+
+def bert_base(seed):
+    layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, activation="gelu", batch_first=True,
+                                             dropout=0.0)
+    model = seeded(torch.nn.TransformerEncoder(layer, 12, enable_nested_tensor=False), seed)
+    x = torch.randn(1, 128, 768, generator=torch.Generator().manual_seed(seed + 1))
+    return model, (x,)
+
+
+class MatMul(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(n, n))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
+def matmul(n):
+    def build(seed):
+        model = seeded(MatMul(n), seed)
+        x = torch.randn(n, n, generator=torch.Generator().manual_seed(seed + 1))
+        return model, (x,)
+    return build
+
+
+# name -> (builder, FLOPs per call or None)
+MODELS = {
+    "mobilenet_v2": (vision("mobilenet_v2"), None),
+    "resnet18": (vision("resnet18"), None),
+    "resnet50": (vision("resnet50"), None),
+    "efficientnet_b0": (vision("efficientnet_b0"), None),
+    "bert_base_seq128": (bert_base, None),
+    "vit_b_16": (vision("vit_b_16"), None),
+    "resnet50_batch32": (vision("resnet50", batch=32), None),
+    "matmul_4096": (matmul(4096), 2 * 4096 ** 3),
+    "matmul_1024": (matmul(1024), 2 * 1024 ** 3),
+}
+DEFAULT_CUDA = ["mobilenet_v2", "resnet18", "resnet50", "efficientnet_b0", "bert_base_seq128",
+                "vit_b_16", "resnet50_batch32", "matmul_4096"]
+DEFAULT_CPU = ["mobilenet_v2", "resnet18", "matmul_1024"]
+
+
+def export(model, inputs, path):
+    kwargs = {"opset_version": 17, "input_names": ["input_%d" % i for i in range(len(inputs))],
+              "output_names": ["output"], "do_constant_folding": True}
+    try:
+        torch.onnx.export(model, inputs, path, dynamo=False, **kwargs)
+    except TypeError:  # PyTorch before 2.5 has no dynamo argument
+        torch.onnx.export(model, inputs, path, **kwargs)
+
+
+def kiln_run(build, onnx_path, inputs, calls, work):
+    module = os.path.join(work, "m.kiln")
+    subprocess.run([os.path.join(build, "tools/compile/kiln-compile"), onnx_path, "-o", module],
+                   check=True, capture_output=True, text=True)
+    out = os.path.join(work, "out.npy")
+    args = [os.path.join(build, "tools/run-module/kiln-run-module"),
+            "--device=" + os.environ.get("KILN_BENCH_DEVICE", "vulkan"), "--module=" + module,
+            "--function=predict", "--call_count=%d" % calls, "--print_statistics",
+            "--output=@" + out]
+    for i, x in enumerate(inputs):
+        path = os.path.join(work, "input_%d.npy" % i)
+        np.save(path, x.numpy())
+        args.append("--input=@" + path)
+    text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    wall = (re.search(r"warm call \(median of calls 2..[0-9]+\): ([0-9.]+) ms", text)
+            or re.search(r"median wall time: ([0-9.]+) ms", text))
+    gpu = re.search(r"median GPU time of a call \(timestamps\): ([0-9.]+) ms", text)
+    dispatches = re.search(r"([0-9]+) dispatches per call", text)
+    return (float(wall.group(1)) if wall else float("nan"),
+            float(gpu.group(1)) if gpu else float("nan"),
+            int(dispatches.group(1)) if dispatches else None,
+            np.load(out))
+
+
+def median_ms(fn, calls, sync):
+    for _ in range(5):
+        fn()
+    sync()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def torch_cuda_times(model, inputs, calls, use_compile):
+    model = model.cuda()
+    xs = [x.cuda() for x in inputs]
+    sync = torch.cuda.synchronize
+    times = {}
+    with torch.no_grad():
+        times["eager"] = median_ms(lambda: model(*xs), calls, sync)
+        try:
+            static = [x.clone() for x in xs]
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                for _ in range(3):
+                    model(*static)
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                model(*static)
+            times["graph"] = median_ms(graph.replay, calls, sync)
+        except Exception as error:  # noqa: BLE001 - a model that cannot be captured
+            print("  CUDA graph failed: %s" % str(error).splitlines()[0][:160], file=sys.stderr)
+        if use_compile:
+            try:
+                compiled = torch.compile(model, mode="reduce-overhead")
+                for _ in range(3):
+                    compiled(*xs)
+                times["compile"] = median_ms(lambda: compiled(*xs), calls, sync)
+            except Exception as error:  # noqa: BLE001
+                print("  torch.compile failed: %s" % str(error).splitlines()[0][:160],
+                      file=sys.stderr)
+        reference = model(*xs).float().cpu().numpy()
+    return times, reference
+
+
+def cpu_times(model, inputs, onnx_path, calls):
+    times = {}
+    with torch.no_grad():
+        times["torch_cpu"] = median_ms(lambda: model(*inputs), calls, lambda: None)
+        reference = model(*inputs).numpy()
+    try:
+        import onnxruntime
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        session = onnxruntime.InferenceSession(onnx_path, options,
+                                               providers=["CPUExecutionProvider"])
+        feed = {"input_%d" % i: x.numpy() for i, x in enumerate(inputs)}
+        times["ort_1t"] = median_ms(lambda: session.run(None, feed), calls, lambda: None)
+    except ImportError:
+        pass
+    return times, reference
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("build")
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--models", default="")
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    names = args.models.split(",") if args.models else (DEFAULT_CUDA if CUDA else DEFAULT_CPU)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    tolerance = 1e-3 if CUDA else 1e-4
+    device = (torch.cuda.get_device_name() if CUDA else "CPU")
+    print("kiln vs PyTorch %s on %s; medians of %d warm calls; fp32, TF32 off; "
+          "check: max|kiln-ref| <= %g * max|ref|" % (torch.__version__, device, args.calls,
+                                                       tolerance))
+    if CUDA:
+        print("| model | kiln wall ms | kiln GPU ms | dispatches | eager ms | CUDA graph ms | "
+              "torch.compile ms | kiln wall / best PyTorch | check |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| model | kiln wall ms | dispatches | PyTorch CPU ms | onnxruntime 1 thread ms | "
+              "kiln / PyTorch | check |")
+        print("|---|---|---|---|---|---|---|")
+    failures = 0
+    for name in names:
+        if name not in MODELS:
+            print("unknown model %s; known: %s" % (name, ", ".join(MODELS)), file=sys.stderr)
+            return 2
+        builder, flops = MODELS[name]
+        work = tempfile.mkdtemp(prefix="kiln-bench-")
+        try:
+            model, inputs = builder(1234)
+            onnx_path = os.path.join(work, "model.onnx")
+            export(model, inputs, onnx_path)
+            wall, gpu, dispatches, got = kiln_run(args.build, onnx_path, inputs, args.calls, work)
+            if CUDA:
+                times, ref = torch_cuda_times(model, inputs, args.calls, not args.no_compile)
+            else:
+                times, ref = cpu_times(model, inputs, onnx_path, args.calls)
+            error = float(np.max(np.abs(got.astype(np.float64) - ref))) if got.shape == ref.shape \
+                else float("inf")
+            scale = float(np.max(np.abs(ref))) or 1.0
+            ok = error <= tolerance * scale
+            failures += 0 if ok else 1
+            check = "%s %.1e" % ("ok" if ok else "WRONG", error / scale)
+            fmt = lambda key: "%.3f" % times[key] if key in times else "-"  # noqa: E731
+            label = name
+            if flops:
+                label += " (kiln %.1f GFLOP/s)" % (flops / (wall * 1e-3) / 1e9)
+            if CUDA:
+                best = min(times[k] for k in ("eager", "graph", "compile") if k in times)
+                print("| %s | %.3f | %.3f | %s | %s | %s | %s | %.2fx | %s |" % (
+                    label, wall, gpu, dispatches or "-", fmt("eager"), fmt("graph"),
+                    fmt("compile"), wall / best, check), flush=True)
+            else:
+                print("| %s | %.3f | %s | %s | %s | %.2fx | %s |" % (
+                    label, wall, dispatches or "-", fmt("torch_cpu"), fmt("ort_1t"),
+                    wall / times["torch_cpu"], check), flush=True)
+        except subprocess.CalledProcessError as error:
+            failures += 1
+            detail = (error.stderr or error.stdout or "").strip().splitlines()
+            print("| %s | failed: %s |" % (name, detail[-1][:200] if detail else error))
+        except Exception as error:  # noqa: BLE001 - one model's failure does not stop the table
+            failures += 1
+            print("| %s | failed: %s |" % (name, str(error).splitlines()[0][:200] if str(error)
+                                            else repr(error)))
+        finally:
+            subprocess.run(["rm", "-rf", work], check=False)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
