@@ -43,13 +43,29 @@ kiln_status_t kiln_hal_spirv_check_interface(
     const kiln_hal_executable_spec_t* spec, uint32_t variant_index,
     kiln_allocator_t allocator, uint64_t* out_shared_bytes);
 
-// Runs SPIRV-Tools' graphics-robust-access pass over validated SPIR-V; the
-// result (allocated from `allocator`) clamps every buffer and workgroup
-// array index.
+// Makes validated SPIR-V safe to run (result allocated from `allocator`):
+// where `info->robust_buffer_access`, the local clamp; otherwise, or where
+// the local clamp leaves a form to it, SPIRV-Tools' robust-access pass.
 kiln_status_t kiln_hal_spirv_make_robust(
     const kiln_hal_device_info_t* info, const char* executable_name,
     uint32_t variant_index, kiln_allocator_t allocator, const uint32_t* words,
     size_t word_count, uint32_t** out_words, size_t* out_word_count);
+
+// SPIRV-Tools' graphics-robust-access pass: clamps every buffer and
+// workgroup array index.
+kiln_status_t kiln_hal_spirv_graphics_robust_access(
+    const kiln_hal_device_info_t* info, const char* executable_name,
+    uint32_t variant_index, kiln_allocator_t allocator, const uint32_t* words,
+    size_t word_count, uint32_t** out_words, size_t* out_word_count);
+
+// Clamps the indices of access chains into memory that robustBufferAccess
+// does not bound (workgroup, private, function, push-constant, ...).
+// UNIMPLEMENTED: the SPIR-V has a form it does not handle (the caller runs
+// the full pass instead).
+kiln_status_t kiln_hal_spirv_clamp_local(const kiln_hal_device_info_t* info,
+                                         kiln_allocator_t allocator, const uint32_t* words,
+                                         size_t word_count, uint32_t** out_words,
+                                         size_t* out_word_count);
 
 // Everything kiln checks of a variant before a driver sees it, with no
 // device needed (the fuzzer uses it): SPIR-V validation for `info`'s Vulkan

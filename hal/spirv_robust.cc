@@ -1,7 +1,9 @@
 // SPIRV-Tools' graphics-robust-access pass over an untrusted module's SPIR-V:
 // it clamps every indexed access (buffers, and workgroup arrays, which
 // lavapipe and some GPUs never bounds-check) so a kernel cannot reach memory
-// outside its own objects. C++ only because Debian's SPIRV-Tools (2023.1)
+// outside its own objects. Used where the device does not bound buffers
+// itself, or the local clamp (spirv_clamp_local.c) meets a form it leaves
+// to this pass. C++ only because Debian's SPIRV-Tools (2023.1)
 // predates the C optimizer API (spvOptimizerCreate); nothing else here.
 #include <algorithm>
 #include <string>
@@ -11,7 +13,7 @@
 
 #include "hal_internal.h"
 
-extern "C" kiln_status_t kiln_hal_spirv_make_robust(
+extern "C" kiln_status_t kiln_hal_spirv_graphics_robust_access(
     const kiln_hal_device_info_t* info, const char* executable_name,
     uint32_t variant_index, kiln_allocator_t allocator, const uint32_t* words,
     size_t word_count, uint32_t** out_words, size_t* out_word_count) {

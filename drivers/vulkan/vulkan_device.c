@@ -300,6 +300,8 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
                      &device->device),
       "vkCreateDevice"));
   volkLoadDeviceTable(&device->vk, device->device);
+  // The HAL leaves buffer indices to the device when it bounds them.
+  device->base.info.robust_buffer_access = s->core_features.robustBufferAccess;
   device->vk.vkGetDeviceQueue(device->device, s->queue_family, 0,
                               &device->queue);
   if (!s->timeline_semaphore) {

@@ -3,7 +3,7 @@
 // module; every variant of every executable then goes through the HAL
 // description check, SPIR-V validation, the reflected interface against the
 // declared metadata, the workgroup-memory limit and, when all pass, the
-// robust-access pass. The device is a generic Vulkan 1.3 one (only its
+// robust-access transform (local clamp, or the full pass). The device is a generic Vulkan 1.3 one (only its
 // shared-memory limit matters here). Seeds are real modules (samples,
 // compiled ONNX models), so mutations reach SPIR-V. Any crash, leak or
 // sanitizer report is a bug.
@@ -24,6 +24,8 @@ static void fuzz_device_info(kiln_hal_device_info_t* info) {
   info->limits.max_push_constant_bytes = 128;
   info->max_workgroup_size[0] = info->max_workgroup_size[1] = 128;
   info->max_workgroup_size[2] = 64;
+  // The local clamp runs (and falls back to the full pass where it must).
+  info->robust_buffer_access = true;
 }
 
 static void check_executable(const kiln_hal_device_info_t* info,

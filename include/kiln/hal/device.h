@@ -59,6 +59,9 @@ typedef struct kiln_hal_device_info_t {
   uint32_t memory_heap_count;
   kiln_hal_memory_heap_t memory_heaps[KILN_HAL_MAX_MEMORY_HEAPS];
   bool validation_enabled;
+  // robustBufferAccess is on: the device bounds storage/uniform buffer
+  // accesses, so the HAL clamps only the other indices (docs/security.md).
+  bool robust_buffer_access;
 } kiln_hal_device_info_t;
 
 typedef struct kiln_hal_device_options_t {

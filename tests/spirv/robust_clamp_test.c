@@ -1,0 +1,102 @@
+// The HAL's local index clamp (hal/spirv_clamp_local.c) over every kernel
+// build of the library: each takes the local path (no fallback to the full
+// pass), the rewrite validates, kernels with workgroup arrays get clamps,
+// and storage-buffer accesses are left to the device (no OpArrayLength is
+// added, unlike SPIRV-Tools' pass, which the no-robustness device still
+// gets). The clamps' run-time effect is tested on a device by
+// KernelInterfaceTest.OutOfBoundsSharedIndexRunsSafely.
+#include <string.h>
+
+#include "hal_internal.h"
+#include "kiln/compiler/kernels.h"
+#include "kiln_test.h"
+
+enum { kOpExtInst = 12, kOpArrayLength = 68, kOpVariable = 59, kStorageWorkgroup = 4 };
+
+static size_t count_opcode(const uint32_t* words, size_t count, uint32_t opcode) {
+  size_t n = 0;
+  for (size_t at = 5; at < count && (words[at] >> 16); at += words[at] >> 16) {
+    if ((words[at] & 0xffff) == opcode) ++n;
+  }
+  return n;
+}
+
+static bool has_workgroup_variable(const uint32_t* words, size_t count) {
+  for (size_t at = 5; at < count && (words[at] >> 16); at += words[at] >> 16) {
+    if ((words[at] & 0xffff) == kOpVariable && words[at + 3] == kStorageWorkgroup) return true;
+  }
+  return false;
+}
+
+static void device_info(kiln_hal_device_info_t* info, bool robust) {
+  memset(info, 0, sizeof(*info));
+  strcpy(info->name, "test device");
+  info->api_major = 1;
+  info->api_minor = 1;
+  info->robust_buffer_access = robust;
+}
+
+KILN_TEST(RobustClampTest, EveryLibraryKernelTakesTheLocalClamp) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  kiln_allocator_t allocator = kiln_allocator_system();
+  size_t builds = 0, with_shared = 0;
+  for (unsigned id = 0; id < KILN_KERNEL_COUNT; ++id) {
+    for (unsigned v = 0; v < KILN_KERNEL_VARIANT_COUNT; ++v) {
+      kiln_kernel_spirv_t spirv;
+      kiln_status_t status =
+          kiln_kernel_get_spirv((kiln_kernel_id_t)id, (kiln_kernel_variant_t)v, &spirv);
+      if (status) {
+        kiln_status_free(status);
+        continue;
+      }
+      ++builds;
+      uint32_t* out = NULL;
+      size_t out_count = 0;
+      KILN_ASSERT_OK(kiln_hal_spirv_clamp_local(&info, allocator, spirv.words,
+                                                spirv.word_count, &out, &out_count));
+      KILN_EXPECT_OK(kiln_hal_spirv_validate(&info, spirv.blob_name, v, out, out_count));
+      KILN_EXPECT_EQ(count_opcode(out, out_count, kOpArrayLength),
+                     count_opcode(spirv.words, spirv.word_count, kOpArrayLength));
+      if (has_workgroup_variable(spirv.words, spirv.word_count)) {
+        ++with_shared;
+        KILN_EXPECT_GT(count_opcode(out, out_count, kOpExtInst),
+                       count_opcode(spirv.words, spirv.word_count, kOpExtInst));
+      }
+      kiln_allocator_free(allocator, out);
+    }
+  }
+  KILN_EXPECT_GT(builds, 20);
+  KILN_EXPECT_GT(with_shared, 3);  // gemm, conv, reductions use workgroup tiles
+}
+
+KILN_TEST(RobustClampTest, DeviceWithoutRobustBuffersGetsTheFullPass) {
+  kiln_hal_device_info_t info;
+  device_info(&info, false);
+  kiln_kernel_spirv_t spirv;
+  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP32, &spirv));
+  uint32_t* out = NULL;
+  size_t out_count = 0;
+  KILN_ASSERT_OK(kiln_hal_spirv_make_robust(&info, "gemm", 0, kiln_allocator_system(),
+                                            spirv.words, spirv.word_count, &out, &out_count));
+  // The full pass bounds runtime-array buffer indices with OpArrayLength.
+  KILN_EXPECT_GT(count_opcode(out, out_count, kOpArrayLength),
+                 count_opcode(spirv.words, spirv.word_count, kOpArrayLength));
+  kiln_allocator_free(kiln_allocator_system(), out);
+}
+
+KILN_TEST(RobustClampTest, MalformedInputIsLeftToTheFullPass) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  uint32_t header_only[5] = {0x07230203, 0x00010300, 0, 0, 0};
+  uint32_t* out = NULL;
+  size_t out_count = 0;
+  KILN_EXPECT_STATUS(KILN_STATUS_UNIMPLEMENTED,
+                     kiln_hal_spirv_clamp_local(&info, kiln_allocator_system(), header_only, 5,
+                                                &out, &out_count));
+  header_only[3] = 0xffffffffu;  // an id bound past the tables' cap
+  KILN_EXPECT_STATUS(KILN_STATUS_UNIMPLEMENTED,
+                     kiln_hal_spirv_clamp_local(&info, kiln_allocator_system(), header_only, 5,
+                                                &out, &out_count));
+  KILN_EXPECT_TRUE(out == NULL);
+}
