@@ -21,9 +21,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
+
+# The legacy exporter's deprecation and tracer notes would interleave the table.
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+warnings.filterwarnings("ignore", module="torch.onnx")
+warnings.filterwarnings("ignore", message=".*TracerWarning.*|.*Converting a tensor to a Python.*")
 
 CUDA = torch.cuda.is_available()
 
