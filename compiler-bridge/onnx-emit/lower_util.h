@@ -77,6 +77,16 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
                                        const kiln_emit_dispatch_desc_t* desc,
                                        const kiln_lower_reduction_t* r);
 
+// The same, first split into blocks (gemm: of m, n and k) where a binding
+// exceeds the targets' storage-buffer range (lower_big.c).
+kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
+                                           const kiln_emit_dispatch_desc_t* desc,
+                                           const kiln_lower_reduction_t* r);
+// Records a gather dispatch (push a kiln_kernel_gather_params_t), in parts
+// over table rows and indices where a binding exceeds that range.
+kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                    uint32_t index_words);
+
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);
