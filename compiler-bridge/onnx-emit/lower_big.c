@@ -250,3 +250,34 @@ kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispa
   }
   return kiln_ok_status();
 }
+
+kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
+                                  const kiln_emit_dispatch_desc_t* desc) {
+  const uint64_t limit = kiln_emit_range_limit(program);
+  if (kiln_big_fits(desc, limit)) return kiln_emit_add_dispatch(program, desc);
+  const kiln_kernel_desc_t* kernel = kiln_kernel_desc(desc->kernel);
+  if (!kernel || kernel->push_constant_size > KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "tiled dispatch of kernel %d",
+                            (int)desc->kernel);
+  }
+  uint32_t count = 0;
+  memcpy(&count, desc->push, sizeof(count));
+  // Whole 256-byte blocks per tile, so every tile's bindings stay aligned.
+  const uint64_t tile = (limit / sizeof(float)) & ~(uint64_t)(KILN_EMIT_ALIGNMENT / 4 - 1);
+  for (uint64_t first = 0; first < count; first += tile) {
+    const uint64_t n = count - first < tile ? count - first : tile;
+    uint8_t push[KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES];
+    memcpy(push, desc->push, kernel->push_constant_size);
+    const uint32_t n32 = (uint32_t)n;
+    memcpy(push, &n32, sizeof(n32));
+    kiln_emit_dispatch_desc_t d = *desc;
+    d.push = push;
+    d.grid_count = n;
+    for (uint32_t b = 0; b < d.binding_count; ++b) {
+      d.bindings[b].offset += first * sizeof(float);
+      d.bindings[b].length = n * sizeof(float);
+    }
+    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(program, &d));
+  }
+  return kiln_ok_status();
+}

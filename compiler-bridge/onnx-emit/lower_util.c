@@ -139,27 +139,12 @@ kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
                                    const kiln_emit_range_t* out,
                                    uint64_t count) {
-  // Tiles of whole 256-byte blocks, so no binding exceeds the targets'
-  // storage-buffer range (one tile for everything smaller).
-  const uint64_t tile = (kiln_emit_range_limit(program) / sizeof(float)) & ~(uint64_t)63;
-  uint64_t first = 0;
-  do {
-    const uint64_t n = count - first < tile ? count - first : tile;
-    kiln_kernel_copy_params_t params = {(uint32_t)n};
-    kiln_emit_dispatch_desc_t desc = {
-        .kernel = KILN_KERNEL_COPY, .push = &params, .binding_count = 2,
-        .bindings = {*in, *out}, .written_mask = 2u,
-        .grid = KILN_EMIT_GRID_LINEAR, .grid_count = n};
-    if (n < count) {
-      for (int b = 0; b < 2; ++b) {
-        desc.bindings[b].offset += first * sizeof(float);
-        desc.bindings[b].length = n * sizeof(float);
-      }
-    }
-    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(program, &desc));
-    first += n;
-  } while (first < count);
-  return kiln_ok_status();
+  kiln_kernel_copy_params_t params = {(uint32_t)count};
+  kiln_emit_dispatch_desc_t desc = {
+      .kernel = KILN_KERNEL_COPY, .push = &params, .binding_count = 2,
+      .bindings = {*in, *out}, .written_mask = 2u,
+      .grid = KILN_EMIT_GRID_LINEAR, .grid_count = count};
+  return kiln_emit_add_tiled(program, &desc);
 }
 
 // Adapters so every row of the lowering table is (function, code).

@@ -137,6 +137,12 @@ kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
                                       const int64_t* out_strides,
                                       int64_t in_offset, int64_t out_offset);
 
+// Records `desc`, a kernel whose push constants start with a u32 count of
+// values and whose bindings all hold `count` dense values (unary, copy), as
+// tiles over offsets where a binding exceeds the storage-buffer range.
+kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
+                                  const kiln_emit_dispatch_desc_t* desc);
+
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,

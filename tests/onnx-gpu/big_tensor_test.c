@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "kiln/format/module_reader.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
@@ -62,15 +64,16 @@ static void kiln_big_compare(const char* what, const float* got, const double* w
   KILN_EXPECT_LE(max_err, 1e-4 * max_ref);
 }
 
-// x [batch, in] -> Flatten -> Gemm(transB = 1, weight [out, in], bias [out])
-// -> Relu: torch.nn.Linear as exported. `range`: planned storage range (0:
-// the targets' own).
-static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, uint64_t range,
-                            const char* const* targets, size_t target_count) {
+// x [batch, in] -> Flatten -> Gemm(weight [out, in] with transB = 1 as
+// torch.nn.Linear exports it, else [in, out]; bias [out]) -> Relu. `range`:
+// planned storage range (0: the targets' own).
+static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, bool trans_b,
+                            uint64_t range) {
   kiln_graph_t g;
   kiln_graph_initialize(kiln_allocator_system(), "big-linear", &g);
   g.opset = 13;
-  const int64_t x_dims[4] = {batch, in, 1, 1}, w_dims[2] = {out, in}, b_dims[1] = {out};
+  const int64_t x_dims[4] = {batch, in, 1, 1}, b_dims[1] = {out};
+  const int64_t w_dims[2] = {trans_b ? out : in, trans_b ? in : out};
   kiln_graph_shape_t x_shape = kiln_big_shape(4, x_dims);
   kiln_graph_shape_t w_shape = kiln_big_shape(2, w_dims), b_shape = kiln_big_shape(1, b_dims);
   float* w = kiln_big_fill((size_t)(out * in), 0.05f);
@@ -83,7 +86,7 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, uint64_t ran
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Flatten", &x, 1, &flat_node, &flat));
   const int32_t gemm_in[3] = {flat, wv, bv};
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", gemm_in, 3, &gemm, &y));
-  kiln_big_int_attr(&g, gemm, "transB", 1);
+  kiln_big_int_attr(&g, gemm, "transB", trans_b ? 1 : 0);
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Relu", &y, 1, &relu, &z));
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, z));
 
@@ -97,8 +100,9 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, uint64_t ran
   for (int64_t r = 0; r < batch; ++r) {
     for (int64_t o = 0; o < out; ++o) {
       double sum = b[o];
-      const float* row = w + o * in;
-      for (int64_t k = 0; k < in; ++k) sum += (double)xs[r * in + k] * row[k];
+      for (int64_t k = 0; k < in; ++k) {
+        sum += (double)xs[r * in + k] * (trans_b ? w[o * in + k] : w[k * out + o]);
+      }
       want[r * out + o] = sum > 0 ? sum : 0;
     }
   }
@@ -107,14 +111,13 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, uint64_t ran
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.max_storage_buffer_range = range;
-  options.targets = targets;
-  options.target_count = target_count;
   kiln_gpu_run_stats_t stats;
   KILN_ASSERT_OK(kiln_gpu_compile_and_run(&g, &options, &input, &output, &stats));
   KILN_ASSERT_EQ(output.byte_size, (size_t)(batch * out) * sizeof(float));
   char what[96];
-  snprintf(what, sizeof(what), "linear %lldx%lld -> %lld, range %llu", (long long)batch,
-           (long long)in, (long long)out, (unsigned long long)range);
+  snprintf(what, sizeof(what), "linear %lldx%lld -> %lld%s, range %llu", (long long)batch,
+           (long long)in, (long long)out, trans_b ? " (transB)" : "",
+           (unsigned long long)range);
   kiln_big_compare(what, output.data, want, (size_t)(batch * out));
   fprintf(stderr, "  compile %.0f ms, first call %.0f ms, second call %.1f ms\n",
           stats.compile_ms, stats.first_call_ms, stats.second_call_ms);
@@ -126,7 +129,7 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, uint64_t ran
 
 // VGG-11's first FC at 224: a 25088 x 4096 weight (411 MB) on lavapipe.
 KILN_TEST(OnnxGpuBigTensorTest, VggSizedLinear) {
-  kiln_big_linear(1, 25088, 4096, 0, NULL, 0);
+  kiln_big_linear(1, 25088, 4096, true, 0);
 }
 
 // ids [1, t] -> Gather(table [vocab, dim]) -> h; logits = MatMul(h,
@@ -158,6 +161,7 @@ static void kiln_big_embedding(int64_t vocab, int64_t dim, int64_t t, uint64_t r
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "MatMul", matmul_in, 2, &matmul, &logits));
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, h));
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, logits));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
 
   kiln_graph_tensor_t input, outputs[2];
   KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_I64,
@@ -216,59 +220,67 @@ KILN_TEST(OnnxGpuBigTensorTest, Gpt2SizedEmbeddingAndTiedHead) {
   kiln_big_embedding(50257, 768, 6, 0);
 }
 
-// Small models with a 64 KiB planned range: rows of 300 and 1000 floats
-// (1200 and 4000 bytes) do not divide it, so every boundary falls where a
-// range would cut a row; blocks are whole rows, aligned parts of m, n, k.
+// Small models with a 256 KiB planned range, whose rows (4000, 280, 2800,
+// 1200, 4004 bytes) do not divide it: a range would end mid-row, so parts
+// are cut at whole rows, at steps that keep every binding 256-byte aligned.
 KILN_TEST(OnnxGpuBigTensorTest, SplitBoundariesMidRow) {
-  const uint64_t range = 64 << 10;
-  kiln_big_linear(3, 1000, 300, range, NULL, 0);   // weight 1.2 MB: n blocks
-  kiln_big_linear(2, 5000, 70, range, NULL, 0);    // k and n blocks
-  kiln_big_linear(40, 700, 500, range, NULL, 0);   // output rows too: m blocks
-  kiln_big_embedding(1001, 300, 9, range);         // 300-float rows: mid-row
-  kiln_big_embedding(333, 100, 70, range);         // index blocks as well
+  const uint64_t range = 256 << 10;
+  kiln_big_linear(3, 1000, 300, true, range);    // 1.2 MB weight: n blocks
+  kiln_big_linear(2, 5000, 70, false, range);    // 1.4 MB weight: k blocks, accumulated
+  kiln_big_linear(200, 700, 500, true, range);   // A and output too: m x n blocks
+  kiln_big_embedding(1001, 300, 9, range);       // table row ranges; head k blocks
+  kiln_big_embedding(333, 100, 700, range);      // index blocks; head m blocks
 }
 
-// Desktop targets plan for 4 GiB: the VGG-sized weight is one binding.
-KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
-  kiln_graph_t g;
-  kiln_graph_initialize(kiln_allocator_system(), "big-4g", &g);
-  g.opset = 13;
-  const int64_t x_dims[2] = {1, 25088}, w_dims[2] = {4096, 25088};
-  kiln_graph_shape_t x_shape = kiln_big_shape(2, x_dims), w_shape = kiln_big_shape(2, w_dims);
-  float* w = calloc((size_t)(4096 * 25088), sizeof(float));
-  KILN_ASSERT_NE(w, NULL);
-  int32_t x = -1, wv = -1, y = -1, gemm = -1;
-  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
-  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "w", KILN_GRAPH_DTYPE_F32, &w_shape, w, &wv));
-  free(w);
-  const int32_t in[2] = {x, wv};
-  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 2, &gemm, &y));
-  kiln_big_int_attr(&g, gemm, "transB", 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
-  const char* const hopper[] = {"hopper"};
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.targets = hopper;
-  options.target_count = 1;
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* assembly = open_memstream(&text, &text_size);
-  KILN_ASSERT_NE(assembly, NULL);
-  options.assembly_stream = assembly;
-  kiln_byte_buffer_t module;
-  kiln_byte_buffer_init(&module, kiln_allocator_system());
-  KILN_ASSERT_OK(kiln_onnx_compile_graph(&g, &options, kiln_allocator_system(), &module));
-  fclose(assembly);
-  // One dispatch whose weight binding is the whole 411 MB.
-  size_t dispatches = 0;
-  for (const char* at = text; (at = strstr(at, "hal.command_buffer.dispatch")); ++at) {
-    ++dispatches;
+// Dispatches in a module compiled for one target: its "grids" rodata holds
+// three words per dispatch and a closing zero.
+static size_t kiln_big_dispatch_count(const kiln_byte_buffer_t* module) {
+  kiln_format_module_t format;
+  kiln_format_read_options_t read = kiln_format_read_options_default();
+  KILN_EXPECT_OK(kiln_format_module_read(kiln_byte_buffer_span(module), "big-4g", &read,
+                                         kiln_allocator_system(), &format));
+  size_t count = 0;
+  for (uint32_t i = 0; i < format.rodata_count; ++i) {
+    if (kiln_string_view_equal_cstring(format.rodata[i].name, "grids")) {
+      count = (size_t)(format.rodata[i].size - 4) / 12;
+    }
   }
-  KILN_EXPECT_EQ(dispatches, 1u);
-  KILN_EXPECT_NE(strstr(text, "411041792"), NULL);
-  free(text);
-  kiln_byte_buffer_deinit(&module);
-  kiln_graph_deinitialize(&g);
+  kiln_format_module_deinit(&format);
+  return count;
+}
+
+// Desktop targets plan for 4 GiB: the VGG-sized weight is one binding there
+// (one dispatch), and four n blocks for lavapipe's 128 MiB.
+KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
+  const char* const targets[2][1] = {{"hopper"}, {"cpu"}};
+  const size_t want[2] = {1, 4};
+  for (int t = 0; t < 2; ++t) {
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "big-4g", &g);
+    g.opset = 13;
+    const int64_t x_dims[2] = {1, 25088}, w_dims[2] = {4096, 25088};
+    kiln_graph_shape_t x_shape = kiln_big_shape(2, x_dims), w_shape = kiln_big_shape(2, w_dims);
+    float* w = calloc((size_t)(4096 * 25088), sizeof(float));
+    KILN_ASSERT_NE(w, NULL);
+    int32_t x = -1, wv = -1, y = -1, gemm = -1;
+    KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
+    KILN_ASSERT_OK(kiln_graph_add_constant(&g, "w", KILN_GRAPH_DTYPE_F32, &w_shape, w, &wv));
+    free(w);
+    const int32_t in[2] = {x, wv};
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 2, &gemm, &y));
+    kiln_big_int_attr(&g, gemm, "transB", 1);
+    KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
+    kiln_onnx_compile_options_t options;
+    kiln_onnx_compile_options_init(&options);
+    options.targets = targets[t];
+    options.target_count = 1;
+    kiln_byte_buffer_t module;
+    kiln_byte_buffer_init(&module, kiln_allocator_system());
+    KILN_ASSERT_OK(kiln_onnx_compile_graph(&g, &options, kiln_allocator_system(), &module));
+    KILN_EXPECT_EQ(kiln_big_dispatch_count(&module), want[t]);
+    kiln_byte_buffer_deinit(&module);
+    kiln_graph_deinitialize(&g);
+  }
 }
 
 // A module planned for a 4 GiB range (arc: lavapipe's subgroup size and
