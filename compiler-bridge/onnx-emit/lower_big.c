@@ -281,3 +281,73 @@ kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
   }
   return kiln_ok_status();
 }
+
+// Bytes a binary-kernel operand with `strides` spans over `shape`.
+static uint64_t kiln_big_binary_span(const uint32_t shape[KILN_KERNEL_MAX_RANK],
+                                     const uint32_t strides[KILN_KERNEL_MAX_RANK]) {
+  uint64_t last = 0;
+  for (int d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    last += (uint64_t)(shape[d] ? shape[d] - 1 : 0) * strides[d];
+  }
+  return (last + 1) * sizeof(float);
+}
+
+kiln_status_t kiln_lower_add_binary(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc) {
+  const uint64_t limit = kiln_emit_range_limit(l->program);
+  if (kiln_big_fits(desc, limit)) return kiln_emit_add_dispatch(l->program, desc);
+  const kiln_kernel_binary_params_t* full = desc->push;
+  // Blocks of the outermost dimension larger than 1 (the output is dense).
+  int lead = 0;
+  while (lead + 1 < KILN_KERNEL_MAX_RANK && full->shape[lead] == 1) ++lead;
+  uint32_t out_strides[KILN_KERNEL_MAX_RANK];
+  uint64_t stride = 1;
+  for (int d = KILN_KERNEL_MAX_RANK - 1; d >= 0; --d) {
+    out_strides[d] = (uint32_t)stride;
+    stride *= full->shape[d];
+  }
+  const uint32_t* strides[3] = {full->a_strides, full->b_strides, out_strides};
+  uint64_t step = 1, rows = full->shape[lead];
+  for (int b = 0; b < 3; ++b) {
+    const uint64_t s = strides[b][lead];
+    if (s == 0) continue;
+    uint64_t need = KILN_EMIT_ALIGNMENT / sizeof(float), rest = s;
+    while (need > 1 && rest % 2 == 0) {
+      need /= 2;
+      rest /= 2;
+    }
+    if (need > step) step = need;
+    uint32_t one[KILN_KERNEL_MAX_RANK];
+    memcpy(one, full->shape, sizeof(one));
+    one[lead] = 1;
+    const uint64_t slice = kiln_big_binary_span(one, strides[b]);
+    const uint64_t fit = slice <= limit ? (limit - slice) / (s * sizeof(float)) + 1 : 0;
+    if (fit < rows) rows = fit;
+  }
+  rows -= rows % step;
+  if (rows == 0) {
+    return kiln_lower_refuse(l, "an elementwise operand larger than the %llu-byte "
+                             "storage-buffer range whose outer slices do not fit it in "
+                             "aligned blocks is not split",
+                             (unsigned long long)limit);
+  }
+  for (uint64_t r0 = 0; r0 < full->shape[lead]; r0 += rows) {
+    kiln_kernel_binary_params_t p = *full;
+    p.shape[lead] = (uint32_t)(full->shape[lead] - r0 < rows ? full->shape[lead] - r0 : rows);
+    p.count = (uint32_t)(p.count / full->shape[lead] * p.shape[lead]);
+    kiln_emit_dispatch_desc_t d = *desc;
+    d.push = &p;
+    d.grid_count = p.count;
+    for (int b = 0; b < 3; ++b) {
+      const uint64_t shift = r0 * strides[b][lead] * sizeof(float);
+      const uint64_t span = kiln_big_binary_span(p.shape, strides[b]);
+      if (shift >= d.bindings[b].length) {
+        return kiln_make_status(KILN_STATUS_INTERNAL, "binary split: binding %d outside", b);
+      }
+      d.bindings[b].offset += shift;
+      d.bindings[b].length -= shift;
+      if (span < d.bindings[b].length) d.bindings[b].length = span;
+    }
+    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
+  }
+  return kiln_ok_status();
+}

@@ -137,6 +137,9 @@ kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
                                       const int64_t* out_strides,
                                       int64_t in_offset, int64_t out_offset);
 
+// Records a binary dispatch (push a kiln_kernel_binary_params_t), in blocks
+// of its outermost dimension where a binding exceeds that range.
+kiln_status_t kiln_lower_add_binary(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc);
 // Records `desc`, a kernel whose push constants start with a u32 count of
 // values and whose bindings all hold `count` dense values (unary, copy), as
 // tiles over offsets where a binding exceeds the storage-buffer range.

@@ -231,6 +231,48 @@ KILN_TEST(OnnxGpuBigTensorTest, Gpt2SizedEmbeddingAndTiedHead) {
   kiln_big_embedding(50257, 768, 6, 0);
 }
 
+// x [rows, 4, 70] + bias [4, 1] (broadcast) -> Relu with a 64 KiB range:
+// the Add in blocks of x's outer rows (280-float slices: a range ends
+// mid-slice), the Relu in tiles over offsets.
+static void kiln_big_add_relu(int64_t rows) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "big-add", &g);
+  g.opset = 13;
+  const int64_t x_dims[3] = {rows, 4, 70}, b_dims[2] = {4, 1};
+  kiln_graph_shape_t x_shape = kiln_big_shape(3, x_dims), b_shape = kiln_big_shape(2, b_dims);
+  const float bias[4] = {0.25f, -0.5f, 0.0f, 1.0f};
+  int32_t x = -1, bv = -1, sum = -1, add = -1, y = -1, relu = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "bias", KILN_GRAPH_DTYPE_F32, &b_shape, bias, &bv));
+  const int32_t in[2] = {x, bv};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Add", in, 2, &add, &sum));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Relu", &sum, 1, &relu, &y));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
+  kiln_graph_tensor_t input, output;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &x_shape, &input));
+  const size_t count = (size_t)(rows * 4 * 70);
+  double* want = malloc(count * sizeof(double));
+  KILN_ASSERT_NE(want, NULL);
+  float* xs = input.data;
+  for (size_t i = 0; i < count; ++i) {
+    xs[i] = kiln_big_random();
+    double v = (double)xs[i] + bias[(i / 70) % 4];
+    want[i] = v > 0 ? v : 0;
+  }
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.max_storage_buffer_range = 64 << 10;
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&g, &options, &input, &output, &stats));
+  KILN_ASSERT_EQ(output.byte_size, count * sizeof(float));
+  kiln_big_compare("add + relu, range 65536", output.data, want, count);
+  free(want);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&output);
+  kiln_graph_deinitialize(&g);
+}
+
 // Small models with a 256 KiB planned range, whose rows (4000, 280, 2800,
 // 1200, 4004 bytes) do not divide it: a range would end mid-row, so parts
 // are cut at whole rows, at steps that keep every binding 256-byte aligned.
@@ -241,6 +283,7 @@ KILN_TEST(OnnxGpuBigTensorTest, SplitBoundariesMidRow) {
   kiln_big_linear(200, 700, 500, true, range);   // A and output too: m x n blocks
   kiln_big_embedding(1001, 300, 9, range);       // table row ranges; head k blocks
   kiln_big_embedding(333, 100, 700, range);      // index blocks; head m blocks
+  kiln_big_add_relu(300);                        // 336 KB activations
 }
 
 // Dispatches in a module compiled for one target: its "grids" rodata holds
