@@ -4,7 +4,9 @@
 // binding only its block's bytes (a K part accumulates into the output like
 // the loop-budget split of lower_split.c, which then runs inside each part);
 // a Gather from a table that large reads it in row ranges. Every part starts
-// its bindings at KILN_EMIT_ALIGNMENT multiples. Dispatches that fit are
+// its bindings at KILN_EMIT_ALIGNMENT multiples. Conv of one image and
+// group goes in blocks of output channels, binary ops in blocks of their
+// outer dimension, unary ops and copies in tiles. Dispatches that fit are
 // recorded unchanged.
 #include <string.h>
 
@@ -180,15 +182,76 @@ static bool kiln_big_fits(const kiln_emit_dispatch_desc_t* desc, uint64_t limit)
   return true;
 }
 
+// conv2d (one image, one group): blocks of output channels, each binding
+// its rows of the weight, bias, residual and output; the input whole.
+static kiln_status_t kiln_big_conv(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                   const kiln_lower_reduction_t* r, uint64_t limit) {
+  const kiln_kernel_conv2d_params_t* full = desc->push;
+  const bool plain = (desc->kernel == KILN_KERNEL_CONV2D ||
+                      desc->kernel == KILN_KERNEL_CONV2D_GEMM) &&
+                     full->batch == 1 && full->groups == 1;
+  if (!plain || desc->bindings[0].length > limit) {
+    return kiln_lower_refuse(l, "a convolution binding larger than the %llu-byte storage-buffer "
+                             "range of the targets is split only for the weight and output "
+                             "of one image and one group",
+                             (unsigned long long)limit);
+  }
+  // Floats per output channel in the weight (1), bias (2), residual (3)
+  // and output (4).
+  const uint64_t weight = (uint64_t)full->in_channels * full->kernel_h * full->kernel_w;
+  const uint64_t pixels = (uint64_t)full->out_height * full->out_width;
+  const uint64_t per[KILN_BIG_BINDINGS] = {0, weight, 1, pixels, pixels};
+  const bool active[KILN_BIG_BINDINGS] = {false, true, r->has_bias, r->has_residual, true};
+  uint64_t step = 1, block = full->out_channels;
+  for (uint32_t b = 1; b < KILN_BIG_BINDINGS; ++b) {
+    if (!active[b]) continue;
+    uint64_t need = KILN_EMIT_ALIGNMENT / sizeof(float), rest = per[b];
+    while (need > 1 && rest % 2 == 0) {
+      need /= 2;
+      rest /= 2;
+    }
+    if (need > step) step = need;
+    const uint64_t fit = limit / (per[b] * sizeof(float));
+    if (fit < block) block = fit;
+  }
+  block -= block % step;
+  if (block == 0) {
+    return kiln_lower_refuse(l, "one block of output channels of the convolution exceeds the "
+                             "%llu-byte storage-buffer range of the targets",
+                             (unsigned long long)limit);
+  }
+  for (uint64_t c0 = 0; c0 < full->out_channels; c0 += block) {
+    kiln_kernel_conv2d_params_t p = *full;
+    p.out_channels = (uint32_t)(full->out_channels - c0 < block ? full->out_channels - c0 : block);
+    kiln_emit_dispatch_desc_t d = *desc;
+    d.push = &p;
+    d.grid_count = (uint64_t)p.out_channels * pixels;
+    for (uint32_t b = 1; b < KILN_BIG_BINDINGS; ++b) {
+      if (!active[b]) continue;
+      const uint64_t shift = c0 * per[b] * sizeof(float);
+      if (shift >= d.bindings[b].length) {
+        return kiln_make_status(KILN_STATUS_INTERNAL, "conv split: binding %u outside", b);
+      }
+      d.bindings[b].offset += shift;
+      d.bindings[b].length -= shift;
+      const uint64_t span = p.out_channels * per[b] * sizeof(float);
+      if (span < d.bindings[b].length) d.bindings[b].length = span;
+    }
+    // Unused bias/residual slots repeat the part's weight (never read).
+    if (!active[2]) d.bindings[2] = d.bindings[1];
+    if (!active[3]) d.bindings[3] = d.bindings[1];
+    KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, r));
+  }
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
                                            const kiln_emit_dispatch_desc_t* desc,
                                            const kiln_lower_reduction_t* r) {
   const uint64_t limit = kiln_emit_range_limit(l->program);
   if (kiln_big_fits(desc, limit)) return kiln_lower_add_reduction(l, desc, r);
   if (desc->kernel == KILN_KERNEL_GEMM) return kiln_big_gemm(l, desc, r, limit);
-  return kiln_lower_refuse(l, "a convolution binding larger than the %llu-byte storage-buffer "
-                           "range of the targets is not split yet",
-                           (unsigned long long)limit);
+  return kiln_big_conv(l, desc, r, limit);
 }
 
 // Gather: parts over rows of the table (axis 0 of the data, outer = 1) and

@@ -273,6 +273,75 @@ static void kiln_big_add_relu(int64_t rows) {
   kiln_graph_deinitialize(&g);
 }
 
+// x [1, ci, 10, 10] -> Conv(w [co, ci, 3, 3], bias, pads 1) -> Relu with a
+// 64 KiB range: the weight (ci*9 floats per channel) and output (400 bytes
+// per channel) in blocks of output channels.
+static void kiln_big_conv(int64_t ci, int64_t co) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "big-conv", &g);
+  g.opset = 13;
+  const int64_t x_dims[4] = {1, ci, 10, 10}, w_dims[4] = {co, ci, 3, 3}, b_dims[1] = {co};
+  kiln_graph_shape_t x_shape = kiln_big_shape(4, x_dims), w_shape = kiln_big_shape(4, w_dims);
+  kiln_graph_shape_t b_shape = kiln_big_shape(1, b_dims);
+  float* w = kiln_big_fill((size_t)(co * ci * 9), 0.2f);
+  float* bias = kiln_big_fill((size_t)co, 0.5f);
+  int32_t x = -1, wv = -1, bv = -1, conv = -1, y = -1, relu = -1, z = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "w", KILN_GRAPH_DTYPE_F32, &w_shape, w, &wv));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "b", KILN_GRAPH_DTYPE_F32, &b_shape, bias, &bv));
+  const int32_t in[3] = {x, wv, bv};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &conv, &y));
+  kiln_graph_attr_t pads;
+  memset(&pads, 0, sizeof(pads));
+  const int64_t pad_values[4] = {1, 1, 1, 1};
+  pads.name = "pads";
+  pads.type = KILN_GRAPH_ATTR_INTS;
+  pads.ints = pad_values;
+  pads.count = 4;
+  KILN_ASSERT_OK(kiln_graph_node_set_attr(&g, conv, &pads));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Relu", &y, 1, &relu, &z));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, z));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t input, output;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &x_shape, &input));
+  float* xs = input.data;
+  for (int64_t i = 0; i < ci * 100; ++i) xs[i] = kiln_big_random();
+  const size_t count = (size_t)(co * 100);
+  double* want = malloc(count * sizeof(double));
+  KILN_ASSERT_NE(want, NULL);
+  for (int64_t o = 0; o < co; ++o) {
+    for (int64_t r = 0; r < 10; ++r) {
+      for (int64_t c = 0; c < 10; ++c) {
+        double sum = bias[o];
+        for (int64_t i = 0; i < ci; ++i) {
+          for (int64_t kr = 0; kr < 3; ++kr) {
+            for (int64_t kc = 0; kc < 3; ++kc) {
+              int64_t yr = r + kr - 1, xc = c + kc - 1;
+              if (yr < 0 || yr >= 10 || xc < 0 || xc >= 10) continue;
+              sum += (double)xs[(i * 10 + yr) * 10 + xc] * w[((o * ci + i) * 3 + kr) * 3 + kc];
+            }
+          }
+        }
+        want[(o * 10 + r) * 10 + c] = sum > 0 ? sum : 0;
+      }
+    }
+  }
+  free(w);
+  free(bias);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.max_storage_buffer_range = 64 << 10;
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&g, &options, &input, &output, &stats));
+  KILN_ASSERT_EQ(output.byte_size, count * sizeof(float));
+  kiln_big_compare("conv 3x3, range 65536", output.data, want, count);
+  free(want);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&output);
+  kiln_graph_deinitialize(&g);
+}
+
 // Small models with a 256 KiB planned range, whose rows (4000, 280, 2800,
 // 1200, 4004 bytes) do not divide it: a range would end mid-row, so parts
 // are cut at whole rows, at steps that keep every binding 256-byte aligned.
@@ -284,6 +353,7 @@ KILN_TEST(OnnxGpuBigTensorTest, SplitBoundariesMidRow) {
   kiln_big_embedding(1001, 300, 9, range);       // table row ranges; head k blocks
   kiln_big_embedding(333, 100, 700, range);      // index blocks; head m blocks
   kiln_big_add_relu(300);                        // 336 KB activations
+  kiln_big_conv(16, 300);                        // 173 KB weight, 120 KB output
 }
 
 // Dispatches in a module compiled for one target: its "grids" rodata holds
