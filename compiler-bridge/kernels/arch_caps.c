@@ -17,6 +17,7 @@ kiln_kernel_arch_caps_t kiln_kernel_arch_caps_from_info(
       .subgroup_arithmetic = (info->features & KILN_TARGET_FEATURE_SUBGROUP_OPS) != 0,
       .cooperative_matrix =
           (info->features & KILN_TARGET_FEATURE_COOPERATIVE_MATRIX) != 0,
+      .max_storage_buffer_range = info->max_storage_buffer_range,
   };
   return caps;
 }

@@ -83,6 +83,9 @@ typedef struct kiln_emit_program_t {
   // Ranges read and written since the last barrier (hazard tracking).
   kiln_emit_range_t* pending;
   size_t pending_count, pending_capacity;
+  // The node being lowered (NULL outside kiln_emit_lower_node): messages
+  // about its dispatches name it.
+  const kiln_graph_node_t* node;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
@@ -92,6 +95,10 @@ kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
                                      kiln_allocator_t allocator,
                                      kiln_emit_program_t* out_program);
 void kiln_emit_program_deinit(kiln_emit_program_t* program);
+
+// The largest binding, in bytes, every target allows (the smallest of the
+// targets' storage-buffer ranges): lower_big.c splits what exceeds it.
+uint64_t kiln_emit_range_limit(const kiln_emit_program_t* program);
 
 // Where value `value_id` lives (a constant is placed in the weights on first
 // use; `data` overrides its contents, e.g. converted indices).

@@ -169,7 +169,7 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GATHER_INDEX_WORDS, index_words}};
   desc.ops = ops;
   desc.op_count = index_words == 1 ? 0 : 1;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_add_gather(l, &desc, index_words);
 }
 
 // Constant indices are checked and narrowed to int32 at compile time.

@@ -141,5 +141,5 @@ kiln_status_t kiln_lower_einsum(const kiln_lower_t* l) {
   static const uint32_t specs[3] = {KILN_SPEC_GEMM_ACTIVATION, KILN_SPEC_GEMM_HAS_BIAS,
                                     KILN_SPEC_GEMM_HAS_RESIDUAL};
   kiln_lower_reduction_t r = {specs, KILN_ACT_NONE, false, false};
-  return kiln_lower_add_reduction(l, &desc, &r);
+  return kiln_lower_add_big_reduction(l, &desc, &r);
 }

@@ -55,7 +55,7 @@ kiln_status_t kiln_lower_binary(const kiln_lower_t* l, uint32_t op) {
                                     {KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_NONE}};
   desc.ops = ops;
   desc.op_count = 2;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_add_binary(l, &desc);
 }
 
 // Reads a scalar float from an optional constant input (Clip's min/max).
@@ -104,7 +104,7 @@ kiln_status_t kiln_lower_unary(const kiln_lower_t* l) {
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_UNARY_OP, code}};
   desc.ops = ops;
   desc.op_count = 1;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_emit_add_tiled(l->program, &desc);
 }
 
 kiln_status_t kiln_lower_copy(const kiln_lower_t* l) {

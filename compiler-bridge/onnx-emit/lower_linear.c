@@ -72,7 +72,7 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
   }
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc->bindings[4]));
   kiln_lower_reduction_t r = {specs, e->activation, has_bias, e->residual >= 0};
-  return kiln_lower_add_reduction(l, desc, &r);
+  return kiln_lower_add_big_reduction(l, desc, &r);
 }
 
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).

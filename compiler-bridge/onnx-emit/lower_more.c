@@ -100,7 +100,7 @@ static kiln_status_t kiln_more_binary(const kiln_lower_t* l, uint32_t op,
                                     {KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_NONE}};
   desc.ops = ops;
   desc.op_count = 2;
-  return kiln_emit_add_dispatch(l->program, &desc);
+  return kiln_lower_add_binary(l, &desc);
 }
 
 kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean) {

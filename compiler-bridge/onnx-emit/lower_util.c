@@ -144,7 +144,7 @@ kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
       .kernel = KILN_KERNEL_COPY, .push = &params, .binding_count = 2,
       .bindings = {*in, *out}, .written_mask = 2u,
       .grid = KILN_EMIT_GRID_LINEAR, .grid_count = count};
-  return kiln_emit_add_dispatch(program, &desc);
+  return kiln_emit_add_tiled(program, &desc);
 }
 
 // Adapters so every row of the lowering table is (function, code).
@@ -270,6 +270,7 @@ char* kiln_lower_supported_list(void) {
 kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                                    int32_t node_id) {
   kiln_lower_t l = {program, program->graph, &program->graph->nodes[node_id]};
+  program->node = l.node;
   const char* op = l.node->op_type;
   if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
       l.node->outputs[0] >= 0) {

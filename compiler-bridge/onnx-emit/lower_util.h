@@ -77,6 +77,16 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
                                        const kiln_emit_dispatch_desc_t* desc,
                                        const kiln_lower_reduction_t* r);
 
+// The same, first split into blocks (gemm: of m, n and k) where a binding
+// exceeds the targets' storage-buffer range (lower_big.c).
+kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
+                                           const kiln_emit_dispatch_desc_t* desc,
+                                           const kiln_lower_reduction_t* r);
+// Records a gather dispatch (push a kiln_kernel_gather_params_t), in parts
+// over table rows and indices where a binding exceeds that range.
+kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                    uint32_t index_words);
+
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);
@@ -126,6 +136,15 @@ kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
                                       const int64_t* in_strides,
                                       const int64_t* out_strides,
                                       int64_t in_offset, int64_t out_offset);
+
+// Records a binary dispatch (push a kiln_kernel_binary_params_t), in blocks
+// of its outermost dimension where a binding exceeds that range.
+kiln_status_t kiln_lower_add_binary(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc);
+// Records `desc`, a kernel whose push constants start with a u32 count of
+// values and whose bindings all hold `count` dense values (unary, copy), as
+// tiles over offsets where a binding exceeds the storage-buffer range.
+kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
+                                  const kiln_emit_dispatch_desc_t* desc);
 
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,

@@ -157,12 +157,25 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
   kiln_emit_program_t program;
   KILN_RETURN_IF_ERROR(
       kiln_emit_program_init(graph, plan, targets, target_count, allocator, &program));
+  if (options->max_storage_buffer_range && options->max_storage_buffer_range < 4096) {
+    kiln_emit_program_deinit(&program);
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "max_storage_buffer_range %llu is below 4096 bytes",
+                            (unsigned long long)options->max_storage_buffer_range);
+  }
+  for (size_t t = 0; options->max_storage_buffer_range && t < target_count; ++t) {
+    uint64_t* range = &program.caps[t].max_storage_buffer_range;
+    if (*range == 0 || *range > options->max_storage_buffer_range) {
+      *range = options->max_storage_buffer_range;
+    }
+  }
   kiln_status_t status = kiln_ok_status();
   for (size_t n = 0; n < graph->node_count && !status; ++n) {
     kiln_onnx_compile_report(options, "lower", n, graph->node_count, 0);
     if (graph->nodes[n].removed) continue;
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
+  program.node = NULL;  // the output copies belong to no node
   if (!status) status = kiln_onnx_compile_passthrough(&program);
   // Scratch of multi-pass lowerings lives past the planned values.
   if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);

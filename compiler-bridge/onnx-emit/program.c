@@ -159,6 +159,16 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
                           "value '%s' has no place (not planned)", value->name);
 }
 
+uint64_t kiln_emit_range_limit(const kiln_emit_program_t* program) {
+  uint64_t limit = UINT64_MAX;
+  for (size_t t = 0; t < program->target_count; ++t) {
+    uint64_t range = program->caps[t].max_storage_buffer_range;
+    if (range == 0) range = (uint64_t)128 << 20;  // Vulkan's guaranteed minimum
+    if (range < limit) limit = range;
+  }
+  return limit;
+}
+
 static uint64_t kiln_emit_scratch_base(const kiln_emit_program_t* program) {
   uint64_t peak = program->plan->peak_bytes;
   return (peak + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
@@ -260,15 +270,20 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
     return kiln_make_status(KILN_STATUS_INTERNAL, "bad dispatch of kernel %d",
                             (int)desc->kernel);
   }
-  // lavapipe (and the Vulkan minimum guarantee on many mobile parts) binds
-  // at most 128 MiB per storage buffer range.
+  // A binding past a target's storage-buffer range would be refused by the
+  // device: ops that can be split were split by lower_big.c; others stop here.
+  const uint64_t limit = kiln_emit_range_limit(program);
   for (uint32_t b = 0; b < desc->binding_count; ++b) {
-    if (desc->bindings[b].length > ((uint64_t)128 << 20)) {
+    if (desc->bindings[b].length > limit) {
+      const kiln_graph_node_t* node = program->node;
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                              "kernel '%s': binding %u spans %llu bytes, more than the "
-                              "128 MiB storage-buffer range kiln targets",
+                              "node '%s' (op %s): kernel '%s' binding %u spans %llu bytes, "
+                              "more than the %llu-byte storage-buffer range of the targets, "
+                              "and this op is not split into smaller ranges",
+                              node ? node->name : "?", node ? node->op_type : "?",
                               kernel->name, b,
-                              (unsigned long long)desc->bindings[b].length);
+                              (unsigned long long)desc->bindings[b].length,
+                              (unsigned long long)limit);
     }
   }
   uint32_t executable = 0;

@@ -49,43 +49,49 @@ static const char* const kArcProducts[] = {"a380", "a750", "a770", "unknown",
 static const char* const kM1Products[] = {"m1", "m1pro", "m1max", "m2",
                                           "unknown", NULL};
 
+// Storage-buffer ranges: 128 MiB is Vulkan's guaranteed minimum (lavapipe,
+// and what mobile and unknown parts are planned for); desktop drivers report
+// 4 GiB - 1.
+#define R_MIN ((uint64_t)128 << 20)
+#define R_4G ((uint64_t)UINT32_MAX)
+
 static const kiln_target_arch_info_t kArchTable[] = {
-    {"unknown", "any", 64, 128, 16 * 1024, 0, "", kUnknownProducts},
+    {"unknown", "any", 64, 128, 16 * 1024, 0, "", kUnknownProducts, R_MIN},
     {"cpu", "cpu", 8, 1024, 32 * 1024,
-     DESKTOP_BASE | F(FP16) | F(FP64) | F(INT8_DOT), "", kCpuProducts},
+     DESKTOP_BASE | F(FP16) | F(FP64) | F(INT8_DOT), "", kCpuProducts, R_MIN},
     {"valhall", "arm", 16, 512, 32 * 1024,
      F(FP16) | F(INT8_DOT) | F(STORAGE_16BIT) | F(STORAGE_8BIT) |
          F(SUBGROUP_OPS) | F(INT8_ARITHMETIC) | F(INT16),
-     "", kValhallProducts},
+     "", kValhallProducts, R_MIN},
     {"adreno", "qualcomm", 64, 1024, 32 * 1024,
      F(FP16) | F(STORAGE_16BIT) | F(SUBGROUP_OPS) | F(INT16), "",
-     kAdrenoProducts},
+     kAdrenoProducts, R_MIN},
     {"rdna1", "amd", 64, 1024, 64 * 1024, DESKTOP_BASE | F(FP16), "",
-     kRdna1Products},
+     kRdna1Products, R_4G},
     {"rdna2", "amd", 64, 1024, 64 * 1024, DESKTOP_BASE | F(FP16) | F(INT8_DOT),
-     "", kRdna2Products},
+     "", kRdna2Products, R_4G},
     {"rdna3", "amd", 64, 1024, 64 * 1024,
      DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kRdna3Products},
+     "16x16x16 f16", kRdna3Products, R_4G},
     {"pascal", "nvidia", 32, 1024, 48 * 1024, DESKTOP_BASE | F(FP16), "",
-     kPascalProducts},
+     kPascalProducts, R_4G},
     {"turing", "nvidia", 32, 1024, 48 * 1024,
      DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kTuringProducts},
+     "16x16x16 f16", kTuringProducts, R_4G},
     {"ampere", "nvidia", 32, 1024, 48 * 1024,
      DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kAmpereProducts},
+     "16x16x16 f16", kAmpereProducts, R_4G},
     {"ada", "nvidia", 32, 1024, 48 * 1024,
      DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kAdaProducts},
+     "16x16x16 f16", kAdaProducts, R_4G},
     {"hopper", "nvidia", 32, 1024, 48 * 1024,
      DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kHopperProducts},
+     "16x16x16 f16", kHopperProducts, R_4G},
     {"arc", "intel", 8, 1024, 32 * 1024, DESKTOP_BASE | F(FP16) | F(INT8_DOT),
-     "", kArcProducts},
+     "", kArcProducts, R_4G},
     {"m1", "apple", 32, 1024, 32 * 1024,
      F(FP16) | F(STORAGE_16BIT) | F(STORAGE_8BIT) | F(SUBGROUP_OPS) | F(INT16),
-     "", kM1Products},
+     "", kM1Products, R_MIN},
 };
 
 // OS tokens: androidNN is any API level from 24 to 40.

@@ -80,7 +80,7 @@ KILN_TEST(SpirvReflectTest, GatherAndNorm) {
   KILN_ASSERT_EQ(r.binding_count, 3);
   KILN_EXPECT_TRUE(r.bindings[1].read_only);
   KILN_EXPECT_FALSE(r.bindings[2].read_only);
-  KILN_EXPECT_EQ(r.push_constant_size, 16);
+  KILN_EXPECT_EQ(r.push_constant_size, sizeof(kiln_kernel_gather_params_t));
   reflect_kernel(KILN_KERNEL_NORM, KILN_KERNEL_VARIANT_SUBGROUP, &r);
   KILN_ASSERT_EQ(r.binding_count, 4);
   KILN_EXPECT_EQ(r.push_constant_size, 16);

@@ -1,6 +1,6 @@
 // kiln-compile model.onnx -o model.kiln [--target-triple=T]...
 // [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
-// [--print-memory-plan] [--dump-assembly=FILE]
+// [--print-memory-plan] [--dump-assembly=FILE] [--max-storage-range=BYTES]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,9 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "  --input-shape=NAME:DIMS  fix an input's dynamic dims, e.g. x:1x3x224x224\n"
           "  --print-memory-plan      print the transient-buffer plan\n"
           "  --dump-assembly=FILE     write the module's disassembly\n"
+          "  --max-storage-range=B    plan bindings of at most B bytes (default: the\n"
+          "                           targets' storage-buffer ranges; larger tensors\n"
+          "                           are split)\n"
           "  --help                   this text\n");
 }
 
@@ -148,6 +151,14 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       options.import.input_shapes = shapes;
     } else if (strcmp(arg, "--print-memory-plan") == 0) {
       options.memory_plan_stream = stdout;
+    } else if (strncmp(arg, "--max-storage-range=", 20) == 0) {
+      char* end = NULL;
+      unsigned long long bytes = strtoull(arg + 20, &end, 10);
+      if (!arg[20] || *end || bytes < 4096) {
+        fprintf(stderr, "kiln-compile: --max-storage-range needs a byte count >= 4096\n");
+        return 2;
+      }
+      options.max_storage_buffer_range = bytes;
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {

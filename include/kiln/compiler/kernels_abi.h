@@ -26,9 +26,10 @@ extern "C" {
 #define KILN_KERNEL_MAX_GRID_X 65535u
 // Loop bounds (llvmpipe ends loops after a per-invocation pass budget):
 // kiln/compiler/kernels_loops.h.
-// Every binding is at most 128 MiB (kiln_emit_add_dispatch), so a tensor has
-// at most 2^25 floats and grid-stride loops over 65535 workgroups run at
-// most ceil(2^25 / 65535) = 513 times.
+// Every binding is at most the target's storage-buffer range (128 MiB to
+// 4 GiB; kiln_emit_add_dispatch), so a binding has at most 2^30 floats and
+// grid-stride loops over 65535 workgroups run at most ceil(2^30 / 65535) =
+// 16385 times.
 
 // gemm: bindings 0 A (ro), 1 B (ro), 2 bias (ro), 3 residual (ro), 4 C.
 // C[b][m][n] = act(scale * sum_k A[b][m][k] * B[b][k][n] + bias + residual)
@@ -161,11 +162,14 @@ typedef struct kiln_kernel_rows_split_params_t {
 _Static_assert(sizeof(kiln_kernel_rows_split_params_t) == 24, "rows_split push constants");
 
 // gather: bindings 0 data (ro), 1 int32 indices (ro), 2 out.
-// Grid: linear over outer*index_count*inner.
+// Grid: linear over outer*index_count*inner. axis_begin/axis_rows: the rows
+// of the axis the data binding holds when a table is gathered in parts (0/0:
+// all of it; see gather.comp).
 typedef struct kiln_kernel_gather_params_t {
   uint32_t outer, axis_size, inner, index_count;
+  uint32_t axis_begin, axis_rows;
 } kiln_kernel_gather_params_t;
-_Static_assert(sizeof(kiln_kernel_gather_params_t) == 16, "gather push constants");
+_Static_assert(sizeof(kiln_kernel_gather_params_t) == 24, "gather push constants");
 
 // pad: bindings 0 in (ro), 1 out. Grid: linear over count (output values).
 typedef struct kiln_kernel_pad_params_t {

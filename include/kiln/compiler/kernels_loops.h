@@ -40,8 +40,8 @@ extern "C" {
 // have no pass model; instead the lowering (onnx-emit/lower_rows.c) sizes
 // chunks and window tiles so that each of their loops runs at most this many
 // iterations per invocation. They keep at most three such loops plus
-// grid-stride loops (every binding is at most 128 MiB, so at most
-// ceil(2^25 / 65535) = 513 trips) and workgroup-reduction loops of a few
+// grid-stride loops (llvmpipe, the device with the pass limit, binds at
+// most 128 MiB, so at most ceil(2^25 / 65535) = 513 trips) and workgroup-reduction loops of a few
 // trips: well inside the budget. It also keeps one invocation's work short
 // on GPUs with a watchdog.
 #define KILN_KERNEL_MAX_LOOP_ITERATIONS 4096u

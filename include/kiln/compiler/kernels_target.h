@@ -24,6 +24,8 @@ typedef struct kiln_kernel_arch_caps_t {
   bool fp16_arithmetic;     // shaderFloat16 (no kernel needs it yet)
   bool subgroup_arithmetic; // subgroup add/min/max in compute
   bool cooperative_matrix;  // no kernel uses it yet
+  // Largest storage-buffer binding in bytes (0: Vulkan's 128 MiB minimum).
+  uint64_t max_storage_buffer_range;
 } kiln_kernel_arch_caps_t;
 
 // The capabilities of a named arch, read from the HAL's target table

@@ -39,6 +39,9 @@ typedef struct kiln_onnx_compile_options_t {
   void (*progress)(void* user, const char* stage, size_t done, size_t total,
                    uint64_t bytes);
   void* progress_user;
+  // Non-zero: plan bindings for at most this many bytes even where a
+  // target allows more (tests of the large-tensor splits at small sizes).
+  uint64_t max_storage_buffer_range;
 } kiln_onnx_compile_options_t;
 
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);

@@ -86,6 +86,9 @@ typedef struct kiln_target_arch_info_t {
   kiln_target_features_t features;
   const char* cooperative_matrix_shapes;  // "16x16x16 f16" or ""
   const char* const* products;            // NULL-terminated known products
+  // maxStorageBufferRange the compiler plans bindings for: a larger tensor
+  // is split into several ranges (compiler-bridge/onnx-emit/lower_big.c).
+  uint64_t max_storage_buffer_range;
 } kiln_target_arch_info_t;
 
 // NULL when the arch is not in the table.
