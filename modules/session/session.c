@@ -297,6 +297,7 @@ static kiln_status_t kiln_session_buffer_view_from_host_locked(
       .memory_type = KILN_HAL_MEMORY_DEVICE_LOCAL,
       .usage = KILN_HAL_BUFFER_USAGE_DEFAULT,
       .size = needed ? (needed + 3) & ~(uint64_t)3 : 4,
+      .memory_budget = session->budget,  // not the (maybe shared) device's
   };
   kiln_hal_buffer_t* buffer = NULL;
   KILN_RETURN_IF_ERROR(
