@@ -46,7 +46,7 @@ void kiln_session_options_init(kiln_session_options_t* options) {
 
 static kiln_status_t kiln_session_open_device(
     const kiln_session_options_t* options, kiln_memory_budget_t* budget,
-    kiln_hal_device_t** out_device) {
+    kiln_allocator_t allocator, kiln_hal_device_t** out_device) {
   *out_device = NULL;
   kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
   KILN_RETURN_IF_ERROR(kiln_drivers_register_all(registry));
@@ -57,15 +57,15 @@ static kiln_status_t kiln_session_open_device(
   device_options.memory_budget = budget;
   const char* uri = options->device_uri ? options->device_uri : "vulkan";
   return kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
-                                &device_options, options->allocator,
-                                out_device);
+                                &device_options, allocator, out_device);
 }
 
 // No device-wide budget: each session and model given the device counts
 // its own buffers (kiln_hal_buffer_params_t.memory_budget).
 kiln_status_t kiln_session_device_create(const kiln_session_options_t* options,
                                          kiln_hal_device_t** out_device) {
-  return kiln_session_open_device(options, NULL, out_device);
+  return kiln_session_open_device(options, NULL, options->allocator,
+                                  out_device);
 }
 
 // The device and model: options.model's, or a device (shared_device or
@@ -87,8 +87,8 @@ static kiln_status_t kiln_session_open_model(
     kiln_hal_device_retain(options->shared_device);
     session->device = options->shared_device;
   } else {
-    KILN_RETURN_IF_ERROR(kiln_session_open_device(options, session->budget,
-                                                  &session->device));
+    KILN_RETURN_IF_ERROR(kiln_session_open_device(
+        options, session->budget, session->allocator, &session->device));
   }
   return kiln_model_create_with_budget(session->device, options->allocator,
                                        session->budget, &session->model);

@@ -158,11 +158,11 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   int code = kiln_test_run_tool(args, output, sizeof(output));
   KILN_EXPECT_EQ(code, 0);
   // Weights upload only on the first of the three calls.
-  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.write(hal.buffer, 0, vm.buffer, 0, 8192)");
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.constant(hal.device, vm.buffer)");
   KILN_EXPECT_CONTAINS(output, "[trace] hal.command_buffer.dispatch(hal.command_buffer, hal.executable, 0, ");
-  const char* first = strstr(output, "hal.buffer.write(");
+  const char* first = strstr(output, "hal.buffer.constant(");
   size_t writes = 0;
-  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.write(")) ++writes;
+  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.constant(")) ++writes;
   KILN_EXPECT_EQ(writes, 4);  // w1, b1, w2, b2 once, not per call
   KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
   KILN_EXPECT_CONTAINS(output, "[statistics] warm call (median of calls 2..3): ");
