@@ -171,6 +171,27 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
 }
 
+// --sessions: more sessions on the first one's model at once (one thread
+// each), every result checked against the first session's; the weights are
+// uploaded once for all of them.
+KILN_TEST(RunModuleFlags, SessionsShareOneModel) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='3x32xf32=0.25' --sessions=3 --call_count=2",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "[sessions] 3 more sessions on one device and one model, 2 "
+                               "call(s) each at once: every result equals the first "
+                               "session's; weights uploaded 4 time(s) (11048 bytes), 1 "
+                               "pipeline(s) built");
+  snprintf(args, sizeof(args), "--module=%s --input='3x32xf32=0.25' --sessions=65",
+           kiln_test_sample_path("mlp"));
+  code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_NE(code, 0);
+  KILN_EXPECT_CONTAINS(output, "--sessions=65: between 1 and 64");
+}
+
 // Untrusted files and runaway modules (issue 12). The runner's timeout turns
 // a hang into exit 124, so a regression fails instead of stalling.
 static const char* kiln_fifo(const char* name) {
