@@ -63,10 +63,13 @@
 //   thread for parallel work). Pointers the accessors return (instance,
 //   context, device, model) are not covered by that lock: do not use them
 //   while another thread calls the session.
-// - Not thread-safe: loading modules into a model (kiln_model_load_*,
-//   kiln_model_add_native_module) while another thread creates a session
-//   from it; a host's native module shared through a model is called from
-//   every session's thread, each with its own per-context state.
+// - Ordered, not concurrent: loading modules into a model
+//   (kiln_model_load_*, kiln_model_add_native_module) must finish before
+//   its first session is created; a load racing that creation is refused
+//   (FAILED_PRECONDITION), never half-applied.
+// - Host code: a native module added to a model is called from every
+//   session's thread, each context with its own state; whatever its
+//   user_data shares must be thread-safe.
 //
 // Limits for untrusted modules: fuel and deadline_ms stop runaway bytecode
 // in every invoke (the status names the function and bytecode offset);
