@@ -138,13 +138,16 @@ kiln_status_t kiln_run_shared_sessions(const kiln_run_sessions_t* run,
   double ms = (kiln_time_now_ns() - start_ns) / 1e6;
   kiln_hal_shared_cache_stats_t stats =
       kiln_model_statistics(kiln_session_model(run->first));
+  kiln_hal_memory_stats_t memory =
+      kiln_hal_device_memory_stats(kiln_session_device(run->first));
   fprintf(out,
           "[sessions] %d more sessions on one device and one model, %d "
           "call(s) each at once: every result equals the first session's; "
           "weights uploaded %llu time(s) (%llu bytes), %llu pipeline(s) "
-          "built; %.3f ms\n",
+          "built; %.3f ms; peak device memory in buffers %.3f MiB\n",
           run->sessions, run->calls, (unsigned long long)stats.constant_uploads,
           (unsigned long long)stats.constant_bytes,
-          (unsigned long long)stats.executables_built, ms);
+          (unsigned long long)stats.executables_built, ms,
+          memory.peak_bytes / (1024.0 * 1024.0));
   return kiln_ok_status();
 }
