@@ -61,8 +61,9 @@
 // - Serialised: one session called from several threads. Its functions
 //   take a per-session lock, so calls take turns (use one session per
 //   thread for parallel work). Pointers the accessors return (instance,
-//   context, device, model) are not covered by that lock: do not use them
-//   while another thread calls the session.
+//   context) are not covered by that lock: do not use them while another
+//   thread calls the session (the device and the model are thread-safe on
+//   their own).
 // - Ordered, not concurrent: loading modules into a model
 //   (kiln_model_load_*, kiln_model_add_native_module) must finish before
 //   its first session is created; a load racing that creation is refused
