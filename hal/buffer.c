@@ -34,20 +34,24 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
                             "or staging memory, not device-local");
   }
   // The budget is taken before the driver allocates: 64 x 1 GiB buffers
-  // must be refused, not attempted.
-  if (device->memory_budget) {
-    KILN_RETURN_IF_ERROR(kiln_memory_budget_reserve(
-        device->memory_budget, params->size, "a device buffer"));
+  // must be refused, not attempted. The buffer keeps the budget it used.
+  kiln_hal_buffer_params_t resolved = *params;
+  if (!resolved.memory_budget) resolved.memory_budget = device->memory_budget;
+  kiln_memory_budget_t* budget = resolved.memory_budget;
+  if (budget) {
+    KILN_RETURN_IF_ERROR(
+        kiln_memory_budget_reserve(budget, params->size, "a device buffer"));
   }
   const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
-  kiln_status_t status = vtable->buffer_allocate(device, params, out_buffer);
+  kiln_status_t status = vtable->buffer_allocate(device, &resolved, out_buffer);
   if (!kiln_status_is_ok(status)) {
-    if (device->memory_budget) {
-      kiln_memory_budget_unreserve(device->memory_budget, params->size);
-    }
+    if (budget) kiln_memory_budget_unreserve(budget, params->size);
     return kiln_status_annotate(status, "while allocating a %llu-byte buffer",
                                 (unsigned long long)params->size);
   }
+  (*out_buffer)->params.memory_budget = budget;
+  (*out_buffer)->immutable = false;
+  kiln_memory_budget_retain(budget);
   uint64_t live = __atomic_add_fetch(&device->live_buffer_bytes, params->size,
                                      __ATOMIC_RELAXED);
   uint64_t peak = __atomic_load_n(&device->peak_buffer_bytes, __ATOMIC_RELAXED);
@@ -75,12 +79,19 @@ void kiln_hal_buffer_release(kiln_hal_buffer_t* buffer) {
   if (buffer && kiln_hal_resource_release(&buffer->resource)) {
     __atomic_sub_fetch(&buffer->device->live_buffer_bytes,
                        buffer->params.size, __ATOMIC_RELAXED);
-    if (buffer->device->memory_budget) {
-      kiln_memory_budget_unreserve(buffer->device->memory_budget,
-                                   buffer->params.size);
-    }
+    kiln_memory_budget_t* budget = buffer->params.memory_budget;
+    if (budget) kiln_memory_budget_unreserve(budget, buffer->params.size);
     BUFFER_VTABLE(buffer)->destroy(buffer);
+    kiln_memory_budget_release(budget);  // after the driver freed the buffer
   }
+}
+
+void kiln_hal_buffer_make_immutable(kiln_hal_buffer_t* buffer) {
+  buffer->immutable = true;
+}
+
+bool kiln_hal_buffer_is_immutable(const kiln_hal_buffer_t* buffer) {
+  return buffer->immutable;
 }
 
 uint64_t kiln_hal_buffer_size(const kiln_hal_buffer_t* buffer) {
@@ -140,6 +151,11 @@ kiln_status_t kiln_hal_buffer_map_range(kiln_hal_buffer_t* buffer,
   KILN_RETURN_IF_ERROR(
       kiln_hal_buffer_check_range(buffer, "map_range", offset, length,
                                   &resolved));
+  if (buffer->immutable) {
+    return kiln_make_status(KILN_STATUS_PERMISSION_DENIED,
+                            "map_range: the buffer is immutable (shared "
+                            "constants)");
+  }
   if (!(buffer->params.usage & KILN_HAL_BUFFER_USAGE_MAPPING) ||
       !buffer->host_pointer) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,

@@ -8,8 +8,7 @@
 
 #define CB_VTABLE(c) ((const kiln_hal_command_buffer_vtable_t*)(c)->resource.vtable)
 
-// Slot indices are bounded so binding tables stay small and checkable.
-enum { kMaxBindingSlots = 4096 };
+enum { kMaxBindingSlots = KILN_HAL_MAX_BINDING_SLOTS };
 
 kiln_status_t kiln_hal_command_buffer_create(
     kiln_hal_device_t* device, kiln_hal_command_buffer_flags_t flags,
@@ -55,6 +54,7 @@ kiln_status_t kiln_hal_command_buffer_begin(kiln_hal_command_buffer_t* cb) {
   cb->state = KILN_HAL_COMMAND_BUFFER_STATE_RECORDING;
   cb->dispatch_count = 0;
   cb->slot_count = 0;
+  memset(cb->written_slots, 0, sizeof(cb->written_slots));
   return kiln_ok_status();
 }
 
@@ -84,6 +84,11 @@ static kiln_status_t check_transfer(kiln_hal_command_buffer_t* cb,
                             usage == KILN_HAL_BUFFER_USAGE_TRANSFER_SRC
                                 ? "TRANSFER_SRC"
                                 : "TRANSFER_DST");
+  }
+  if (usage == KILN_HAL_BUFFER_USAGE_TRANSFER_DST && buffer->immutable) {
+    return kiln_make_status(KILN_STATUS_PERMISSION_DENIED,
+                            "%s: the buffer is immutable (shared constants)",
+                            what);
   }
   if ((offset | *out_length) & 3) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -200,11 +205,14 @@ static kiln_status_t check_binding(kiln_hal_command_buffer_t* cb,
                                    const kiln_hal_binding_t* binding,
                                    uint64_t* out_length, uint32_t* io_slots) {
   const kiln_hal_device_info_t* info = &cb->device->info;
-  bool in_layout = false;
+  bool in_layout = false, read_only = false;
   for (uint32_t i = 0; i < entry->binding_count; ++i) {
     if (entry->bindings[i].set == binding->set &&
         entry->bindings[i].binding == binding->binding) {
       in_layout = true;
+      // Declared read-only means NonWritable in the SPIR-V (checked when
+      // the pipeline was made), so the kernel cannot store through it.
+      read_only = entry->bindings[i].read_only;
     }
   }
   if (!in_layout) {
@@ -223,6 +231,9 @@ static kiln_status_t check_binding(kiln_hal_command_buffer_t* cb,
                               kMaxBindingSlots - 1);
     }
     if (binding->slot + 1 > *io_slots) *io_slots = binding->slot + 1;
+    if (!read_only) {
+      cb->written_slots[binding->slot / 64] |= UINT64_C(1) << (binding->slot % 64);
+    }
     if (binding->offset % info->min_storage_buffer_offset_alignment) {
       return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                               "dispatch '%s': binding %u offset %llu is not a "
@@ -245,6 +256,14 @@ static kiln_status_t check_binding(kiln_hal_command_buffer_t* cb,
                             "dispatch '%s': binding %u buffer lacks "
                             "DISPATCH_STORAGE usage",
                             entry->name, index);
+  }
+  if (binding->buffer->immutable && !read_only) {
+    return kiln_make_status(KILN_STATUS_PERMISSION_DENIED,
+                            "dispatch '%s': binding %u (set %u, binding %u) "
+                            "is writable but its buffer is immutable (shared "
+                            "constants bind only to read-only bindings)",
+                            entry->name, index, binding->set,
+                            binding->binding);
   }
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_hal_buffer_check_range(binding->buffer, "dispatch binding",

@@ -119,6 +119,14 @@ kiln_status_t kiln_hal_device_queue_submit(
                                 "lacks DISPATCH_STORAGE usage",
                                 i, slot);
       }
+      if (entry->buffer->immutable &&
+          ((command_buffer->written_slots[slot / 64] >> (slot % 64)) & 1)) {
+        return kiln_make_status(KILN_STATUS_PERMISSION_DENIED,
+                                "submit: binding table %u slot %u: the "
+                                "buffer is immutable (shared constants) but "
+                                "a dispatch binds the slot writable",
+                                i, slot);
+      }
       uint64_t length = 0;
       KILN_RETURN_IF_ERROR_ANNOTATE(
           kiln_hal_buffer_check_range(entry->buffer, "binding table entry",
@@ -145,6 +153,11 @@ kiln_status_t kiln_hal_device_write_buffer(kiln_hal_device_t* device,
   uint64_t resolved = 0;
   KILN_RETURN_IF_ERROR(kiln_hal_buffer_check_range(buffer, "write_buffer",
                                                    offset, length, &resolved));
+  if (buffer->immutable) {
+    return kiln_make_status(KILN_STATUS_PERMISSION_DENIED,
+                            "write_buffer: the buffer is immutable (shared "
+                            "constants)");
+  }
   if (!data && resolved) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "write_buffer: data is NULL");

@@ -66,7 +66,8 @@ for run in runs:
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
 )
-# ThreadSanitizer on the session thread test only (issue 12): its own build
+# ThreadSanitizer on the session thread tests only (issue 12: one session
+# from many threads, sessions on one device, sessions sharing one model): its own build
 # dir with just that binary; the sample modules come from the build above.
 # Counts as one test. KILN_TSAN=0 skips it.
 tsan_passed=0 tsan_failed=0

@@ -79,6 +79,9 @@ static const kiln_vm_ref_type_t kiln_vm_module_type = {"vm.module",
 void kiln_vm_module_retain(kiln_vm_module_t* module) {
   if (module) kiln_vm_ref_retain(&module->header);
 }
+kiln_vm_ref_object_t* kiln_vm_module_as_ref(kiln_vm_module_t* module) {
+  return &module->header;
+}
 void kiln_vm_module_release(kiln_vm_module_t* module) {
   if (module) kiln_vm_ref_release(&module->header);
 }

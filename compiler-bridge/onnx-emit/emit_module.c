@@ -1,6 +1,7 @@
 // Builds the module for an emitted program through the module builder
 // (kiln/compiler/module_builder.h); no text on the way. Ref globals: 0 the
-// recorded command buffer, 1 the device copy of the weights, 2 the transient
+// recorded command buffer, 1 the device copy of the weights (hal.buffer.constant:
+// immutable, uploaded once per model and shared by its sessions), 2 the transient
 // buffer. `record` looks every executable up once, reads each dispatch's
 // grid for the variant the device chose from the `grids` table, and records
 // all dispatches with barriers where the program put them. `predict`
@@ -17,7 +18,7 @@ typedef enum kiln_emit_import_e {
   KILN_EMIT_IMPORT_DEVICE,
   KILN_EMIT_IMPORT_VIEW_ASSERT,
   KILN_EMIT_IMPORT_ALLOCATE,
-  KILN_EMIT_IMPORT_WRITE,
+  KILN_EMIT_IMPORT_CONSTANT,
   KILN_EMIT_IMPORT_VIEW_CREATE,
   KILN_EMIT_IMPORT_LOOKUP,
   KILN_EMIT_IMPORT_VARIANT,
@@ -37,7 +38,7 @@ static const struct {
     {"hal.device", "v_r"},
     {"hal.buffer_view.assert", "riir_v"},
     {"hal.buffer.allocate", "riiI_r"},
-    {"hal.buffer.write", "rIrII_v"},
+    {"hal.buffer.constant", "rr_r"},
     {"hal.buffer_view.create", "rIir_r"},
     {"hal.executable.lookup", "rr_r"},
     {"hal.executable.variant", "r_i"},
@@ -298,11 +299,10 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
   KILN_RETURN_IF_ERROR(kiln_function_builder_bind_label(m->body, first_call));
   OP(KILN_VM_OP_CONST_I32, 0, 0);
   if (program->weights_size) {
+    // One immutable device copy per model, bound read-only by every
+    // session's dispatches (kernels declare weight bindings read-only).
     OP(KILN_VM_OP_BUFFER_RODATA, r_bytes, m->weights);
-    OP(KILN_VM_OP_BUFFER_LENGTH, 2, r_bytes);
-    CALL(KILN_EMIT_IMPORT_ALLOCATE, REGS(r_device, 0, 0, 2), REGS(r_weights));
-    OP(KILN_VM_OP_CONST_I64, 4, 0);
-    CALL0(KILN_EMIT_IMPORT_WRITE, REGS(r_weights, 4, r_bytes, 4, 2));
+    CALL(KILN_EMIT_IMPORT_CONSTANT, REGS(r_device, r_bytes), REGS(r_weights));
   } else {
     OP(KILN_VM_OP_CONST_I64, 2, KILN_EMIT_ALIGNMENT);
     CALL(KILN_EMIT_IMPORT_ALLOCATE, REGS(r_device, 0, 0, 2), REGS(r_weights));

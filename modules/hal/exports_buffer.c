@@ -29,11 +29,50 @@ static kiln_status_t kiln_hal_export_buffer_allocate(
       .usage = args[2].i32 ? (kiln_hal_buffer_usage_t)args[2].i32
                            : KILN_HAL_BUFFER_USAGE_DEFAULT,
       .size = (uint64_t)args[3].i64,
+      .memory_budget = state->options.memory_budget,
   };
   kiln_hal_buffer_t* buffer = NULL;
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_hal_buffer_allocate(device, &params, &buffer),
       "in hal.buffer.allocate");
+  return kiln_hal_ref_wrap(state->allocator, &kiln_hal_buffer_ref_type, buffer,
+                           &results[0].ref);
+}
+
+// (device, vm.buffer) -> an immutable device-local buffer holding the bytes
+// (rounded up to 4 with zeros). Module rodata (weights) is uploaded once
+// per shared cache, so every context of a model binds one copy; other
+// vm.buffers get their own copy. Kernels may bind it read-only only.
+static kiln_status_t kiln_hal_export_buffer_constant(
+    kiln_vm_context_t* context, void* opaque, const kiln_vm_value_t* args,
+    kiln_vm_value_t* results) {
+  kiln_hal_module_state_t* state = opaque;
+  const char* name = "buffer.constant";
+  kiln_hal_device_t* device = NULL;
+  kiln_vm_buffer_t* bytes = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_hal_arg(args, 0, &kiln_hal_device_ref_type, name, (void**)&device));
+  KILN_RETURN_IF_ERROR(kiln_hal_arg_bytes(args, 1, name, &bytes));
+  if (device != state->device) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "hal.%s: the device is not this context's device",
+                            name);
+  }
+  kiln_hal_buffer_t* buffer = NULL;
+  // Rodata views are read-only and keep their module alive: their bytes
+  // never change, so one device copy serves every context.
+  if (bytes->read_only && bytes->owner) {
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_hal_shared_cache_constant(state->options.shared_cache,
+                                       bytes->owner, bytes->data,
+                                       bytes->length, &buffer),
+        "in hal.%s", name);
+  } else {
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_hal_upload_constant(device, state->options.memory_budget,
+                                 bytes->data, bytes->length, &buffer),
+        "in hal.%s", name);
+  }
   return kiln_hal_ref_wrap(state->allocator, &kiln_hal_buffer_ref_type, buffer,
                            &results[0].ref);
 }
@@ -361,6 +400,7 @@ static kiln_status_t kiln_hal_export_view_set_i32(kiln_vm_context_t* context,
 
 const kiln_vm_native_export_t kiln_hal_buffer_exports[] = {
     {"buffer.allocate", "riiI_r", kiln_hal_export_buffer_allocate},
+    {"buffer.constant", "rr_r", kiln_hal_export_buffer_constant},
     {"buffer.length", "r_I", kiln_hal_export_buffer_length},
     {"buffer.write", "rIrII_v", kiln_hal_export_buffer_write},
     {"buffer.read", "rIrII_v", kiln_hal_export_buffer_read},

@@ -1,6 +1,7 @@
 // hal.executable.*: executables come from the executables section of the
 // bytecode modules in the context; the device picks the variant. Each is
-// built (pipelines created) once per context and cached by name.
+// built (pipelines created) once per shared cache (so once for all the
+// sessions of a model) and cached by name in each context.
 #include <string.h>
 
 #include "executable_spec.h"
@@ -146,33 +147,44 @@ kiln_status_t kiln_hal_convert_executable(
   return kiln_ok_status();
 }
 
-// Finds `name` in the executables sections of the context's modules.
+// Finds `name` in the executables sections of the context's modules and
+// the module holding it.
 static const kiln_format_executable_t* kiln_hal_find_executable(
-    kiln_vm_context_t* context, kiln_string_view_t name) {
+    kiln_vm_context_t* context, kiln_string_view_t name,
+    kiln_vm_module_t** out_module) {
   size_t count = kiln_vm_context_module_count(context);
   for (size_t m = count; m-- > 0;) {
-    const kiln_format_module_t* format =
-        kiln_vm_module_format(kiln_vm_context_module_at(context, m));
+    kiln_vm_module_t* module = kiln_vm_context_module_at(context, m);
+    const kiln_format_module_t* format = kiln_vm_module_format(module);
     if (!format) continue;  // a native module
     for (uint32_t e = 0; e < format->executables.executable_count; ++e) {
       const kiln_format_executable_t* executable =
           &format->executables.executables[e];
-      if (kiln_string_view_equal(executable->name, name)) return executable;
+      if (kiln_string_view_equal(executable->name, name)) {
+        *out_module = module;
+        return executable;
+      }
     }
   }
   return NULL;
 }
 
+typedef struct kiln_hal_build_request_t {
+  kiln_allocator_t allocator;
+  const kiln_format_executable_t* source;
+} kiln_hal_build_request_t;
+
+// Builds an executable for the shared cache (called once per source).
 static kiln_status_t kiln_hal_build_executable(
-    kiln_hal_module_state_t* state, const kiln_format_executable_t* source,
+    void* build_data, kiln_hal_device_t* device,
     kiln_hal_executable_t** out_executable) {
+  const kiln_hal_build_request_t* request = build_data;
   kiln_hal_spec_storage_t storage;
   memset(&storage, 0, sizeof(storage));
-  kiln_arena_init(&storage.arena, state->allocator, 16 * 1024);
-  kiln_status_t status = kiln_hal_convert_executable(source, &storage);
+  kiln_arena_init(&storage.arena, request->allocator, 16 * 1024);
+  kiln_status_t status = kiln_hal_convert_executable(request->source, &storage);
   if (kiln_status_is_ok(status)) {
-    status = kiln_hal_executable_create(state->device, &storage.spec,
-                                        out_executable);
+    status = kiln_hal_executable_create(device, &storage.spec, out_executable);
   }
   kiln_arena_deinit(&storage.arena);  // the HAL copied the spec
   return status;
@@ -203,8 +215,9 @@ static kiln_status_t kiln_hal_export_executable_lookup(
       return kiln_ok_status();
     }
   }
+  kiln_vm_module_t* owner = NULL;
   const kiln_format_executable_t* source =
-      kiln_hal_find_executable(context, name);
+      kiln_hal_find_executable(context, name, &owner);
   if (!source) {
     return kiln_make_status(KILN_STATUS_NOT_FOUND,
                             "hal.%s: no executable named '%.*s' in the "
@@ -219,9 +232,12 @@ static kiln_status_t kiln_hal_export_executable_lookup(
     state->executable_capacity = capacity;
   }
   kiln_hal_executable_t* executable = NULL;
+  kiln_hal_build_request_t request = {state->allocator, source};
   KILN_RETURN_IF_ERROR_ANNOTATE(
-      kiln_hal_build_executable(state, source, &executable), "in hal.%s",
-      export_name);
+      kiln_hal_shared_cache_executable(
+          state->options.shared_cache, kiln_vm_module_as_ref(owner), source,
+          kiln_hal_build_executable, &request, &executable),
+      "in hal.%s", export_name);
   kiln_vm_ref_object_t* ref = NULL;
   KILN_RETURN_IF_ERROR(kiln_hal_ref_wrap(
       state->allocator, &kiln_hal_executable_ref_type, executable, &ref));

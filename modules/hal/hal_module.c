@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "hal_module_state.h"
+#include "kiln/base/memory_budget.h"
 #include "kiln/base/size_math.h"
 
 kiln_status_t kiln_hal_arg(const kiln_vm_value_t* args, size_t index,
@@ -98,7 +99,7 @@ static kiln_status_t kiln_hal_module_create_state(void* user_data,
       kiln_allocator_calloc(data->allocator, sizeof(*state), (void**)&state));
   state->allocator = data->allocator;
   state->device = data->device;
-  state->options = data->options;
+  state->options = data->options;  // the module outlives its contexts
   kiln_hal_device_retain(state->device);
   state->context = context;
   *out_state = state;
@@ -121,6 +122,8 @@ static void kiln_hal_module_destroy_state(void* user_data, void* opaque) {
 // The export table and device reference live as long as the module.
 static void kiln_hal_module_destroy_user_data(void* opaque) {
   kiln_hal_module_user_data_t* data = opaque;
+  kiln_hal_shared_cache_release(data->options.shared_cache);
+  kiln_memory_budget_release(data->options.memory_budget);
   kiln_hal_device_release(data->device);
   kiln_allocator_free(data->allocator, data->exports);
   kiln_allocator_free(data->allocator, data);
@@ -137,6 +140,12 @@ kiln_status_t kiln_hal_module_create_with_options(
     kiln_vm_instance_t* instance, kiln_hal_device_t* device,
     const kiln_hal_module_options_t* options, kiln_vm_module_t** out_module) {
   *out_module = NULL;
+  if (options && options->shared_cache &&
+      kiln_hal_shared_cache_device(options->shared_cache) != device) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "hal module: the shared cache belongs to another "
+                            "device");
+  }
   KILN_RETURN_IF_ERROR(kiln_hal_refs_register(instance));
   kiln_allocator_t allocator = kiln_vm_instance_allocator(instance);
   const struct {
@@ -170,6 +179,19 @@ kiln_status_t kiln_hal_module_create_with_options(
   data->allocator = allocator;
   data->device = device;
   if (options) data->options = *options;
+  if (data->options.shared_cache) {
+    kiln_hal_shared_cache_retain(data->options.shared_cache);
+  } else {
+    status = kiln_hal_shared_cache_create(device, allocator,
+                                          data->options.memory_budget,
+                                          &data->options.shared_cache);
+    if (!kiln_status_is_ok(status)) {
+      kiln_allocator_free(allocator, data->exports);
+      kiln_allocator_free(allocator, data);
+      return status;
+    }
+  }
+  kiln_memory_budget_retain(data->options.memory_budget);
   kiln_vm_native_module_desc_t desc = {
       .name = "hal",
       .exports = data->exports,
@@ -179,12 +201,9 @@ kiln_status_t kiln_hal_module_create_with_options(
       .destroy_state = kiln_hal_module_destroy_state,
       .destroy_user_data = kiln_hal_module_destroy_user_data,
   };
-  status = kiln_vm_module_create_native(instance, &desc, out_module);
-  if (!kiln_status_is_ok(status)) {
-    kiln_allocator_free(allocator, data->exports);
-    kiln_allocator_free(allocator, data);
-    return status;
-  }
   kiln_hal_device_retain(device);  // released in destroy_user_data
-  return kiln_ok_status();
+  // On failure the VM has already called destroy_user_data (a failed
+  // signature parse) or, when the module itself could not be allocated,
+  // the user data leaks: freeing it here would free it twice.
+  return kiln_vm_module_create_native(instance, &desc, out_module);
 }

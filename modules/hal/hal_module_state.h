@@ -19,7 +19,7 @@ typedef struct kiln_hal_module_state_t {
   kiln_allocator_t allocator;
   kiln_hal_device_t* device;
   kiln_vm_context_t* context;
-  kiln_hal_module_options_t options;
+  kiln_hal_module_options_t options;  // shared_cache set; both borrowed
   // Executables are built once per context, on first lookup.
   kiln_hal_cached_executable_t* executables;
   size_t executable_count;

@@ -11,6 +11,7 @@
 #include "kiln/format/module_reader.h"
 #include "kiln/hal/buffer.h"
 #include "kiln/hal/driver_registry.h"
+#include "model_internal.h"
 
 enum { KILN_SESSION_MAX_MODULES = 32 };
 
@@ -25,7 +26,13 @@ struct kiln_session_t {
   pthread_mutex_t mutex;
   kiln_vm_instance_t* instance;
   kiln_hal_device_t* device;
-  kiln_vm_module_t* modules[KILN_SESSION_MAX_MODULES];  // [0] = hal
+  // The modules, weights and pipelines: options.model, or a private model
+  // this session loads into (the one-call path).
+  kiln_model_t* model;
+  bool shared_model;  // options.model: nothing may be added
+  kiln_vm_module_t* hal_module;  // this session's, on the model's cache
+  // [0] = hal, then the model's modules (borrowed), set with the context.
+  kiln_vm_module_t* modules[KILN_SESSION_MAX_MODULES];
   size_t module_count;
   kiln_vm_context_t* context;  // made on first lookup
 };
@@ -38,23 +45,53 @@ void kiln_session_options_init(kiln_session_options_t* options) {
 }
 
 static kiln_status_t kiln_session_open_device(
-    kiln_session_t* session, const kiln_session_options_t* options) {
-  if (options->shared_device) {
-    kiln_hal_device_retain(options->shared_device);
-    session->device = options->shared_device;
-    return kiln_ok_status();
-  }
+    const kiln_session_options_t* options, kiln_memory_budget_t* budget,
+    kiln_allocator_t allocator, kiln_hal_device_t** out_device) {
+  *out_device = NULL;
   kiln_hal_driver_registry_t* registry = kiln_hal_driver_registry_default();
   KILN_RETURN_IF_ERROR(kiln_drivers_register_all(registry));
   kiln_hal_device_options_t device_options;
   kiln_hal_device_options_init(&device_options);
   device_options.enable_validation = options->enable_validation;
   device_options.pipeline_cache_path = options->pipeline_cache_path;
-  device_options.memory_budget = session->budget;
+  device_options.memory_budget = budget;
   const char* uri = options->device_uri ? options->device_uri : "vulkan";
   return kiln_hal_create_device(registry, kiln_make_cstring_view(uri),
-                                &device_options, session->allocator,
-                                &session->device);
+                                &device_options, allocator, out_device);
+}
+
+// No device-wide budget: each session and model given the device counts
+// its own buffers (kiln_hal_buffer_params_t.memory_budget).
+kiln_status_t kiln_session_device_create(const kiln_session_options_t* options,
+                                         kiln_hal_device_t** out_device) {
+  return kiln_session_open_device(options, NULL, options->allocator,
+                                  out_device);
+}
+
+// The device and model: options.model's, or a device (shared_device or
+// opened here) with a private model counted against the session's budget.
+static kiln_status_t kiln_session_open_model(
+    kiln_session_t* session, const kiln_session_options_t* options) {
+  if (options->model) {
+    kiln_model_retain(options->model);
+    session->model = options->model;
+    session->shared_model = true;
+    kiln_vm_module_t* const* modules = NULL;
+    size_t count = 0;
+    kiln_model_freeze(options->model, &modules, &count);  // shared from now
+    session->device = kiln_model_device(options->model);
+    kiln_hal_device_retain(session->device);
+    return kiln_ok_status();
+  }
+  if (options->shared_device) {
+    kiln_hal_device_retain(options->shared_device);
+    session->device = options->shared_device;
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_session_open_device(
+        options, session->budget, session->allocator, &session->device));
+  }
+  return kiln_model_create_with_budget(session->device, options->allocator,
+                                       session->budget, &session->model);
 }
 
 kiln_status_t kiln_session_create(const kiln_session_options_t* options,
@@ -75,14 +112,19 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
     status = kiln_vm_instance_create(session->allocator, &session->instance);
   }
   if (kiln_status_is_ok(status)) {
-    status = kiln_session_open_device(session, options);
+    status = kiln_session_open_model(session, options);
   }
   if (kiln_status_is_ok(status)) {
-    kiln_hal_module_options_t module_options = {options->gpu_timestamps};
+    // Buffers the bytecode allocates (activations, outputs) are this
+    // session's; constants and pipelines come from the model's cache.
+    kiln_hal_module_options_t module_options = {
+        .force_timestamps = options->gpu_timestamps,
+        .shared_cache = kiln_model_shared_cache(session->model),
+        .memory_budget = session->budget,
+    };
     status = kiln_hal_module_create_with_options(
         session->instance, session->device, &module_options,
-        &session->modules[0]);
-    if (kiln_status_is_ok(status)) session->module_count = 1;
+        &session->hal_module);
   }
   if (!kiln_status_is_ok(status)) {
     kiln_session_destroy(session);
@@ -95,9 +137,8 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
 void kiln_session_destroy(kiln_session_t* session) {
   if (!session) return;
   kiln_vm_context_destroy(session->context);
-  for (size_t i = session->module_count; i-- > 0;) {
-    kiln_vm_module_release(session->modules[i]);
-  }
+  kiln_vm_module_release(session->hal_module);
+  kiln_model_release(session->model);  // safe while other sessions use it
   kiln_hal_device_release(session->device);
   kiln_vm_instance_destroy(session->instance);
   kiln_memory_budget_release(session->budget);  // the device may hold it on
@@ -115,6 +156,9 @@ kiln_vm_instance_t* kiln_session_instance(const kiln_session_t* session) {
 kiln_hal_device_t* kiln_session_device(const kiln_session_t* session) {
   return session->device;
 }
+kiln_model_t* kiln_session_model(const kiln_session_t* session) {
+  return session->model;
+}
 kiln_allocator_t kiln_session_allocator(const kiln_session_t* session) {
   return session->allocator;
 }
@@ -123,14 +167,14 @@ kiln_vm_context_t* kiln_session_context(kiln_session_t* session) {
 }
 
 static kiln_status_t kiln_session_check_can_add(kiln_session_t* session) {
+  if (session->shared_model) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "the session runs a shared model: add modules to "
+                            "the model before its first session");
+  }
   if (session->context) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "modules must be added before the first lookup");
-  }
-  if (session->module_count == KILN_SESSION_MAX_MODULES) {
-    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
-                            "a session holds at most %d modules",
-                            KILN_SESSION_MAX_MODULES);
   }
   return kiln_ok_status();
 }
@@ -138,34 +182,23 @@ static kiln_status_t kiln_session_check_can_add(kiln_session_t* session) {
 static kiln_status_t kiln_session_add_native_module_locked(
     kiln_session_t* session, const kiln_vm_native_module_desc_t* desc) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
-  KILN_RETURN_IF_ERROR(kiln_vm_module_create_native(
-      session->instance, desc, &session->modules[session->module_count]));
-  session->module_count++;
-  return kiln_ok_status();
+  return kiln_model_add_native_module(session->model, desc);
 }
 
 static kiln_status_t kiln_session_load_module_file_locked(
     kiln_session_t* session, const char* path) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
-  KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_file(
-      session->instance, path, NULL, &session->modules[session->module_count]));
-  session->module_count++;
-  return kiln_ok_status();
+  return kiln_model_load_module_file(session->model, path);
 }
 
 static kiln_status_t kiln_session_load_module_memory_locked(
     kiln_session_t* session, kiln_const_byte_span_t bytes, const char* what) {
   KILN_RETURN_IF_ERROR(kiln_session_check_can_add(session));
-  KILN_RETURN_IF_ERROR(kiln_vm_module_load_from_memory(
-      session->instance, bytes, what, NULL,
-      &session->modules[session->module_count]));
-  session->module_count++;
-  return kiln_ok_status();
+  return kiln_model_load_module_memory(session->model, bytes, what);
 }
 
 kiln_vm_module_t* kiln_session_main_module(const kiln_session_t* session) {
-  return session->module_count > 1 ? session->modules[session->module_count - 1]
-                                   : NULL;
+  return kiln_model_main_module(session->model);
 }
 
 // "a, b, c" of the main module's exports, for not-found messages.
@@ -189,6 +222,13 @@ static kiln_status_t kiln_session_lookup_locked(
     kiln_vm_function_t* out_function) {
   memset(out_function, 0, sizeof(*out_function));
   if (!session->context) {
+    // The model is frozen from here on: its module list never changes again.
+    kiln_vm_module_t* const* modules = NULL;
+    size_t count = 0;
+    kiln_model_freeze(session->model, &modules, &count);
+    session->modules[0] = session->hal_module;
+    for (size_t i = 0; i < count; ++i) session->modules[i + 1] = modules[i];
+    session->module_count = count + 1;
     KILN_RETURN_IF_ERROR(kiln_vm_context_create(
         session->instance, session->modules, session->module_count, NULL,
         &session->context));
@@ -257,6 +297,7 @@ static kiln_status_t kiln_session_buffer_view_from_host_locked(
       .memory_type = KILN_HAL_MEMORY_DEVICE_LOCAL,
       .usage = KILN_HAL_BUFFER_USAGE_DEFAULT,
       .size = needed ? (needed + 3) & ~(uint64_t)3 : 4,
+      .memory_budget = session->budget,  // not the (maybe shared) device's
   };
   kiln_hal_buffer_t* buffer = NULL;
   KILN_RETURN_IF_ERROR(

@@ -123,3 +123,72 @@ KILN_TEST(CommandBufferTest, ResubmitWithoutSlotsAndReRecord) {
   kiln_hal_command_buffer_release(cb);
   kiln_test_device_release(device);
 }
+
+// Immutable buffers (shared weights) bind only where the kernel's binding
+// is read-only: as input they work; as the output they are refused at
+// dispatch (direct binding) or at submit (slot), and every other write
+// path refuses them too.
+KILN_TEST(CommandBufferTest, ImmutableBuffersBindReadOnly) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  kiln_hal_buffer_t* constant = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  kiln_hal_buffer_t* output = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  fill_input(device, constant, 5);
+  kiln_hal_buffer_make_immutable(constant);
+  KILN_EXPECT_TRUE(kiln_hal_buffer_is_immutable(constant));
+  float values[kCount];
+  memset(values, 0, sizeof(values));
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_PERMISSION_DENIED, "immutable",
+      kiln_hal_device_write_buffer(device, constant, 0, values, sizeof(values)));
+
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  uint32_t zero = 0;
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_PERMISSION_DENIED, "immutable",
+      kiln_hal_command_buffer_fill(cb, constant, 0, 16, &zero, 4));
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_PERMISSION_DENIED, "immutable",
+      kiln_hal_command_buffer_copy(cb, output, 0, constant, 0, 16));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t writes_constant[] = {
+      {0, 0, output, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, constant, 0, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), writes_constant, 2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_PERMISSION_DENIED, "binding 1",
+                             kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  // Through slots: read-only input slot 0, writable output slot 1.
+  kiln_hal_binding_t slots[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  dispatch.bindings = slots;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  kiln_hal_binding_table_entry_t reads[] = {
+      {constant, 0, KILN_HAL_WHOLE_BUFFER}, {output, 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_t reads_table = {reads, 2};
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &reads_table));
+  expect_output(device, output, 5);
+  kiln_hal_binding_table_entry_t writes[] = {
+      {output, 0, KILN_HAL_WHOLE_BUFFER}, {constant, 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_t writes_table = {writes, 2};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_PERMISSION_DENIED, "slot 1",
+                             kiln_test_submit_and_wait(device, cb, &writes_table));
+  // The constant still holds what it was given.
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, constant, 0, values,
+                                             sizeof(values)));
+  KILN_EXPECT_EQ(values[3], 8.0f);
+
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  kiln_hal_buffer_release(constant);
+  kiln_hal_buffer_release(output);
+  kiln_test_device_release(device);
+}

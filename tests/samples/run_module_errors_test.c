@@ -158,17 +158,38 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   int code = kiln_test_run_tool(args, output, sizeof(output));
   KILN_EXPECT_EQ(code, 0);
   // Weights upload only on the first of the three calls.
-  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.write(hal.buffer, 0, vm.buffer, 0, 8192)");
+  KILN_EXPECT_CONTAINS(output, "[trace] hal.buffer.constant(hal.device, vm.buffer)");
   KILN_EXPECT_CONTAINS(output, "[trace] hal.command_buffer.dispatch(hal.command_buffer, hal.executable, 0, ");
-  const char* first = strstr(output, "hal.buffer.write(");
+  const char* first = strstr(output, "hal.buffer.constant(");
   size_t writes = 0;
-  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.write(")) ++writes;
+  for (const char* p = first; p; p = strstr(p + 1, "hal.buffer.constant(")) ++writes;
   KILN_EXPECT_EQ(writes, 4);  // w1, b1, w2, b2 once, not per call
   KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
   KILN_EXPECT_CONTAINS(output, "[statistics] warm call (median of calls 2..3): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
   KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
+}
+
+// --sessions: more sessions on the first one's model at once (one thread
+// each), every result checked against the first session's; the weights are
+// uploaded once for all of them.
+KILN_TEST(RunModuleFlags, SessionsShareOneModel) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='3x32xf32=0.25' --sessions=3 --call_count=2",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "[sessions] 3 more sessions on one device and one model, 2 "
+                               "call(s) each at once: every result equals the first "
+                               "session's; weights uploaded 4 time(s) (11048 bytes), 1 "
+                               "pipeline(s) built");
+  snprintf(args, sizeof(args), "--module=%s --input='3x32xf32=0.25' --sessions=65",
+           kiln_test_sample_path("mlp"));
+  code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_NE(code, 0);
+  KILN_EXPECT_CONTAINS(output, "--sessions=65: between 1 and 64");
 }
 
 // Untrusted files and runaway modules (issue 12). The runner's timeout turns

@@ -56,6 +56,10 @@ static const flag_t kFlags[] = {
      "print at most this many elements of each result (default 1024)"},
     {"call_count", FLAG_INT, FIELD(run.call_count), 0,
      "call the function this many times (statistics report the median)"},
+    {"sessions", FLAG_INT, FIELD(run.sessions), 0,
+     "then run the function on this many more sessions at once (one thread "
+     "each, one device, one copy of the weights) and check every result "
+     "equals the first session's"},
     {"print_statistics", FLAG_BOOL, FIELD(run.print_statistics), 0,
      "print load time, pipeline creation, first and median call time"},
     {"trace_execution", FLAG_BOOL, FIELD(run.trace_execution), 0,
@@ -211,7 +215,8 @@ static kiln_status_t kiln_parse_one(const char* arg, kiln_run_flags_t* flags,
                                 "flag '--%s' must be between 1 and 1e9",
                                 flag->name);
       }
-      if (flag->offset == FIELD(run.call_count)) {
+      if (flag->offset == FIELD(run.call_count) ||
+          flag->offset == FIELD(run.sessions)) {
         *(int*)field = (int)number;
       } else {
         *(size_t*)field = (size_t)number;

@@ -9,6 +9,7 @@
 #include "kiln/session.h"
 #include "kiln/vm/buffer.h"
 #include "npy.h"
+#include "sessions.h"
 #include "tensor_text.h"
 
 void kiln_run_options_init(kiln_run_options_t* options) {
@@ -592,6 +593,12 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
               cache.loaded ? "used" : "not used");
     }
     kiln_status_free(cache_status);
+  }
+  if (kiln_status_is_ok(status) && *exit_code == 0 && options->sessions > 0) {
+    kiln_run_sessions_t sessions = {
+        run->session, &session_options, name,     run->signature,
+        run->args,    run->results,     options->sessions, calls};
+    status = kiln_run_shared_sessions(&sessions, run->out);
   }
   // With the validation layer on, any message is a failure (tests rely on
   // this to hold every run to zero messages).

@@ -35,6 +35,9 @@ typedef struct kiln_run_options_t {
   uint64_t fuel;              // per call; 0: unlimited
   uint64_t deadline_ms;       // per call; 0: none
   uint64_t memory_budget_mb;  // 0: the session's default
+  // Then this many more sessions on the first one's model, one thread each
+  // (0: none); each makes call_count calls, checked against the first.
+  int sessions;
 } kiln_run_options_t;
 
 void kiln_run_options_init(kiln_run_options_t* options);

@@ -13,6 +13,10 @@ typedef struct kiln_hal_buffer_params_t {
   kiln_hal_memory_type_t memory_type;
   kiln_hal_buffer_usage_t usage;
   uint64_t size;  // bytes, > 0
+  // Budget the bytes count against (retained while the buffer lives); NULL:
+  // the device's (kiln_hal_device_options_t.memory_budget), if any. Lets
+  // sessions that share one device each count their own buffers.
+  struct kiln_memory_budget_t* memory_budget;
 } kiln_hal_buffer_params_t;
 
 kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
@@ -26,6 +30,13 @@ kiln_hal_memory_type_t kiln_hal_buffer_memory_type(
     const kiln_hal_buffer_t* buffer);
 kiln_hal_buffer_usage_t kiln_hal_buffer_usage(const kiln_hal_buffer_t* buffer);
 kiln_hal_device_t* kiln_hal_buffer_device(const kiln_hal_buffer_t* buffer);
+
+// After its contents are written: no later write (write_buffer, fill,
+// update, copy target, mapping, a writable dispatch binding or binding-table
+// slot) is accepted, so the buffer may be shared by sessions on any thread.
+// One-way.
+void kiln_hal_buffer_make_immutable(kiln_hal_buffer_t* buffer);
+bool kiln_hal_buffer_is_immutable(const kiln_hal_buffer_t* buffer);
 
 // Maps [offset, offset + length) of a buffer allocated with
 // KILN_HAL_BUFFER_USAGE_MAPPING in host-visible or staging memory. The

@@ -60,6 +60,8 @@ typedef struct kiln_hal_device_vtable_t {
 } kiln_hal_device_vtable_t;
 
 enum { KILN_HAL_VALIDATION_MESSAGE_CAPACITY = 2048 };
+// Slot indices are bounded so binding tables stay small and checkable.
+enum { KILN_HAL_MAX_BINDING_SLOTS = 4096 };
 
 struct kiln_hal_device_t {
   kiln_hal_resource_t resource;
@@ -84,6 +86,9 @@ struct kiln_hal_buffer_t {
   kiln_hal_device_t* device;  // retained by every object made from it
   kiln_hal_buffer_params_t params;
   uint8_t* host_pointer;      // coherent mapping, NULL when not mappable
+  // Set once after the initial upload (kiln_hal_buffer_make_immutable):
+  // every later write path refuses it, so several sessions may share it.
+  bool immutable;
 };
 
 typedef struct kiln_hal_command_buffer_vtable_t {
@@ -123,6 +128,9 @@ struct kiln_hal_command_buffer_t {
   kiln_hal_command_buffer_state_t state;
   uint32_t dispatch_count;
   uint32_t slot_count;
+  // Slots some dispatch binds writable: submit refuses an immutable buffer
+  // there.
+  uint64_t written_slots[KILN_HAL_MAX_BINDING_SLOTS / 64];
 };
 
 typedef struct kiln_hal_executable_vtable_t {

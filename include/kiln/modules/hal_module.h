@@ -10,6 +10,7 @@
 #include "kiln/hal/buffer_view.h"
 #include "kiln/hal/command_buffer.h"
 #include "kiln/hal/device.h"
+#include "kiln/hal/executable.h"
 #include "kiln/vm/module.h"
 #include "kiln/vm/ref.h"
 
@@ -17,10 +18,63 @@
 extern "C" {
 #endif
 
+struct kiln_memory_budget_t;
+
+// Device copies of module rodata (weights, from hal.buffer.constant) and
+// built executables (pipelines), shared by every hal module given the cache:
+// the sessions of one kiln_model_t upload each weight segment and build each
+// pipeline once. Thread-safe; refcounted. Constants are immutable HAL
+// buffers (kiln_hal_buffer_make_immutable), counted against `budget`.
+typedef struct kiln_hal_shared_cache_t kiln_hal_shared_cache_t;
+typedef struct kiln_hal_shared_cache_stats_t {
+  uint64_t constant_uploads;  // rodata segments copied to the device
+  uint64_t constant_bytes;    // their device bytes
+  uint64_t executables_built;
+} kiln_hal_shared_cache_stats_t;
+
+// `device` and `budget` (may be NULL: the device's) are retained.
+kiln_status_t kiln_hal_shared_cache_create(
+    kiln_hal_device_t* device, kiln_allocator_t allocator,
+    struct kiln_memory_budget_t* budget, kiln_hal_shared_cache_t** out_cache);
+void kiln_hal_shared_cache_retain(kiln_hal_shared_cache_t* cache);
+void kiln_hal_shared_cache_release(kiln_hal_shared_cache_t* cache);
+kiln_hal_device_t* kiln_hal_shared_cache_device(
+    const kiln_hal_shared_cache_t* cache);
+kiln_hal_shared_cache_stats_t kiln_hal_shared_cache_stats(
+    kiln_hal_shared_cache_t* cache);
+
+// The immutable device copy of `data` (rodata of the module `owner`, which
+// the entry retains), uploaded on first use. Returns a new reference.
+kiln_status_t kiln_hal_shared_cache_constant(kiln_hal_shared_cache_t* cache,
+                                             kiln_vm_ref_object_t* owner,
+                                             const void* data, uint64_t length,
+                                             kiln_hal_buffer_t** out_buffer);
+// The executable for `key` (a format executable inside `owner`), built by
+// `build` on first use. Returns a new reference.
+typedef kiln_status_t (*kiln_hal_shared_build_fn_t)(
+    void* build_data, kiln_hal_device_t* device,
+    kiln_hal_executable_t** out_executable);
+kiln_status_t kiln_hal_shared_cache_executable(
+    kiln_hal_shared_cache_t* cache, kiln_vm_ref_object_t* owner,
+    const void* key, kiln_hal_shared_build_fn_t build, void* build_data,
+    kiln_hal_executable_t** out_executable);
+// An immutable device-local copy of `length` bytes (uncached), counted
+// against `budget` (NULL: the device's).
+kiln_status_t kiln_hal_upload_constant(kiln_hal_device_t* device,
+                                       struct kiln_memory_budget_t* budget,
+                                       const void* data, uint64_t length,
+                                       kiln_hal_buffer_t** out_buffer);
+
 typedef struct kiln_hal_module_options_t {
   // Every command buffer the bytecode creates records GPU timestamps around
   // its dispatches (for --print_statistics), whatever flags it asked for.
   bool force_timestamps;
+  // Constants and executables come from (and go to) this cache (retained;
+  // it must be for the module's device). NULL: the module makes its own.
+  kiln_hal_shared_cache_t* shared_cache;
+  // Buffers the bytecode allocates count against this budget (retained);
+  // NULL: the device's.
+  struct kiln_memory_budget_t* memory_budget;
 } kiln_hal_module_options_t;
 
 // Creates the module bound to `device` (retained). Registers the hal.* ref

@@ -11,6 +11,7 @@
 #include "kiln/base/views.h"
 #include "kiln/format/module_reader.h"
 #include "kiln/vm/instance.h"
+#include "kiln/vm/ref.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,6 +42,9 @@ kiln_status_t kiln_vm_module_load_from_file(
 
 void kiln_vm_module_retain(kiln_vm_module_t* module);
 void kiln_vm_module_release(kiln_vm_module_t* module);
+// The module as a ref object (what rodata vm.buffers hold as their owner),
+// for holders that keep data pointing into the module alive.
+kiln_vm_ref_object_t* kiln_vm_module_as_ref(kiln_vm_module_t* module);
 
 kiln_string_view_t kiln_vm_module_name(const kiln_vm_module_t* module);
 // The parsed container of a bytecode module; NULL for a native module.
