@@ -42,6 +42,8 @@ kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph);
 // MatMul-scale-mask-Softmax-MatMul attention (and the head split/merge
 // views around it) -> one kiln.Attention node (compiler-bridge/onnx/attention.h).
 kiln_status_t kiln_graph_fuse_attention(kiln_graph_t* graph);
+// 0.5 * x * (1 + erf(x / sqrt 2)) as exporters write it -> one Gelu node.
+kiln_status_t kiln_graph_fuse_gelu(kiln_graph_t* graph);
 
 // Marks nodes and values no graph output depends on as removed.
 void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);
