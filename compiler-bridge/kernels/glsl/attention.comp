@@ -48,7 +48,7 @@ layout(push_constant) uniform Params {
 shared vec4 k_tile[TILE * D4];
 shared vec4 v_tile[TILE * D4];
 
-const float kNegInf = uintBitsToFloat(0xff800000u);
+#define kNegInf uintBitsToFloat(0xff800000u)
 
 // Scratch record of one (b, h, i, chunk): m, l, acc[dv].
 uint kiln_scratch_index(uint b, uint h, uint i, uint c) {
@@ -98,12 +98,12 @@ void main() {
   const uint i = gl_WorkGroupID.x * wg + lane;
   const uint h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.chunks, chunk = gl_WorkGroupID.z % p.chunks;
-  const bool active = i < p.sq;
+  const bool live = i < p.sq;
   if (PHASE == KILN_ATTN_PHASE_MERGE) {
-    if (active) kiln_merge(b, h, i);
+    if (live) kiln_merge(b, h, i);
     return;
   }
-  const uint row = active ? i : p.sq - 1;
+  const uint row = live ? i : p.sq - 1;
   vec4 qr[D4], acc[D4];
   uint q_base = p.q_off + b * p.q_sb + h * p.q_sh + row * p.q_ss;
   for (uint e = 0; e < D4; ++e) {
@@ -138,9 +138,9 @@ void main() {
       v_tile[e] = vv;
     }
     barrier();
-    // Inactive lanes skip the math but keep to the barriers above.
+    // Lanes past sq skip the math but keep to the barriers above.
     uint mask_base = b * p.m_sb + h * p.m_sh + i * p.m_si;
-    for (uint r = 0; r < (active ? n : 0); ++r) {
+    for (uint r = 0; r < (live ? n : 0); ++r) {
       uint j = t0 + r;
       float s = 0.0;
       for (uint e = 0; e < D4; ++e) s += dot(qr[e], k_tile[r * D4 + e]);
@@ -162,7 +162,7 @@ void main() {
       m = m_new;
     }
   }
-  if (!active) return;
+  if (!live) return;
   if (PHASE == KILN_ATTN_PHASE_PARTIAL) {
     uint at = kiln_scratch_index(b, h, i, chunk);
     o[at] = m;
