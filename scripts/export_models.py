@@ -258,7 +258,7 @@ class Gpt2Block(GptBlock):
 def gpt2_block(generator):
     torch.manual_seed(34)
     return Gpt2Block(width=64, heads=2, length=16), \
-        torch.rand(2, 16, 64, generator=generator) * 2 - 1, 14, None
+        torch.rand(2, 16, 64, generator=generator) * 2 - 1, 17, None
 
 
 class UNetSmall(torch.nn.Module):

@@ -2,8 +2,8 @@
 // condition, fill)] -> Softmax(last axis) -> MatMul(., V) becomes one
 // kiln.Attention node (attention.h) in the second MatMul's place. Q, K^T
 // and V are traced back through the view ops exporters put around heads
-// (Transpose, Reshape/Squeeze/Unsqueeze/Flatten, Slice of a fused QKV
-// projection) and scalar Mul/Div on Q or K (the dynamo exporter scales
+// (Transpose, Reshape/Squeeze/Unsqueeze/Flatten, Slice or Split of a fused
+// QKV projection) and scalar Mul/Div on Q or K (the dynamo exporter scales
 // both by sqrt(scale)); the result is traced forward through the head
 // merge (Transpose, Reshape) to the value the node then writes directly.
 // A constant mask that is exactly causal becomes the kernel's causal flag.
@@ -159,6 +159,53 @@ static bool kiln_const_ints(const kiln_graph_t* graph, const kiln_graph_node_t* 
   return true;
 }
 
+// Elements [start, start + length) of dim `axis`, which must be one atom
+// (or size 1).
+static bool kiln_view_slice_axis(kiln_view_t* v, int32_t axis, int64_t start, int64_t length) {
+  if (axis < 0 || axis >= v->rank || start < 0 || start + length > v->dims[axis]) return false;
+  int64_t stride = 0;
+  if (!kiln_view_dim_stride(v, axis, &stride)) return false;
+  v->offset += start * stride;
+  v->dims[axis] = length;
+  int32_t at = kiln_view_first_atom(v, axis);
+  if (v->dim_atoms[axis] == 1) {
+    if (length > 1) {
+      v->atoms[at].size = length;
+    } else {
+      memmove(&v->atoms[at], &v->atoms[at + 1],
+              (size_t)(v->atom_count - at - 1) * sizeof(v->atoms[0]));
+      v->atom_count--;
+      v->dim_atoms[axis] = 0;
+    }
+  } else if (length != 1) {
+    return false;
+  }
+  return true;
+}
+
+// Split output `value`: the slice of the input along the split axis.
+static bool kiln_view_split(const kiln_graph_t* graph, const kiln_graph_node_t* node,
+                            int32_t value, kiln_view_t* v) {
+  int64_t axis = 0;
+  kiln_status_t status = kiln_graph_node_attr_int(node, "axis", 0, &axis);
+  if (!kiln_status_is_ok(status)) {
+    kiln_status_ignore(status);
+    return false;
+  }
+  if (axis < 0) axis += v->rank;
+  int64_t start = 0;
+  for (size_t o = 0; o < node->output_count; ++o) {
+    if (node->outputs[o] < 0) return false;
+    const kiln_graph_shape_t* shape = &graph->values[node->outputs[o]].shape;
+    if (axis < 0 || axis >= shape->rank) return false;
+    if (node->outputs[o] == value) {
+      return kiln_view_slice_axis(v, (int32_t)axis, start, shape->dims[axis]);
+    }
+    start += shape->dims[axis];
+  }
+  return false;
+}
+
 // Slice (opset 10+ inputs) on dims that are one atom (or size 1).
 static bool kiln_view_slice(const kiln_graph_t* graph, const kiln_graph_node_t* node,
                             kiln_view_t* v) {
@@ -186,25 +233,7 @@ static bool kiln_view_slice(const kiln_graph_t* graph, const kiln_graph_node_t* 
     if (start < 0) start += size;
     if (start < 0) start = 0;
     if (start > size) start = size;
-    int64_t length = out_shape->dims[axis];
-    if (start + length > size) return false;
-    int64_t stride = 0;
-    if (!kiln_view_dim_stride(v, (int32_t)axis, &stride)) return false;
-    v->offset += start * stride;
-    v->dims[axis] = length;
-    int32_t at = kiln_view_first_atom(v, (int32_t)axis);
-    if (v->dim_atoms[axis] == 1) {
-      if (length > 1) {
-        v->atoms[at].size = length;
-      } else {
-        memmove(&v->atoms[at], &v->atoms[at + 1],
-                (size_t)(v->atom_count - at - 1) * sizeof(v->atoms[0]));
-        v->atom_count--;
-        v->dim_atoms[axis] = 0;
-      }
-    } else if (length != 1) {
-      return false;
-    }
+    if (!kiln_view_slice_axis(v, (int32_t)axis, start, out_shape->dims[axis])) return false;
   }
   return true;
 }
@@ -252,7 +281,7 @@ static bool kiln_transpose_perm(const kiln_graph_node_t* node, int32_t rank, int
 // map onto strides.
 static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* scale,
                              kiln_view_t* out) {
-  int32_t chain[KILN_VIEW_MAX_CHAIN];
+  int32_t chain[KILN_VIEW_MAX_CHAIN], outputs[KILN_VIEW_MAX_CHAIN];
   int32_t length = 0, v = value;
   while (length < KILN_VIEW_MAX_CHAIN) {
     const kiln_graph_value_t* val = &graph->values[v];
@@ -261,7 +290,8 @@ static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* sc
     if (p->removed || p->input_count < 1 || p->inputs[0] < 0) break;
     const char* op = p->op_type;
     int32_t next = -1;
-    if (kiln_is_reshape_op(op) || strcmp(op, "Transpose") == 0 || strcmp(op, "Slice") == 0) {
+    if (kiln_is_reshape_op(op) || strcmp(op, "Transpose") == 0 || strcmp(op, "Slice") == 0 ||
+        strcmp(op, "Split") == 0) {
       next = p->inputs[0];
     } else if (scale && (strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0)) {
       int s = kiln_scalar_input(graph, p);
@@ -269,17 +299,18 @@ static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* sc
       next = p->inputs[1 - s];
     }
     if (next < 0 || graph->values[next].dtype != KILN_GRAPH_DTYPE_F32) break;
+    outputs[length] = v;
     chain[length++] = val->producer;
     v = next;
   }
   for (int32_t start = length; start >= 0; --start) {
-    int32_t root = start == length ? v : graph->nodes[chain[start]].outputs[0];
+    int32_t root = start == length ? v : outputs[start];
     kiln_view_identity(graph, root, out);
     float factor = 1.0f;
     bool ok = true;
     for (int32_t c = start - 1; c >= 0 && ok; --c) {
       const kiln_graph_node_t* p = &graph->nodes[chain[c]];
-      const kiln_graph_shape_t* shape = &graph->values[p->outputs[0]].shape;
+      const kiln_graph_shape_t* shape = &graph->values[outputs[c]].shape;
       if (kiln_is_reshape_op(p->op_type)) {
         ok = kiln_view_reshape(out, shape);
       } else if (strcmp(p->op_type, "Transpose") == 0) {
@@ -288,6 +319,8 @@ static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* sc
              kiln_view_permute(out, perm, (size_t)out->rank);
       } else if (strcmp(p->op_type, "Slice") == 0) {
         ok = kiln_view_slice(graph, p, out);
+      } else if (strcmp(p->op_type, "Split") == 0) {
+        ok = kiln_view_split(graph, p, outputs[c], out);
       } else {
         int s = kiln_scalar_input(graph, p);
         float c0 = *(const float*)graph->values[p->inputs[s]].data;
