@@ -178,6 +178,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
     case KILN_KERNEL_REDUCE:
     case KILN_KERNEL_SOFTMAX:
     case KILN_KERNEL_NORM:
+    case KILN_KERNEL_NORM_RESIDUAL:
     case KILN_KERNEL_ROWS_SPLIT:
       config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
       // CPU devices: one subgroup per row; llvmpipe splits bigger

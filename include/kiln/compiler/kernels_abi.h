@@ -142,7 +142,8 @@ typedef struct kiln_kernel_softmax_params_t {
 } kiln_kernel_softmax_params_t;
 _Static_assert(sizeof(kiln_kernel_softmax_params_t) == 12, "softmax push constants");
 
-// norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out.
+// norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out; norm_residual
+// adds 4 residual (ro) and normalizes in + residual.
 // Grid: (min(rows, 65535), 1, 1) workgroups.
 typedef struct kiln_kernel_norm_params_t {
   uint32_t rows, size, channels;
