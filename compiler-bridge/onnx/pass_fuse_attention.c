@@ -34,9 +34,14 @@ typedef struct kiln_view_t {
   int32_t atom_count;
 } kiln_view_t;
 
-static void kiln_view_identity(const kiln_graph_t* graph, int32_t value, kiln_view_t* v) {
+// False for values without a known, non-empty shape.
+static bool kiln_view_identity(const kiln_graph_t* graph, int32_t value, kiln_view_t* v) {
   const kiln_graph_shape_t* shape = &graph->values[value].shape;
   memset(v, 0, sizeof(*v));
+  if (!graph->values[value].has_shape) return false;
+  for (int32_t d = 0; d < shape->rank; ++d) {
+    if (shape->dims[d] < 1) return false;
+  }
   v->root = value;
   v->rank = shape->rank;
   int64_t stride = 1;
@@ -52,6 +57,7 @@ static void kiln_view_identity(const kiln_graph_t* graph, int32_t value, kiln_vi
     v->atom_count++;
     v->dim_atoms[d] = 1;
   }
+  return true;
 }
 
 // Regroups the atoms into `shape`'s dims, splitting an atom where a dim
@@ -305,9 +311,8 @@ static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* sc
   }
   for (int32_t start = length; start >= 0; --start) {
     int32_t root = start == length ? v : outputs[start];
-    kiln_view_identity(graph, root, out);
     float factor = 1.0f;
-    bool ok = true;
+    bool ok = kiln_view_identity(graph, root, out);
     for (int32_t c = start - 1; c >= 0 && ok; --c) {
       const kiln_graph_node_t* p = &graph->nodes[chain[c]];
       const kiln_graph_shape_t* shape = &graph->values[outputs[c]].shape;
@@ -322,9 +327,12 @@ static bool kiln_trace_input(const kiln_graph_t* graph, int32_t value, float* sc
       } else if (strcmp(p->op_type, "Split") == 0) {
         ok = kiln_view_split(graph, p, outputs[c], out);
       } else {
+        // A scalar Mul/Div: the scale, and the broadcast output's shape
+        // (a [1, 1] scalar can add leading dims).
         int s = kiln_scalar_input(graph, p);
         float c0 = *(const float*)graph->values[p->inputs[s]].data;
         factor = strcmp(p->op_type, "Mul") == 0 ? factor * c0 : factor / c0;
+        ok = kiln_view_reshape(out, shape);
       }
     }
     if (ok) {
@@ -370,8 +378,7 @@ static bool kiln_trace_output(kiln_graph_t* graph, int32_t value, int32_t* chain
   }
   for (; length >= 0; --length) {
     int32_t last = length ? graph->nodes[chain[length - 1]].outputs[0] : value;
-    kiln_view_identity(graph, last, out);
-    bool ok = true;
+    bool ok = kiln_view_identity(graph, last, out);
     for (int32_t c = length - 1; c >= 0 && ok; --c) {
       const kiln_graph_node_t* node = &graph->nodes[chain[c]];
       const kiln_graph_shape_t* in_shape = &graph->values[node->inputs[0]].shape;
