@@ -189,10 +189,12 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
     case KILN_KERNEL_ATTENTION: {
-      // One query row per invocation: a subgroup per workgroup (GPUs: 32
-      // rows, so a 128-token sequence still spreads over 4 workgroups per
-      // head). K and V tiles of TILE rows of up to KILN_ATTN_MAX_DIM floats.
-      uint32_t wg = kiln_caps_is_cpu_like(caps) ? caps->subgroup_size : 32;
+      // One query row per invocation: a subgroup per workgroup (GPUs: at
+      // least 32 rows, so a 128-token sequence still spreads over 4
+      // workgroups per head). K and V tiles of TILE rows of up to KILN_ATTN_MAX_DIM floats.
+      uint32_t wg = kiln_caps_is_cpu_like(caps) || caps->subgroup_size > 32
+                        ? caps->subgroup_size
+                        : 32;
       if (wg > caps->max_workgroup_invocations) {
         wg = kiln_round_down_pow2(caps->max_workgroup_invocations);
       }
