@@ -52,19 +52,20 @@ kiln_status_t kiln_attention_read(const kiln_graph_node_t* node, kiln_attention_
   return kiln_ok_status();
 }
 
-// The largest element index a view reaches, or -1 when a stride or offset
-// is negative or the sum overflows what the checks allow.
+// The largest element index a view reaches, or -1 when an offset or stride
+// is negative or past 2^31 (sizes are at most 2^31 too, so every term is
+// below 2^62 and the unsigned sum cannot wrap).
 static int64_t kiln_view_extent(const int64_t view[4], int64_t batch, int64_t heads,
                                 int64_t rows, int64_t cols) {
-  const int64_t limit = (int64_t)1 << 40;
+  const int64_t limit = (int64_t)1 << 31;
   const int64_t sizes[3] = {batch, heads, rows};
-  int64_t last = view[0] + cols - 1;
   if (view[0] < 0 || view[0] > limit) return -1;
+  uint64_t last = (uint64_t)view[0] + (uint64_t)cols - 1;
   for (int i = 0; i < 3; ++i) {
     if (view[i + 1] < 0 || view[i + 1] > limit) return -1;
-    last += (sizes[i] - 1) * view[i + 1];
+    last += (uint64_t)(sizes[i] - 1) * (uint64_t)view[i + 1];
   }
-  return last;
+  return last > (uint64_t)INT64_MAX ? -1 : (int64_t)last;
 }
 
 static int kiln_compare_pairs(const void* a, const void* b) {
@@ -128,7 +129,8 @@ static kiln_status_t kiln_infer_attention(const kiln_op_infer_args_t* args) {
     // The mask view has no offset; reuse the extent check with one.
     int64_t view[4] = {0, a.mask[0], a.mask[1], a.mask[2]};
     int64_t last = kiln_view_extent(view, a.batch, a.heads, a.sq, 1);
-    if (a.mask[3] < 0 || a.mask[3] > ((int64_t)1 << 40) || last < 0) {
+    if (a.mask[3] < 0 || a.mask[3] > ((int64_t)1 << 31) || last < 0 ||
+        last > ((int64_t)1 << 62)) {
       return kiln_op_invalid(args, "negative or huge mask strides");
     }
     last += (a.sk - 1) * a.mask[3];
@@ -155,7 +157,11 @@ static kiln_status_t kiln_infer_attention(const kiln_op_infer_args_t* args) {
     total *= a.out_shape[i];
     if (total > KILN_GRAPH_MAX_ELEMENTS) return kiln_op_invalid(args, "output too large");
   }
-  if (total != a.batch * a.heads * a.sq * a.dv || !kiln_out_view_dense(&a)) {
+  // Each factor is at most 2^31: stop multiplying once past the total.
+  int64_t product = 1;
+  const int64_t factors[4] = {a.batch, a.heads, a.sq, a.dv};
+  for (int i = 0; i < 4 && product <= total; ++i) product *= factors[i];
+  if (product != total || !kiln_out_view_dense(&a)) {
     return kiln_op_invalid(args, "kiln.out_view does not cover the %lld-element output "
                            "exactly once", (long long)total);
   }
