@@ -246,3 +246,45 @@ KILN_TEST(OnnxGpuAttentionTest, LongKeysSplitIntoChunks) {
                                     {1, 1, 5, 4100, 64, kMaskAdd, 2}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) kiln_attn_check(&cases[i]);
 }
+
+// kiln.Attention can arrive in an untrusted file: the checker refuses views
+// that reach past their inputs, huge strides, and an output view that does
+// not write every element once (no device needed).
+KILN_TEST(OnnxGpuAttentionTest, CheckerRefusesBadViews) {
+  struct {
+    int64_t q_view[4], out_view[4];
+    bool ok;
+  } cases[] = {
+      {{0, 0, 32, 4}, {0, 0, 16, 4}, true},           // [2 heads, 4 rows, 4 dims]
+      {{16, 0, 32, 4}, {0, 0, 16, 4}, true},          // ends at q's last element
+      {{17, 0, 32, 4}, {0, 0, 16, 4}, false},         // one element past q
+      {{0, 0, (int64_t)1 << 40, 4}, {0, 0, 16, 4}, false},
+      {{0, 0, 32, 4}, {0, 0, 16, 2}, false},          // rows overlap
+      {{0, 0, 32, 4}, {4, 0, 16, 4}, false},          // offset output
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "attention-checker", &g);
+    g.opset = 17;
+    const int64_t dims[3] = {2, 8, 4};  // q rows 4 apart: 2 x 32 floats
+    int32_t in[3];
+    in[0] = kiln_attn_input(&g, "q", 3, dims);
+    in[1] = kiln_attn_input(&g, "k", 3, dims);
+    in[2] = kiln_attn_input(&g, "v", 3, dims);
+    int32_t node = -1;
+    int32_t y = kiln_attn_node(&g, "kiln.Attention", in, 3, &node);
+    const int64_t shape[6] = {1, 2, 4, 4, 4, 4}, kv[4] = {0, 0, 32, 4};
+    const int64_t out_shape[3] = {2, 4, 4};
+    kiln_attn_ints(&g, node, "kiln.dims", shape, 6);
+    kiln_attn_ints(&g, node, "kiln.q_view", cases[i].q_view, 4);
+    kiln_attn_ints(&g, node, "kiln.k_view", kv, 4);
+    kiln_attn_ints(&g, node, "kiln.v_view", kv, 4);
+    kiln_attn_ints(&g, node, "kiln.out_view", cases[i].out_view, 4);
+    kiln_attn_ints(&g, node, "kiln.out_shape", out_shape, 3);
+    KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
+    kiln_status_t status = kiln_graph_infer_shapes(&g);
+    KILN_EXPECT_EQ(status == NULL, cases[i].ok);
+    kiln_status_ignore(status);
+    kiln_graph_deinitialize(&g);
+  }
+}
