@@ -192,9 +192,10 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       // One query row per invocation: a subgroup per workgroup (GPUs: at
       // least 32 rows, so a 128-token sequence still spreads over 4
       // workgroups per head). K and V tiles of TILE rows of up to KILN_ATTN_MAX_DIM floats.
-      uint32_t wg = kiln_caps_is_cpu_like(caps) || caps->subgroup_size > 32
-                        ? caps->subgroup_size
-                        : 32;
+      // At least 8 rows: the K/V tile loads are shared by the workgroup's
+      // rows (the portable target's subgroup of 1 would load per row).
+      uint32_t floor = kiln_caps_is_cpu_like(caps) ? 8 : 32;
+      uint32_t wg = caps->subgroup_size > floor ? caps->subgroup_size : floor;
       if (wg > caps->max_workgroup_invocations) {
         wg = kiln_round_down_pow2(caps->max_workgroup_invocations);
       }

@@ -240,10 +240,15 @@ KILN_TEST(OnnxGpuAttentionTest, CausalMask) {
 }
 
 // Keys past one invocation's loop budget: a partial dispatch over key
-// chunks and a merge.
+// chunks and a merge. Just under the pass model's limit (2400 keys at head
+// dim 32, 1350 at 64: about 58000 modelled passes with the 8-key tiles of
+// the targets below 32 KiB of shared memory) stays one dispatch, and
+// a model that undercounted would show here as keys cut short on lavapipe.
 KILN_TEST(OnnxGpuAttentionTest, LongKeysSplitIntoChunks) {
   const kiln_attn_case_t cases[] = {{1, 2, 8, 6000, 32, kMaskNone, 2},
-                                    {1, 1, 5, 4100, 64, kMaskAdd, 2}};
+                                    {1, 1, 5, 4100, 64, kMaskAdd, 2},
+                                    {1, 1, 4, 2400, 32, kMaskNone, 1},
+                                    {1, 1, 4, 1350, 64, kMaskAdd, 1}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) kiln_attn_check(&cases[i]);
 }
 
