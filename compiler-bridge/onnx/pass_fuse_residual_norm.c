@@ -7,18 +7,6 @@
 
 #include "kiln/compiler/graph_passes.h"
 
-static bool kiln_rn_only_reader(const kiln_graph_t* graph, int32_t value, int32_t node_id) {
-  if (graph->values[value].is_output) return false;
-  for (size_t n = 0; n < graph->node_count; ++n) {
-    const kiln_graph_node_t* node = &graph->nodes[n];
-    if (node->removed) continue;
-    for (size_t i = 0; i < node->input_count; ++i) {
-      if (node->inputs[i] == value && (int32_t)n != node_id) return false;
-    }
-  }
-  return true;
-}
-
 kiln_status_t kiln_graph_fuse_residual_norm(kiln_graph_t* graph) {
   if (graph->opset < 17) return kiln_ok_status();
   for (size_t n = 0; n < graph->node_count; ++n) {
@@ -31,7 +19,7 @@ kiln_status_t kiln_graph_fuse_residual_norm(kiln_graph_t* graph) {
     int32_t x = norm->inputs[0];
     int32_t add = graph->values[x].producer;
     if (add < 0 || graph->nodes[add].removed || strcmp(graph->nodes[add].op_type, "Add") != 0 ||
-        graph->nodes[add].input_count != 2 || !kiln_rn_only_reader(graph, x, (int32_t)n)) {
+        graph->nodes[add].input_count != 2 || kiln_graph_value_use_count(graph, x) != 1) {
       continue;
     }
     int32_t a = graph->nodes[add].inputs[0], b = graph->nodes[add].inputs[1];
