@@ -240,6 +240,27 @@ def gpt_block(generator):
     return GptBlock(), torch.rand(2, 12, 32, generator=generator) * 2 - 1, 14, None
 
 
+class Gpt2Block(GptBlock):
+    """The plain GPT-2 block: causal mask only (masked_fill of the tril
+    buffer), the form kiln fuses into one attention dispatch."""
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+def gpt2_block(generator):
+    torch.manual_seed(34)
+    return Gpt2Block(width=64, heads=2, length=16), \
+        torch.rand(2, 16, 64, generator=generator) * 2 - 1, 17, None
+
+
 class UNetSmall(torch.nn.Module):
     """Encoder/decoder with skip connections; every upsampling flavour."""
 
@@ -555,6 +576,7 @@ MODELS = {
     "mlp_softmax": mlp_softmax,
     "lstm_net": lstm_net,
     "gpt_block": gpt_block,
+    "gpt2_block": gpt2_block,
     "super_resolution": super_resolution,
     "style_transfer": style_transfer,
     "dcgan_generator": dcgan_generator,

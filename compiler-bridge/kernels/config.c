@@ -178,6 +178,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
     case KILN_KERNEL_REDUCE:
     case KILN_KERNEL_SOFTMAX:
     case KILN_KERNEL_NORM:
+    case KILN_KERNEL_NORM_RESIDUAL:
     case KILN_KERNEL_ROWS_SPLIT:
       config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
       // CPU devices: one subgroup per row; llvmpipe splits bigger
@@ -187,6 +188,26 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
+    case KILN_KERNEL_ATTENTION: {
+      // One query row per invocation: a subgroup per workgroup (GPUs: at
+      // least 32 rows, so a 128-token sequence still spreads over 4
+      // workgroups per head). K and V tiles of TILE rows of up to KILN_ATTN_MAX_DIM floats.
+      // At least 8 rows: the K/V tile loads are shared by the workgroup's
+      // rows (the portable target's subgroup of 1 would load per row).
+      uint32_t floor = kiln_caps_is_cpu_like(caps) ? 8 : 32;
+      uint32_t wg = caps->subgroup_size > floor ? caps->subgroup_size : floor;
+      if (wg > caps->max_workgroup_invocations) {
+        wg = kiln_round_down_pow2(caps->max_workgroup_invocations);
+      }
+      uint32_t tile = 16;
+      while (tile > 1 && 2 * tile * KILN_ATTN_MAX_DIM * 4 > caps->max_shared_memory_bytes) {
+        tile /= 2;
+      }
+      config.workgroup_size[0] = wg ? wg : 1;
+      config.shared_memory_bytes = 2 * tile * KILN_ATTN_MAX_DIM * 4;
+      kiln_config_add(&config, KILN_SPEC_ATTN_KEY_TILE, tile);
+      break;
+    }
     default:
       config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
       break;

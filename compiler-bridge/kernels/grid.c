@@ -135,3 +135,12 @@ kiln_status_t kiln_kernel_grid_rows(const kiln_kernel_config_t* config,
   if (groups == 0) groups = 1;
   return kiln_grid_store("rows", groups, 1, 1, out_grid);
 }
+
+kiln_status_t kiln_kernel_grid_attention(const kiln_kernel_config_t* config,
+                                         const kiln_kernel_attention_params_t* params,
+                                         bool merge, uint32_t out_grid[3]) {
+  KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  uint64_t chunks = merge ? 1 : params->chunks;
+  return kiln_grid_store("attention", kiln_ceil_div(params->sq, config->workgroup_size[0]),
+                         params->heads, (uint64_t)params->batch * chunks, out_grid);
+}

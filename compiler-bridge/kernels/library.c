@@ -75,6 +75,12 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_ROWS_SPLIT, "rows_split", "main", 5,
      {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "stats"), RW(4, "output")},
      sizeof(kiln_kernel_rows_split_params_t), 1, V(FP32)},
+    {KILN_KERNEL_ATTENTION, "attention", "main", 5,
+     {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
+     sizeof(kiln_kernel_attention_params_t), 1, V(FP32)},
+    {KILN_KERNEL_NORM_RESIDUAL, "norm_residual", "main", 5,
+     {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "output"), RO(4, "residual")},
+     sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(SUBGROUP)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -46,6 +46,8 @@ typedef enum kiln_emit_grid_e {
   KILN_EMIT_GRID_CONV2D,
   KILN_EMIT_GRID_LINEAR,
   KILN_EMIT_GRID_ROWS,
+  KILN_EMIT_GRID_ATTENTION,        // push: attention params
+  KILN_EMIT_GRID_ATTENTION_MERGE,
 } kiln_emit_grid_t;
 
 typedef struct kiln_emit_dispatch_t {

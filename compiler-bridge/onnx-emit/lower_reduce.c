@@ -228,6 +228,38 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
   uint64_t chunk = 0;
   KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_NORM, rows, size, &chunk));
+  if (kiln_lower_in(l, 3)) {
+    // A fused residual Add (kiln.residual): norm_residual reads both
+    // addends; long rows sum them into scratch for the three-pass path.
+    kiln_emit_range_t residual;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &residual));
+    if (size <= chunk) {
+      kiln_kernel_spec_value_t kind_op[] = {{KILN_SPEC_NORM_KIND, kind}};
+      desc.ops = kind_op;
+      desc.op_count = 1;
+      desc.kernel = KILN_KERNEL_NORM_RESIDUAL;
+      desc.binding_count = 5;
+      desc.bindings[4] = residual;
+      return kiln_emit_add_dispatch(l->program, &desc);
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, rows * size));
+    kiln_emit_range_t sum;
+    KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, rows * size * sizeof(float), &sum));
+    kiln_kernel_binary_params_t add;
+    memset(&add, 0, sizeof(add));
+    add.count = (uint32_t)(rows * size);
+    for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) add.shape[d] = 1;
+    add.shape[KILN_KERNEL_MAX_RANK - 1] = add.count;
+    add.a_strides[KILN_KERNEL_MAX_RANK - 1] = add.b_strides[KILN_KERNEL_MAX_RANK - 1] = 1;
+    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_BINARY_OP, KILN_BINARY_ADD},
+                                      {KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_NONE}};
+    kiln_emit_dispatch_desc_t sum_desc = {
+        .kernel = KILN_KERNEL_BINARY, .ops = ops, .op_count = 2, .push = &add,
+        .binding_count = 3, .bindings = {desc.bindings[0], residual, sum},
+        .written_mask = 4u, .grid = KILN_EMIT_GRID_LINEAR, .grid_count = add.count};
+    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &sum_desc));
+    desc.bindings[0] = sum;
+  }
   if (size > chunk) {
     KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_ROWS_SPLIT, rows, size, &chunk));
     kiln_rows_split_t split = {rows, size, 1, chunk, channels, epsilon,

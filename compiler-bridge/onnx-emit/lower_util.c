@@ -230,6 +230,7 @@ static const kiln_lowering_t kLowerings[] = {
     {"RNN", NULL, kiln_lower_recurrent, 0, "unrolled"},
     {"Where", kiln_lower_where, NULL, 0, "constant condition"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
+    {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
 };
 #undef PLAIN
 #undef CODED

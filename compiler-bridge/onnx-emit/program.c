@@ -259,6 +259,10 @@ kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
       return kiln_kernel_grid_linear(config, desc->grid_count, out_grid);
     case KILN_EMIT_GRID_ROWS:
       return kiln_kernel_grid_rows(config, desc->grid_count, out_grid);
+    case KILN_EMIT_GRID_ATTENTION:
+    case KILN_EMIT_GRID_ATTENTION_MERGE:
+      return kiln_kernel_grid_attention(config, desc->push,
+                                        desc->grid == KILN_EMIT_GRID_ATTENTION_MERGE, out_grid);
   }
   return kiln_make_status(KILN_STATUS_INTERNAL, "unknown grid kind %d", (int)desc->grid);
 }

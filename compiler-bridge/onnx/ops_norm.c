@@ -172,6 +172,18 @@ static kiln_status_t kiln_infer_layer_norm(const kiln_op_infer_args_t* args) {
                              "normalized shape", i);
     }
   }
+  // kiln.residual (pass_fuse_residual_norm.c): input 3, x's exact shape,
+  // added to x before normalizing.
+  int64_t residual = -1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "kiln.residual", -1, &residual));
+  if (args->node->input_count > 3 || residual >= 0) {
+    const kiln_graph_value_t* r = NULL;
+    if (residual != 3) return kiln_op_invalid(args, "a 4th input needs kiln.residual=3");
+    KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 3, KILN_OP_F32, &r));
+    if (!kiln_graph_shape_equal(&r->shape, &x->shape)) {
+      return kiln_op_invalid(args, "the kiln.residual input's shape differs from X's");
+    }
+  }
   KILN_RETURN_IF_ERROR(kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &x->shape));
   kiln_graph_shape_t stats = x->shape;
   for (int32_t d = axis; d < stats.rank; ++d) stats.dims[d] = 1;
@@ -197,8 +209,19 @@ static kiln_status_t kiln_run_layer_norm(const kiln_op_run_args_t* args) {
   float* py = (float*)args->outputs[0].data;
   float* mean = args->output_count > 1 ? (float*)args->outputs[1].data : NULL;
   float* inv = args->output_count > 2 ? (float*)args->outputs[2].data : NULL;
-  kiln_normalize_rows((const float*)x->data, py, mean, inv, rows, length,
-                      epsilon);
+  const float* px = (const float*)x->data;
+  float* sum = NULL;
+  if (args->input_count > 3 && args->inputs[3].data) {
+    // A fused residual Add: normalize x + residual.
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(args->allocator,
+                                               (x->count ? x->count : 1) * sizeof(float),
+                                               (void**)&sum));
+    const float* pr = (const float*)args->inputs[3].data;
+    for (size_t i = 0; i < x->count; ++i) sum[i] = px[i] + pr[i];
+    px = sum;
+  }
+  kiln_normalize_rows(px, py, mean, inv, rows, length, epsilon);
+  kiln_allocator_free(args->allocator, sum);
   int64_t strides[2][KILN_GRAPH_MAX_RANK];
   const float* params[2] = {NULL, NULL};
   for (size_t i = 0; i < 2; ++i) {
@@ -308,7 +331,7 @@ const kiln_op_def_t kiln_ops_norm[] = {
      kiln_infer_batch_norm, kiln_run_batch_norm, 9},
     {"InstanceNormalization", "epsilon", 3, 3, 1, 1, kiln_infer_instance_norm,
      kiln_run_instance_norm},
-    {"LayerNormalization", "axis,epsilon,stash_type", 2, 3, 1, 3,
+    {"LayerNormalization", "axis,epsilon,stash_type,kiln.residual", 2, 4, 1, 3,
      kiln_infer_layer_norm, kiln_run_layer_norm},
     {"Softmax", "axis", 1, 1, 1, 1, kiln_infer_softmax, kiln_run_softmax},
     {"LogSoftmax", "axis", 1, 1, 1, 1, kiln_infer_softmax, kiln_run_softmax},

@@ -8,7 +8,10 @@ kiln_status_t kiln_graph_run_default_passes(kiln_graph_t* graph) {
   KILN_RETURN_IF_ERROR(kiln_graph_unroll_rnns(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_remove_identities(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fold_batch_norm(graph));
+  KILN_RETURN_IF_ERROR(kiln_graph_fuse_attention(graph));
+  KILN_RETURN_IF_ERROR(kiln_graph_fuse_gelu(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fuse_epilogues(graph));
+  KILN_RETURN_IF_ERROR(kiln_graph_fuse_residual_norm(graph));
   kiln_graph_remove_dead_nodes(graph);
   KILN_RETURN_IF_ERROR_ANNOTATE(kiln_graph_infer_shapes(graph),
                                 "re-checking %s after passes", graph->source);

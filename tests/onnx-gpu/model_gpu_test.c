@@ -26,7 +26,17 @@ static uint64_t kiln_output_digest(const kiln_graph_tensor_t* tensor) {
   return hash;
 }
 
-static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
+static size_t kiln_count_dispatches(const char* text) {
+  size_t n = 0;
+  const char* needle = "call.import hal.command_buffer.dispatch ";
+  for (const char* p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) ++n;
+  return n;
+}
+
+// `dispatches`: the number of kernel dispatches the module must record (0:
+// not checked).
+static void kiln_check_model_dispatches(const char* name, const char* input_shape,
+                                        size_t dispatches) {
   char path[1024], input_path[1024], output_path[1024];
   snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
   snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
@@ -50,7 +60,18 @@ static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
   }
   KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, inputs, &actual, &stats));
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* stream = dispatches ? open_memstream(&text, &text_size) : NULL;
+  options.assembly_stream = stream;
+  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, inputs, &actual, &stats);
+  if (stream) {
+    fclose(stream);
+    printf("%s: %zu dispatches\n", name, kiln_count_dispatches(text));
+    KILN_EXPECT_EQ(kiln_count_dispatches(text), dispatches);
+    free(text);
+  }
+  KILN_ASSERT_OK(status);
   KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
   size_t count = expected.byte_size / sizeof(float);
   const float* a = (const float*)actual.data;
@@ -74,6 +95,10 @@ static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
   kiln_graph_deinitialize(&graph);
+}
+
+static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {
+  kiln_check_model_dispatches(name, input_shape, 0);
 }
 
 KILN_TEST(OnnxGpuModelTest, MobileNetV2) { kiln_check_model_on_gpu("mobilenet_v2", NULL); }
@@ -112,8 +137,13 @@ KILN_TEST(OnnxGpuModelTest, VisionTransformer) { kiln_check_model_on_gpu("vit_ti
 
 KILN_TEST(OnnxGpuModelTest, SwinTransformer) { kiln_check_model_on_gpu("swin_small", NULL); }
 
+// Two post-norm GELU layers and a final LayerNorm: 10 dispatches per layer
+// (input transpose, QKV GEMM, fused attention, out-projection GEMM, its
+// reshape and transpose copies, residual Add + LayerNorm, GEMM+GELU,
+// GEMM+residual, LayerNorm) plus the final norm (61 before the attention,
+// GELU and Add+LayerNorm fusions).
 KILN_TEST(OnnxGpuModelTest, TransformerEncoderGelu) {
-  kiln_check_model_on_gpu("transformer_gelu", NULL);
+  kiln_check_model_dispatches("transformer_gelu", NULL, 21);
 }
 
 KILN_TEST(OnnxGpuModelTest, UNetUpsampling) { kiln_check_model_on_gpu("unet_small", NULL); }
@@ -141,6 +171,14 @@ KILN_TEST(OnnxGpuModelTest, DcganGenerator) { kiln_check_model_on_gpu("dcgan_gen
 KILN_TEST(OnnxGpuModelTest, ActivationZoo) { kiln_check_model_on_gpu("activation_zoo", NULL); }
 
 KILN_TEST(OnnxGpuModelTest, GptBlockCausalMask) { kiln_check_model_on_gpu("gpt_block", NULL); }
+
+// The plain GPT-2 block (opset 17): LayerNorm, QKV GEMM, causal attention
+// (the Where(tril == 0, -inf) mask becomes the kernel's causal flag, the
+// q/k/v Split and head transposes its strides), out-projection GEMM +
+// residual, LayerNorm, GEMM + GELU, GEMM + residual (27 before).
+KILN_TEST(OnnxGpuModelTest, Gpt2BlockFusedCausalAttention) {
+  kiln_check_model_dispatches("gpt2_block", NULL, 7);
+}
 
 // Text models: int64 token ids (1x16) in, Gather on the GPU from the
 // module's i64 input view.

@@ -6,6 +6,8 @@
 // small deviations exact (x - shift), so mean and variance lose no digits
 // to the offset. Rows whose loops would pass KILN_KERNEL_MAX_LOOP_ITERATIONS
 // run as rows_split.comp.
+// With KILN_NORM_RESIDUAL (the norm_residual kernel) the row is x + r of a
+// residual binding 4 (a residual Add fused into the LayerNorm after it).
 // One workgroup per row, workgroup-stride; grid: (min(rows, 65535), 1, 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -20,6 +22,12 @@ layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
 layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float scale[]; };
 layout(set = 0, binding = 2) readonly buffer BiasBuffer { float bias[]; };
 layout(set = 0, binding = 3) writeonly buffer OutBuffer { float y[]; };
+#ifdef KILN_NORM_RESIDUAL
+layout(set = 0, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
+float kiln_x(uint i) { return x[i] + residual[i]; }
+#else
+float kiln_x(uint i) { return x[i]; }
+#endif
 
 // Mirrors kiln_kernel_norm_params_t.
 layout(push_constant) uniform Params {
@@ -30,22 +38,22 @@ layout(push_constant) uniform Params {
 void main() {
   for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
     uint base = row * p.size;
-    float shift = x[base];
+    float shift = kiln_x(base);
     float s = 0.0;
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      s += x[base + r] - shift;
+      s += kiln_x(base + r) - shift;
     }
     float mean = kiln_workgroup_reduce(KILN_COMBINE_SUM, s) / float(p.size);
     float q = 0.0;
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      float d = (x[base + r] - shift) - mean;
+      float d = (kiln_x(base + r) - shift) - mean;
       q += d * d;
     }
     float var = kiln_workgroup_reduce(KILN_COMBINE_SUM, q) / float(p.size);
     float inv_std = inversesqrt(var + p.epsilon);
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
       uint k = (KIND == KILN_NORM_INSTANCE) ? row % p.channels : r;
-      y[base + r] = ((x[base + r] - shift) - mean) * inv_std * scale[k] + bias[k];
+      y[base + r] = ((kiln_x(base + r) - shift) - mean) * inv_std * scale[k] + bias[k];
     }
   }
 }

@@ -39,6 +39,14 @@ kiln_status_t kiln_graph_fold_batch_norm(kiln_graph_t* graph);
 //     (floats: Clip min/max, LeakyRelu/Elu alpha, HardSigmoid alpha/beta).
 // Order applied: op, bias, then residual and activation as described.
 kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph);
+// MatMul-scale-mask-Softmax-MatMul attention (and the head split/merge
+// views around it) -> one kiln.Attention node (compiler-bridge/onnx/attention.h).
+kiln_status_t kiln_graph_fuse_attention(kiln_graph_t* graph);
+// 0.5 * x * (1 + erf(x / sqrt 2)) as exporters write it -> one Gelu node.
+kiln_status_t kiln_graph_fuse_gelu(kiln_graph_t* graph);
+// Add -> LayerNormalization (the sum read only by the norm): the norm takes
+// the second addend as input 3 with kiln.residual=3.
+kiln_status_t kiln_graph_fuse_residual_norm(kiln_graph_t* graph);
 
 // Marks nodes and values no graph output depends on as removed.
 void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);

@@ -143,7 +143,8 @@ typedef struct kiln_kernel_softmax_params_t {
 } kiln_kernel_softmax_params_t;
 _Static_assert(sizeof(kiln_kernel_softmax_params_t) == 12, "softmax push constants");
 
-// norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out.
+// norm: bindings 0 in (ro), 1 scale (ro), 2 bias (ro), 3 out; norm_residual
+// adds 4 residual (ro) and normalizes in + residual.
 // Grid: (min(rows, 65535), 1, 1) workgroups.
 typedef struct kiln_kernel_norm_params_t {
   uint32_t rows, size, channels;
@@ -187,6 +188,24 @@ typedef struct kiln_kernel_resize_params_t {
   float scale_h, scale_w;
 } kiln_kernel_resize_params_t;
 _Static_assert(sizeof(kiln_kernel_resize_params_t) == 28, "resize push constants");
+
+// attention (attention.comp): bindings 0 Q (ro; the scratch in the merge
+// phase), 1 K (ro), 2 V (ro), 3 mask (ro), 4 O (the scratch in the partial
+// phase). Q(b,h,i,d) = Q[q_off + b*q_sb + h*q_sh + i*q_ss + d], K, V and O
+// likewise, mask(b,h,i,j) = mask[b*m_sb + h*m_sh + i*m_si + j*m_sj].
+// Keys [c*key_chunk, (c+1)*key_chunk) per chunk c < chunks.
+// Grid: (ceil(sq / WG_X), heads, batch * chunks) (merge: batch).
+typedef struct kiln_kernel_attention_params_t {
+  uint32_t batch, heads, sq, sk, d, dv;
+  float scale;
+  uint32_t key_chunk, chunks;
+  uint32_t q_off, q_sb, q_sh, q_ss;
+  uint32_t k_off, k_sb, k_sh, k_ss;
+  uint32_t v_off, v_sb, v_sh, v_ss;
+  uint32_t o_off, o_sb, o_sh, o_ss;
+  uint32_t m_sb, m_sh, m_si, m_sj;
+} kiln_kernel_attention_params_t;
+_Static_assert(sizeof(kiln_kernel_attention_params_t) == 116, "attention push constants");
 
 #ifdef __cplusplus
 }

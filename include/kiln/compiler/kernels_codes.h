@@ -65,6 +65,14 @@
 #define KILN_ROWS_PHASE_COMBINE 1  // per row, merged
 #define KILN_ROWS_PHASE_APPLY 2    // per (row, chunk) outputs
 
+// attention: how the mask binding enters the scores, and the phase.
+#define KILN_ATTN_MASK_NONE 0
+#define KILN_ATTN_MASK_ADD 1     // s += mask
+#define KILN_ATTN_MASK_SELECT 2  // s = mask unless it holds KILN_SELECT_KEEP_BITS
+#define KILN_ATTN_PHASE_FULL 0     // one key range: writes O
+#define KILN_ATTN_PHASE_PARTIAL 1  // one key chunk: writes (m, l, acc) scratch
+#define KILN_ATTN_PHASE_MERGE 2    // combines the chunks' scratch into O
+
 // Pad modes (ONNX Pad).
 #define KILN_PAD_CONSTANT 0
 #define KILN_PAD_REFLECT 1
@@ -118,6 +126,13 @@
 #define KILN_SPEC_RESIZE_NEAREST 5
 // gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
+// attention: q/k/v row capacity in vec4s, keys per shared tile, mask
+// kind, causal, phase.
+#define KILN_SPEC_ATTN_DIM4 3
+#define KILN_SPEC_ATTN_KEY_TILE 4
+#define KILN_SPEC_ATTN_MASK 5
+#define KILN_SPEC_ATTN_CAUSAL 6
+#define KILN_SPEC_ATTN_PHASE 7
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
 

@@ -94,6 +94,12 @@ kiln_status_t kiln_kernel_grid_conv2d_gemm(const kiln_kernel_config_t* config,
 kiln_status_t kiln_kernel_grid_linear(const kiln_kernel_config_t* config,
                                       uint64_t count, uint32_t out_grid[3]);
 // One workgroup per row (reduce, softmax, norm), workgroup-stride.
+// attention: (ceil(sq / WG_X), heads, batch * chunks); `merge`: chunks 1.
+kiln_status_t kiln_kernel_grid_attention(const kiln_kernel_config_t* config,
+                                         const kiln_kernel_attention_params_t* params,
+                                         bool merge, uint32_t out_grid[3]);
+// The largest head dim (q/k and v rows) the attention kernel takes.
+#define KILN_ATTN_MAX_DIM 256u
 kiln_status_t kiln_kernel_grid_rows(const kiln_kernel_config_t* config,
                                     uint64_t rows, uint32_t out_grid[3]);
 
