@@ -44,33 +44,37 @@ kiln_status_t kiln_lower_split(const kiln_lower_t* l) {
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
-  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
-  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+kiln_status_t kiln_lower_broadcast_copy(const kiln_lower_t* l, const kiln_emit_range_t* in,
+                                        const kiln_graph_shape_t* x,
+                                        const kiln_emit_range_t* out,
+                                        const kiln_graph_shape_t* y) {
   int64_t x_strides[KILN_GRAPH_MAX_RANK], in_strides[KILN_GRAPH_MAX_RANK];
   int64_t out_strides[KILN_GRAPH_MAX_RANK];
-  kiln_more_contiguous(&x->shape, x_strides);
-  kiln_more_contiguous(&y->shape, out_strides);
-  int32_t offset = y->shape.rank - x->shape.rank;
-  for (int32_t d = 0; d < y->shape.rank; ++d) {
+  kiln_more_contiguous(x, x_strides);
+  kiln_more_contiguous(y, out_strides);
+  int32_t offset = y->rank - x->rank;
+  for (int32_t d = 0; d < y->rank; ++d) {
     int32_t xd = d - offset;
-    in_strides[d] = (xd < 0 || x->shape.dims[xd] == 1) ? 0 : x_strides[xd];
+    in_strides[d] = (xd < 0 || x->dims[xd] == 1) ? 0 : x_strides[xd];
   }
+  return kiln_lower_strided_copy(l, in, out, y, in_strides, out_strides, 0, 0);
+}
+
+kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_lower_strided_copy(l, &in, &out, &y->shape, in_strides, out_strides, 0,
-                                 0);
+  return kiln_lower_broadcast_copy(l, &in, &kiln_lower_in(l, 0)->shape, &out,
+                                   &kiln_lower_out(l, 0)->shape);
 }
 
-// out = a op b with a, b broadcast to out (rank <= 6).
-static kiln_status_t kiln_more_binary(const kiln_lower_t* l, uint32_t op,
-                                      const kiln_emit_range_t* a,
-                                      const kiln_graph_shape_t* a_shape,
-                                      const kiln_emit_range_t* b,
-                                      const kiln_graph_shape_t* b_shape,
-                                      const kiln_emit_range_t* out,
-                                      const kiln_graph_shape_t* out_shape) {
+kiln_status_t kiln_lower_binary_ranges(const kiln_lower_t* l, uint32_t op,
+                                       const kiln_emit_range_t* a,
+                                       const kiln_graph_shape_t* a_shape,
+                                       const kiln_emit_range_t* b,
+                                       const kiln_graph_shape_t* b_shape,
+                                       const kiln_emit_range_t* out,
+                                       const kiln_graph_shape_t* out_shape) {
   if (out_shape->rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
   kiln_kernel_binary_params_t p;
   memset(&p, 0, sizeof(p));
@@ -126,7 +130,7 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
       a = out;
     }
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &b));
-    KILN_RETURN_IF_ERROR(kiln_more_binary(l, op, &a, a_shape, &b, &kiln_lower_in(l, i)->shape,
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, op, &a, a_shape, &b, &kiln_lower_in(l, i)->shape,
                                           &out, &y->shape));
   }
   if (mean) {
@@ -134,7 +138,7 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
     kiln_graph_shape_t scalar = {0};
     kiln_emit_range_t scale_range;
     KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &scale, sizeof(scale), &scale_range));
-    KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &out, &y->shape, &scale_range,
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, &y->shape, &scale_range,
                                           &scalar, &out, &y->shape));
   }
   return kiln_ok_status();
@@ -187,9 +191,9 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
                                         &per_channel, &out, &y->shape));
-  return kiln_more_binary(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel, &out,
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel, &out,
                           &y->shape);
 }
 
@@ -378,6 +382,6 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, v_index, &v));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const kiln_graph_shape_t* y = &out_value->shape;
-  return kiln_more_binary(l, KILN_BINARY_SELECT, &v, &kiln_lower_in(l, v_index)->shape, &fill,
+  return kiln_lower_binary_ranges(l, KILN_BINARY_SELECT, &v, &kiln_lower_in(l, v_index)->shape, &fill,
                           &s, &out, y);
 }

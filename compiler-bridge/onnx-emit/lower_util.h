@@ -127,6 +127,20 @@ kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
                                       const int64_t* out_strides,
                                       int64_t in_offset, int64_t out_offset);
 
+// out = a op b (a KILN_BINARY_* op) with a, b broadcast to out (rank <= 6).
+kiln_status_t kiln_lower_binary_ranges(const kiln_lower_t* l, uint32_t op,
+                                       const kiln_emit_range_t* a,
+                                       const kiln_graph_shape_t* a_shape,
+                                       const kiln_emit_range_t* b,
+                                       const kiln_graph_shape_t* b_shape,
+                                       const kiln_emit_range_t* out,
+                                       const kiln_graph_shape_t* out_shape);
+// Copies `in` (shape x) broadcast to shape y into `out` (Expand).
+kiln_status_t kiln_lower_broadcast_copy(const kiln_lower_t* l, const kiln_emit_range_t* in,
+                                        const kiln_graph_shape_t* x,
+                                        const kiln_emit_range_t* out,
+                                        const kiln_graph_shape_t* y);
+
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
