@@ -62,6 +62,47 @@ kiln_status_t kiln_lower_transpose(const kiln_lower_t* l) {
   return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, 0, 0);
 }
 
+// Tile as one strided_copy: each tiled axis of length d repeated r times is
+// viewed as two, [r, d], with input strides [0, stride]; axes of length 1
+// need only the [r] part. Refused when the view passes the kernel's rank.
+kiln_status_t kiln_lower_tile(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  int64_t x_strides[KILN_GRAPH_MAX_RANK];
+  kiln_lower_contiguous(&x->shape, x_strides);
+  kiln_graph_shape_t view = {0};
+  int64_t in_strides[2 * KILN_GRAPH_MAX_RANK], out_strides[2 * KILN_GRAPH_MAX_RANK];
+  for (int32_t d = 0; d < x->shape.rank; ++d) {
+    int64_t dim = x->shape.dims[d], repeat = dim ? y->shape.dims[d] / dim : 0;
+    if (repeat != 1) {
+      if (view.rank >= KILN_KERNEL_MAX_RANK) {
+        view.rank = KILN_KERNEL_MAX_RANK + 1;
+        break;
+      }
+      in_strides[view.rank] = 0;
+      view.dims[view.rank++] = repeat;
+    }
+    if (dim != 1 || repeat == 1) {
+      if (view.rank >= KILN_KERNEL_MAX_RANK) {
+        view.rank = KILN_KERNEL_MAX_RANK + 1;
+        break;
+      }
+      in_strides[view.rank] = x_strides[d];
+      view.dims[view.rank++] = dim;
+    }
+  }
+  if (view.rank > KILN_KERNEL_MAX_RANK) {
+    return kiln_lower_refuse(l, "tiling needs a view of more than %d axes",
+                             KILN_KERNEL_MAX_RANK);
+  }
+  kiln_lower_contiguous(&view, out_strides);
+  kiln_emit_range_t in, out;
+  if (kiln_lower_count(&y->shape) == 0) return kiln_ok_status();
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_strided_copy(l, &in, &out, &view, in_strides, out_strides, 0, 0);
+}
+
 kiln_status_t kiln_lower_concat(const kiln_lower_t* l) {
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
   int64_t axis_attr = 0;

@@ -220,6 +220,7 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Pad", kiln_lower_pad),
     PLAIN("Split", kiln_lower_split),
     PLAIN("Expand", kiln_lower_expand),
+    PLAIN("Tile", kiln_lower_tile),
     PLAIN("ConvTranspose", kiln_lower_conv_transpose),
     PLAIN("Resize", kiln_lower_resize),
     PLAIN("Einsum", kiln_lower_einsum),

@@ -96,6 +96,7 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
 kiln_status_t kiln_lower_split(const kiln_lower_t* l);
 kiln_status_t kiln_lower_expand(const kiln_lower_t* l);
+kiln_status_t kiln_lower_tile(const kiln_lower_t* l);
 kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean);
 kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
