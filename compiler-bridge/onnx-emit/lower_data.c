@@ -277,10 +277,8 @@ kiln_status_t kiln_lower_pad(const kiln_lower_t* l) {
   for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
     p.out_shape[d] = d < lead ? 1 : (uint32_t)y->shape.dims[d - lead];
     p.in_shape[d] = d < lead ? 1 : (uint32_t)x->shape.dims[d - lead];
+    // A negative pad crops: the kernel reads from -pad_begin on.
     p.pad_begin[d] = d < lead ? 0 : (int32_t)pads[d - lead];
-    if (d >= lead && (pads[d - lead] < 0 || pads[d - lead + x->shape.rank] < 0)) {
-      return kiln_lower_refuse(l, "negative pads are not supported");
-    }
   }
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_PAD, .push = &p,
                                     .binding_count = 2, .written_mask = 2u,
