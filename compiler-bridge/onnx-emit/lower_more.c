@@ -261,10 +261,11 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
   static const char* const kModes[] = {"nearest", "linear"};
   static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR};
   static const char* const kCoords[] = {"half_pixel", "asymmetric", "align_corners",
-                                        "pytorch_half_pixel"};
+                                        "pytorch_half_pixel", "tf_half_pixel_for_nn"};
   static const uint32_t kCoordCodes[] = {
       KILN_RESIZE_COORD_HALF_PIXEL, KILN_RESIZE_COORD_ASYMMETRIC,
-      KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL};
+      KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL,
+      KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN};
   static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
   static const uint32_t kNearestCodes[] = {
@@ -273,7 +274,7 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
   uint32_t mode = 0, coord = 0, nearest = 0;
   KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes, 2, &mode));
   KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode", "half_pixel",
-                                        kCoords, kCoordCodes, 4, &coord));
+                                        kCoords, kCoordCodes, 5, &coord));
   KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode", "round_prefer_floor", kNearest,
                                         kNearestCodes, 4, &nearest));
   float scale_h = (float)y->shape.dims[2] / (float)x->shape.dims[2];

@@ -1,6 +1,6 @@
 // ONNX Resize on the two spatial axes of NCHW: nearest (with ONNX's rounding
 // modes) or bilinear, under the half_pixel / asymmetric / align_corners /
-// pytorch_half_pixel coordinate transforms. scale_* are ONNX scales
+// pytorch_half_pixel / tf_half_pixel_for_nn coordinate transforms. scale_* are ONNX scales
 // (output / input). Grid: (min(ceil(planes*OH*OW / WG_X), 65535), 1, 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -28,6 +28,7 @@ float source_coord(uint o, float scale, uint in_size, uint out_size) {
       return out_size > 1 ? x * float(in_size - 1) / float(out_size - 1) : 0.0;
     case KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL:
       return out_size > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
     default: return (x + 0.5) / scale - 0.5;
   }
 }
