@@ -271,21 +271,36 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
   static const uint32_t kNearestCodes[] = {
       KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR, KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL,
       KILN_RESIZE_NEAREST_FLOOR, KILN_RESIZE_NEAREST_CEIL};
+  // Upsample (opsets 7-9) is Resize with the asymmetric transform, rounding
+  // down, and its scales in input 1 or the `scales` attribute.
+  bool upsample = strcmp(l->node->op_type, "Upsample") == 0;
   uint32_t mode = 0, coord = 0, nearest = 0;
   KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes, 2, &mode));
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode", "half_pixel",
-                                        kCoords, kCoordCodes, 5, &coord));
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode", "round_prefer_floor", kNearest,
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode",
+                                        upsample ? "asymmetric" : "half_pixel", kCoords,
+                                        kCoordCodes, 5, &coord));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode",
+                                        upsample ? "floor" : "round_prefer_floor", kNearest,
                                         kNearestCodes, 4, &nearest));
   float scale_h = (float)y->shape.dims[2] / (float)x->shape.dims[2];
   float scale_w = (float)y->shape.dims[3] / (float)x->shape.dims[3];
-  const kiln_graph_value_t* scales = kiln_lower_in(l, 2);
-  if (scales && kiln_lower_count(&scales->shape) > 0) {
+  const kiln_graph_value_t* scales = kiln_lower_in(l, upsample ? 1 : 2);
+  const kiln_graph_attr_t* scales_attr =
+      upsample ? kiln_graph_node_find_attr(l->node, "scales") : NULL;
+  const float* s = NULL;
+  if (scales_attr) {
+    if (scales_attr->type != KILN_GRAPH_ATTR_FLOATS || scales_attr->count != 4) {
+      return kiln_lower_refuse(l, "scales must be 4 floats");
+    }
+    s = scales_attr->floats;
+  } else if (scales && kiln_lower_count(&scales->shape) > 0) {
     if (!scales->data || scales->dtype != KILN_GRAPH_DTYPE_F32 ||
         kiln_lower_count(&scales->shape) != 4) {
       return kiln_lower_refuse(l, "scales must be 4 constant floats");
     }
-    const float* s = scales->data;
+    s = scales->data;
+  }
+  if (s) {
     scale_h = s[2];
     scale_w = s[3];
     // These transforms use the unfloored in * scale length; the kernel

@@ -223,6 +223,7 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Tile", kiln_lower_tile),
     PLAIN("ConvTranspose", kiln_lower_conv_transpose),
     PLAIN("Resize", kiln_lower_resize),
+    PLAIN("Upsample", kiln_lower_resize),
     PLAIN("Einsum", kiln_lower_einsum),
     PLAIN("DepthToSpace", kiln_lower_space_depth),
     PLAIN("SpaceToDepth", kiln_lower_space_depth),

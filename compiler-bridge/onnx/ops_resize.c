@@ -1,7 +1,8 @@
 // Resize (opsets 11-17): modes nearest (all four nearest_modes) and linear
 // (N-linear), coordinate modes half_pixel, pytorch_half_pixel,
 // align_corners, asymmetric, tf_half_pixel_for_nn. Scales and sizes must be
-// constants (static shapes).
+// constants (static shapes). Upsample (opsets 7-9) is its asymmetric,
+// round-down special case.
 #include <math.h>
 #include <string.h>
 
@@ -117,22 +118,15 @@ static int64_t kiln_clamp(int64_t v, int64_t in) {
   return v < 0 ? 0 : (v >= in ? in - 1 : v);
 }
 
-static kiln_status_t kiln_run_resize(const kiln_op_run_args_t* args) {
+// `scales` (one per dim) or NULL to take output / input sizes.
+static kiln_status_t kiln_resize_run(const kiln_op_run_args_t* args, const char* mode,
+                                     const char* coord, const char* nearest,
+                                     const float* scales) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
   kiln_ref_tensor_t* y = &args->outputs[0];
-  const char* mode = "nearest";
-  const char* coord = "half_pixel";
-  const char* nearest = "round_prefer_floor";
-  KILN_RETURN_IF_ERROR(
-      kiln_graph_node_attr_string(args->node, "mode", mode, &mode));
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(
-      args->node, "coordinate_transformation_mode", coord, &coord));
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(args->node, "nearest_mode",
-                                                   nearest, &nearest));
   bool linear = strcmp(mode, "linear") == 0;
   int32_t rank = x->shape.rank;
-  bool have_scales = args->input_count > 2 && args->inputs[2].data &&
-                     args->inputs[2].count > 0;
+  bool have_scales = scales != NULL;
   // Per dim: source index pairs and the weight of the upper one.
   int64_t* lo[KILN_GRAPH_MAX_RANK] = {NULL};
   int64_t* hi[KILN_GRAPH_MAX_RANK] = {NULL};
@@ -152,8 +146,7 @@ static kiln_status_t kiln_run_resize(const kiln_op_run_args_t* args) {
                                      (void**)&weight[d]);
     }
     if (!kiln_status_is_ok(status)) break;
-    double scale = have_scales ? ((const float*)args->inputs[2].data)[d]
-                               : (in ? (double)out / (double)in : 1.0);
+    double scale = have_scales ? scales[d] : (in ? (double)out / (double)in : 1.0);
     for (int64_t o = 0; o < out; ++o) {
       double length = have_scales ? (double)in * scale : (double)out;
       double s = kiln_resize_source(coord, (double)o, scale, in, length);
@@ -203,10 +196,85 @@ static kiln_status_t kiln_run_resize(const kiln_op_run_args_t* args) {
   return status;
 }
 
+static kiln_status_t kiln_run_resize(const kiln_op_run_args_t* args) {
+  const char* mode = "nearest";
+  const char* coord = "half_pixel";
+  const char* nearest = "round_prefer_floor";
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_string(args->node, "mode", mode, &mode));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(
+      args->node, "coordinate_transformation_mode", coord, &coord));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(args->node, "nearest_mode",
+                                                   nearest, &nearest));
+  bool have_scales = args->input_count > 2 && args->inputs[2].data &&
+                     args->inputs[2].count > 0;
+  return kiln_resize_run(args, mode, coord, nearest,
+                         have_scales ? (const float*)args->inputs[2].data : NULL);
+}
+
+// Upsample (opsets 7-9, deprecated since 10): Resize with the asymmetric
+// transform, nearest rounding down, and scales from the `scales` attribute
+// (opset 7) or input 1 (opset 9).
+static kiln_status_t kiln_upsample_scales(const kiln_graph_node_t* node,
+                                          const float* input, size_t input_count,
+                                          const float** out_scales, size_t* out_count) {
+  const kiln_graph_attr_t* attr = kiln_graph_node_find_attr(node, "scales");
+  *out_scales = input;
+  *out_count = input_count;
+  if (attr) {
+    if (attr->type != KILN_GRAPH_ATTR_FLOATS) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "node '%s' (op Upsample): scales must be floats", node->name);
+    }
+    *out_scales = attr->floats;
+    *out_count = attr->count;
+  }
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_infer_upsample(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
+  const char* mode;
+  KILN_RETURN_IF_ERROR(kiln_op_attr_choice(args, "mode", "nearest", kResizeModes, &mode));
+  float input[KILN_GRAPH_MAX_RANK];
+  size_t input_count = 0;
+  if (kiln_op_input(args, 1)) {
+    KILN_RETURN_IF_ERROR(kiln_read_floats(args, 1, input, KILN_GRAPH_MAX_RANK, &input_count));
+  }
+  const float* scales = NULL;
+  size_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_upsample_scales(args->node, input, input_count, &scales, &count));
+  if (count != (size_t)x->shape.rank) {
+    return kiln_op_invalid(args, "scales must have %d values", (int)x->shape.rank);
+  }
+  kiln_graph_shape_t shape = x->shape;
+  for (int32_t d = 0; d < x->shape.rank; ++d) {
+    if (!(scales[d] >= 1.0f) || scales[d] > 1e6f) {
+      return kiln_op_invalid(args, "scales must be at least 1");
+    }
+    shape.dims[d] = (int64_t)floor((double)x->shape.dims[d] * scales[d]);
+  }
+  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape);
+}
+
+static kiln_status_t kiln_run_upsample(const kiln_op_run_args_t* args) {
+  const char* mode = "nearest";
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(args->node, "mode", mode, &mode));
+  bool has_input = args->input_count > 1 && args->inputs[1].data;
+  const float* scales = NULL;
+  size_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_upsample_scales(
+      args->node, has_input ? (const float*)args->inputs[1].data : NULL,
+      has_input ? args->inputs[1].count : 0, &scales, &count));
+  return kiln_resize_run(args, mode, "asymmetric", "floor", scales);
+}
+
 const kiln_op_def_t kiln_ops_resize[] = {
     {"Resize",
      "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
      "extrapolation_value,mode,nearest_mode",
      1, 4, 1, 1, kiln_infer_resize, kiln_run_resize, 11},
+    {"Upsample", "mode,scales", 1, 2, 1, 1, kiln_infer_upsample, kiln_run_upsample, 7},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };
