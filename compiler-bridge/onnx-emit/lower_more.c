@@ -144,6 +144,54 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
   return kiln_ok_status();
 }
 
+// Inference BatchNormalization with statistics (or scale/B) computed at run
+// time: s = scale * (var + eps)^-0.5 and t = B - mean * s into scratch
+// ([C] each, five binary dispatches), then y = x * s + t per channel.
+static kiln_status_t kiln_lower_batch_norm_runtime(const kiln_lower_t* l, float epsilon) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  kiln_graph_shape_t c_shape = {1, {x->shape.dims[1]}};
+  for (size_t i = 1; i < 5; ++i) {
+    if (kiln_lower_count(&kiln_lower_in(l, i)->shape) != (uint64_t)x->shape.dims[1]) {
+      return kiln_lower_refuse(l, "scale, B, mean and var must have C values");
+    }
+  }
+  kiln_emit_range_t scale, bias, mean, var, eps, half, scratch, in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &scale));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &bias));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &mean));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 4, &var));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  const float minus_half = -0.5f;
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &epsilon, sizeof(epsilon), &eps));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &minus_half, sizeof(float), &half));
+  uint64_t bytes = (uint64_t)x->shape.dims[1] * sizeof(float);
+  uint64_t region = (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, region + bytes, &scratch));
+  kiln_emit_range_t s = scratch, t = scratch;
+  s.length = t.length = bytes;
+  t.offset += region;
+  kiln_graph_shape_t scalar = {0};
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &var, &c_shape, &eps,
+                                                &scalar, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_POW, &s, &c_shape, &half,
+                                                &scalar, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &scale, &c_shape, &s,
+                                                &c_shape, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &mean, &c_shape, &s,
+                                                &c_shape, &t, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_SUB, &bias, &c_shape, &t,
+                                                &c_shape, &t, &c_shape));
+  kiln_graph_shape_t per_channel = {x->shape.rank - 1, {0}};
+  per_channel.dims[0] = x->shape.dims[1];
+  for (int32_t d = 1; d < per_channel.rank; ++d) per_channel.dims[d] = 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &in, &x->shape, &s,
+                                                &per_channel, &out, &y->shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t, &per_channel, &out,
+                                  &y->shape);
+}
+
 // Inference BatchNormalization with constant parameters:
 // y = x * s + t, s = scale / sqrt(var + eps), t = B - mean * s.
 kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
@@ -153,17 +201,20 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
     if (l->node->outputs[o] >= 0) return kiln_lower_refuse(l, "training outputs");
   }
   const kiln_graph_value_t* params[4];
+  bool constant = true;
   for (size_t i = 0; i < 4; ++i) {
     params[i] = kiln_lower_in(l, i + 1);
-    if (!params[i] || !params[i]->data || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
-      return kiln_lower_refuse(l, "scale, B, mean and var must be float constants");
+    if (!params[i] || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_lower_refuse(l, "scale, B, mean and var must be float tensors");
     }
+    constant = constant && params[i]->data;
   }
   if (x->shape.rank < 2 || x->shape.rank > KILN_KERNEL_MAX_RANK) {
     return kiln_lower_refuse(l, "input rank must be 2 to 6");
   }
   float epsilon = 1e-5f;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
+  if (!constant) return kiln_lower_batch_norm_runtime(l, epsilon);
   size_t channels = (size_t)x->shape.dims[1];
   float* st = NULL;
   KILN_RETURN_IF_ERROR(
