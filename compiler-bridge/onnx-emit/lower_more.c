@@ -309,8 +309,9 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
       x->shape.dims[1] != y->shape.dims[1]) {
     return kiln_lower_refuse(l, "only resizing the two spatial axes of NCHW is supported");
   }
-  static const char* const kModes[] = {"nearest", "linear"};
-  static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR};
+  static const char* const kModes[] = {"nearest", "linear", "cubic"};
+  static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR,
+                                        KILN_RESIZE_CUBIC};
   static const char* const kCoords[] = {"half_pixel", "asymmetric", "align_corners",
                                         "pytorch_half_pixel", "tf_half_pixel_for_nn"};
   static const uint32_t kCoordCodes[] = {
@@ -326,7 +327,8 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
   // down, and its scales in input 1 or the `scales` attribute.
   bool upsample = strcmp(l->node->op_type, "Upsample") == 0;
   uint32_t mode = 0, coord = 0, nearest = 0;
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes, 2, &mode));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes,
+                                        upsample ? 2 : 3, &mode));
   KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode",
                                         upsample ? "asymmetric" : "half_pixel", kCoords,
                                         kCoordCodes, 5, &coord));
@@ -374,11 +376,20 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
                                     .grid_count = kiln_lower_count(&y->shape)};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
+  float cubic_a = -0.75f;
+  int64_t exclude_outside = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "cubic_coeff_a", -0.75f, &cubic_a));
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(l->node, "exclude_outside", 0, &exclude_outside));
+  uint32_t cubic_a_bits = 0;
+  memcpy(&cubic_a_bits, &cubic_a, sizeof(cubic_a_bits));
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_RESIZE_MODE, mode},
                                     {KILN_SPEC_RESIZE_COORD, coord},
-                                    {KILN_SPEC_RESIZE_NEAREST, nearest}};
+                                    {KILN_SPEC_RESIZE_NEAREST, nearest},
+                                    {KILN_SPEC_RESIZE_CUBIC_A, cubic_a_bits},
+                                    {KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE, exclude_outside != 0}};
   desc.ops = ops;
-  desc.op_count = 3;
+  desc.op_count = mode == KILN_RESIZE_CUBIC ? 5 : 3;
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 

@@ -73,6 +73,7 @@
 // Resize modes (ONNX Resize, 2-D spatial on NCHW).
 #define KILN_RESIZE_NEAREST 0
 #define KILN_RESIZE_LINEAR 1
+#define KILN_RESIZE_CUBIC 2  // ONNX cubic convolution, 4x4 taps
 #define KILN_RESIZE_COORD_HALF_PIXEL 0
 #define KILN_RESIZE_COORD_ASYMMETRIC 1
 #define KILN_RESIZE_COORD_ALIGN_CORNERS 2
@@ -117,6 +118,8 @@
 #define KILN_SPEC_RESIZE_MODE 3
 #define KILN_SPEC_RESIZE_COORD 4
 #define KILN_SPEC_RESIZE_NEAREST 5
+#define KILN_SPEC_RESIZE_CUBIC_A 6          // cubic_coeff_a as float bits
+#define KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE 7  // cubic: taps outside get weight 0
 // gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
