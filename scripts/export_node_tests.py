@@ -194,6 +194,23 @@ def refused_forms(out):
           [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
           [("x", x)], [("y", np.pad(x[:, 2:], ((1, 0), (0, 2)), mode="edge"))],
           [("p", np.array([1, -2, 0, 2], np.int64))])
+    x = rand(2, 3)
+    write(out, "output_listed_twice", [helper.make_node("Relu", ["x"], ["y"])],
+          [("x", x)], [("y", np.maximum(x, 0)), ("y", np.maximum(x, 0))])
+    x = rand(1, 2, 3, 4)
+    # Upsample-9 linear: asymmetric source coordinates o / scale, clamped.
+    def linear_axis(n_in, n_out, scale):
+        src = np.minimum(np.arange(n_out) / scale, n_in - 1)
+        lo = np.floor(src).astype(int)
+        hi = np.minimum(lo + 1, n_in - 1)
+        m = np.zeros((n_out, n_in))
+        m[np.arange(n_out), lo] += 1 - (src - lo)
+        m[np.arange(n_out), hi] += src - lo
+        return m
+    up = np.einsum("ah,nchw,bw->ncab", linear_axis(3, 6, 2.0), x.astype(np.float64),
+                   linear_axis(4, 12, 3.0))
+    write(out, "upsample_linear", [helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")],
+          [("x", x)], [("y", f32(up))], [("s", np.array([1, 1, 2, 3], np.float32))], opset=9)
     x = rand(2, 3, 2)
     write(out, "tile_rank3", [helper.make_node("Tile", ["x", "r"], ["y"])],
           [("x", x)], [("y", np.tile(x, (2, 1, 3)))], [("r", np.array([2, 1, 3], np.int64))])
