@@ -377,3 +377,43 @@ kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
   return kiln_lower_norm(l, KILN_NORM_INSTANCE, kiln_lower_dims(x, 0, 2),
                          kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon);
 }
+
+// ArgMax / ArgMin into an int64 tensor (a graph output: nothing on the GPU
+// reads int64 data yet) with one argreduce dispatch; one invocation scans
+// an axis, so the axis and the grid-stride passes must fit the loop budget.
+kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l) {
+  const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
+  int64_t axis_attr = 0, last = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "select_last_index", 0, &last));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, x->rank, &axis));
+  uint64_t outer = kiln_lower_dims(x, 0, axis), size = (uint64_t)x->dims[axis];
+  uint64_t inner = kiln_lower_dims(x, axis + 1, x->rank);
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, 2 * outer * inner));
+  // Grid-stride passes with the smallest workgroup (1 lane) bound below.
+  uint64_t passes = (outer * inner + KILN_KERNEL_MAX_GRID_X - 1) / KILN_KERNEL_MAX_GRID_X;
+  if (size * passes >= KILN_KERNEL_MAX_LOOP_ITERATIONS) {
+    return kiln_lower_refuse(l, "an axis of %llu values over %llu outputs passes the %u loop "
+                             "iterations one invocation may run",
+                             (unsigned long long)size, (unsigned long long)(outer * inner),
+                             KILN_KERNEL_MAX_LOOP_ITERATIONS);
+  }
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (!y || y->dtype != KILN_GRAPH_DTYPE_I64 || !y->is_output) {
+    return kiln_lower_refuse(l, "the int64 indices run on the GPU only as a graph output");
+  }
+  kiln_kernel_reduce_params_t p = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0, 0.0f};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_ARGREDUCE, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = outer * inner};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->outputs[0], &desc.bindings[1]));
+  kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_ARG_MIN, strcmp(l->node->op_type, "ArgMin") == 0},
+      {KILN_SPEC_ARG_SELECT_LAST, last != 0}};
+  desc.ops = ops;
+  desc.op_count = 2;
+  return kiln_emit_add_dispatch(l->program, &desc);
+}

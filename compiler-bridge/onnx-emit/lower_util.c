@@ -211,6 +211,8 @@ static const kiln_lowering_t kLowerings[] = {
     CODED("ReduceMean", kiln_lower_reduce, KILN_REDUCE_MEAN),
     CODED("ReduceMax", kiln_lower_reduce, KILN_REDUCE_MAX),
     CODED("ReduceMin", kiln_lower_reduce, KILN_REDUCE_MIN),
+    {"ArgMax", kiln_lower_argreduce, NULL, 0, "int64 graph output"},
+    {"ArgMin", kiln_lower_argreduce, NULL, 0, "int64 graph output"},
     CODED("Softmax", kiln_lower_softmax_op, 0),
     CODED("LogSoftmax", kiln_lower_softmax_op, 1),
     PLAIN("LayerNormalization", kiln_lower_layer_norm),

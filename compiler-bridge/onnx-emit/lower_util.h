@@ -89,6 +89,7 @@ kiln_status_t kiln_lower_slice(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op);
 kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op);
 kiln_status_t kiln_lower_reduce(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l);
 kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log);
 kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);

@@ -124,5 +124,8 @@
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
+// argreduce: ArgMin instead of ArgMax; ties to the last index.
+#define KILN_SPEC_ARG_MIN 3
+#define KILN_SPEC_ARG_SELECT_LAST 4
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_
