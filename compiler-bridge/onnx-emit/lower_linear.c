@@ -354,7 +354,9 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
       bias_full.dims[bias_full.rank - 1] = 1;
       ++bias_full.rank;
     }
-    if (bias_full.rank > y_full.rank) return kiln_lower_refuse(l, "a batched bias is not supported");
+    if (bias_full.rank > y_full.rank) {
+      return kiln_lower_refuse(l, "a batched bias is not supported");
+    }
     KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &bias_full, &y_full, &p));
   }
   desc.bindings[2] = desc.bindings[0];

@@ -130,16 +130,17 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
       a = out;
     }
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &b));
-    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, op, &a, a_shape, &b, &kiln_lower_in(l, i)->shape,
-                                          &out, &y->shape));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, op, &a, a_shape, &b,
+                                                  &kiln_lower_in(l, i)->shape, &out,
+                                                  &y->shape));
   }
   if (mean) {
     float scale = 1.0f / (float)count;
     kiln_graph_shape_t scalar = {0};
     kiln_emit_range_t scale_range;
     KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &scale, sizeof(scale), &scale_range));
-    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, &y->shape, &scale_range,
-                                          &scalar, &out, &y->shape));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, &y->shape,
+                                                  &scale_range, &scalar, &out, &y->shape));
   }
   return kiln_ok_status();
 }
@@ -243,9 +244,9 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
-                                        &per_channel, &out, &y->shape));
-  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel, &out,
-                          &y->shape);
+                                                &per_channel, &out, &y->shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel,
+                                  &out, &y->shape);
 }
 
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
@@ -460,6 +461,6 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, v_index, &v));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const kiln_graph_shape_t* y = &out_value->shape;
-  return kiln_lower_binary_ranges(l, KILN_BINARY_SELECT, &v, &kiln_lower_in(l, v_index)->shape, &fill,
-                          &s, &out, y);
+  return kiln_lower_binary_ranges(l, KILN_BINARY_SELECT, &v,
+                                  &kiln_lower_in(l, v_index)->shape, &fill, &s, &out, y);
 }

@@ -91,7 +91,8 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, int64 "
-                              "or int32 inputs and return float32 outputs (int64 from ArgMax/ArgMin)",
+                              "or int32 inputs and return float32 outputs (int64 from "
+                              "ArgMax/ArgMin)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }

@@ -1,6 +1,7 @@
 // Resize (opsets 11-17): modes nearest (all four nearest_modes), linear
-// (N-linear) and cubic (cubic_coeff_a, exclude_outside), coordinate modes half_pixel, pytorch_half_pixel,
-// align_corners, asymmetric, tf_half_pixel_for_nn. Scales and sizes must be
+// (N-linear) and cubic (cubic_coeff_a, exclude_outside); coordinate modes
+// half_pixel, pytorch_half_pixel, align_corners, asymmetric,
+// tf_half_pixel_for_nn. Scales and sizes must be
 // constants (static shapes). Upsample (opsets 7-9) is its asymmetric,
 // round-down special case.
 #include <math.h>
