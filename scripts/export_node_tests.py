@@ -211,6 +211,32 @@ def refused_forms(out):
                    linear_axis(4, 12, 3.0))
     write(out, "upsample_linear", [helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")],
           [("x", x)], [("y", f32(up))], [("s", np.array([1, 1, 2, 3], np.float32))], opset=9)
+    # Resize scales that floor: align_corners and pytorch_half_pixel use the
+    # unfloored length in * scale (ONNX's reference formulas).
+    def resize_axis(n_in, scale, coord):
+        length = n_in * scale
+        n_out = int(np.floor(length))
+        o = np.arange(n_out, dtype=np.float64)
+        if coord == "align_corners":
+            src = o * (n_in - 1) / (length - 1) if length != 1 else 0 * o
+        else:  # pytorch_half_pixel
+            src = (o + 0.5) / scale - 0.5 if length > 1 else 0 * o
+        src = np.clip(src, 0, n_in - 1)
+        lo = np.floor(src).astype(int)
+        hi = np.minimum(lo + 1, n_in - 1)
+        m = np.zeros((n_out, n_in))
+        m[np.arange(n_out), lo] += 1 - (src - lo)
+        m[np.arange(n_out), hi] += src - lo
+        return m
+    x = rand(1, 2, 4, 7)
+    for coord, sh, sw in (("align_corners", 0.6, 0.7), ("pytorch_half_pixel", 0.3, 0.45)):
+        ref = np.einsum("ah,nchw,bw->ncab", resize_axis(4, sh, coord), x.astype(np.float64),
+                        resize_axis(7, sw, coord))
+        write(out, "resize_linear_%s_floored" % coord,
+              [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                coordinate_transformation_mode=coord)],
+              [("x", x)], [("y", f32(ref))],
+              [("s", np.array([1, 1, sh, sw], np.float32))], opset=13)
     x = rand(2, 3, 2)
     write(out, "tile_rank3", [helper.make_node("Tile", ["x", "r"], ["y"])],
           [("x", x)], [("y", np.tile(x, (2, 1, 3)))], [("r", np.array([2, 1, 3], np.int64))])

@@ -3,6 +3,7 @@
 // output accumulating in place), standalone BatchNormalization with
 // constant statistics (mul + add), ConvTranspose, Resize, and Where with a
 // constant condition (mul + add).
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -359,12 +360,31 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
     scale_w = s[3];
     // These transforms use the unfloored in * scale length; the kernel
     // uses the output size, so they agree only when nothing was floored.
-    bool exact = (double)x->shape.dims[2] * scale_h == (double)y->shape.dims[2] &&
-                 (double)x->shape.dims[3] * scale_w == (double)y->shape.dims[3];
-    if (!exact && (coord == KILN_RESIZE_COORD_ALIGN_CORNERS ||
-                   coord == KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL)) {
-      return kiln_lower_refuse(l, "align_corners/pytorch_half_pixel with scales that do "
-                                  "not give whole output sizes are not supported");
+    // Otherwise they are mapped onto transforms the kernel has.
+    double length_h = (double)x->shape.dims[2] * scale_h;
+    double length_w = (double)x->shape.dims[3] * scale_w;
+    bool exact = length_h == (double)y->shape.dims[2] && length_w == (double)y->shape.dims[3];
+    if (!exact && coord == KILN_RESIZE_COORD_ALIGN_CORNERS) {
+      // x * (in - 1) / (length - 1) is asymmetric's x / scale' with scale'
+      // = (length - 1) / (in - 1); a length of 1 or an input of 1 maps
+      // everything to 0 (x / FLT_MAX; x is 0 when the length is 1).
+      double in_h = (double)x->shape.dims[2], in_w = (double)x->shape.dims[3];
+      scale_h = in_h > 1 && length_h > 1 ? (float)((length_h - 1) / (in_h - 1)) : FLT_MAX;
+      scale_w = in_w > 1 && length_w > 1 ? (float)((length_w - 1) / (in_w - 1)) : FLT_MAX;
+      coord = KILN_RESIZE_COORD_ASYMMETRIC;
+    } else if (!exact && coord == KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL) {
+      // Its formula is half_pixel's where the length passes 1 (else 0); the
+      // kernel tests the output size instead, right where both agree.
+      bool kernel_ok = (length_h > 1) == (y->shape.dims[2] > 1) &&
+                       (length_w > 1) == (y->shape.dims[3] > 1);
+      if (!kernel_ok) {
+        if (!(length_h > 1 && length_w > 1)) {
+          return kiln_lower_refuse(l, "pytorch_half_pixel with a resized length above 1 "
+                                      "that floors to 1 on one axis and not above 1 on the "
+                                      "other is not supported");
+        }
+        coord = KILN_RESIZE_COORD_HALF_PIXEL;
+      }
     }
   }
   kiln_kernel_resize_params_t p = {
