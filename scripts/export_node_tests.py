@@ -237,6 +237,9 @@ def refused_forms(out):
                                 coordinate_transformation_mode=coord)],
               [("x", x)], [("y", f32(ref))],
               [("s", np.array([1, 1, sh, sw], np.float32))], opset=13)
+    x = rand(3, 4)
+    write(out, "dropout7_inference", [helper.make_node("Dropout", ["x"], ["y"], ratio=0.3)],
+          [("x", x)], [("y", x)], opset=7)
     x = rand(2, 3, 2)
     write(out, "tile_rank3", [helper.make_node("Tile", ["x", "r"], ["y"])],
           [("x", x)], [("y", np.tile(x, (2, 1, 3)))], [("r", np.array([2, 1, 3], np.int64))])
