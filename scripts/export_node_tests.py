@@ -42,7 +42,7 @@ def write(out_dir, name, nodes, inputs, outputs, initializers=(), opset=14):
     for kind, tensors in (("input", inputs), ("output", outputs)):
         for i, (n, a) in enumerate(tensors):
             with open(os.path.join(data, "%s_%d.pb" % (kind, i)), "wb") as f:
-                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+                f.write(numpy_helper.from_array(np.array(a, order="C"), n).SerializeToString())
 
 
 def einsum(out_dir, name, equation, *arrays):
@@ -130,6 +130,119 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     (inputs if runtime_h0 else inits).append(("h0", h0))
     node = helper.make_node(kind, ["x", "w", "r", "b", "", "h0"], [n for n, _ in outputs], **attrs)
     write(out, name, [node], inputs, outputs, inits)
+
+
+def f32(x):
+    return np.asarray(x, dtype=np.float64).astype(np.float32)
+
+
+def refused_forms(out):
+    """Forms issue 13 listed as refused on the GPU, with run-time operands
+    the Debian node tests freeze to constants (numpy float64 references)."""
+    def matmul(name, a, b):
+        write(out, name, [helper.make_node("MatMul", ["a", "b"], ["y"])],
+              [("a", a), ("b", b)], [("y", f32(a.astype(np.float64) @ b))])
+    matmul("matmul_vector_matrix", rand(4), rand(2, 4, 3))
+    matmul("matmul_matrix_vector", rand(2, 3, 4), rand(4))
+    matmul("matmul_vector_vector", rand(5), rand(5))
+    matmul("matmul_batch_broadcast", rand(2, 1, 3, 4), rand(3, 4, 5))
+    matmul("matmul_batch_broadcast_both", rand(1, 3, 2, 4), rand(2, 1, 4, 5))
+    a, w, c = rand(3, 4), rand(4), rand(3)
+    write(out, "matmul_vector_fused_bias",
+          [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "c"], ["y"])],
+          [("a", a)], [("y", f32(a.astype(np.float64) @ w + c))], [("w", w), ("c", c)])
+    a, b, c = rand(3, 5), rand(4, 5), rand(3, 4)
+    write(out, "gemm_runtime_c_beta",
+          [helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.5, transB=1)],
+          [("a", a), ("c", c)], [("y", f32(0.5 * a.astype(np.float64) @ b.T + 2.5 * c))],
+          [("b", b)])
+    c1 = rand(4)
+    write(out, "gemm_runtime_row_c_beta",
+          [helper.make_node("Gemm", ["a", "b", "c"], ["y"], beta=-1.5, transB=1)],
+          [("a", a), ("c", c1)], [("y", f32(a.astype(np.float64) @ b.T - 1.5 * c1))],
+          [("b", b)])
+    x = rand(3, 4) * 3
+    x[1, 2] = np.nan
+    lo, hi = np.array(-1.25, np.float32), np.array(0.75, np.float32)
+    write(out, "clip_runtime_bounds", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+          [("x", x), ("lo", lo), ("hi", hi)], [("y", np.minimum(np.maximum(x, lo), hi))])
+    write(out, "clip_runtime_min_only", [helper.make_node("Clip", ["x", "lo"], ["y"])],
+          [("x", x), ("lo", lo)], [("y", np.maximum(x, lo))])
+    x = rand(2, 3, 4, 5)
+    scale, bias, mean = rand(3), rand(3), rand(3)
+    var = np.abs(rand(3)) + 0.5
+    ref = (x - mean.reshape(3, 1, 1)) / np.sqrt(var.reshape(3, 1, 1) + 1e-3)
+    ref = ref * scale.reshape(3, 1, 1) + bias.reshape(3, 1, 1)
+    write(out, "batchnorm_runtime_statistics",
+          [helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+          [("x", x), ("s", scale), ("b", bias), ("m", mean), ("v", var)], [("y", f32(ref))])
+    x = rand(3, 4, 5, 2)
+    for op, fn in (("ReduceMean", np.mean), ("ReduceSum", np.sum), ("ReduceMax", np.max),
+                   ("ReduceMin", np.min)):
+        for axes, keep in (((0, 2), 1), ((1, 3), 0), ((0, 1, 3), 1)):
+            name = "%s_axes_%s_keep%d" % (op.lower(), "_".join(map(str, axes)), keep)
+            write(out, name,
+                  [helper.make_node(op, ["x"], ["y"], axes=list(axes), keepdims=keep)],
+                  [("x", x)], [("y", f32(fn(x.astype(np.float64), axis=axes, keepdims=bool(keep))))],
+                  opset=12)
+    x = rand(3, 5)
+    write(out, "pad_negative_constant",
+          [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")],
+          [("x", x)], [("y", np.pad(x[1:, :3], ((0, 1), (0, 0)), constant_values=0.5))],
+          [("p", np.array([-1, 0, 1, -2], np.int64)), ("v", np.array(0.5, np.float32))])
+    write(out, "pad_negative_edge",
+          [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")],
+          [("x", x)], [("y", np.pad(x[:, 2:], ((1, 0), (0, 2)), mode="edge"))],
+          [("p", np.array([1, -2, 0, 2], np.int64))])
+    x = rand(2, 3)
+    write(out, "output_listed_twice", [helper.make_node("Relu", ["x"], ["y"])],
+          [("x", x)], [("y", np.maximum(x, 0)), ("y", np.maximum(x, 0))])
+    x = rand(1, 2, 3, 4)
+    # Upsample-9 linear: asymmetric source coordinates o / scale, clamped.
+    def linear_axis(n_in, n_out, scale):
+        src = np.minimum(np.arange(n_out) / scale, n_in - 1)
+        lo = np.floor(src).astype(int)
+        hi = np.minimum(lo + 1, n_in - 1)
+        m = np.zeros((n_out, n_in))
+        m[np.arange(n_out), lo] += 1 - (src - lo)
+        m[np.arange(n_out), hi] += src - lo
+        return m
+    up = np.einsum("ah,nchw,bw->ncab", linear_axis(3, 6, 2.0), x.astype(np.float64),
+                   linear_axis(4, 12, 3.0))
+    write(out, "upsample_linear", [helper.make_node("Upsample", ["x", "s"], ["y"], mode="linear")],
+          [("x", x)], [("y", f32(up))], [("s", np.array([1, 1, 2, 3], np.float32))], opset=9)
+    # Resize scales that floor: align_corners and pytorch_half_pixel use the
+    # unfloored length in * scale (ONNX's reference formulas).
+    def resize_axis(n_in, scale, coord):
+        length = n_in * scale
+        n_out = int(np.floor(length))
+        o = np.arange(n_out, dtype=np.float64)
+        if coord == "align_corners":
+            src = o * (n_in - 1) / (length - 1) if length != 1 else 0 * o
+        else:  # pytorch_half_pixel
+            src = (o + 0.5) / scale - 0.5 if length > 1 else 0 * o
+        src = np.clip(src, 0, n_in - 1)
+        lo = np.floor(src).astype(int)
+        hi = np.minimum(lo + 1, n_in - 1)
+        m = np.zeros((n_out, n_in))
+        m[np.arange(n_out), lo] += 1 - (src - lo)
+        m[np.arange(n_out), hi] += src - lo
+        return m
+    x = rand(1, 2, 4, 7)
+    for coord, sh, sw in (("align_corners", 0.6, 0.7), ("pytorch_half_pixel", 0.3, 0.45)):
+        ref = np.einsum("ah,nchw,bw->ncab", resize_axis(4, sh, coord), x.astype(np.float64),
+                        resize_axis(7, sw, coord))
+        write(out, "resize_linear_%s_floored" % coord,
+              [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                coordinate_transformation_mode=coord)],
+              [("x", x)], [("y", f32(ref))],
+              [("s", np.array([1, 1, sh, sw], np.float32))], opset=13)
+    x = rand(3, 4)
+    write(out, "dropout7_inference", [helper.make_node("Dropout", ["x"], ["y"], ratio=0.3)],
+          [("x", x)], [("y", x)], opset=7)
+    x = rand(2, 3, 2)
+    write(out, "tile_rank3", [helper.make_node("Tile", ["x", "r"], ["y"])],
+          [("x", x)], [("y", np.tile(x, (2, 1, 3)))], [("r", np.array([2, 1, 3], np.int64))])
 
 
 def main():
@@ -257,6 +370,8 @@ def main():
     write(out, "where_two_runtime_branches", [helper.make_node("Where", ["k", "x", "z"], ["y"])],
           [("x", x), ("z", fill.reshape(1, 4) + x)], [("y", np.where(keep, x, fill + x))],
           [("k", keep)])
+
+    refused_forms(out)
 
     # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
     recurrent_test(out, "lstm_constant_weights", "LSTM")

@@ -81,6 +81,8 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_NORM_RESIDUAL, "norm_residual", "main", 5,
      {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "output"), RO(4, "residual")},
      sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(SUBGROUP)},
+    {KILN_KERNEL_ARGREDUCE, "argreduce", "main", 2, {RO(0, "input"), RW(1, "output")},
+     sizeof(kiln_kernel_reduce_params_t), 1, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -337,7 +337,10 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
     KILN_RETURN_IF_ERROR(kiln_emit_dims(m, &value->shape, r_list));
     uint16_t r = (uint16_t)(r_out + o);
     OP(KILN_VM_OP_CONST_I64, 4, 0);
-    OP(KILN_VM_OP_CONST_I32, 6, (uint32_t)KILN_HAL_ELEMENT_F32);
+    kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64
+                                          ? KILN_HAL_ELEMENT_I64
+                                          : KILN_HAL_ELEMENT_F32;
+    OP(KILN_VM_OP_CONST_I32, 6, (uint32_t)element);
     CALL(KILN_EMIT_IMPORT_VIEW_CREATE, REGS(r_buffer, 4, 6, r_list), REGS(r));
     OP(KILN_VM_OP_CONST_I32, 6, inputs + o);
     OP(KILN_VM_OP_LIST_SET_REF, r_table, 6, r);

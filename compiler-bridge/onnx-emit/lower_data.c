@@ -62,6 +62,65 @@ kiln_status_t kiln_lower_transpose(const kiln_lower_t* l) {
   return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, 0, 0);
 }
 
+// Tile dispatches past this many are refused (each is one strided_copy).
+#define KILN_LOWER_MAX_TILE_DISPATCHES 4096u
+
+// Tile as strided copies: each tiled axis of length d repeated r times is
+// viewed as two, [r, d], with input strides [0, stride]; axes of length 1
+// need only the [r] part. A view past the kernel's rank 6 runs as one
+// dispatch per index of its leading axes (at most 2 * rank - 6 of them).
+kiln_status_t kiln_lower_tile(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (kiln_lower_count(&y->shape) == 0) return kiln_ok_status();
+  int64_t x_strides[KILN_GRAPH_MAX_RANK];
+  kiln_lower_contiguous(&x->shape, x_strides);
+  enum { kMaxView = 2 * KILN_GRAPH_MAX_RANK };
+  int64_t dims[kMaxView], in_strides[kMaxView], out_strides[kMaxView];
+  int32_t rank = 0;
+  for (int32_t d = 0; d < x->shape.rank; ++d) {
+    int64_t dim = x->shape.dims[d], repeat = y->shape.dims[d] / dim;
+    if (repeat != 1) {
+      in_strides[rank] = 0;
+      dims[rank++] = repeat;
+    }
+    if (dim != 1 || repeat == 1) {
+      in_strides[rank] = x_strides[d];
+      dims[rank++] = dim;
+    }
+  }
+  int64_t stride = 1;
+  for (int32_t d = rank; d-- > 0;) {
+    out_strides[d] = stride;
+    stride *= dims[d];
+  }
+  int32_t lead = rank > KILN_KERNEL_MAX_RANK ? rank - KILN_KERNEL_MAX_RANK : 0;
+  uint64_t dispatches = 1;
+  for (int32_t d = 0; d < lead; ++d) dispatches *= (uint64_t)dims[d];
+  if (dispatches > KILN_LOWER_MAX_TILE_DISPATCHES) {
+    return kiln_lower_refuse(l, "tiling needs %llu dispatches (more than %u)",
+                             (unsigned long long)dispatches, KILN_LOWER_MAX_TILE_DISPATCHES);
+  }
+  kiln_graph_shape_t view = {rank - lead, {0}};
+  for (int32_t d = lead; d < rank; ++d) view.dims[d - lead] = dims[d];
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  for (uint64_t i = 0; i < dispatches; ++i) {
+    int64_t in_offset = 0, out_offset = 0;
+    uint64_t rest = i;
+    for (int32_t d = lead; d-- > 0;) {
+      int64_t c = (int64_t)(rest % (uint64_t)dims[d]);
+      rest /= (uint64_t)dims[d];
+      in_offset += c * in_strides[d];
+      out_offset += c * out_strides[d];
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &out, &view, in_strides + lead,
+                                                 out_strides + lead, in_offset, out_offset));
+  }
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_lower_concat(const kiln_lower_t* l) {
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
   int64_t axis_attr = 0;
@@ -236,10 +295,8 @@ kiln_status_t kiln_lower_pad(const kiln_lower_t* l) {
   for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
     p.out_shape[d] = d < lead ? 1 : (uint32_t)y->shape.dims[d - lead];
     p.in_shape[d] = d < lead ? 1 : (uint32_t)x->shape.dims[d - lead];
+    // A negative pad crops: the kernel reads from -pad_begin on.
     p.pad_begin[d] = d < lead ? 0 : (int32_t)pads[d - lead];
-    if (d >= lead && (pads[d - lead] < 0 || pads[d - lead + x->shape.rank] < 0)) {
-      return kiln_lower_refuse(l, "negative pads are not supported");
-    }
   }
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_PAD, .push = &p,
                                     .binding_count = 2, .written_mask = 2u,

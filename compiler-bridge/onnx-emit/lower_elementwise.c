@@ -72,8 +72,37 @@ static kiln_status_t kiln_lower_const_scalar(const kiln_lower_t* l, size_t index
   return kiln_ok_status();
 }
 
+// Clip with a bound computed at run time: out = max(x, min), then out =
+// min(out, max) in place, as binary dispatches (NaN stays NaN, and max wins
+// when min > max, as ONNX says).
+static kiln_status_t kiln_lower_clip_runtime(const kiln_lower_t* l) {
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  const kiln_graph_shape_t* in_shape = &kiln_lower_in(l, 0)->shape;
+  bool wrote = false;
+  for (size_t i = 1; i < 3; ++i) {
+    const kiln_graph_value_t* bound = kiln_lower_in(l, i);
+    if (!bound) continue;
+    kiln_emit_range_t b;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &b));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(
+        l, i == 1 ? KILN_BINARY_MAX : KILN_BINARY_MIN, wrote ? &out : &in,
+        wrote ? &y->shape : in_shape, &b, &bound->shape, &out, &y->shape));
+    wrote = true;
+  }
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_lower_unary(const kiln_lower_t* l) {
   const char* op = l->node->op_type;
+  if (strcmp(op, "Clip") == 0) {
+    for (size_t i = 1; i < 3; ++i) {
+      const kiln_graph_value_t* bound = kiln_lower_in(l, i);
+      if (bound && !bound->data) return kiln_lower_clip_runtime(l);
+    }
+  }
   float alpha = 0.0f, beta = 0.0f;
   if (strcmp(op, "LeakyRelu") == 0) {
     KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "alpha", 0.01f, &alpha));

@@ -185,9 +185,6 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
   if (e.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Gemm is not supported");
-  if (cv && beta != 1.0f && !cv->data) {
-    return kiln_lower_refuse(l, "beta != 1 with a run-time C is not supported");
-  }
   uint32_t m = (uint32_t)yv->shape.dims[0], n = (uint32_t)yv->shape.dims[1];
   uint32_t k = (uint32_t)(trans_a ? av->shape.dims[0] : av->shape.dims[1]);
   uint32_t a_cols = (uint32_t)av->shape.dims[1], b_cols = (uint32_t)bv->shape.dims[1];
@@ -205,7 +202,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
-  if (cv && beta != 1.0f) {
+  if (cv && beta != 1.0f && cv->data) {
     // A constant C is pre-scaled by beta into the weights.
     size_t count = (size_t)kiln_lower_count(&cv->shape);
     float* scaled = NULL;
@@ -219,29 +216,73 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
   } else if (cv) {
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   }
+  if (cv && beta != 1.0f && !cv->data) {
+    // A run-time C: beta * C into scratch first (one binary dispatch).
+    kiln_emit_range_t beta_range, scaled;
+    kiln_graph_shape_t scalar = {0};
+    KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &beta, sizeof(beta), &beta_range));
+    KILN_RETURN_IF_ERROR(kiln_emit_scratch(
+        l->program, kiln_lower_count(&cv->shape) * sizeof(float), &scaled));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &desc.bindings[2],
+                                                  &cv->shape, &beta_range, &scalar, &scaled,
+                                                  &cv->shape));
+    desc.bindings[2] = scaled;
+  }
   return kiln_lower_finish_epilogue(l, &e, cv != NULL, kGemmEpilogueSpecs, 0, &desc);
 }
 
-// Batch stride of an operand of rank `rank` for an output with `batch`
-// flattened leading dims: 0 when broadcast (all leading dims 1), the matrix
-// size when its leading dims equal the output's; otherwise refused.
-static kiln_status_t kiln_lower_batch_stride(const kiln_lower_t* l,
-                                             const kiln_graph_shape_t* operand,
-                                             const kiln_graph_shape_t* out,
-                                             uint32_t* out_stride) {
+// One MatMul operand as the gemm kernel reads it: numpy's rule makes a
+// rank-1 A a row [1, K] and a rank-1 B a column [K, 1]; `full` is the
+// operand with those 1s inserted (same memory), `batch` its leading dims.
+typedef struct kiln_matmul_operand_t {
+  kiln_graph_shape_t full;
+  int32_t batch_rank;
+} kiln_matmul_operand_t;
+
+static void kiln_matmul_operand(const kiln_graph_shape_t* shape, bool is_a,
+                                kiln_matmul_operand_t* out) {
+  out->full = *shape;
+  if (shape->rank == 1) {
+    out->full.rank = 2;
+    out->full.dims[is_a ? 0 : 1] = 1;
+    out->full.dims[is_a ? 1 : 0] = shape->dims[0];
+  }
+  out->batch_rank = out->full.rank - 2;
+}
+
+// Whether an operand's batch dims need expanding to the output's `batch`
+// for one batch stride to address them: not when its batch is 1 (stride 0)
+// or when its batch dims, right-aligned, equal the output's (stride = the
+// matrix size); numpy broadcasting such as [2, 1, M, K] x [3, K, N] does.
+static bool kiln_matmul_needs_expand(const kiln_matmul_operand_t* op,
+                                     const kiln_graph_shape_t* batch) {
+  if (kiln_lower_dims(&op->full, 0, op->batch_rank) == 1) return false;
+  for (int32_t d = 0; d < batch->rank; ++d) {
+    int32_t od = d - (batch->rank - op->batch_rank);
+    if ((od >= 0 ? op->full.dims[od] : 1) != batch->dims[d]) return true;
+  }
+  return false;
+}
+
+// Binds an operand for the batched gemm: its batch stride, and when it
+// needs expanding, a broadcast copy into `scratch` read instead.
+static kiln_status_t kiln_matmul_batch(const kiln_lower_t* l,
+                                       const kiln_matmul_operand_t* op,
+                                       const kiln_graph_shape_t* batch,
+                                       kiln_emit_range_t* range,
+                                       const kiln_emit_range_t* scratch,
+                                       uint32_t* out_stride) {
+  const kiln_graph_shape_t* f = &op->full;
   *out_stride = 0;
-  uint64_t operand_batch = kiln_lower_dims(operand, 0, operand->rank - 2);
-  if (operand_batch == 1) return kiln_ok_status();
-  if (operand->rank != out->rank) {
-    return kiln_lower_refuse(l, "MatMul batch broadcasting is not supported");
-  }
-  for (int32_t d = 0; d < out->rank - 2; ++d) {
-    if (operand->dims[d] != out->dims[d]) {
-      return kiln_lower_refuse(l, "MatMul batch broadcasting is not supported");
-    }
-  }
-  *out_stride = (uint32_t)(operand->dims[operand->rank - 2] *
-                           operand->dims[operand->rank - 1]);
+  if (kiln_lower_dims(f, 0, op->batch_rank) == 1) return kiln_ok_status();
+  *out_stride = (uint32_t)(f->dims[f->rank - 2] * f->dims[f->rank - 1]);
+  if (!kiln_matmul_needs_expand(op, batch)) return kiln_ok_status();
+  kiln_graph_shape_t expanded = *batch;
+  expanded.rank = batch->rank + 2;
+  expanded.dims[batch->rank] = f->dims[f->rank - 2];
+  expanded.dims[batch->rank + 1] = f->dims[f->rank - 1];
+  KILN_RETURN_IF_ERROR(kiln_lower_broadcast_copy(l, range, f, scratch, &expanded));
+  *range = *scratch;
   return kiln_ok_status();
 }
 
@@ -249,31 +290,75 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
   const kiln_graph_value_t* av = kiln_lower_in(l, 0);
   const kiln_graph_value_t* bv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
-  if (av->shape.rank < 2 || bv->shape.rank < 2) {
-    return kiln_lower_refuse(l, "MatMul of a rank-1 operand is not supported");
+  if (av->shape.rank < 1 || bv->shape.rank < 1) {
+    return kiln_lower_refuse(l, "MatMul of a scalar operand");
   }
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
+  kiln_matmul_operand_t a, b;
+  kiln_matmul_operand(&av->shape, true, &a);
+  kiln_matmul_operand(&bv->shape, false, &b);
+  // The output as [batch..., m, n]: y with the dims a rank-1 operand
+  // dropped put back as 1s (same memory).
   const kiln_graph_shape_t* y = &yv->shape;
-  uint32_t m = (uint32_t)y->dims[y->rank - 2], n = (uint32_t)y->dims[y->rank - 1];
-  uint32_t k = (uint32_t)av->shape.dims[av->shape.rank - 1];
-  uint64_t batch = kiln_lower_dims(y, 0, y->rank - 2);
+  uint32_t m = (uint32_t)a.full.dims[a.full.rank - 2];
+  uint32_t k = (uint32_t)a.full.dims[a.full.rank - 1];
+  uint32_t n = (uint32_t)b.full.dims[b.full.rank - 1];
+  kiln_graph_shape_t batch = *y;
+  batch.rank = y->rank - (av->shape.rank > 1) - (bv->shape.rank > 1);
+  kiln_graph_shape_t y_full = batch;
+  y_full.rank = batch.rank + 2;
+  y_full.dims[batch.rank] = m;
+  y_full.dims[batch.rank + 1] = n;
+  uint64_t batch_count = kiln_lower_dims(&batch, 0, batch.rank);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, kiln_lower_count(y)));
   kiln_kernel_gemm_params_t p = {
-      .m = m, .n = n, .k = k, .batch = (uint32_t)batch,
+      .m = m, .n = n, .k = k, .batch = (uint32_t)batch_count,
       .a_row_stride = k, .a_col_stride = 1, .b_row_stride = n, .b_col_stride = 1,
       .c_batch_stride = m * n, .c_row_stride = n,
       .residual_batch_stride = m * n, .residual_row_stride = n,
       .scale = 1.0f, .alpha = e.alpha, .beta = e.beta};
-  KILN_RETURN_IF_ERROR(kiln_lower_batch_stride(l, &av->shape, y, &p.a_batch_stride));
-  KILN_RETURN_IF_ERROR(kiln_lower_batch_stride(l, &bv->shape, y, &p.b_batch_stride));
-  const kiln_graph_value_t* bias = e.bias >= 0 ? kiln_lower_in(l, (size_t)e.bias) : NULL;
-  if (bias) KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &bias->shape, y, &p));
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  // Scratch for operands expanded over the batch: A's part, then B's.
+  bool a_expand = kiln_matmul_needs_expand(&a, &batch);
+  bool b_expand = kiln_matmul_needs_expand(&b, &batch);
+  uint64_t a_bytes = a_expand ? batch_count * m * k * sizeof(float) : 0;
+  uint64_t b_bytes = b_expand ? batch_count * k * n * sizeof(float) : 0;
+  uint64_t a_region = (a_bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  kiln_emit_range_t scratch = {0};
+  if (a_expand || b_expand) {
+    KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, batch_count * (m > n ? m : n) * k));
+    KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, a_region + b_bytes, &scratch));
+  }
+  kiln_emit_range_t a_scratch = scratch, b_scratch = scratch;
+  a_scratch.length = a_bytes;
+  b_scratch.offset += a_region;
+  b_scratch.length = b_bytes;
+  KILN_RETURN_IF_ERROR(
+      kiln_matmul_batch(l, &a, &batch, &desc.bindings[0], &a_scratch, &p.a_batch_stride));
+  KILN_RETURN_IF_ERROR(
+      kiln_matmul_batch(l, &b, &batch, &desc.bindings[1], &b_scratch, &p.b_batch_stride));
+  const kiln_graph_value_t* bias = e.bias >= 0 ? kiln_lower_in(l, (size_t)e.bias) : NULL;
+  if (bias) {
+    // The bias right-aligned against y, with y's dropped dims put back.
+    kiln_graph_shape_t bias_full = bias->shape;
+    if (bias_full.rank >= 1 && bv->shape.rank == 1) {
+      bias_full.dims[bias_full.rank++] = 1;
+    }
+    if (bias_full.rank >= 1 && av->shape.rank == 1) {
+      bias_full.dims[bias_full.rank] = bias_full.dims[bias_full.rank - 1];
+      bias_full.dims[bias_full.rank - 1] = 1;
+      ++bias_full.rank;
+    }
+    if (bias_full.rank > y_full.rank) {
+      return kiln_lower_refuse(l, "a batched bias is not supported");
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &bias_full, &y_full, &p));
+  }
   desc.bindings[2] = desc.bindings[0];
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.bias, &desc.bindings[2]));
   return kiln_lower_finish_epilogue(l, &e, bias != NULL, kGemmEpilogueSpecs, 0, &desc);

@@ -3,6 +3,7 @@
 // output accumulating in place), standalone BatchNormalization with
 // constant statistics (mul + add), ConvTranspose, Resize, and Where with a
 // constant condition (mul + add).
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -44,33 +45,37 @@ kiln_status_t kiln_lower_split(const kiln_lower_t* l) {
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
-  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
-  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+kiln_status_t kiln_lower_broadcast_copy(const kiln_lower_t* l, const kiln_emit_range_t* in,
+                                        const kiln_graph_shape_t* x,
+                                        const kiln_emit_range_t* out,
+                                        const kiln_graph_shape_t* y) {
   int64_t x_strides[KILN_GRAPH_MAX_RANK], in_strides[KILN_GRAPH_MAX_RANK];
   int64_t out_strides[KILN_GRAPH_MAX_RANK];
-  kiln_more_contiguous(&x->shape, x_strides);
-  kiln_more_contiguous(&y->shape, out_strides);
-  int32_t offset = y->shape.rank - x->shape.rank;
-  for (int32_t d = 0; d < y->shape.rank; ++d) {
+  kiln_more_contiguous(x, x_strides);
+  kiln_more_contiguous(y, out_strides);
+  int32_t offset = y->rank - x->rank;
+  for (int32_t d = 0; d < y->rank; ++d) {
     int32_t xd = d - offset;
-    in_strides[d] = (xd < 0 || x->shape.dims[xd] == 1) ? 0 : x_strides[xd];
+    in_strides[d] = (xd < 0 || x->dims[xd] == 1) ? 0 : x_strides[xd];
   }
+  return kiln_lower_strided_copy(l, in, out, y, in_strides, out_strides, 0, 0);
+}
+
+kiln_status_t kiln_lower_expand(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_lower_strided_copy(l, &in, &out, &y->shape, in_strides, out_strides, 0,
-                                 0);
+  return kiln_lower_broadcast_copy(l, &in, &kiln_lower_in(l, 0)->shape, &out,
+                                   &kiln_lower_out(l, 0)->shape);
 }
 
-// out = a op b with a, b broadcast to out (rank <= 6).
-static kiln_status_t kiln_more_binary(const kiln_lower_t* l, uint32_t op,
-                                      const kiln_emit_range_t* a,
-                                      const kiln_graph_shape_t* a_shape,
-                                      const kiln_emit_range_t* b,
-                                      const kiln_graph_shape_t* b_shape,
-                                      const kiln_emit_range_t* out,
-                                      const kiln_graph_shape_t* out_shape) {
+kiln_status_t kiln_lower_binary_ranges(const kiln_lower_t* l, uint32_t op,
+                                       const kiln_emit_range_t* a,
+                                       const kiln_graph_shape_t* a_shape,
+                                       const kiln_emit_range_t* b,
+                                       const kiln_graph_shape_t* b_shape,
+                                       const kiln_emit_range_t* out,
+                                       const kiln_graph_shape_t* out_shape) {
   if (out_shape->rank > KILN_KERNEL_MAX_RANK) return kiln_lower_refuse(l, "rank > 6");
   kiln_kernel_binary_params_t p;
   memset(&p, 0, sizeof(p));
@@ -126,18 +131,67 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
       a = out;
     }
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &b));
-    KILN_RETURN_IF_ERROR(kiln_more_binary(l, op, &a, a_shape, &b, &kiln_lower_in(l, i)->shape,
-                                          &out, &y->shape));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, op, &a, a_shape, &b,
+                                                  &kiln_lower_in(l, i)->shape, &out,
+                                                  &y->shape));
   }
   if (mean) {
     float scale = 1.0f / (float)count;
     kiln_graph_shape_t scalar = {0};
     kiln_emit_range_t scale_range;
     KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &scale, sizeof(scale), &scale_range));
-    KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &out, &y->shape, &scale_range,
-                                          &scalar, &out, &y->shape));
+    KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, &y->shape,
+                                                  &scale_range, &scalar, &out, &y->shape));
   }
   return kiln_ok_status();
+}
+
+// Inference BatchNormalization with statistics (or scale/B) computed at run
+// time: s = scale * (var + eps)^-0.5 and t = B - mean * s into scratch
+// ([C] each, five binary dispatches), then y = x * s + t per channel.
+static kiln_status_t kiln_lower_batch_norm_runtime(const kiln_lower_t* l, float epsilon) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  kiln_graph_shape_t c_shape = {1, {x->shape.dims[1]}};
+  for (size_t i = 1; i < 5; ++i) {
+    if (kiln_lower_count(&kiln_lower_in(l, i)->shape) != (uint64_t)x->shape.dims[1]) {
+      return kiln_lower_refuse(l, "scale, B, mean and var must have C values");
+    }
+  }
+  kiln_emit_range_t scale, bias, mean, var, eps, half, scratch, in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &scale));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &bias));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &mean));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 4, &var));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  const float minus_half = -0.5f;
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &epsilon, sizeof(epsilon), &eps));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &minus_half, sizeof(float), &half));
+  uint64_t bytes = (uint64_t)x->shape.dims[1] * sizeof(float);
+  uint64_t region = (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, region + bytes, &scratch));
+  kiln_emit_range_t s = scratch, t = scratch;
+  s.length = t.length = bytes;
+  t.offset += region;
+  kiln_graph_shape_t scalar = {0};
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &var, &c_shape, &eps,
+                                                &scalar, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_POW, &s, &c_shape, &half,
+                                                &scalar, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &scale, &c_shape, &s,
+                                                &c_shape, &s, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &mean, &c_shape, &s,
+                                                &c_shape, &t, &c_shape));
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_SUB, &bias, &c_shape, &t,
+                                                &c_shape, &t, &c_shape));
+  kiln_graph_shape_t per_channel = {x->shape.rank - 1, {0}};
+  per_channel.dims[0] = x->shape.dims[1];
+  for (int32_t d = 1; d < per_channel.rank; ++d) per_channel.dims[d] = 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &in, &x->shape, &s,
+                                                &per_channel, &out, &y->shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t, &per_channel, &out,
+                                  &y->shape);
 }
 
 // Inference BatchNormalization with constant parameters:
@@ -149,17 +203,20 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
     if (l->node->outputs[o] >= 0) return kiln_lower_refuse(l, "training outputs");
   }
   const kiln_graph_value_t* params[4];
+  bool constant = true;
   for (size_t i = 0; i < 4; ++i) {
     params[i] = kiln_lower_in(l, i + 1);
-    if (!params[i] || !params[i]->data || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
-      return kiln_lower_refuse(l, "scale, B, mean and var must be float constants");
+    if (!params[i] || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_lower_refuse(l, "scale, B, mean and var must be float tensors");
     }
+    constant = constant && params[i]->data;
   }
   if (x->shape.rank < 2 || x->shape.rank > KILN_KERNEL_MAX_RANK) {
     return kiln_lower_refuse(l, "input rank must be 2 to 6");
   }
   float epsilon = 1e-5f;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
+  if (!constant) return kiln_lower_batch_norm_runtime(l, epsilon);
   size_t channels = (size_t)x->shape.dims[1];
   float* st = NULL;
   KILN_RETURN_IF_ERROR(
@@ -187,10 +244,10 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  KILN_RETURN_IF_ERROR(kiln_more_binary(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
-                                        &per_channel, &out, &y->shape));
-  return kiln_more_binary(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel, &out,
-                          &y->shape);
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &in, &x->shape, &s_range,
+                                                &per_channel, &out, &y->shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, &y->shape, &t_range, &per_channel,
+                                  &out, &y->shape);
 }
 
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l) {
@@ -254,43 +311,80 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
       x->shape.dims[1] != y->shape.dims[1]) {
     return kiln_lower_refuse(l, "only resizing the two spatial axes of NCHW is supported");
   }
-  static const char* const kModes[] = {"nearest", "linear"};
-  static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR};
+  static const char* const kModes[] = {"nearest", "linear", "cubic"};
+  static const uint32_t kModeCodes[] = {KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR,
+                                        KILN_RESIZE_CUBIC};
   static const char* const kCoords[] = {"half_pixel", "asymmetric", "align_corners",
-                                        "pytorch_half_pixel"};
+                                        "pytorch_half_pixel", "tf_half_pixel_for_nn"};
   static const uint32_t kCoordCodes[] = {
       KILN_RESIZE_COORD_HALF_PIXEL, KILN_RESIZE_COORD_ASYMMETRIC,
-      KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL};
+      KILN_RESIZE_COORD_ALIGN_CORNERS, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL,
+      KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN};
   static const char* const kNearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                          "ceil"};
   static const uint32_t kNearestCodes[] = {
       KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR, KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL,
       KILN_RESIZE_NEAREST_FLOOR, KILN_RESIZE_NEAREST_CEIL};
+  // Upsample (opsets 7-9) is Resize with the asymmetric transform, rounding
+  // down, and its scales in input 1 or the `scales` attribute.
+  bool upsample = strcmp(l->node->op_type, "Upsample") == 0;
   uint32_t mode = 0, coord = 0, nearest = 0;
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes, 2, &mode));
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode", "half_pixel",
-                                        kCoords, kCoordCodes, 4, &coord));
-  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode", "round_prefer_floor", kNearest,
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "mode", "nearest", kModes, kModeCodes,
+                                        upsample ? 2 : 3, &mode));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "coordinate_transformation_mode",
+                                        upsample ? "asymmetric" : "half_pixel", kCoords,
+                                        kCoordCodes, 5, &coord));
+  KILN_RETURN_IF_ERROR(kiln_more_choice(l, "nearest_mode",
+                                        upsample ? "floor" : "round_prefer_floor", kNearest,
                                         kNearestCodes, 4, &nearest));
   float scale_h = (float)y->shape.dims[2] / (float)x->shape.dims[2];
   float scale_w = (float)y->shape.dims[3] / (float)x->shape.dims[3];
-  const kiln_graph_value_t* scales = kiln_lower_in(l, 2);
-  if (scales && kiln_lower_count(&scales->shape) > 0) {
+  const kiln_graph_value_t* scales = kiln_lower_in(l, upsample ? 1 : 2);
+  const kiln_graph_attr_t* scales_attr =
+      upsample ? kiln_graph_node_find_attr(l->node, "scales") : NULL;
+  const float* s = NULL;
+  if (scales_attr) {
+    if (scales_attr->type != KILN_GRAPH_ATTR_FLOATS || scales_attr->count != 4) {
+      return kiln_lower_refuse(l, "scales must be 4 floats");
+    }
+    s = scales_attr->floats;
+  } else if (scales && kiln_lower_count(&scales->shape) > 0) {
     if (!scales->data || scales->dtype != KILN_GRAPH_DTYPE_F32 ||
         kiln_lower_count(&scales->shape) != 4) {
       return kiln_lower_refuse(l, "scales must be 4 constant floats");
     }
-    const float* s = scales->data;
+    s = scales->data;
+  }
+  if (s) {
     scale_h = s[2];
     scale_w = s[3];
     // These transforms use the unfloored in * scale length; the kernel
     // uses the output size, so they agree only when nothing was floored.
-    bool exact = (double)x->shape.dims[2] * scale_h == (double)y->shape.dims[2] &&
-                 (double)x->shape.dims[3] * scale_w == (double)y->shape.dims[3];
-    if (!exact && (coord == KILN_RESIZE_COORD_ALIGN_CORNERS ||
-                   coord == KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL)) {
-      return kiln_lower_refuse(l, "align_corners/pytorch_half_pixel with scales that do "
-                                  "not give whole output sizes are not supported");
+    // Otherwise they are mapped onto transforms the kernel has.
+    double length_h = (double)x->shape.dims[2] * scale_h;
+    double length_w = (double)x->shape.dims[3] * scale_w;
+    bool exact = length_h == (double)y->shape.dims[2] && length_w == (double)y->shape.dims[3];
+    if (!exact && coord == KILN_RESIZE_COORD_ALIGN_CORNERS) {
+      // x * (in - 1) / (length - 1) is asymmetric's x / scale' with scale'
+      // = (length - 1) / (in - 1); a length of 1 or an input of 1 maps
+      // everything to 0 (x / FLT_MAX; x is 0 when the length is 1).
+      double in_h = (double)x->shape.dims[2], in_w = (double)x->shape.dims[3];
+      scale_h = in_h > 1 && length_h > 1 ? (float)((length_h - 1) / (in_h - 1)) : FLT_MAX;
+      scale_w = in_w > 1 && length_w > 1 ? (float)((length_w - 1) / (in_w - 1)) : FLT_MAX;
+      coord = KILN_RESIZE_COORD_ASYMMETRIC;
+    } else if (!exact && coord == KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL) {
+      // Its formula is half_pixel's where the length passes 1 (else 0); the
+      // kernel tests the output size instead, right where both agree.
+      bool kernel_ok = (length_h > 1) == (y->shape.dims[2] > 1) &&
+                       (length_w > 1) == (y->shape.dims[3] > 1);
+      if (!kernel_ok) {
+        if (!(length_h > 1 && length_w > 1)) {
+          return kiln_lower_refuse(l, "pytorch_half_pixel with a resized length above 1 "
+                                      "that floors to 1 on one axis and not above 1 on the "
+                                      "other is not supported");
+        }
+        coord = KILN_RESIZE_COORD_HALF_PIXEL;
+      }
     }
   }
   kiln_kernel_resize_params_t p = {
@@ -303,11 +397,20 @@ kiln_status_t kiln_lower_resize(const kiln_lower_t* l) {
                                     .grid_count = kiln_lower_count(&y->shape)};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
+  float cubic_a = -0.75f;
+  int64_t exclude_outside = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "cubic_coeff_a", -0.75f, &cubic_a));
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(l->node, "exclude_outside", 0, &exclude_outside));
+  uint32_t cubic_a_bits = 0;
+  memcpy(&cubic_a_bits, &cubic_a, sizeof(cubic_a_bits));
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_RESIZE_MODE, mode},
                                     {KILN_SPEC_RESIZE_COORD, coord},
-                                    {KILN_SPEC_RESIZE_NEAREST, nearest}};
+                                    {KILN_SPEC_RESIZE_NEAREST, nearest},
+                                    {KILN_SPEC_RESIZE_CUBIC_A, cubic_a_bits},
+                                    {KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE, exclude_outside != 0}};
   desc.ops = ops;
-  desc.op_count = 3;
+  desc.op_count = mode == KILN_RESIZE_CUBIC ? 5 : 3;
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
@@ -378,6 +481,6 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, v_index, &v));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const kiln_graph_shape_t* y = &out_value->shape;
-  return kiln_more_binary(l, KILN_BINARY_SELECT, &v, &kiln_lower_in(l, v_index)->shape, &fill,
-                          &s, &out, y);
+  return kiln_lower_binary_ranges(l, KILN_BINARY_SELECT, &v,
+                                  &kiln_lower_in(l, v_index)->shape, &fill, &s, &out, y);
 }

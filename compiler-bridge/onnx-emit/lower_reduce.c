@@ -68,17 +68,22 @@ static kiln_status_t kiln_lower_reduce_dispatch(const kiln_lower_t* l, uint32_t 
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
-// Reduces the [outer, size, inner] view of input 0. An axis longer than one
-// workgroup's chunk is reduced in chunk partials first (into scratch, two
-// regions used in turn), then the partials, until one chunk remains; mean
-// sums the partials and divides once by the full size.
-static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
-                                            uint64_t outer, uint64_t size,
-                                            uint64_t inner) {
+static uint64_t kiln_reduce_align(uint64_t bytes) {
+  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+}
+
+// Reduces the [outer, size, inner] view of `in` into `out`. An axis longer
+// than one workgroup's chunk is reduced in chunk partials first (into
+// scratch past `scratch_offset` bytes, two regions used in turn), then the
+// partials, until one chunk remains; mean sums the partials and divides
+// once by the full size.
+static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op,
+                                              kiln_emit_range_t in,
+                                              const kiln_emit_range_t* out,
+                                              uint64_t outer, uint64_t size,
+                                              uint64_t inner, uint64_t scratch_offset) {
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
-  kiln_emit_range_t in, out, scratch = {0};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  kiln_emit_range_t scratch = {0};
   const uint64_t total = size;
   uint64_t region = 0;  // bytes per scratch region, set by the first split
   for (int level = 0;; ++level) {
@@ -90,14 +95,15 @@ static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
     if (size <= chunk) {
       // Mean divides by the elements reduced in all levels.
       p.divisor = (float)total;
-      return kiln_lower_reduce_dispatch(l, op, &in, &out, &p);
+      return kiln_lower_reduce_dispatch(l, op, &in, out, &p);
     }
     uint64_t chunks = (size + chunk - 1) / chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
     if (level == 0) {
-      region = (outer * chunks * inner * sizeof(float) + KILN_EMIT_ALIGNMENT - 1) &
-               ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-      KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, 2 * region, &scratch));
+      region = kiln_reduce_align(outer * chunks * inner * sizeof(float));
+      KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, scratch_offset + 2 * region, &scratch));
+      scratch.offset += scratch_offset;
+      scratch.length = 2 * region;
     }
     kiln_emit_range_t partial = scratch;
     partial.offset += (uint64_t)(level % 2) * region;
@@ -108,6 +114,64 @@ static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
     in = partial;
     size = chunks;
   }
+}
+
+static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
+                                            uint64_t outer, uint64_t size,
+                                            uint64_t inner) {
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_reduce_ranges(l, op, in, &out, outer, size, inner, 0);
+}
+
+// Reduced axes in several runs separated by kept axes (e.g. axes 0 and 2 of
+// [A, B, C]): one reduction per run, innermost first, each into scratch
+// (two regions in turn) and the last into the output. Sum, max and min
+// compose; so does mean, every group having the same count.
+static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
+                                            const kiln_graph_shape_t* x,
+                                            const bool* reduced) {
+  kiln_graph_shape_t cur = *x;
+  // Runs with an axis longer than 1 (the others reduce nothing).
+  int32_t run_count = 0;
+  for (int32_t d = 0; d < x->rank; ++d) {
+    if (!reduced[d]) continue;
+    bool longer = false;
+    for (; d < x->rank && reduced[d]; ++d) longer = longer || x->dims[d] != 1;
+    run_count += longer;
+  }
+  kiln_emit_range_t in, out, scratch = {0};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  uint64_t region = 0;
+  int32_t stage = 0;
+  for (int32_t last = x->rank - 1; last >= 0; --last) {
+    if (!reduced[last] || x->dims[last] == 1) continue;
+    int32_t first = last;
+    while (first > 0 && reduced[first - 1]) --first;
+    uint64_t outer = kiln_lower_dims(&cur, 0, first);
+    uint64_t size = kiln_lower_dims(&cur, first, last + 1);
+    uint64_t inner = kiln_lower_dims(&cur, last + 1, cur.rank);
+    for (int32_t d = first; d <= last; ++d) cur.dims[d] = 1;
+    kiln_emit_range_t stage_out = out;
+    if (stage + 1 < run_count) {
+      if (stage == 0) {
+        // The first stage's result is the largest intermediate.
+        region = kiln_reduce_align(outer * inner * sizeof(float));
+        KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, 2 * region, &scratch));
+      }
+      stage_out = scratch;
+      stage_out.offset += (uint64_t)(stage % 2) * region;
+      stage_out.length = outer * inner * sizeof(float);
+    }
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_reduce_ranges(l, op, in, &stage_out, outer, size, inner, 2 * region));
+    in = stage_out;
+    ++stage;
+    last = first;
+  }
+  return kiln_ok_status();
 }
 
 kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op) {
@@ -142,9 +206,7 @@ kiln_status_t kiln_lower_reduce(const kiln_lower_t* l, uint32_t op) {
     last = d;
   }
   for (int32_t d = first; d <= last; ++d) {
-    if (!reduced[d] && x->dims[d] != 1) {
-      return kiln_lower_refuse(l, "reducing non-adjacent axes is not supported");
-    }
+    if (!reduced[d] && x->dims[d] != 1) return kiln_lower_reduce_runs(l, op, x, reduced);
   }
   uint64_t size = kiln_lower_dims(x, first, last + 1);
   if (size == 0) return kiln_lower_refuse(l, "reducing an empty axis");
@@ -190,14 +252,59 @@ kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log) {
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
+// LayerNorm's Mean and InvStdDev outputs (each [rows] of floats) from the
+// rows_split statistics: (mean of x - shift, 1/std) pairs per row at float
+// `final_at` of `stats`, shift the row's first value. Mean = that mean +
+// x[row * size] (the shift added back), InvStdDev copied as is.
+static kiln_status_t kiln_lower_norm_stats(const kiln_lower_t* l, uint64_t rows,
+                                           uint64_t size, const kiln_emit_range_t* x,
+                                           const kiln_emit_range_t* stats,
+                                           uint64_t final_at) {
+  kiln_graph_shape_t row_shape = {1, {(int64_t)rows}};
+  int64_t pair_stride = 2, one = 1;
+  for (size_t o = 1; o < 3 && o < l->node->output_count; ++o) {
+    if (l->node->outputs[o] < 0 ||
+        !kiln_graph_value_use_count(l->graph, l->node->outputs[o])) {
+      continue;
+    }
+    kiln_emit_range_t out;
+    KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, o, &out));
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, stats, &out, &row_shape, &pair_stride,
+                                                 &one, (int64_t)(final_at + (o - 1)), 0));
+    if (o != 1) continue;
+    kiln_kernel_binary_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.count = (uint32_t)rows;
+    for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) p.shape[d] = 1;
+    p.shape[KILN_KERNEL_MAX_RANK - 1] = (uint32_t)rows;
+    p.a_strides[KILN_KERNEL_MAX_RANK - 1] = 1;
+    p.b_strides[KILN_KERNEL_MAX_RANK - 1] = (uint32_t)size;
+    kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_BINARY, .push = &p,
+                                      .binding_count = 3, .bindings = {out, *x, out},
+                                      .written_mask = 4u, .grid = KILN_EMIT_GRID_LINEAR,
+                                      .grid_count = p.count};
+    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_BINARY_OP, KILN_BINARY_ADD},
+                                      {KILN_SPEC_BINARY_ACTIVATION, KILN_ACT_NONE}};
+    desc.ops = ops;
+    desc.op_count = 2;
+    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
+  }
+  return kiln_ok_status();
+}
+
 static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                      uint64_t rows, uint64_t size,
                                      uint64_t channels, float epsilon) {
+  bool stats_used = false;
   for (size_t o = 1; o < l->node->output_count; ++o) {
     if (l->node->outputs[o] >= 0 &&
         kiln_graph_value_use_count(l->graph, l->node->outputs[o])) {
-      return kiln_lower_refuse(l, "the Mean/InvStdDev outputs are not supported");
+      stats_used = true;
     }
+  }
+  if (stats_used && (kind != KILN_NORM_LAYER || l->node->output_count > 3)) {
+    return kiln_lower_refuse(l, "only LayerNormalization's Mean/InvStdDev outputs are "
+                                "supported");
   }
   uint64_t params = kind == KILN_NORM_LAYER ? size : channels;
   const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
@@ -233,7 +340,7 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
     // addends; long rows sum them into scratch for the three-pass path.
     kiln_emit_range_t residual;
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &residual));
-    if (size <= chunk) {
+    if (size <= chunk && !stats_used) {
       kiln_kernel_spec_value_t kind_op[] = {{KILN_SPEC_NORM_KIND, kind}};
       desc.ops = kind_op;
       desc.op_count = 1;
@@ -260,13 +367,19 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
     KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &sum_desc));
     desc.bindings[0] = sum;
   }
-  if (size > chunk) {
+  // The statistics outputs come from rows_split's per-row statistics, so a
+  // node that has them runs that way whatever its row length.
+  if (size > chunk || stats_used) {
     KILN_RETURN_IF_ERROR(kiln_lower_row_chunk(l, KILN_KERNEL_ROWS_SPLIT, rows, size, &chunk));
+    kiln_emit_range_t stats;
+    uint64_t final_at = 0;
     kiln_rows_split_t split = {rows, size, 1, chunk, channels, epsilon,
                                desc.bindings[0], desc.bindings[1], desc.bindings[2],
-                               desc.bindings[3]};
-    return kiln_lower_rows_split(
-        l, kind == KILN_NORM_LAYER ? KILN_ROWS_LAYER_NORM : KILN_ROWS_INSTANCE_NORM, &split);
+                               desc.bindings[3], &stats, &final_at};
+    KILN_RETURN_IF_ERROR(kiln_lower_rows_split(
+        l, kind == KILN_NORM_LAYER ? KILN_ROWS_LAYER_NORM : KILN_ROWS_INSTANCE_NORM, &split));
+    if (!stats_used) return kiln_ok_status();
+    return kiln_lower_norm_stats(l, rows, size, &desc.bindings[0], &stats, final_at);
   }
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_NORM_KIND, kind}};
   desc.ops = ops;
@@ -295,4 +408,44 @@ kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
   if (x->rank < 3) return kiln_lower_refuse(l, "input rank below 3");
   return kiln_lower_norm(l, KILN_NORM_INSTANCE, kiln_lower_dims(x, 0, 2),
                          kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon);
+}
+
+// ArgMax / ArgMin into an int64 tensor (a graph output: nothing on the GPU
+// reads int64 data yet) with one argreduce dispatch; one invocation scans
+// an axis, so the axis and the grid-stride passes must fit the loop budget.
+kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l) {
+  const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
+  int64_t axis_attr = 0, last = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "select_last_index", 0, &last));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, x->rank, &axis));
+  uint64_t outer = kiln_lower_dims(x, 0, axis), size = (uint64_t)x->dims[axis];
+  uint64_t inner = kiln_lower_dims(x, axis + 1, x->rank);
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, 2 * outer * inner));
+  // Grid-stride passes with the smallest workgroup (1 lane) bound below.
+  uint64_t passes = (outer * inner + KILN_KERNEL_MAX_GRID_X - 1) / KILN_KERNEL_MAX_GRID_X;
+  if (size * passes >= KILN_KERNEL_MAX_LOOP_ITERATIONS) {
+    return kiln_lower_refuse(l, "an axis of %llu values over %llu outputs passes the %u loop "
+                             "iterations one invocation may run",
+                             (unsigned long long)size, (unsigned long long)(outer * inner),
+                             KILN_KERNEL_MAX_LOOP_ITERATIONS);
+  }
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (!y || y->dtype != KILN_GRAPH_DTYPE_I64 || !y->is_output) {
+    return kiln_lower_refuse(l, "the int64 indices run on the GPU only as a graph output");
+  }
+  kiln_kernel_reduce_params_t p = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0, 0.0f};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_ARGREDUCE, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = outer * inner};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->outputs[0], &desc.bindings[1]));
+  kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_ARG_MIN, strcmp(l->node->op_type, "ArgMin") == 0},
+      {KILN_SPEC_ARG_SELECT_LAST, last != 0}};
+  desc.ops = ops;
+  desc.op_count = 2;
+  return kiln_emit_add_dispatch(l->program, &desc);
 }

@@ -98,6 +98,8 @@ kiln_status_t kiln_lower_rows_split(const kiln_lower_t* l, uint32_t kind,
   kiln_emit_range_t stats;
   KILN_RETURN_IF_ERROR(
       kiln_emit_scratch(l->program, (3 * rows * chunks + 2 * rows) * sizeof(float), &stats));
+  if (s->out_stats) *s->out_stats = stats;
+  if (s->out_final_at) *s->out_final_at = 3 * rows * chunks;
   const uint32_t phases[] = {KILN_ROWS_PHASE_PARTIAL, KILN_ROWS_PHASE_COMBINE,
                              KILN_ROWS_PHASE_APPLY};
   for (size_t i = 0; i < 3; ++i) {

@@ -24,6 +24,11 @@ typedef struct kiln_rows_split_t {
   uint64_t outer, size, inner, chunk, channels;
   float epsilon;
   kiln_emit_range_t x, scale, bias, y;  // scale/bias: any range for softmax
+  // When set: receives the range of the combined per-row statistics, at
+  // float `*out_final_at` of it (pairs (mean of x - x[row's first], 1/std)
+  // for norms), valid until another node's scratch is written.
+  kiln_emit_range_t* out_stats;
+  uint64_t* out_final_at;
 } kiln_rows_split_t;
 // The partial, combine and apply dispatches of rows_split (KILN_ROWS_* kind).
 kiln_status_t kiln_lower_rows_split(const kiln_lower_t* l, uint32_t kind,

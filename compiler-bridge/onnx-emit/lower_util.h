@@ -99,6 +99,7 @@ kiln_status_t kiln_lower_slice(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op);
 kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op);
 kiln_status_t kiln_lower_reduce(const kiln_lower_t* l, uint32_t op);
+kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l);
 kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log);
 kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
@@ -106,6 +107,7 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
 kiln_status_t kiln_lower_split(const kiln_lower_t* l);
 kiln_status_t kiln_lower_expand(const kiln_lower_t* l);
+kiln_status_t kiln_lower_tile(const kiln_lower_t* l);
 kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean);
 kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_conv_transpose(const kiln_lower_t* l);
@@ -146,6 +148,19 @@ kiln_status_t kiln_lower_add_binary(const kiln_lower_t* l, const kiln_emit_dispa
 // tiles over offsets where a binding exceeds the storage-buffer range.
 kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
                                   const kiln_emit_dispatch_desc_t* desc);
+// out = a op b (a KILN_BINARY_* op) with a, b broadcast to out (rank <= 6).
+kiln_status_t kiln_lower_binary_ranges(const kiln_lower_t* l, uint32_t op,
+                                       const kiln_emit_range_t* a,
+                                       const kiln_graph_shape_t* a_shape,
+                                       const kiln_emit_range_t* b,
+                                       const kiln_graph_shape_t* b_shape,
+                                       const kiln_emit_range_t* out,
+                                       const kiln_graph_shape_t* out_shape);
+// Copies `in` (shape x) broadcast to shape y into `out` (Expand).
+kiln_status_t kiln_lower_broadcast_copy(const kiln_lower_t* l, const kiln_emit_range_t* in,
+                                        const kiln_graph_shape_t* x,
+                                        const kiln_emit_range_t* out,
+                                        const kiln_graph_shape_t* y);
 
 // Records a plain copy of `count` 32-bit words from `in` to `out`.
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,

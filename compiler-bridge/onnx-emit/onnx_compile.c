@@ -82,10 +82,17 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     const kiln_graph_value_t* value = &graph->values[id];
     bool is_index = is_input && (value->dtype == KILN_GRAPH_DTYPE_I64 ||
                                  value->dtype == KILN_GRAPH_DTYPE_I32);
-    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index) {
+    // ArgMax/ArgMin indices leave as an i64 buffer view.
+    const kiln_graph_node_t* producer =
+        !is_input && value->producer >= 0 ? &graph->nodes[value->producer] : NULL;
+    bool is_arg = producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
+                  (strcmp(producer->op_type, "ArgMax") == 0 ||
+                   strcmp(producer->op_type, "ArgMin") == 0);
+    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, int64 "
-                              "or int32 inputs and return float32 outputs",
+                              "or int32 inputs and return float32 outputs (int64 from "
+                              "ArgMax/ArgMin)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }

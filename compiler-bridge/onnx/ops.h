@@ -155,5 +155,6 @@ extern const kiln_op_def_t kiln_ops_rnn[];
 extern const kiln_op_def_t kiln_ops_space_depth[];
 extern const kiln_op_def_t kiln_ops_trilu[];
 extern const kiln_op_def_t kiln_ops_attention[];
+extern const kiln_op_def_t kiln_ops_arg[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

@@ -1,4 +1,4 @@
-// Copying ops: Transpose, Expand, Concat, Split, Slice, Gather, Pad. They
+// Copying ops: Transpose, Expand, Tile, Concat, Split, Slice, Gather, Pad. They
 // move bytes, so every dtype works.
 #include <string.h>
 
@@ -105,6 +105,56 @@ static kiln_status_t kiln_run_expand(const kiln_op_run_args_t* args) {
   kiln_ref_broadcast_strides(&args->inputs[0].shape, &args->outputs[0].shape,
                              strides);
   kiln_strided_copy(&args->outputs[0], args->inputs[0].data, 0, strides);
+  return kiln_ok_status();
+}
+
+// ---- Tile ----------------------------------------------------------------
+
+// out[c] = in[c % in_dims] with out dims = in dims * repeats (a constant).
+static kiln_status_t kiln_infer_tile(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  int64_t repeats[KILN_MAX_LIST];
+  size_t count = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_op_constant_ints(args, 1, repeats, KILN_GRAPH_MAX_RANK, &count));
+  if ((int32_t)count != x->shape.rank) {
+    return kiln_op_invalid(args, "repeats has %zu values for rank %d", count,
+                           x->shape.rank);
+  }
+  kiln_graph_shape_t shape = x->shape;
+  for (size_t i = 0; i < count; ++i) {
+    if (repeats[i] < 0) return kiln_op_invalid(args, "negative repeat");
+    if (x->shape.dims[i] > 0 && repeats[i] > INT64_MAX / x->shape.dims[i]) {
+      return kiln_op_invalid(args, "repeats overflow the shape");
+    }
+    shape.dims[i] = x->shape.dims[i] * repeats[i];
+  }
+  return kiln_op_set_output(args, 0, x->dtype, &shape);
+}
+
+static kiln_status_t kiln_run_tile(const kiln_op_run_args_t* args) {
+  const kiln_ref_tensor_t* in = &args->inputs[0];
+  kiln_ref_tensor_t* out = &args->outputs[0];
+  size_t elem = kiln_elem(out);
+  int32_t rank = out->shape.rank;
+  int64_t in_strides[KILN_GRAPH_MAX_RANK];
+  int64_t stride = 1;
+  for (int32_t d = rank; d-- > 0;) {
+    in_strides[d] = stride;
+    stride *= in->shape.dims[d];
+  }
+  int64_t coords[KILN_GRAPH_MAX_RANK] = {0};
+  for (size_t i = 0; i < out->count; ++i) {
+    int64_t offset = 0;
+    for (int32_t d = 0; d < rank; ++d) offset += coords[d] % in->shape.dims[d] * in_strides[d];
+    memcpy((uint8_t*)out->data + i * elem, (const uint8_t*)in->data + offset * (int64_t)elem,
+           elem);
+    for (int32_t d = rank; d-- > 0;) {
+      if (++coords[d] < out->shape.dims[d]) break;
+      coords[d] = 0;
+    }
+  }
   return kiln_ok_status();
 }
 
@@ -551,6 +601,7 @@ const kiln_op_def_t kiln_ops_copy[] = {
     {"Transpose", "perm", 1, 1, 1, 1, kiln_infer_transpose,
      kiln_run_transpose},
     {"Expand", "", 2, 2, 1, 1, kiln_infer_expand, kiln_run_expand},
+    {"Tile", "", 2, 2, 1, 1, kiln_infer_tile, kiln_run_tile},
     {"Concat", "axis", 1, 64, 1, 1, kiln_infer_concat, kiln_run_concat},
     {"Split", "axis,split", 1, 2, 1, 64, kiln_infer_split, kiln_run_split, 2},
     {"Slice", "", 3, 5, 1, 1, kiln_infer_slice, kiln_run_slice, 10},

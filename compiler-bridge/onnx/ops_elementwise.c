@@ -268,6 +268,11 @@ static kiln_status_t kiln_infer_dropout(const kiln_op_infer_args_t* args) {
                 "(inference only)");
     }
   }
+  // Dropout-7 (opsets 7-9) is the identity at inference too; its mask has
+  // the input's type, which kiln does not produce.
+  if (args->graph->opset < 10 && args->node->output_count > 1 && args->node->outputs[1] >= 0) {
+    return kiln_op_unsupported(args, "the mask output of Dropout before opset 10");
+  }
   KILN_RETURN_IF_ERROR(kiln_op_set_output(args, 0, x->dtype, &x->shape));
   return kiln_op_set_output(args, 1, KILN_GRAPH_DTYPE_BOOL, &x->shape);
 }
@@ -379,7 +384,7 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Mod", "fmod", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary, 10},
     {"Identity", "", 1, 1, 1, 1, kiln_infer_identity, kiln_run_copy},
     {"Dropout", "seed,ratio", 1, 3, 1, 2, kiln_infer_dropout,
-     kiln_run_dropout, 10},
+     kiln_run_dropout, 7},
     {"Cast", "to", 1, 1, 1, 1, kiln_infer_cast, kiln_run_cast},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

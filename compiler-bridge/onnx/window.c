@@ -184,14 +184,18 @@ kiln_status_t kiln_window_resolve_transpose(const kiln_graph_node_t* node,
     if (has_shape || same) {
       int64_t target = has_shape ? output_shape[i] : w->in[i] * w->stride[i];
       int64_t total = full - target;
-      if (total < 0) {
-        return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                                "node '%s' (op %s): output_shape larger than "
+      if (total < -(1 << 20)) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "node '%s' (op %s): output_shape far larger than "
                                 "the full transposed convolution",
                                 node->name, node->op_type);
       }
+      // As ONNX's reference, with Python's floor division: an output_shape
+      // past the full result (total < 0) gives negative pads, i.e. output
+      // positions no input reaches (zeros, plus bias).
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       bool upper = strcmp(auto_pad, "SAME_UPPER") == 0;
-      w->pad_begin[i] = upper ? total / 2 : total - total / 2;
+      w->pad_begin[i] = upper ? half : total - half;
       w->pad_end[i] = total - w->pad_begin[i];
     } else if (strcmp(auto_pad, "VALID") == 0) {
       w->pad_begin[i] = w->pad_end[i] = 0;

@@ -15,12 +15,12 @@
 KILN_TEST(OnnxCompileTest, UnsupportedNodeIsRefusedWithoutPartialModule) {
   kiln_byte_buffer_t out;
   kiln_byte_buffer_init(&out, kiln_allocator_system());
-  // LayerNormalization with its Mean and InvStdDev outputs used: the norm
-  // kernel does not produce them.
+  // A 3-D MaxPool: there is no 3-D pooling kernel.
   KILN_EXPECT_STATUS_MESSAGE(
-      KILN_STATUS_UNIMPLEMENTED, "(op LayerNormalization, opset 17): the Mean/InvStdDev",
-      kiln_onnx_compile_file(KILN_NODE_DIR "/test_layer_normalization_2d_axis0/model.onnx",
-                             NULL, kiln_allocator_system(), &out));
+      KILN_STATUS_UNIMPLEMENTED,
+      "(op MaxPool, opset 12): only 1-D (NCL) and 2-D (NCHW) pooling is supported",
+      kiln_onnx_compile_file(KILN_NODE_DIR "/test_maxpool_3d_default/model.onnx", NULL,
+                             kiln_allocator_system(), &out));
   KILN_EXPECT_EQ(out.size, 0u);
   kiln_byte_buffer_deinit(&out);
 }

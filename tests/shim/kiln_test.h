@@ -88,17 +88,43 @@ const kiln_test_case_t* kiln_test_current(void);
   }                                                                        \
   static void kiln_test_##suite##_##name(void)
 
-// Integer comparisons widen to intmax_t / uintmax_t by the sign of `a`.
-#define KILN_TEST_CMP_(fatal, a, op, b, ta, tb)                                      \
+// Comparisons: integers (and pointers) widen to intmax_t; when either side
+// is a float, double or long double both compare as long double, so a
+// tolerance check such as KILN_EXPECT_LE(error, 1e-4) cannot pass by
+// truncating the error to 0.
+#ifndef __cplusplus
+static inline long double kiln_test_ld_(long double value) { return value; }
+// Never called for a value: only chosen (and compiled) for operands that
+// are not floating (pointers, structs of enums...).
+static inline long double kiln_test_ld_none_() { return 0; }
+#define KILN_TEST_IS_FLOAT_(x) \
+  _Generic((x), float: 1, double: 1, long double: 1, default: 0)
+#define KILN_TEST_AS_LD_(x)                                                  \
+  _Generic((x), float: kiln_test_ld_, double: kiln_test_ld_,                 \
+           long double: kiln_test_ld_, default: kiln_test_ld_none_)(x)
+#define KILN_TEST_CMP_(fatal, a, op, b, ta, tb)                              \
   do {                                                                       \
-    intmax_t kiln_a_ = (intmax_t)(a);                                        \
-    intmax_t kiln_b_ = (intmax_t)(b);                                        \
-    if (!(kiln_a_ op kiln_b_)) {                                             \
-      kiln_test_fail((fatal), __FILE__, __LINE__,                            \
-                     "expected %s %s %s, got %jd vs %jd", ta, #op, tb,       \
-                     kiln_a_, kiln_b_);                                      \
+    if (KILN_TEST_IS_FLOAT_(a) || KILN_TEST_IS_FLOAT_(b)) {                  \
+      long double kiln_fa_ = KILN_TEST_IS_FLOAT_(a) ? KILN_TEST_AS_LD_(a)    \
+                                                    : (long double)(intmax_t)(a); \
+      long double kiln_fb_ = KILN_TEST_IS_FLOAT_(b) ? KILN_TEST_AS_LD_(b)    \
+                                                    : (long double)(intmax_t)(b); \
+      if (!(kiln_fa_ op kiln_fb_)) {                                         \
+        kiln_test_fail((fatal), __FILE__, __LINE__,                          \
+                       "expected %s %s %s, got %.9Lg vs %.9Lg", ta, #op, tb, \
+                       kiln_fa_, kiln_fb_);                                  \
+      }                                                                      \
+    } else {                                                                 \
+      intmax_t kiln_a_ = (intmax_t)(a);                                      \
+      intmax_t kiln_b_ = (intmax_t)(b);                                      \
+      if (!(kiln_a_ op kiln_b_)) {                                           \
+        kiln_test_fail((fatal), __FILE__, __LINE__,                          \
+                       "expected %s %s %s, got %jd vs %jd", ta, #op, tb,     \
+                       kiln_a_, kiln_b_);                                    \
+      }                                                                      \
     }                                                                        \
   } while (0)
+#endif
 
 #define KILN_EXPECT_EQ(a, b) KILN_TEST_CMP_(false, a, ==, b, #a, #b)
 #define KILN_EXPECT_NE(a, b) KILN_TEST_CMP_(false, a, !=, b, #a, #b)

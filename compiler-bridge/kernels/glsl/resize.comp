@@ -1,6 +1,6 @@
 // ONNX Resize on the two spatial axes of NCHW: nearest (with ONNX's rounding
-// modes) or bilinear, under the half_pixel / asymmetric / align_corners /
-// pytorch_half_pixel coordinate transforms. scale_* are ONNX scales
+// modes), bilinear or bicubic, under the half_pixel / asymmetric / align_corners /
+// pytorch_half_pixel / tf_half_pixel_for_nn coordinate transforms. scale_* are ONNX scales
 // (output / input). Grid: (min(ceil(planes*OH*OW / WG_X), 65535), 1, 1).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -10,6 +10,8 @@ layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_RESIZE_MODE) const uint MODE = 0;
 layout(constant_id = KILN_SPEC_RESIZE_COORD) const uint COORD = 0;
 layout(constant_id = KILN_SPEC_RESIZE_NEAREST) const uint NEAREST = 0;
+layout(constant_id = KILN_SPEC_RESIZE_CUBIC_A) const uint CUBIC_A_BITS = 0xbf400000u;  // -0.75
+layout(constant_id = KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE) const uint EXCLUDE_OUTSIDE = 0;
 
 layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
 layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
@@ -28,6 +30,7 @@ float source_coord(uint o, float scale, uint in_size, uint out_size) {
       return out_size > 1 ? x * float(in_size - 1) / float(out_size - 1) : 0.0;
     case KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL:
       return out_size > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / scale;
     default: return (x + 0.5) / scale - 0.5;
   }
 }
@@ -54,6 +57,48 @@ uint nearest_index(float c, uint in_size) {
   return uint(clamp(r, 0.0, float(in_size - 1)));
 }
 
+// Cubic: the source coordinate c is base + t with t in (0, 1] (ONNX prefers
+// the left pixel), taps at base - 1 .. base + 2 (`first` is base - 1) with
+// ONNX's cubic convolution weights; exclude_outside drops taps outside the
+// input and renormalizes. The weights are continuous in c, so a c a few ULP
+// off an integer picks other taps with the same result.
+vec4 cubic_weights(float c, uint in_size, out int first) {
+  float b = ceil(c) - 1.0;
+  float t = c - b, u = 1.0 - t;
+  float a = uintBitsToFloat(CUBIC_A_BITS);
+  vec4 w;
+  w.x = ((a * (t + 1.0) - 5.0 * a) * (t + 1.0) + 8.0 * a) * (t + 1.0) - 4.0 * a;
+  w.y = ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+  w.z = ((a + 2.0) * u - (a + 3.0)) * u * u + 1.0;
+  w.w = ((a * (u + 1.0) - 5.0 * a) * (u + 1.0) + 8.0 * a) * (u + 1.0) - 4.0 * a;
+  first = int(b) - 1;
+  if (EXCLUDE_OUTSIDE != 0) {
+    for (int i = 0; i < 4; ++i) {
+      if (first + i < 0 || first + i >= int(in_size)) w[i] = 0.0;
+    }
+    float total = w.x + w.y + w.z + w.w;
+    if (total != 0.0) w /= total;
+  }
+  return w;
+}
+
+float cubic(uint base, float ch, float cw) {
+  int h0, w0;
+  vec4 wh = cubic_weights(ch, p.in_height, h0);
+  vec4 ww = cubic_weights(cw, p.in_width, w0);
+  float sum = 0.0;
+  for (int i = 0; i < 4; ++i) {
+    uint h = uint(clamp(h0 + i, 0, int(p.in_height) - 1));
+    float row = 0.0;
+    for (int j = 0; j < 4; ++j) {
+      uint w = uint(clamp(w0 + j, 0, int(p.in_width) - 1));
+      row += ww[j] * x[base + h * p.in_width + w];
+    }
+    sum += wh[i] * row;
+  }
+  return sum;
+}
+
 void main() {
   const uint pixels = p.out_height * p.out_width;
   const uint total = p.planes * pixels;
@@ -64,7 +109,9 @@ void main() {
     uint base = (index / pixels) * p.in_height * p.in_width;
     float ch = source_coord(oh, p.scale_h, p.in_height, p.out_height);
     float cw = source_coord(ow, p.scale_w, p.in_width, p.out_width);
-    if (MODE == KILN_RESIZE_NEAREST) {
+    if (MODE == KILN_RESIZE_CUBIC) {
+      y[index] = cubic(base, ch, cw);
+    } else if (MODE == KILN_RESIZE_NEAREST) {
       y[index] = x[base + nearest_index(ch, p.in_height) * p.in_width +
                    nearest_index(cw, p.in_width)];
     } else {

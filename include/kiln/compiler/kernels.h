@@ -42,6 +42,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_ROWS_SPLIT,       // softmax / norms over long rows, 3 phases
   KILN_KERNEL_ATTENTION,        // fused softmax(Q K^T) V, flash style
   KILN_KERNEL_NORM_RESIDUAL,    // norm of x + residual (binding 4)
+  KILN_KERNEL_ARGREDUCE,        // ArgMax / ArgMin -> int64 (lo, hi words)
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 

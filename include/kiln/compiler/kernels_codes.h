@@ -81,10 +81,12 @@
 // Resize modes (ONNX Resize, 2-D spatial on NCHW).
 #define KILN_RESIZE_NEAREST 0
 #define KILN_RESIZE_LINEAR 1
+#define KILN_RESIZE_CUBIC 2  // ONNX cubic convolution, 4x4 taps
 #define KILN_RESIZE_COORD_HALF_PIXEL 0
 #define KILN_RESIZE_COORD_ASYMMETRIC 1
 #define KILN_RESIZE_COORD_ALIGN_CORNERS 2
 #define KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL 3
+#define KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN 4  // (x + 0.5) / scale
 #define KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR 0
 #define KILN_RESIZE_NEAREST_ROUND_PREFER_CEIL 1
 #define KILN_RESIZE_NEAREST_FLOOR 2
@@ -124,6 +126,8 @@
 #define KILN_SPEC_RESIZE_MODE 3
 #define KILN_SPEC_RESIZE_COORD 4
 #define KILN_SPEC_RESIZE_NEAREST 5
+#define KILN_SPEC_RESIZE_CUBIC_A 6          // cubic_coeff_a as float bits
+#define KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE 7  // cubic: taps outside get weight 0
 // gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
 // attention: q/k/v row capacity in vec4s, keys per shared tile, mask
@@ -135,5 +139,8 @@
 #define KILN_SPEC_ATTN_PHASE 7
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
+// argreduce: ArgMin instead of ArgMax; ties to the last index.
+#define KILN_SPEC_ARG_MIN 3
+#define KILN_SPEC_ARG_SELECT_LAST 4
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_

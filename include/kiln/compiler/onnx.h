@@ -16,7 +16,7 @@ extern "C" {
 // 11-17; older opsets are accepted only for ops whose older definitions
 // kiln implements exactly (the node tests store many models at the op's
 // first opset). Ops whose old forms differ carry their own minimum (Clip,
-// Pad, Resize 11; Slice, Dropout 10; BatchNormalization 9; Reshape 5;
+// Pad, Resize 11; Slice 10; BatchNormalization 9; Dropout 7; Reshape 5;
 // Split 2), and old broadcast/consumed_inputs attributes are refused.
 #define KILN_ONNX_MIN_OPSET 1
 #define KILN_ONNX_MAX_OPSET 17

@@ -215,6 +215,8 @@ KILN_TEST(GpuMovementTest, ResizeModes) {
       {5, 6, 9, 4, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_ALIGN_CORNERS, 0},
       {5, 6, 1, 13, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL, 0},
       {6, 6, 3, 3, KILN_RESIZE_LINEAR, KILN_RESIZE_COORD_ASYMMETRIC, 0},
+      {4, 4, 3, 2, KILN_RESIZE_NEAREST, KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN,
+       KILN_RESIZE_NEAREST_ROUND_PREFER_FLOOR},
   };
   const size_t planes = 3;
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {

@@ -137,6 +137,7 @@ static double ref_resize_coord(uint32_t coord, size_t o, double scale,
       return out_size == 1 ? 0 : o * (double)(in_size - 1) / (double)(out_size - 1);
     case KILN_RESIZE_COORD_PYTORCH_HALF_PIXEL:
       return out_size > 1 ? (o + 0.5) / scale - 0.5 : 0;
+    case KILN_RESIZE_COORD_TF_HALF_PIXEL_FOR_NN: return (o + 0.5) / scale;
     default: return (o + 0.5) / scale - 0.5;
   }
 }
