@@ -269,6 +269,18 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_batch_stride(l, &bv->shape, y, &p.b_batch_stride));
   const kiln_graph_value_t* bias = e.bias >= 0 ? kiln_lower_in(l, (size_t)e.bias) : NULL;
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &bias->shape, y, &p));
+  // A shared B (a 2-D weight) with a contiguous batched A: the batch dims
+  // fold into M, one GEMM of batch * m rows (seq-first transformers had
+  // [128,1,768] x [768,3072] as 128 one-row GEMMs). C and the residual are
+  // contiguous [batch, m, n] already; a per-row bias would not fold.
+  if (p.batch > 1 && p.b_batch_stride == 0 && p.a_batch_stride == m * k &&
+      p.bias_row_stride == 0) {
+    p.m = m * p.batch;
+    p.batch = 1;
+    p.a_batch_stride = 0;
+    p.c_batch_stride = p.m * n;
+    p.residual_batch_stride = p.m * n;
+  }
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};

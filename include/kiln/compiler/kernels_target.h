@@ -17,6 +17,9 @@ extern "C" {
 #endif
 
 typedef struct kiln_kernel_arch_caps_t {
+  // The arch's name in the target table (keys gemm_tuning.c), or NULL for
+  // caps read off a device: tilings then follow the caps rule.
+  const char* arch;
   uint32_t subgroup_size;
   uint32_t max_workgroup_invocations;
   uint32_t max_shared_memory_bytes;
