@@ -123,22 +123,25 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
   KILN_EXPECT_EQ(config.shared_memory_bytes, 0);
   KILN_EXPECT_EQ(config.required_features, 0);
-  // fp16 storage on the same caps keeps the shared-memory kernel: 64
-  // invocations (8x8), 8x8 tiles, TK 16: 16 * (64 + 1 + 64) floats.
+  // fp16 storage on the same caps keeps the shared-memory kernel, the
+  // tuning table's cpu row: 8x8 invocations of 4x4, TK 8, two buffers of
+  // 8 * (32/4 + 1 + 32/4 + 1) vec4s.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP16, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
-  // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 129 floats.
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 8);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 18 * 16);
+  // NVIDIA: 16x16 invocations of 8x8 (128x128 blocks), TK 8.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.workgroup_size[0], 16);
   KILN_EXPECT_EQ(config.workgroup_size[1], 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 66 * 16);
   // unknown: 128 invocations, 16 KiB shared.
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,

@@ -17,9 +17,6 @@ extern "C" {
 #endif
 
 typedef struct kiln_kernel_arch_caps_t {
-  // The arch's name in the target table (keys gemm_tuning.c), or NULL for
-  // caps read off a device: tilings then follow the caps rule.
-  const char* arch;
   uint32_t subgroup_size;
   uint32_t max_workgroup_invocations;
   uint32_t max_shared_memory_bytes;
@@ -27,6 +24,10 @@ typedef struct kiln_kernel_arch_caps_t {
   bool fp16_arithmetic;     // shaderFloat16 (no kernel needs it yet)
   bool subgroup_arithmetic; // subgroup add/min/max in compute
   bool cooperative_matrix;  // no kernel uses it yet
+  // The arch's name in the target table (keys gemm_tuning.c), or NULL for
+  // caps read off a device: tilings then follow the caps rule. Last, so
+  // positional initializers of the fields above stay valid.
+  const char* arch;
 } kiln_kernel_arch_caps_t;
 
 // The capabilities of a named arch, read from the HAL's target table

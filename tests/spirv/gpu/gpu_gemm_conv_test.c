@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
+#include "kiln/compiler/kernels_loops.h"
 #include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
@@ -156,6 +158,84 @@ KILN_TEST(GpuGemmTest, AllCasesAllArchTilings) {
   }
 }
 
+// Edge sizes for the register-tiled core: 1, 3, 17, 127, 129, 1000 in
+// every position (non-multiples of every block, of 4 and of TK), each
+// operand layout (vec4 quads along k, along m/n, and strided scalars).
+static const gemm_case_t kEdgeCases[] = {
+    {1, 1, 1000, 17, false, false, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 3, 129, 127, false, true, true, true, 1, true, KILN_ACT_RELU, 1, 0, 0},
+    {1, 17, 127, 129, true, false, true, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    {1, 129, 3, 1000, true, true, true, true, 0, false, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 127, 17, 3, false, false, true, false, 1, true, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1000, 1, 129, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 128, 132, 64, false, false, true, true, 2, true, KILN_ACT_GELU, 1, 0, 0},
+};
+
+// A tiling as a config of the fp32 gemm kernel (the shared-memory core),
+// or false when it does not fit this device.
+static bool tiling_config(kiln_kernel_id_t kernel, const kiln_kernel_gemm_tiling_t* t,
+                          kiln_kernel_config_t* config) {
+  memset(config, 0, sizeof(*config));
+  config->kernel = kernel;
+  config->variant = KILN_KERNEL_VARIANT_FP32;
+  config->workgroup_size[2] = 1;
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  kiln_status_t status = kiln_kernel_gemm_tiling_apply(t, device, config);
+  if (status) {
+    kiln_status_free(status);
+    return false;
+  }
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, t->wg_x));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, t->wg_y));
+  return true;
+}
+
+// Every tiling of the tuning table and of the sweep's candidates, built
+// and run on the edge sizes (the validation layer checks each pipeline).
+KILN_TEST(GpuGemmTest, EveryTuningTilingAtEdgeSizes) {
+  size_t rows = kiln_kernel_gemm_tuning_count(), ran = 0;
+  for (size_t i = 0; i < rows + kiln_kernel_gemm_candidate_count(); ++i) {
+    const kiln_kernel_gemm_tiling_t* t =
+        i < rows ? kiln_kernel_gemm_tuning(kiln_kernel_gemm_tuning_arch(i))
+                 : kiln_kernel_gemm_candidate(i - rows);
+    kiln_kernel_config_t config;
+    if (!tiling_config(KILN_KERNEL_GEMM, t, &config)) continue;
+    ++ran;
+    for (size_t c = 0; c < sizeof(kEdgeCases) / sizeof(kEdgeCases[0]); ++c) {
+      char what[128];
+      snprintf(what, sizeof(what), "gemm edge case %zu, tiling %ux%u x %ux%u TK %u (%s)", c,
+               t->wg_x, t->wg_y, t->tm, t->tn, t->tk,
+               i < rows ? kiln_kernel_gemm_tuning_arch(i) : "candidate");
+      run_gemm_case(what, &kEdgeCases[c], config, false);
+    }
+  }
+  KILN_EXPECT_GT(ran, 10u);
+}
+
+// The loop-pass model of the core is an upper bound on llvmpipe: a
+// reduction as long as the model allows for the `unknown` tiling comes
+// back right (llvmpipe cuts a loop short silently, kernels_loops.h).
+KILN_TEST(GpuGemmTest, LongestReductionTheLoopModelAllows) {
+  kiln_kernel_config_t config;
+  KILN_ASSERT_TRUE(tiling_config(KILN_KERNEL_GEMM, kiln_kernel_gemm_tuning("unknown"), &config));
+  gemm_case_t c = {1, 2, 3, 0, false, true, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0};
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = 2, p.n = 3, p.batch = 1;
+  uint32_t lo = 1, hi = 1u << 20;  // largest k the model accepts
+  while (lo < hi) {
+    p.k = lo + (hi - lo + 1) / 2;
+    uint32_t grid[3] = {1, 1, 1};
+    uint64_t passes = 0;
+    KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &passes));
+    if (passes <= KILN_KERNEL_LOOP_PASS_BUDGET) lo = p.k;
+    else hi = p.k - 1;
+  }
+  KILN_EXPECT_GT(lo, 20000u);
+  c.k = lo;
+  run_gemm_case("gemm at the model's longest k", &c, config, false);
+}
+
 KILN_TEST(GpuGemmTest, Fp16Storage) {
   if (!kiln_vk_harness_caps(gpu_harness())->fp16_storage) {
     KILN_FAIL("device lacks 16-bit storage; the fp16 variant cannot be checked");
@@ -231,8 +311,10 @@ static kiln_kernel_conv2d_params_t conv_params(const ref_conv2d_t* c, size_t out
 }
 
 // Runs conv2d / depthwise / conv_transpose on one case, fp32 or fp16.
-static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_case_t* k,
-                          bool fp16) {
+// `base`: the config to run (NULL: the device's own).
+static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
+                                 const conv_case_t* k, bool fp16,
+                                 const kiln_kernel_config_t* base) {
   const ref_conv2d_t* c = &k->c;
   bool transpose = kernel == KILN_KERNEL_CONV_TRANSPOSE2D;
   size_t out_h = transpose ? ref_conv_transpose2d_out_h(c) : ref_conv2d_out_h(c);
@@ -249,7 +331,8 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   float* got = gpu_alloc(out_count);
   kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta, transpose);
   kiln_kernel_config_t config =
-      gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
+      base ? *base
+           : gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
   // conv2d_gemm takes gemm's spec ids; the other conv kernels their own.
   bool gemm_like = kernel == KILN_KERNEL_CONV2D_GEMM;
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(
@@ -309,6 +392,11 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   free(residual);
   free(want);
   free(got);
+}
+
+static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_case_t* k,
+                          bool fp16) {
+  run_conv_case_config(what, kernel, k, fp16, NULL);
 }
 
 // {batch, C_in, H, W, C_out, groups, KH, KW, SH, SW, pads t/l/b/r, DH, DW, out pads}
@@ -492,3 +580,17 @@ KILN_TEST(GpuConvTest, Conv2dAsImplicitGemm) {
   }
 }
 
+
+// conv2d_gemm on every tiling of the tuning table (it shares gemm's core).
+KILN_TEST(GpuConvTest, ImplicitGemmEveryTuningTiling) {
+  for (size_t i = 0; i < kiln_kernel_gemm_tuning_count(); ++i) {
+    kiln_kernel_config_t config;
+    const char* arch = kiln_kernel_gemm_tuning_arch(i);
+    if (!tiling_config(KILN_KERNEL_CONV2D_GEMM, kiln_kernel_gemm_tuning(arch), &config)) continue;
+    for (size_t c = 0; c < sizeof(kConvCases) / sizeof(kConvCases[0]); ++c) {
+      char what[64];
+      snprintf(what, sizeof(what), "conv2d_gemm case %zu, %s tiling", c, arch);
+      run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
+    }
+  }
+}
