@@ -95,8 +95,9 @@ kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* t,
   }
   if (t->wg_x * t->wg_y > caps->max_workgroup_invocations) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
-                            "gemm tiling: %u x %u invocations exceed the arch's %u",
-                            t->wg_x, t->wg_y, caps->max_workgroup_invocations);
+                            "gemm tiling: %u x %u = %u invocations exceed the arch's %u",
+                            t->wg_x, t->wg_y, t->wg_x * t->wg_y,
+                            caps->max_workgroup_invocations);
   }
   const uint32_t shared = kiln_kernel_gemm_shared_bytes(t);
   if (shared > caps->max_shared_memory_bytes) {
