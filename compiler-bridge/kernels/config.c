@@ -57,6 +57,21 @@ static void kiln_config_gemm_cpu(kiln_kernel_config_t* config) {
   kiln_config_add(config, KILN_SPEC_GEMM_TN, 8);
 }
 
+// gemv: 8 column quads (32 columns) per workgroup and as many k slices as
+// the invocation limit allows up to 32 (256 invocations; 8 on CPU-like
+// devices, whose workgroups run on one core); one vec4 of shared memory
+// per invocation for the slice sums.
+static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_config_t* config) {
+  uint32_t threads = kiln_caps_is_cpu_like(caps) ? 64 : 256;
+  if (threads > caps->max_workgroup_invocations) {
+    threads = kiln_round_down_pow2(caps->max_workgroup_invocations);
+  }
+  while (threads > 8 && threads * 16 > caps->max_shared_memory_bytes) threads /= 2;
+  config->workgroup_size[0] = threads >= 8 ? 8 : threads;
+  config->workgroup_size[1] = threads / config->workgroup_size[0];
+  config->shared_memory_bytes = threads * 16;
+}
+
 kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
                                         const kiln_kernel_arch_caps_t* caps,
                                         kiln_kernel_storage_t storage,
@@ -122,6 +137,13 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
                                     "selecting a %s tiling", desc->name);
+      break;
+    case KILN_KERNEL_GEMV:
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        kiln_config_gemm_cpu(&config);
+        break;
+      }
+      kiln_config_gemv(caps, &config);
       break;
     case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),

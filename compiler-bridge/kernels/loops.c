@@ -58,6 +58,20 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
          16 * 3 * kiln_loops_loop(4, 0, 0) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
 }
 
+// gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
+// path) all counted in full, the log2(WG_Y) slice reduction, and the
+// epilogue's loops.
+static uint64_t kiln_loops_gemv(const kiln_kernel_config_t* config,
+                                const kiln_kernel_gemm_params_t* p) {
+  const uint64_t slices = config->workgroup_size[1] ? config->workgroup_size[1] : 1;
+  const uint64_t per_slice = kiln_loops_ceil_div(p->k, slices);
+  uint64_t halvings = 0;
+  for (uint64_t h = slices / 2; h > 0; h /= 2) ++halvings;
+  return kiln_loops_loop(kiln_loops_ceil_div(per_slice, 4), 0, 0) +
+         2 * kiln_loops_loop(per_slice, 0, 0) + kiln_loops_loop(halvings, 0, 0) +
+         2 * kiln_loops_loop(4, 0, 0) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
 // The part of a conv reduction one dispatch covers (kernels_abi.h).
 typedef struct kiln_loops_conv_range_t {
   uint64_t channels;  // input channels of the group in [ci_begin, ci_end)
@@ -163,6 +177,10 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
     case KILN_KERNEL_GEMM:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_tiled(config, gemm->k);
+      return kiln_ok_status();
+    case KILN_KERNEL_GEMV:
+      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
+                                                               : kiln_loops_gemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM: {
       const kiln_loops_conv_range_t r = kiln_loops_range(conv);

@@ -87,6 +87,12 @@ static bool kiln_lower_gpu_only(const kiln_lower_t* l) {
   return true;
 }
 
+// One-row products (batch-1 linear layers) take gemv, everything else the
+// tiled gemm; both have gemm's ABI.
+static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_kernel_gemm_params_t* p) {
+  return p->m == 1 ? KILN_KERNEL_GEMV : KILN_KERNEL_GEMM;
+}
+
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).
 static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
                                           const kiln_lower_epilogue_t* e,
@@ -104,7 +110,7 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = co * hw, .residual_row_stride = hw,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
@@ -215,7 +221,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
       .residual_batch_stride = m * n, .residual_row_stride = n,
       .scale = alpha, .alpha = e.alpha, .beta = e.beta};
   if (cv) KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &cv->shape, &yv->shape, &p));
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
@@ -297,7 +303,7 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
     p.c_batch_stride = p.m * n;
     p.residual_batch_stride = p.m * n;
   }
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
