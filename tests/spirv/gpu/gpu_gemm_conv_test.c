@@ -84,7 +84,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
     if (!hout) abort();
     gpu_arg_t args[5] = {{ha, a_count * 2}, {hb, b_count * 2}, {hbias, bias_count * 2},
                          {hres, out_count * 2}, {NULL, out_count * 2}};
-    gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
+    gpu_run(config.kernel, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
             args, 5, 4, hout, out_count * 2, grid);
     for (size_t i = 0; i < out_count; ++i) got[i] = gpu_half_to_float(hout[i]);
     free(ha);
@@ -95,7 +95,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
   } else {
     gpu_arg_t args[5] = {{a, a_count * 4}, {b, b_count * 4}, {bias, bias_count * 4},
                          {residual, out_count * 4}, {NULL, out_count * 4}};
-    gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5,
+    gpu_run(config.kernel, config.variant, &config, &p, sizeof(p), args, 5,
             4, got, out_count * 4, grid);
   }
   ref_gemm(c->batch, c->m, c->n, c->k, a, c->a_batched, c->trans_a, b, c->b_batched,
@@ -234,6 +234,50 @@ KILN_TEST(GpuGemmTest, LongestReductionTheLoopModelAllows) {
   KILN_EXPECT_GT(lo, 20000u);
   c.k = lo;
   run_gemm_case("gemm at the model's longest k", &c, config, false);
+}
+
+// gemv (one workgroup per 4 * WG_X columns of a row, k slices summed in
+// shared memory) at edge sizes: both B layouts (n- and k-contiguous, with
+// and without vec4 alignment), strided A, batches, few rows.
+static const gemm_case_t kGemvCases[] = {
+    {1, 1, 1000, 17, false, false, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 129, 1000, false, true, true, true, 2, true, KILN_ACT_RELU, 1, 0, 0},
+    {1, 1, 3, 127, false, true, true, true, 0, false, KILN_ACT_NONE, 0.5f, 0, 0},
+    {1, 1, 17, 3, false, false, true, true, 2, true, KILN_ACT_GELU, 1, 0, 0},
+    {1, 1, 1, 1, false, false, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0},
+    {3, 1, 127, 129, false, false, true, false, 2, true, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 3, 129, 64, true, true, true, true, 1, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 256, 1024, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+};
+
+KILN_TEST(GpuGemmTest, GemvEveryArch) {
+  const char* arches[] = {NULL, "hopper", "valhall", "unknown", "cpu"};
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps = *device;
+    if (arches[a]) KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;
+    }
+    for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
+      char what[96];
+      snprintf(what, sizeof(what), "gemv case %zu, %s config (%s)", i,
+               arches[a] ? arches[a] : "device", kiln_kernel_variant_name(config.variant));
+      run_gemm_case(what, &kGemvCases[i], config, false);
+    }
+  }
+  if (device->fp16_storage) {
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMV, KILN_KERNEL_STORAGE_FP16);
+    for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
+      char what[64];
+      snprintf(what, sizeof(what), "gemv_f16 case %zu", i);
+      run_gemm_case(what, &kGemvCases[i], config, true);
+    }
+  }
 }
 
 KILN_TEST(GpuGemmTest, Fp16Storage) {
