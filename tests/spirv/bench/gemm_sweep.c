@@ -200,6 +200,52 @@ static size_t sweep_tilings(kiln_kernel_gemm_tiling_t* out, const char** labels,
   return count;
 }
 
+// Builds `config` (workgroup spec constants added here), times it on the
+// shape and checks the result; prints one row.
+static kiln_status_t sweep_run(kiln_hal_device_t* device, const sweep_shape_t* s,
+                               kiln_kernel_config_t* config, const char* label,
+                               kiln_hal_buffer_t* const* buffers, const float* a, const float* b,
+                               float* got, int* failures) {
+  size_t a_count, b_count, c_count;
+  shape_counts(s, &a_count, &b_count, &c_count);
+  KILN_RETURN_IF_ERROR(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, config->workgroup_size[0]));
+  KILN_RETURN_IF_ERROR(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, config->workgroup_size[1]));
+  // NaNs first, so a tiling that leaves outputs unwritten fails its check
+  // rather than passing on the previous tiling's results.
+  for (size_t i = 0; i < c_count; ++i) got[i] = NAN;
+  KILN_RETURN_IF_ERROR(
+      kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * sizeof(float)));
+  kiln_kernel_executable_t kernel;
+  memset(&kernel, 0, sizeof(kernel));
+  KILN_RETURN_IF_ERROR(kiln_kernel_executable_create_from_config(device, config, &kernel));
+  kiln_kernel_gemm_params_t gemm = shape_gemm(s);
+  kiln_kernel_conv2d_params_t conv = shape_conv(s);
+  uint32_t grid[3];
+  kiln_status_t status = s->conv ? kiln_kernel_grid_conv2d_gemm(&kernel.config, &conv, grid)
+                                 : kiln_kernel_grid_gemm(&kernel.config, &gemm, grid);
+  double ns = 0;
+  if (!status) {
+    status = sweep_time(device, &kernel, s->conv ? (const void*)&conv : (const void*)&gemm,
+                        s->conv ? sizeof(conv) : sizeof(gemm), buffers, grid, &ns);
+  }
+  if (!status) {
+    status = kiln_hal_device_read_buffer(device, buffers[4], 0, got, c_count * sizeof(float));
+  }
+  kiln_hal_executable_release(kernel.executable);
+  if (status) return status;
+  const bool full = shape_flops(s) < 1e8;
+  const double bytes = 4.0 * (double)(a_count + b_count + c_count);
+  double error = shape_error(s, a, b, got, full);
+  bool ok = error <= (full ? 1e-4 : 1e-3);
+  if (!ok) ++*failures;
+  printf("| %-30s | %-28s | %10.4f | %8.2f | %8.1f | %-4s %.1e |\n", s->name, label, ns / 1e6,
+         shape_flops(s) / ns / 1e3, bytes / ns, ok ? "ok" : "FAIL", error);
+  fflush(stdout);
+  return kiln_ok_status();
+}
+
 static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t* s,
                                  const kiln_kernel_gemm_tiling_t* tilings,
                                  const char* const* labels, size_t tiling_count,
@@ -221,8 +267,6 @@ static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t*
   if (!status) status = kiln_kernel_test_buffer(device, NULL, 4, &buffers[3]);
   if (!status) status = kiln_kernel_test_buffer(device, NULL, c_count, &buffers[4]);
   const kiln_kernel_gemm_tiling_t* table = kiln_kernel_gemm_tuning(device_arch);
-  const bool full = shape_flops(s) < 1e8;
-  const double bytes = 4.0 * (double)(a_count + b_count + c_count);
   const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
   kiln_kernel_arch_caps_t caps = {info->limits.subgroup_size, info->limits.max_workgroup_invocations,
                                   info->limits.max_shared_memory_bytes, false, false, false,
@@ -244,33 +288,28 @@ static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t*
       kiln_status_free(fit);
       continue;
     }
-    status = kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, tiling->wg_x);
-    if (!status) status = kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_Y, tiling->wg_y);
-    kiln_kernel_executable_t kernel;
-    memset(&kernel, 0, sizeof(kernel));
-    if (!status) status = kiln_kernel_executable_create_from_config(device, &config, &kernel);
-    if (status) break;
-    kiln_kernel_gemm_params_t gemm = shape_gemm(s);
-    kiln_kernel_conv2d_params_t conv = shape_conv(s);
-    uint32_t grid[3];
-    status = s->conv ? kiln_kernel_grid_conv2d_gemm(&kernel.config, &conv, grid)
-                     : kiln_kernel_grid_gemm(&kernel.config, &gemm, grid);
-    double ns = 0;
-    if (!status) {
-      status = sweep_time(device, &kernel, s->conv ? (const void*)&conv : (const void*)&gemm,
-                          s->conv ? sizeof(conv) : sizeof(gemm), buffers, grid, &ns);
+    status = sweep_run(device, s, &config, label, buffers, a, b, got, failures);
+  }
+  // One-row shapes: gemv at several workgroup shapes (column quads x k
+  // slices); the first is what config.c picks for desktop GPUs.
+  static const uint32_t kGemv[][2] = {{8, 32}, {16, 16}, {4, 64}, {8, 16}, {32, 8}, {8, 8}};
+  for (size_t g = 0; g < sizeof(kGemv) / sizeof(kGemv[0]) && s->m == 1 && !s->conv && !status;
+       ++g) {
+    kiln_kernel_config_t config;
+    memset(&config, 0, sizeof(config));
+    config.kernel = KILN_KERNEL_GEMV;
+    config.variant = KILN_KERNEL_VARIANT_FP32;
+    config.workgroup_size[0] = kGemv[g][0];
+    config.workgroup_size[1] = kGemv[g][1];
+    config.workgroup_size[2] = 1;
+    config.shared_memory_bytes = kGemv[g][0] * kGemv[g][1] * 16;
+    char label[64];
+    snprintf(label, sizeof(label), "gemv %ux%u%s", kGemv[g][0], kGemv[g][1], g == 0 ? " *" : "");
+    if (kGemv[g][0] * kGemv[g][1] > caps.max_workgroup_invocations) {
+      printf("| %-30s | %-28s | skipped: too many invocations\n", s->name, label);
+      continue;
     }
-    if (!status) {
-      status = kiln_hal_device_read_buffer(device, buffers[4], 0, got, c_count * sizeof(float));
-    }
-    kiln_hal_executable_release(kernel.executable);
-    if (status) break;
-    double error = shape_error(s, a, b, got, full);
-    bool ok = error <= (full ? 1e-4 : 1e-3);
-    if (!ok) ++*failures;
-    printf("| %-30s | %-28s | %10.4f | %8.2f | %8.1f | %-4s %.1e |\n", s->name, label, ns / 1e6,
-           shape_flops(s) / ns / 1e3, bytes / ns, ok ? "ok" : "FAIL", error);
-    fflush(stdout);
+    status = sweep_run(device, s, &config, label, buffers, a, b, got, failures);
   }
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   free(a);
