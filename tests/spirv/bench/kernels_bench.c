@@ -105,26 +105,7 @@ static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
     if (!status) print_row(what, kTilings[t], ns, 2.0 * m * n * k, reference_ns);
     kiln_hal_executable_release(kernel.executable);
   }
-  // Other per-invocation tiles on the cpu workgroup (the evidence behind
-  // the cpu tiling in config.c).
-  const uint32_t tiles[][3] = {{4, 4, 16}, {4, 4, 32}, {8, 8, 32}};
-  for (size_t t = 0; t < 3 && !status; ++t) {
-    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_TM, tiles[t][0]},
-                                      {KILN_SPEC_GEMM_TN, tiles[t][1]},
-                                      {KILN_SPEC_GEMM_TK, tiles[t][2]}};
-    kiln_kernel_executable_t kernel;
-    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_GEMM, "cpu", ops, 3,
-                                                    &kernel);
-    if (status) break;
-    uint32_t grid[3];
-    double ns = 0;
-    status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
-    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
-    char tiled[128];
-    snprintf(tiled, sizeof(tiled), "%s TM=TN=%u TK=%u", what, tiles[t][0], tiles[t][2]);
-    if (!status) print_row(tiled, "cpu", ns, 2.0 * m * n * k, reference_ns);
-    kiln_hal_executable_release(kernel.executable);
-  }
+  // Other tilings of the shared-memory kernel: kiln-kernels-bench --sweep.
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   free(a);
   free(b);
