@@ -81,8 +81,10 @@ vec4 kiln_gemm_load_b(uint gk, uint gn) {
               gn + 2 < p.n ? b_at(at + 2 * s) : 0.0, gn + 3 < p.n ? b_at(at + 3 * s) : 0.0);
 }
 
+// Columns past n (not stored) read column n - 1: no read outside the bias.
 float bias_at(uint gm, uint gn) {
-  const uint i = batch * p.bias_batch_stride + gm * p.bias_row_stride + gn * p.bias_col_stride;
+  const uint i = batch * p.bias_batch_stride + gm * p.bias_row_stride +
+                 min(gn, p.n - 1) * p.bias_col_stride;
   return LOAD_AT(bias4, i);
 }
 
