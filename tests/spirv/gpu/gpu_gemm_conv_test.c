@@ -214,15 +214,16 @@ KILN_TEST(GpuGemmTest, EveryTuningTilingAtEdgeSizes) {
 
 // The loop-pass model of the core is an upper bound on llvmpipe: a
 // reduction as long as the model allows for the `unknown` tiling comes
-// back right (llvmpipe cuts a loop short silently, kernels_loops.h).
+// back exact (values in {-1, 0, 1}: every partial sum is an integer below
+// 2^24). llvmpipe cuts a loop short silently (kernels_loops.h), which
+// would drop thousands of terms.
 KILN_TEST(GpuGemmTest, LongestReductionTheLoopModelAllows) {
   kiln_kernel_config_t config;
   KILN_ASSERT_TRUE(tiling_config(KILN_KERNEL_GEMM, kiln_kernel_gemm_tuning("unknown"), &config));
-  gemm_case_t c = {1, 2, 3, 0, false, true, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0};
   kiln_kernel_gemm_params_t p;
   memset(&p, 0, sizeof(p));
   p.m = 2, p.n = 3, p.batch = 1;
-  uint32_t lo = 1, hi = 1u << 20;  // largest k the model accepts
+  uint32_t lo = 1, hi = 1u << 20;  // the largest k the model accepts
   while (lo < hi) {
     p.k = lo + (hi - lo + 1) / 2;
     uint32_t grid[3] = {1, 1, 1};
@@ -232,8 +233,25 @@ KILN_TEST(GpuGemmTest, LongestReductionTheLoopModelAllows) {
     else hi = p.k - 1;
   }
   KILN_EXPECT_GT(lo, 20000u);
-  c.k = lo;
-  run_gemm_case("gemm at the model's longest k", &c, config, false);
+  p.k = lo;
+  p.a_row_stride = p.k, p.a_col_stride = 1;  // A [2, k], B^T [3, k]
+  p.b_row_stride = 1, p.b_col_stride = p.k;
+  p.c_batch_stride = 6, p.c_row_stride = 3, p.scale = 1;
+  float* a = gpu_alloc(2 * (size_t)p.k);
+  float* b = gpu_alloc(3 * (size_t)p.k);
+  for (size_t i = 0; i < 2 * (size_t)p.k; ++i) a[i] = (float)((int)(i * 7 % 3) - 1);
+  for (size_t i = 0; i < 3 * (size_t)p.k; ++i) b[i] = (float)((int)(i * 5 % 3) - 1);
+  float got[6], want[6];
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{a, 8 * (size_t)p.k}, {b, 12 * (size_t)p.k}, {NULL, 16}, {NULL, 32},
+                       {NULL, 32}};
+  gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got, 24, grid);
+  ref_gemm(1, 2, 3, p.k, a, false, false, b, false, true, 1, NULL, false, NULL, KILN_ACT_NONE,
+           0, 0, want);
+  gpu_expect_close("gemm at the model's longest k", got, want, 6, 0, 0);
+  free(a);
+  free(b);
 }
 
 // gemv (one workgroup per 4 * WG_X columns of a row, k slices summed in
