@@ -41,8 +41,8 @@ static uint64_t kiln_loops_gemm_cpu(const kiln_kernel_gemm_params_t* p) {
 // assumed unrolled): the 16-trip accumulator reset; the first fetch and
 // stage (an A and a B slot loop each); per step of TK the fetch and stage
 // slot loops (also on the last step, where llvmpipe enters them masked)
-// and the TK / 4 compute loop; the epilogue's 16 quads of 3 four-trip
-// loops (residual, activation, stores).
+// and the TK / 4 compute loop; the epilogue's loop over (up to) 16 quads
+// holding 3 four-trip loops (residual, activation, stores).
 static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k) {
   const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 8);
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 8);
@@ -55,7 +55,8 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
   const uint64_t step = 2 * slots + kiln_loops_loop(tk / 4, 0, 0);
   const uint64_t steps = kiln_loops_ceil_div(k, tk ? tk : 1);
   return kiln_loops_loop(16, 0, 0) + 2 * slots + kiln_loops_loop(steps, step, 5) +
-         16 * 3 * kiln_loops_loop(4, 0, 0) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+         kiln_loops_loop(16, 3 * kiln_loops_loop(4, 0, 0), 3) + KILN_LOOPS_MASKED +
+         KILN_LOOPS_EPILOGUE;
 }
 
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous

@@ -188,36 +188,26 @@ void kiln_gemm_mainloop(uint row0, uint col0, uint k_begin, uint k_end) {
   }
 }
 
-// Hands every register quad inside C to the includer's epilogue.
-void kiln_gemm_quad(uint row0, uint col0, uint m, uint n, uint r, uint c) {
-  const uint gm = row0 + kiln_gemm_row(r), gn = col0 + kiln_gemm_col(c);
-  if (gm < m && gn < n) kiln_gemm_epilogue(gm, gn, kiln_acc[r * 2 + c]);
+// Register quad j of the tile by a chain of selects: kiln_acc is only ever
+// indexed by constants (so GPUs keep it in registers) while the epilogue
+// below stays one copy in a loop (llvmpipe compiles an inlined copy per
+// quad several times slower, see README.md).
+vec4 kiln_gemm_pick(uint j) {
+  return j == 0 ? kiln_acc[0] : j == 1 ? kiln_acc[1] : j == 2 ? kiln_acc[2]
+       : j == 3 ? kiln_acc[3] : j == 4 ? kiln_acc[4] : j == 5 ? kiln_acc[5]
+       : j == 6 ? kiln_acc[6] : j == 7 ? kiln_acc[7] : j == 8 ? kiln_acc[8]
+       : j == 9 ? kiln_acc[9] : j == 10 ? kiln_acc[10] : j == 11 ? kiln_acc[11]
+       : j == 12 ? kiln_acc[12] : j == 13 ? kiln_acc[13] : j == 14 ? kiln_acc[14]
+       : kiln_acc[15];
 }
 
+// Hands every register quad inside C (rows m, columns n) to the
+// includer's epilogue.
 void kiln_gemm_store(uint row0, uint col0, uint m, uint n) {
-  // Written out so that kiln_acc is only ever indexed by constants (kept in
-  // registers).
-  kiln_gemm_quad(row0, col0, m, n, 0, 0);
-  kiln_gemm_quad(row0, col0, m, n, 1, 0);
-  kiln_gemm_quad(row0, col0, m, n, 2, 0);
-  kiln_gemm_quad(row0, col0, m, n, 3, 0);
-  if (RN > 1) {
-    kiln_gemm_quad(row0, col0, m, n, 0, 1);
-    kiln_gemm_quad(row0, col0, m, n, 1, 1);
-    kiln_gemm_quad(row0, col0, m, n, 2, 1);
-    kiln_gemm_quad(row0, col0, m, n, 3, 1);
-  }
-  if (RM > 1) {
-    kiln_gemm_quad(row0, col0, m, n, 4, 0);
-    kiln_gemm_quad(row0, col0, m, n, 5, 0);
-    kiln_gemm_quad(row0, col0, m, n, 6, 0);
-    kiln_gemm_quad(row0, col0, m, n, 7, 0);
-    if (RN > 1) {
-      kiln_gemm_quad(row0, col0, m, n, 4, 1);
-      kiln_gemm_quad(row0, col0, m, n, 5, 1);
-      kiln_gemm_quad(row0, col0, m, n, 6, 1);
-      kiln_gemm_quad(row0, col0, m, n, 7, 1);
-    }
+  for (uint i = 0; i < TM * RN; ++i) {
+    const uint r = i / RN, c = i % RN;
+    const uint gm = row0 + kiln_gemm_row(r), gn = col0 + kiln_gemm_col(c);
+    if (gm < m && gn < n) kiln_gemm_epilogue(gm, gn, kiln_gemm_pick(r * 2 + c));
   }
 }
 
