@@ -190,22 +190,42 @@ static bool tiling_config(kiln_kernel_id_t kernel, const kiln_kernel_gemm_tiling
   return true;
 }
 
-// Every tiling of the tuning table and of the sweep's candidates, built
-// and run on the edge sizes (the validation layer checks each pipeline).
-KILN_TEST(GpuGemmTest, EveryTuningTilingAtEdgeSizes) {
-  size_t rows = kiln_kernel_gemm_tuning_count(), ran = 0;
-  for (size_t i = 0; i < rows + kiln_kernel_gemm_candidate_count(); ++i) {
+// The distinct tilings of the tuning table (first) and of the sweep's
+// candidates; `table_count` of them come from the table.
+static size_t distinct_tilings(kiln_kernel_gemm_tiling_t* out, size_t max, size_t* table_count) {
+  size_t count = 0, rows = kiln_kernel_gemm_tuning_count();
+  *table_count = 0;
+  for (size_t i = 0; i < rows + kiln_kernel_gemm_candidate_count() && count < max; ++i) {
     const kiln_kernel_gemm_tiling_t* t =
         i < rows ? kiln_kernel_gemm_tuning(kiln_kernel_gemm_tuning_arch(i))
                  : kiln_kernel_gemm_candidate(i - rows);
+    bool seen = false;
+    for (size_t j = 0; j < count; ++j) seen |= memcmp(&out[j], t, sizeof(*t)) == 0;
+    if (seen) continue;
+    out[count++] = *t;
+    if (i < rows) *table_count = count;
+  }
+  return count;
+}
+
+// Every tiling of the table on every edge case, and each candidate of the
+// sweep on one of them in turn (every pipeline costs seconds to build on
+// llvmpipe); the validation layer checks each pipeline.
+KILN_TEST(GpuGemmTest, EveryTuningTilingAtEdgeSizes) {
+  kiln_kernel_gemm_tiling_t tilings[64];
+  size_t table_count = 0, ran = 0;
+  size_t count = distinct_tilings(tilings, 64, &table_count);
+  const size_t cases = sizeof(kEdgeCases) / sizeof(kEdgeCases[0]);
+  for (size_t i = 0; i < count; ++i) {
+    const kiln_kernel_gemm_tiling_t* t = &tilings[i];
     kiln_kernel_config_t config;
     if (!tiling_config(KILN_KERNEL_GEMM, t, &config)) continue;
     ++ran;
-    for (size_t c = 0; c < sizeof(kEdgeCases) / sizeof(kEdgeCases[0]); ++c) {
+    for (size_t c = 0; c < cases; ++c) {
+      if (i >= table_count && c != i % cases) continue;
       char what[128];
       snprintf(what, sizeof(what), "gemm edge case %zu, tiling %ux%u x %ux%u TK %u (%s)", c,
-               t->wg_x, t->wg_y, t->tm, t->tn, t->tk,
-               i < rows ? kiln_kernel_gemm_tuning_arch(i) : "candidate");
+               t->wg_x, t->wg_y, t->tm, t->tn, t->tk, i < table_count ? "table" : "candidate");
       run_gemm_case(what, &kEdgeCases[c], config, false);
     }
   }
@@ -645,13 +665,16 @@ KILN_TEST(GpuConvTest, Conv2dAsImplicitGemm) {
 
 // conv2d_gemm on every tiling of the tuning table (it shares gemm's core).
 KILN_TEST(GpuConvTest, ImplicitGemmEveryTuningTiling) {
-  for (size_t i = 0; i < kiln_kernel_gemm_tuning_count(); ++i) {
+  kiln_kernel_gemm_tiling_t tilings[64];
+  size_t table_count = 0;
+  distinct_tilings(tilings, 64, &table_count);
+  for (size_t i = 0; i < table_count; ++i) {
     kiln_kernel_config_t config;
-    const char* arch = kiln_kernel_gemm_tuning_arch(i);
-    if (!tiling_config(KILN_KERNEL_CONV2D_GEMM, kiln_kernel_gemm_tuning(arch), &config)) continue;
+    if (!tiling_config(KILN_KERNEL_CONV2D_GEMM, &tilings[i], &config)) continue;
     for (size_t c = 0; c < sizeof(kConvCases) / sizeof(kConvCases[0]); ++c) {
-      char what[64];
-      snprintf(what, sizeof(what), "conv2d_gemm case %zu, %s tiling", c, arch);
+      char what[96];
+      snprintf(what, sizeof(what), "conv2d_gemm case %zu, tiling %ux%u x %ux%u TK %u", c,
+               tilings[i].wg_x, tilings[i].wg_y, tilings[i].tm, tilings[i].tn, tilings[i].tk);
       run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
     }
   }
