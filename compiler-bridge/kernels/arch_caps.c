@@ -9,6 +9,7 @@
 kiln_kernel_arch_caps_t kiln_kernel_arch_caps_from_info(
     const kiln_target_arch_info_t* info) {
   kiln_kernel_arch_caps_t caps = {
+      .arch = info->name,
       .subgroup_size = info->subgroup_size,
       .max_workgroup_invocations = info->max_workgroup_invocations,
       .max_shared_memory_bytes = info->max_shared_memory_bytes,

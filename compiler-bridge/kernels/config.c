@@ -3,9 +3,11 @@
 // Rules of thumb behind the numbers: workgroups are whole subgroups; CPU
 // devices (subgroup <= 8, e.g. llvmpipe) get few invocations with big
 // per-invocation tiles since each workgroup runs on one core; GPUs get 256
-// invocations (occupancy) and GEMM tiles of 64x64 when shared memory allows.
+// invocations (occupancy); GEMM tilings come from the tuning table
+// (gemm_tuning.c).
 #include <string.h>
 
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_target.h"
 
 static uint32_t kiln_round_down_pow2(uint32_t value) {
@@ -35,39 +37,12 @@ static void kiln_config_add(kiln_kernel_config_t* config, uint32_t id,
   kiln_status_ignore(kiln_kernel_config_set_spec(config, id, value));
 }
 
+// gemm and conv2d_gemm: the tuning table's tiling (gemm_tuning.c).
 static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
                                       kiln_kernel_config_t* config) {
-  uint32_t threads = kiln_caps_is_cpu_like(caps) ? 64 : 256;
-  if (threads > caps->max_workgroup_invocations) {
-    threads = kiln_round_down_pow2(caps->max_workgroup_invocations);
-  }
-  uint32_t wg_x = threads >= 256 ? 16 : 8;
-  if (wg_x > threads) wg_x = threads;
-  uint32_t wg_y = threads / wg_x;
-  // CPU devices: 8x8 per invocation (64x64 tiles from 64 invocations) ran
-  // 1.5-2x faster than 4x4 on llvmpipe (kiln-kernels-bench, 256^3 GEMM).
-  uint32_t tm = caps->max_shared_memory_bytes >= 16 * 1024
-                    ? (kiln_caps_is_cpu_like(caps) ? 8 : 4)
-                    : 2;
-  uint32_t tn = tm;
-  uint32_t tk = caps->max_shared_memory_bytes >= 32 * 1024 ? 16 : 8;
-  // Shared use: TK * (TILE_M + 1 + TILE_N) floats (A rows are padded).
-  while (tk > 1 && tk * (wg_y * tm + 1 + wg_x * tn) * 4 > caps->max_shared_memory_bytes) {
-    tk /= 2;
-  }
-  uint32_t shared = tk * (wg_y * tm + 1 + wg_x * tn) * 4;
-  if (shared > caps->max_shared_memory_bytes) {
-    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
-                            "gemm: no tiling fits %u bytes of shared memory",
-                            caps->max_shared_memory_bytes);
-  }
-  config->workgroup_size[0] = wg_x;
-  config->workgroup_size[1] = wg_y;
-  config->shared_memory_bytes = shared;
-  kiln_config_add(config, KILN_SPEC_GEMM_TM, tm);
-  kiln_config_add(config, KILN_SPEC_GEMM_TN, tn);
-  kiln_config_add(config, KILN_SPEC_GEMM_TK, tk);
-  return kiln_ok_status();
+  kiln_kernel_gemm_tiling_t tiling;
+  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select(caps, &tiling));
+  return kiln_kernel_gemm_tiling_apply(&tiling, caps, config);
 }
 
 // The gemm_cpu variant: one 8-lane subgroup per workgroup (llvmpipe loops
@@ -80,6 +55,21 @@ static void kiln_config_gemm_cpu(kiln_kernel_config_t* config) {
   config->shared_memory_bytes = 0;
   kiln_config_add(config, KILN_SPEC_GEMM_TM, 8);
   kiln_config_add(config, KILN_SPEC_GEMM_TN, 8);
+}
+
+// gemv: 8 column quads (32 columns) per workgroup and as many k slices as
+// the invocation limit allows up to 32 (256 invocations; 8 on CPU-like
+// devices, whose workgroups run on one core); one vec4 of shared memory
+// per invocation for the slice sums.
+static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_config_t* config) {
+  uint32_t threads = kiln_caps_is_cpu_like(caps) ? 64 : 256;
+  if (threads > caps->max_workgroup_invocations) {
+    threads = kiln_round_down_pow2(caps->max_workgroup_invocations);
+  }
+  while (threads > 8 && threads * 16 > caps->max_shared_memory_bytes) threads /= 2;
+  config->workgroup_size[0] = threads >= 8 ? 8 : threads;
+  config->workgroup_size[1] = threads / config->workgroup_size[0];
+  config->shared_memory_bytes = threads * 16;
 }
 
 kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
@@ -147,6 +137,13 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
                                     "selecting a %s tiling", desc->name);
+      break;
+    case KILN_KERNEL_GEMV:
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        kiln_config_gemm_cpu(&config);
+        break;
+      }
+      kiln_config_gemv(caps, &config);
       break;
     case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),

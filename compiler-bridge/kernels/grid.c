@@ -42,6 +42,11 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
   }
+  // gemv: a workgroup per 4 * WG_X columns of one row.
+  if (config->kernel == KILN_KERNEL_GEMV && config->variant != KILN_KERNEL_VARIANT_CPU) {
+    return kiln_grid_store("gemv", kiln_ceil_div(params->n, 4ull * config->workgroup_size[0]),
+                           params->m, params->batch, out_grid);
+  }
   // gemm_cpu with fewer columns than a row of lanes covers and at least as
   // many rows: its lanes go down m (one column tile per workgroup).
   uint64_t lanes_x = config->workgroup_size[0];

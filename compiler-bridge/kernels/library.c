@@ -83,6 +83,11 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(SUBGROUP)},
     {KILN_KERNEL_ARGREDUCE, "argreduce", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_reduce_params_t), 1, V(FP32)},
+    // gemm's ABI; the cpu variant is gemm_cpu (its m == 1 path), see below.
+    {KILN_KERNEL_GEMV, "gemv", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -154,9 +159,13 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
                             "kernel '%s' has no %s variant", desc->name,
                             kiln_kernel_variant_name(variant));
   }
+  // gemv shares gemm's ABI; on CPU devices gemm_cpu (which has its own
+  // one-row loop) serves both, so its blob is not embedded twice.
+  const char* base = id == KILN_KERNEL_GEMV && variant == KILN_KERNEL_VARIANT_CPU
+                         ? kKernels[KILN_KERNEL_GEMM].name
+                         : desc->name;
   char blob_name[64];
-  snprintf(blob_name, sizeof(blob_name), "%s%s", desc->name,
-           kVariantSuffix[variant]);
+  snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);
   for (size_t i = 0; i < kiln_kernel_spirv_blob_count; ++i) {
     if (strcmp(kiln_kernel_spirv_blobs[i].name, blob_name) == 0) {
       out_spirv->blob_name = kiln_kernel_spirv_blobs[i].name;

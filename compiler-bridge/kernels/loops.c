@@ -37,25 +37,40 @@ static uint64_t kiln_loops_gemm_cpu(const kiln_kernel_gemm_params_t* p) {
          KILN_LOOPS_EPILOGUE;
 }
 
-// gemm and conv2d_gemm (shared-memory tiles): per TK step, the two tile
-// loads and the TK x TM x TN nest, which is unrolled at TK <= 16 and
-// TM, TN <= 4 (measured) and counted in full otherwise.
+// gemm and conv2d_gemm on gemm_tile.glsl, every loop counted (none is
+// assumed unrolled): the 16-trip accumulator reset; the first fetch and
+// stage (an A and a B slot loop each); per step of TK the fetch and stage
+// slot loops (also on the last step, where llvmpipe enters them masked)
+// and the TK / 4 compute loop; the epilogue's loop over (up to) 16 quads
+// holding 3 four-trip loops (residual, activation, stores).
 static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k) {
-  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
-  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
-  const uint64_t tk = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 16);
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 8);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 8);
+  const uint64_t tk = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 8);
   const uint64_t wg_x = config->workgroup_size[0], wg_y = config->workgroup_size[1];
   const uint64_t threads = wg_x * wg_y > 0 ? wg_x * wg_y : 1;
-  const bool unrolled = tk <= 16 && tm <= 4 && tn <= 4;
-  const uint64_t nest =
-      unrolled ? 0
-               : kiln_loops_loop(tk, (tn + 1) + kiln_loops_loop(tm, tn + 1, 1), 3);
-  const uint64_t step = kiln_loops_loop(kiln_loops_ceil_div(tk * wg_y * tm, threads), 0, 0) +
-                        kiln_loops_loop(kiln_loops_ceil_div(tk * wg_x * tn, threads), 0, 0) +
-                        nest;
-  const uint64_t fixed = (tm * tn + 1) + kiln_loops_loop(tm, tn + 1, 1);
-  return kiln_loops_loop(kiln_loops_ceil_div(k, tk ? tk : 1), step, unrolled ? 2 : 6) + fixed +
+  const uint64_t a_slots = kiln_loops_ceil_div(wg_y * tm * tk / 4, threads);
+  const uint64_t b_slots = kiln_loops_ceil_div(wg_x * tn * tk / 4, threads);
+  const uint64_t slots = kiln_loops_loop(a_slots, 0, 0) + kiln_loops_loop(b_slots, 0, 0);
+  const uint64_t step = 2 * slots + kiln_loops_loop(tk / 4, 0, 0);
+  const uint64_t steps = kiln_loops_ceil_div(k, tk ? tk : 1);
+  return kiln_loops_loop(16, 0, 0) + 2 * slots + kiln_loops_loop(steps, step, 5) +
+         kiln_loops_loop(16, 3 * kiln_loops_loop(4, 0, 0), 3) + KILN_LOOPS_MASKED +
          KILN_LOOPS_EPILOGUE;
+}
+
+// gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
+// path) all counted in full, the log2(WG_Y) slice reduction, and the
+// epilogue's loops.
+static uint64_t kiln_loops_gemv(const kiln_kernel_config_t* config,
+                                const kiln_kernel_gemm_params_t* p) {
+  const uint64_t slices = config->workgroup_size[1] ? config->workgroup_size[1] : 1;
+  const uint64_t per_slice = kiln_loops_ceil_div(p->k, slices);
+  uint64_t halvings = 0;
+  for (uint64_t h = slices / 2; h > 0; h /= 2) ++halvings;
+  return kiln_loops_loop(kiln_loops_ceil_div(per_slice, 4), 0, 0) +
+         2 * kiln_loops_loop(per_slice, 0, 0) + kiln_loops_loop(halvings, 0, 0) +
+         2 * kiln_loops_loop(4, 0, 0) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
 }
 
 // The part of a conv reduction one dispatch covers (kernels_abi.h).
@@ -163,6 +178,10 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
     case KILN_KERNEL_GEMM:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_tiled(config, gemm->k);
+      return kiln_ok_status();
+    case KILN_KERNEL_GEMV:
+      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
+                                                               : kiln_loops_gemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM: {
       const kiln_loops_conv_range_t r = kiln_loops_range(conv);

@@ -44,6 +44,7 @@ typedef struct kiln_emit_executable_t {
 typedef enum kiln_emit_grid_e {
   KILN_EMIT_GRID_GEMM,
   KILN_EMIT_GRID_CONV2D,
+  KILN_EMIT_GRID_CONV2D_GEMM,
   KILN_EMIT_GRID_LINEAR,
   KILN_EMIT_GRID_ROWS,
   KILN_EMIT_GRID_ATTENTION,        // push: attention params

@@ -75,6 +75,24 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
   return kiln_lower_add_big_reduction(l, desc, &r);
 }
 
+// Whether no target of the module is a CPU device (subgroup <= 8, e.g.
+// llvmpipe). KxK convolutions then run as implicit GEMMs on the tiled core
+// (conv2d_gemm); a module that may run on a CPU device keeps conv2d, whose
+// cpu variant is several times faster there. The kernel is one per dispatch
+// for all targets, so one CPU target decides.
+static bool kiln_lower_gpu_only(const kiln_lower_t* l) {
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    if (l->program->caps[t].subgroup_size <= 8) return false;
+  }
+  return true;
+}
+
+// One-row products (batch-1 linear layers) take gemv, everything else the
+// tiled gemm; both have gemm's ABI.
+static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_kernel_gemm_params_t* p) {
+  return p->m == 1 ? KILN_KERNEL_GEMV : KILN_KERNEL_GEMM;
+}
+
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).
 static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
                                           const kiln_lower_epilogue_t* e,
@@ -92,7 +110,7 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = co * hw, .residual_row_stride = hw,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
@@ -140,16 +158,20 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
       .dilation_h = (uint32_t)window.dilation[0], .dilation_w = (uint32_t)window.dilation[1],
       .alpha = e.alpha, .beta = e.beta};
   bool has_bias = kiln_lower_in(l, 2) != NULL;
+  const bool tiled = !depthwise && kiln_lower_gpu_only(l);
   kiln_emit_dispatch_desc_t desc = {
-      .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D : KILN_KERNEL_CONV2D,
+      .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D
+                          : (tiled ? KILN_KERNEL_CONV2D_GEMM : KILN_KERNEL_CONV2D),
       .push = &p, .binding_count = 5, .written_mask = 1u << 4,
-      .grid = depthwise ? KILN_EMIT_GRID_LINEAR : KILN_EMIT_GRID_CONV2D,
+      .grid = depthwise ? KILN_EMIT_GRID_LINEAR
+                        : (tiled ? KILN_EMIT_GRID_CONV2D_GEMM : KILN_EMIT_GRID_CONV2D),
       .grid_count = kiln_lower_count(y)};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[1];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
-  return kiln_lower_finish_epilogue(l, &e, has_bias, kConvEpilogueSpecs, 1, &desc);
+  return kiln_lower_finish_epilogue(l, &e, has_bias,
+                                    tiled ? kGemmEpilogueSpecs : kConvEpilogueSpecs, 1, &desc);
 }
 
 // Bias strides for an addend broadcast onto [batch, m, n] (rank-`rank` out).
@@ -196,7 +218,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
       .residual_batch_stride = m * n, .residual_row_stride = n,
       .scale = alpha, .alpha = e.alpha, .beta = e.beta};
   if (cv) KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &cv->shape, &yv->shape, &p));
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM, .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
@@ -359,6 +381,20 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
     }
     KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &bias_full, &y_full, &p));
   }
+  // A shared B (a 2-D weight) with a contiguous batched A: the batch dims
+  // fold into M, one GEMM of batch * m rows (seq-first transformers had
+  // [128,1,768] x [768,3072] as 128 one-row GEMMs). C and the residual are
+  // contiguous [batch, m, n] already; a per-row or per-batch bias would not
+  // fold.
+  if (p.batch > 1 && p.b_batch_stride == 0 && p.a_batch_stride == m * k &&
+      p.bias_row_stride == 0 && p.bias_batch_stride == 0) {
+    p.m = m * p.batch;
+    p.batch = 1;
+    p.a_batch_stride = 0;
+    p.c_batch_stride = p.m * n;
+    p.residual_batch_stride = p.m * n;
+  }
+  desc.kernel = kiln_lower_gemm_kernel(&p);
   desc.bindings[2] = desc.bindings[0];
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.bias, &desc.bindings[2]));
   return kiln_lower_finish_epilogue(l, &e, bias != NULL, kGemmEpilogueSpecs, 0, &desc);

@@ -255,6 +255,8 @@ kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
       return kiln_kernel_grid_gemm(config, desc->push, out_grid);
     case KILN_EMIT_GRID_CONV2D:
       return kiln_kernel_grid_conv2d(config, desc->push, out_grid);
+    case KILN_EMIT_GRID_CONV2D_GEMM:
+      return kiln_kernel_grid_conv2d_gemm(config, desc->push, out_grid);
     case KILN_EMIT_GRID_LINEAR:
       return kiln_kernel_grid_linear(config, desc->grid_count, out_grid);
     case KILN_EMIT_GRID_ROWS:

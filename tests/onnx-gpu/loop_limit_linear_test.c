@@ -242,3 +242,33 @@ KILN_TEST(OnnxGpuLoopLimitTest, KernelRowPastTheBudgetIsRefused) {
   kiln_graph_tensor_deinit(&actual);
   kiln_graph_deinitialize(&lg.graph);
 }
+
+// The same compile + run path for the lowering's GEMM shapes: a batched A
+// times a 2-D weight (the batch folds into M: one GEMM of batch * m rows,
+// also from one-row matrices, the seq-first transformer case), one-row
+// products (gemv) from MatMul and from Gemm with transB, and a batched B
+// (no folding).
+KILN_TEST(OnnxGpuLoopLimitTest, MatMulBatchFoldAndOneRowProducts) {
+  const int64_t shapes[][2][4] = {
+      {{4, 3, 40}, {40, 7}},     // folds: 12 x 40 x 7
+      {{6, 1, 33}, {33, 9}},     // folds from one-row matrices: 6 x 33 x 9
+      {{2, 3, 5, 16}, {16, 6}},  // rank 4 folds: 30 x 16 x 6
+      {{1, 1, 130}, {130, 11}},  // one row: gemv
+      {{3, 4, 20}, {3, 20, 5}},  // batched B: 3 GEMMs
+  };
+  const int32_t ranks[][2] = {{3, 2}, {3, 2}, {4, 2}, {3, 2}, {3, 3}};
+  for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); ++i) {
+    kiln_loop_graph_t lg;
+    const char* names[] = {"a", "b"};
+    kiln_loop_build(&lg, "MatMul", 2, names, ranks[i], shapes[i], i % 2 == 0);
+    kiln_loop_check(&lg, (double)shapes[i][1][ranks[i][1] - 2]);
+  }
+  // Gemm, one row, transB (a classifier's Linear): gemv over k-contiguous B.
+  kiln_loop_graph_t lg;
+  const char* names[] = {"a", "b", "c"};
+  const int32_t gemm_ranks[] = {2, 2, 1};
+  const int64_t dims[][4] = {{1, 300}, {10, 300}, {10}};
+  kiln_loop_build(&lg, "Gemm", 3, names, gemm_ranks, dims, true);
+  kiln_loop_int_attr(&lg.graph, lg.node, "transB", 1);
+  kiln_loop_check(&lg, 300.0);
+}

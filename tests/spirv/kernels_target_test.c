@@ -1,6 +1,7 @@
 // Per-target kernel configurations and dispatch grids.
 #include <string.h>
 
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_loops.h"
 #include "kiln/compiler/kernels_target.h"
 #include "kiln/hal/target_triple.h"
@@ -123,22 +124,25 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
   KILN_EXPECT_EQ(config.shared_memory_bytes, 0);
   KILN_EXPECT_EQ(config.required_features, 0);
-  // fp16 storage on the same caps keeps the shared-memory kernel: 64
-  // invocations (8x8), 8x8 tiles, TK 16: 16 * (64 + 1 + 64) floats.
+  // fp16 storage on the same caps keeps the shared-memory kernel, the
+  // tuning table's cpu row: 8x8 invocations of 4x4, TK 8, two buffers of
+  // 8 * (32/4 + 1 + 32/4 + 1) vec4s.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP16, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
-  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
-  // NVIDIA: 16x16 invocations, 64x64 tiles, 16 * 129 floats.
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 8);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 18 * 16);
+  // NVIDIA: 16x16 invocations of 8x8 (128x128 blocks), TK 8.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.workgroup_size[0], 16);
   KILN_EXPECT_EQ(config.workgroup_size[1], 16);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 16 * 129 * 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 66 * 16);
   // unknown: 128 invocations, 16 KiB shared.
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,
@@ -364,4 +368,79 @@ KILN_TEST(KernelTargetTest, LoopPassModel) {
                                            &config));
   KILN_EXPECT_STATUS(KILN_STATUS_UNIMPLEMENTED,
                      kiln_kernel_loop_passes(&config, &c, grid, &passes));
+}
+
+// The tuning table: a row per arch of the target table, each valid for and
+// picked on its arch's caps; every candidate fits an NVIDIA part; bad
+// tilings are refused naming the field.
+KILN_TEST(KernelTargetTest, GemmTuningTable) {
+  for (size_t i = 0; i < kiln_target_arch_count(); ++i) {
+    const char* arch = kiln_target_arch_at(i)->name;
+    const kiln_kernel_gemm_tiling_t* row = kiln_kernel_gemm_tuning(arch);
+    KILN_ASSERT_TRUE(row != NULL);
+    kiln_kernel_arch_caps_t caps = caps_for(arch);
+    KILN_EXPECT_TRUE(caps.arch != NULL && strcmp(caps.arch, arch) == 0);
+    kiln_kernel_config_t config;
+    memset(&config, 0, sizeof(config));
+    KILN_EXPECT_OK(kiln_kernel_gemm_tiling_apply(row, &caps, &config));
+    kiln_kernel_config_t picked;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D_GEMM, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &picked));
+    KILN_EXPECT_EQ(picked.workgroup_size[0], row->wg_x);
+    KILN_EXPECT_EQ(picked.workgroup_size[1], row->wg_y);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TM, 0), row->tm);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TN, 0), row->tn);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TK, 0), row->tk);
+    KILN_EXPECT_EQ(picked.shared_memory_bytes, kiln_kernel_gemm_shared_bytes(row));
+  }
+  KILN_EXPECT_TRUE(kiln_kernel_gemm_tuning("volta") == NULL);
+  KILN_EXPECT_TRUE(kiln_kernel_gemm_tuning(NULL) == NULL);
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  for (size_t i = 0; i < kiln_kernel_gemm_candidate_count(); ++i) {
+    kiln_kernel_config_t config;
+    memset(&config, 0, sizeof(config));
+    KILN_EXPECT_OK(kiln_kernel_gemm_tiling_apply(kiln_kernel_gemm_candidate(i), &hopper, &config));
+  }
+  kiln_kernel_config_t config;
+  memset(&config, 0, sizeof(config));
+  kiln_kernel_gemm_tiling_t bad = {16, 16, 6, 8, 8};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "TM 6 / TN 8 must be 4 or 8",
+                             kiln_kernel_gemm_tiling_apply(&bad, &hopper, &config));
+  bad = (kiln_kernel_gemm_tiling_t){16, 16, 8, 8, 6};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "TK 6 must be a multiple of 4",
+                             kiln_kernel_gemm_tiling_apply(&bad, &hopper, &config));
+  bad = (kiln_kernel_gemm_tiling_t){32, 64, 8, 8, 8};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "2048 invocations exceed",
+                             kiln_kernel_gemm_tiling_apply(&bad, &hopper, &config));
+  bad = (kiln_kernel_gemm_tiling_t){16, 16, 8, 8, 32};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_OUT_OF_RANGE, "bytes of shared memory exceed",
+                             kiln_kernel_gemm_tiling_apply(&bad, &hopper, &config));
+  // Device caps (no arch) and an arch without a row take the caps rule.
+  kiln_kernel_arch_caps_t device = hopper;
+  device.arch = NULL;
+  kiln_kernel_gemm_tiling_t derived;
+  KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select(&device, &derived));
+  KILN_EXPECT_EQ(derived.wg_x * derived.wg_y, 256);
+  KILN_EXPECT_EQ(derived.tm, 8);
+}
+
+// The core's loop model: the GPU tilings keep big reductions in one
+// dispatch (about 1.4 passes per k at 128x128 TK 8), and still charge
+// every step.
+KILN_TEST(KernelTargetTest, GemmCoreLoopModel) {
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  kiln_kernel_config_t config;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &hopper, KILN_KERNEL_STORAGE_FP32,
+                                           &config));
+  kiln_kernel_gemm_params_t g;
+  memset(&g, 0, sizeof(g));
+  g.m = 4096, g.n = 4096, g.k = 4096, g.batch = 1;
+  uint32_t grid[3] = {32, 32, 1};
+  uint64_t passes = 0;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_LT(passes, KILN_KERNEL_LOOP_PASS_BUDGET / 8);
+  KILN_EXPECT_GT(passes, 4096u / 8);
+  g.k = 1u << 20;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_GT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
 }

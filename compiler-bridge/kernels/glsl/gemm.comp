@@ -1,10 +1,13 @@
-// Batched tiled GEMM: C[b] = act(A[b] x B[b] + bias + residual).
-// Shared-memory tiles of (WG_Y*TM) x TK of A and TK x (WG_X*TN) of B; each
-// invocation accumulates a TM x TN register tile. Operands are addressed by
-// element strides, so transposes and broadcasts cost nothing here, and a
-// 1x1 convolution is this kernel with A = weights, B = the input image.
-// Built twice: fp32 storage, and (KILN_FP16_STORAGE) fp16 buffers with fp32
-// accumulation.
+// Batched GEMM: C[b] = act(scale * A[b] x B[b] + bias + residual), on the
+// register-tiled, double-buffered core of gemm_tile.glsl. Operands are
+// addressed by element strides, so transposes and broadcasts cost nothing
+// here, and a 1x1 convolution is this kernel with A = weights, B = the
+// input image. Quads of A and B are fetched along whichever dimension is
+// contiguous, as vec4 loads when aligned (buffers are declared as vec4
+// arrays; descriptor ranges are 16-byte aligned and rounded up to 16,
+// docs/security.md). Tile sizes are spec constants chosen per arch by
+// gemm_tuning.c. Built twice: fp32 storage, and (KILN_FP16_STORAGE) fp16
+// buffers with fp32 accumulation.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -12,18 +15,18 @@
 #include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;
-layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 4;
-layout(constant_id = KILN_SPEC_GEMM_TN) const uint TN = 4;
-layout(constant_id = KILN_SPEC_GEMM_TK) const uint TK = 16;
+layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 8;
+layout(constant_id = KILN_SPEC_GEMM_TN) const uint TN = 8;
+layout(constant_id = KILN_SPEC_GEMM_TK) const uint TK = 8;
 layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 
-layout(set = 0, binding = 0) readonly buffer ABuffer { STORAGE_T a[]; };
-layout(set = 0, binding = 1) readonly buffer BBuffer { STORAGE_T b[]; };
-layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_T bias[]; };
-layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_T residual[]; };
-layout(set = 0, binding = 4) writeonly buffer CBuffer { STORAGE_T c[]; };
+layout(set = 0, binding = 0) readonly buffer ABuffer { STORAGE_VEC4_T a4[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { STORAGE_VEC4_T b4[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
+KILN_OUTPUT_BUFFER(4)
 
 // Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).
 layout(push_constant) uniform Params {
@@ -36,75 +39,102 @@ layout(push_constant) uniform Params {
   float scale, alpha, beta;
 } p;
 
-const uint WG_X = gl_WorkGroupSize.x;
-const uint WG_Y = gl_WorkGroupSize.y;
-const uint TILE_M = WG_Y * TM;
-const uint TILE_N = WG_X * TN;
-// Rows of the A tile are padded by one float: the loads below write down
-// a column (consecutive invocations, consecutive k), which would otherwise
-// hit one shared-memory bank.
-const uint A_STRIDE = TILE_M + 1;
-shared float a_tile[TK * A_STRIDE];  // [k][m]
-shared float b_tile[TK * TILE_N];  // [k][n]
+#include "gemm_tile.glsl"
+
+uint a_base, b_base, batch;
+bool a_vec4, b_vec4, c_vec4;
+
+float a_at(uint i) { return LOAD_AT(a4, i); }
+float b_at(uint i) { return LOAD_AT(b4, i); }
+
+vec4 kiln_gemm_load_a(uint gm, uint gk) {
+  const uint at = a_base + gm * p.a_row_stride + gk * p.a_col_stride;
+  if (kiln_gemm_a_along_k) {  // row gm, k gk..gk+3
+    if (gm >= p.m) return vec4(0);
+    if (a_vec4 && gk + 3 < p.k) return LOAD4(a4[at >> 2]);
+    const uint s = p.a_col_stride;
+    return vec4(gk < p.k ? a_at(at) : 0.0, gk + 1 < p.k ? a_at(at + s) : 0.0,
+                gk + 2 < p.k ? a_at(at + 2 * s) : 0.0, gk + 3 < p.k ? a_at(at + 3 * s) : 0.0);
+  }
+  // rows gm..gm+3, k gk
+  if (gk >= p.k) return vec4(0);
+  if (a_vec4 && gm + 3 < p.m) return LOAD4(a4[at >> 2]);
+  const uint s = p.a_row_stride;
+  return vec4(gm < p.m ? a_at(at) : 0.0, gm + 1 < p.m ? a_at(at + s) : 0.0,
+              gm + 2 < p.m ? a_at(at + 2 * s) : 0.0, gm + 3 < p.m ? a_at(at + 3 * s) : 0.0);
+}
+
+vec4 kiln_gemm_load_b(uint gk, uint gn) {
+  const uint at = b_base + gk * p.b_row_stride + gn * p.b_col_stride;
+  if (kiln_gemm_b_along_k) {  // column gn, k gk..gk+3
+    if (gn >= p.n) return vec4(0);
+    if (b_vec4 && gk + 3 < p.k) return LOAD4(b4[at >> 2]);
+    const uint s = p.b_row_stride;
+    return vec4(gk < p.k ? b_at(at) : 0.0, gk + 1 < p.k ? b_at(at + s) : 0.0,
+                gk + 2 < p.k ? b_at(at + 2 * s) : 0.0, gk + 3 < p.k ? b_at(at + 3 * s) : 0.0);
+  }
+  // row gk, columns gn..gn+3
+  if (gk >= p.k) return vec4(0);
+  if (b_vec4 && gn + 3 < p.n) return LOAD4(b4[at >> 2]);
+  const uint s = p.b_col_stride;
+  return vec4(gn < p.n ? b_at(at) : 0.0, gn + 1 < p.n ? b_at(at + s) : 0.0,
+              gn + 2 < p.n ? b_at(at + 2 * s) : 0.0, gn + 3 < p.n ? b_at(at + 3 * s) : 0.0);
+}
+
+// Columns past n (not stored) read column n - 1: no read outside the bias.
+float bias_at(uint gm, uint gn) {
+  const uint i = batch * p.bias_batch_stride + gm * p.bias_row_stride +
+                 min(gn, p.n - 1) * p.bias_col_stride;
+  return LOAD_AT(bias4, i);
+}
+
+void kiln_gemm_epilogue(uint gm, uint gn, vec4 v) {
+  v *= p.scale;
+  if (HAS_BIAS) {
+    v += vec4(bias_at(gm, gn), bias_at(gm, gn + 1), bias_at(gm, gn + 2), bias_at(gm, gn + 3));
+  }
+  const uint r = batch * p.residual_batch_stride + gm * p.residual_row_stride + gn;
+  const uint o = batch * p.c_batch_stride + gm * p.c_row_stride + gn;
+  const bool whole = c_vec4 && gn + 3 < p.n;
+  if (HAS_RESIDUAL) {
+    if (whole) {
+      v += LOAD4(residual4[r >> 2]);
+    } else {
+      for (uint j = 0; j < 4; ++j) {
+        if (gn + j < p.n) v[j] += LOAD_AT(residual4, r + j);
+      }
+    }
+  }
+  for (uint j = 0; j < 4; ++j) v[j] = kiln_activate(ACTIVATION, v[j], p.alpha, p.beta);
+  if (whole) {
+    kiln_store4(o, v);
+  } else {
+    for (uint j = 0; j < 4; ++j) {
+      if (gn + j < p.n) kiln_store1(o + j, v[j]);
+    }
+  }
+}
 
 void main() {
-  const uint batch = gl_WorkGroupID.z;
+  batch = gl_WorkGroupID.z;
   const uint row0 = gl_WorkGroupID.y * TILE_M;
   const uint col0 = gl_WorkGroupID.x * TILE_N;
-  const uint tx = gl_LocalInvocationID.x;
-  const uint ty = gl_LocalInvocationID.y;
-  const uint tid = ty * WG_X + tx;
-  const uint threads = WG_X * WG_Y;
-  const uint a_base = batch * p.a_batch_stride;
-  const uint b_base = batch * p.b_batch_stride;
-
-  float acc[TM * TN];
-  for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
-
-  for (uint k0 = 0; k0 < p.k; k0 += TK) {
-    // Neighbouring invocations take neighbouring k of A (row-major A is
-    // contiguous in k) and neighbouring n of B.
-    for (uint i = tid; i < TK * TILE_M; i += threads) {
-      uint kk = i % TK, mm = i / TK;
-      uint gm = row0 + mm, gk = k0 + kk;
-      a_tile[kk * A_STRIDE + mm] = (gm < p.m && gk < p.k)
-          ? LOAD(a[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0;
-    }
-    for (uint i = tid; i < TK * TILE_N; i += threads) {
-      uint nn = i % TILE_N, kk = i / TILE_N;
-      uint gn = col0 + nn, gk = k0 + kk;
-      b_tile[kk * TILE_N + nn] = (gn < p.n && gk < p.k)
-          ? LOAD(b[b_base + gk * p.b_row_stride + gn * p.b_col_stride]) : 0.0;
-    }
-    barrier();
-    for (uint kk = 0; kk < TK; ++kk) {
-      float bv[TN];
-      for (uint j = 0; j < TN; ++j) bv[j] = b_tile[kk * TILE_N + tx + j * WG_X];
-      for (uint i = 0; i < TM; ++i) {
-        float av = a_tile[kk * A_STRIDE + ty + i * WG_Y];
-        for (uint j = 0; j < TN; ++j) acc[i * TN + j] += av * bv[j];
-      }
-    }
-    barrier();
-  }
-
-  for (uint i = 0; i < TM; ++i) {
-    uint gm = row0 + ty + i * WG_Y;
-    if (gm >= p.m) continue;
-    for (uint j = 0; j < TN; ++j) {
-      uint gn = col0 + tx + j * WG_X;
-      if (gn >= p.n) continue;
-      float v = acc[i * TN + j] * p.scale;
-      if (HAS_BIAS) {
-        v += LOAD(bias[batch * p.bias_batch_stride + gm * p.bias_row_stride +
-                       gn * p.bias_col_stride]);
-      }
-      if (HAS_RESIDUAL) {
-        v += LOAD(residual[batch * p.residual_batch_stride +
-                           gm * p.residual_row_stride + gn]);
-      }
-      c[batch * p.c_batch_stride + gm * p.c_row_stride + gn] =
-          STORE(kiln_activate(ACTIVATION, v, p.alpha, p.beta));
-    }
-  }
+  a_base = batch * p.a_batch_stride;
+  b_base = batch * p.b_batch_stride;
+  // Quads along the contiguous dimension; vec4 loads when every quad start
+  // is a multiple of 4 elements (quads start at multiples of 4 of that
+  // dimension).
+  kiln_gemm_a_along_k = !(p.a_row_stride == 1 && p.a_col_stride != 1);
+  kiln_gemm_b_along_k = p.b_row_stride == 1 && p.b_col_stride != 1;
+  a_vec4 = (p.a_batch_stride & 3) == 0 &&
+           (kiln_gemm_a_along_k ? p.a_col_stride == 1 && (p.a_row_stride & 3) == 0
+                                : (p.a_col_stride & 3) == 0);
+  b_vec4 = (p.b_batch_stride & 3) == 0 &&
+           (kiln_gemm_b_along_k ? (p.b_col_stride & 3) == 0
+                                : p.b_col_stride == 1 && (p.b_row_stride & 3) == 0);
+  c_vec4 = (p.c_batch_stride & 3) == 0 && (p.c_row_stride & 3) == 0 &&
+           (!HAS_RESIDUAL || ((p.residual_batch_stride & 3) == 0 &&
+                              (p.residual_row_stride & 3) == 0));
+  kiln_gemm_mainloop(row0, col0, 0, p.k);
+  kiln_gemm_store(row0, col0, p.m, p.n);
 }

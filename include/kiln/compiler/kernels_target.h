@@ -26,6 +26,10 @@ typedef struct kiln_kernel_arch_caps_t {
   bool cooperative_matrix;  // no kernel uses it yet
   // Largest storage-buffer binding in bytes (0: Vulkan's 128 MiB minimum).
   uint64_t max_storage_buffer_range;
+  // The arch's name in the target table (keys gemm_tuning.c), or NULL for
+  // caps read off a device: tilings then follow the caps rule. Last, so
+  // positional initializers of the fields above stay valid.
+  const char* arch;
 } kiln_kernel_arch_caps_t;
 
 // The capabilities of a named arch, read from the HAL's target table

@@ -5,10 +5,14 @@
 // 7 submissions (per-dispatch timestamps where the device has them, else
 // wall time around submit-and-wait), GFLOP/s, and the ratio to the C
 // reference (single-threaded, double accumulation: a floor, not a rival).
+// `--sweep [--max-gflop=X]` instead runs every GEMM tiling of the tuning
+// table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
+// non-zero when a result fails its check.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/gemm_sweep.h"
 #include "hal/kernel_executable.h"
 #include "kiln/base/time.h"
 #include "reference/reference.h"
@@ -101,26 +105,7 @@ static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
     if (!status) print_row(what, kTilings[t], ns, 2.0 * m * n * k, reference_ns);
     kiln_hal_executable_release(kernel.executable);
   }
-  // Other per-invocation tiles on the cpu workgroup (the evidence behind
-  // the cpu tiling in config.c).
-  const uint32_t tiles[][3] = {{4, 4, 16}, {4, 4, 32}, {8, 8, 32}};
-  for (size_t t = 0; t < 3 && !status; ++t) {
-    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_GEMM_TM, tiles[t][0]},
-                                      {KILN_SPEC_GEMM_TN, tiles[t][1]},
-                                      {KILN_SPEC_GEMM_TK, tiles[t][2]}};
-    kiln_kernel_executable_t kernel;
-    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_GEMM, "cpu", ops, 3,
-                                                    &kernel);
-    if (status) break;
-    uint32_t grid[3];
-    double ns = 0;
-    status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
-    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
-    char tiled[128];
-    snprintf(tiled, sizeof(tiled), "%s TM=TN=%u TK=%u", what, tiles[t][0], tiles[t][2]);
-    if (!status) print_row(tiled, "cpu", ns, 2.0 * m * n * k, reference_ns);
-    kiln_hal_executable_release(kernel.executable);
-  }
+  // Other tilings of the shared-memory kernel: kiln-kernels-bench --sweep.
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   free(a);
   free(b);
@@ -183,10 +168,26 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
   return status;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  bool sweep = false;
+  double max_gflop = 1e9;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--sweep") == 0) {
+      sweep = true;
+    } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
+      max_gflop = atof(argv[i] + 12);
+    } else {
+      fprintf(stderr, "usage: kiln-kernels-bench [--sweep [--max-gflop=X]]\n");
+      return 2;
+    }
+  }
   kiln_hal_device_t* device = NULL;
   kiln_status_t status = kiln_kernel_test_device_create(&device);
-  if (!status) {
+  int failures = 0;
+  if (!status && sweep) {
+    status = kiln_bench_gemm_sweep(device, max_gflop, &failures);
+    kiln_hal_device_release(device);
+  } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
     printf("device: %s-%s-%s, GPU times from %s; median of %d\n\n", info->triple.arch,
            info->triple.product, info->triple.os,
@@ -203,6 +204,10 @@ int main(void) {
     fprintf(stderr, "kiln-kernels-bench: %s\n", text);
     free(text);
     kiln_status_free(status);
+    return 1;
+  }
+  if (failures) {
+    fprintf(stderr, "kiln-kernels-bench: %d results failed their check\n", failures);
     return 1;
   }
   return 0;

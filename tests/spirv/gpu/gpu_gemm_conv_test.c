@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
+#include "kiln/compiler/kernels_loops.h"
 #include "kiln/compiler/kernels_params.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
@@ -82,7 +84,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
     if (!hout) abort();
     gpu_arg_t args[5] = {{ha, a_count * 2}, {hb, b_count * 2}, {hbias, bias_count * 2},
                          {hres, out_count * 2}, {NULL, out_count * 2}};
-    gpu_run(KILN_KERNEL_GEMM, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
+    gpu_run(config.kernel, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
             args, 5, 4, hout, out_count * 2, grid);
     for (size_t i = 0; i < out_count; ++i) got[i] = gpu_half_to_float(hout[i]);
     free(ha);
@@ -93,7 +95,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
   } else {
     gpu_arg_t args[5] = {{a, a_count * 4}, {b, b_count * 4}, {bias, bias_count * 4},
                          {residual, out_count * 4}, {NULL, out_count * 4}};
-    gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5,
+    gpu_run(config.kernel, config.variant, &config, &p, sizeof(p), args, 5,
             4, got, out_count * 4, grid);
   }
   ref_gemm(c->batch, c->m, c->n, c->k, a, c->a_batched, c->trans_a, b, c->b_batched,
@@ -152,6 +154,166 @@ KILN_TEST(GpuGemmTest, AllCasesAllArchTilings) {
       snprintf(what, sizeof(what), "gemm case %zu, %s tiling", i,
                arches[a] ? arches[a] : "device");
       run_gemm_case(what, &kGemmCases[i], config, false);
+    }
+  }
+}
+
+// Edge sizes for the register-tiled core: 1, 3, 17, 127, 129, 1000 in
+// every position (non-multiples of every block, of 4 and of TK), each
+// operand layout (vec4 quads along k, along m/n, and strided scalars).
+static const gemm_case_t kEdgeCases[] = {
+    {1, 1, 1000, 17, false, false, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 3, 129, 127, false, true, true, true, 1, true, KILN_ACT_RELU, 1, 0, 0},
+    {1, 17, 127, 129, true, false, true, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    {1, 129, 3, 1000, true, true, true, true, 0, false, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 127, 17, 3, false, false, true, false, 1, true, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1000, 1, 129, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 128, 132, 64, false, false, true, true, 2, true, KILN_ACT_GELU, 1, 0, 0},
+};
+
+// A tiling as a config of the fp32 gemm kernel (the shared-memory core),
+// or false when it does not fit this device.
+static bool tiling_config(kiln_kernel_id_t kernel, const kiln_kernel_gemm_tiling_t* t,
+                          kiln_kernel_config_t* config) {
+  memset(config, 0, sizeof(*config));
+  config->kernel = kernel;
+  config->variant = KILN_KERNEL_VARIANT_FP32;
+  config->workgroup_size[2] = 1;
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  kiln_status_t status = kiln_kernel_gemm_tiling_apply(t, device, config);
+  if (status) {
+    kiln_status_free(status);
+    return false;
+  }
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, t->wg_x));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, t->wg_y));
+  return true;
+}
+
+// The distinct tilings of the tuning table (first) and of the sweep's
+// candidates; `table_count` of them come from the table.
+static size_t distinct_tilings(kiln_kernel_gemm_tiling_t* out, size_t max, size_t* table_count) {
+  size_t count = 0, rows = kiln_kernel_gemm_tuning_count();
+  *table_count = 0;
+  for (size_t i = 0; i < rows + kiln_kernel_gemm_candidate_count() && count < max; ++i) {
+    const kiln_kernel_gemm_tiling_t* t =
+        i < rows ? kiln_kernel_gemm_tuning(kiln_kernel_gemm_tuning_arch(i))
+                 : kiln_kernel_gemm_candidate(i - rows);
+    bool seen = false;
+    for (size_t j = 0; j < count; ++j) seen |= memcmp(&out[j], t, sizeof(*t)) == 0;
+    if (seen) continue;
+    out[count++] = *t;
+    if (i < rows) *table_count = count;
+  }
+  return count;
+}
+
+// Every tiling of the table on every edge case, and each candidate of the
+// sweep on one of them in turn (every pipeline costs seconds to build on
+// llvmpipe); the validation layer checks each pipeline.
+KILN_TEST(GpuGemmTest, EveryTuningTilingAtEdgeSizes) {
+  kiln_kernel_gemm_tiling_t tilings[64];
+  size_t table_count = 0, ran = 0;
+  size_t count = distinct_tilings(tilings, 64, &table_count);
+  const size_t cases = sizeof(kEdgeCases) / sizeof(kEdgeCases[0]);
+  for (size_t i = 0; i < count; ++i) {
+    const kiln_kernel_gemm_tiling_t* t = &tilings[i];
+    kiln_kernel_config_t config;
+    if (!tiling_config(KILN_KERNEL_GEMM, t, &config)) continue;
+    ++ran;
+    for (size_t c = 0; c < cases; ++c) {
+      if (i >= table_count && c != i % cases) continue;
+      char what[128];
+      snprintf(what, sizeof(what), "gemm edge case %zu, tiling %ux%u x %ux%u TK %u (%s)", c,
+               t->wg_x, t->wg_y, t->tm, t->tn, t->tk, i < table_count ? "table" : "candidate");
+      run_gemm_case(what, &kEdgeCases[c], config, false);
+    }
+  }
+  KILN_EXPECT_GT(ran, 10u);
+}
+
+// The loop-pass model of the core is an upper bound on llvmpipe: a
+// reduction as long as the model allows for the `unknown` tiling comes
+// back exact (values in {-1, 0, 1}: every partial sum is an integer below
+// 2^24). llvmpipe cuts a loop short silently (kernels_loops.h), which
+// would drop thousands of terms.
+KILN_TEST(GpuGemmTest, LongestReductionTheLoopModelAllows) {
+  kiln_kernel_config_t config;
+  KILN_ASSERT_TRUE(tiling_config(KILN_KERNEL_GEMM, kiln_kernel_gemm_tuning("unknown"), &config));
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = 2, p.n = 3, p.batch = 1;
+  uint32_t lo = 1, hi = 1u << 20;  // the largest k the model accepts
+  while (lo < hi) {
+    p.k = lo + (hi - lo + 1) / 2;
+    uint32_t grid[3] = {1, 1, 1};
+    uint64_t passes = 0;
+    KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &passes));
+    if (passes <= KILN_KERNEL_LOOP_PASS_BUDGET) lo = p.k;
+    else hi = p.k - 1;
+  }
+  KILN_EXPECT_GT(lo, 20000u);
+  p.k = lo;
+  p.a_row_stride = p.k, p.a_col_stride = 1;  // A [2, k], B^T [3, k]
+  p.b_row_stride = 1, p.b_col_stride = p.k;
+  p.c_batch_stride = 6, p.c_row_stride = 3, p.scale = 1;
+  float* a = gpu_alloc(2 * (size_t)p.k);
+  float* b = gpu_alloc(3 * (size_t)p.k);
+  for (size_t i = 0; i < 2 * (size_t)p.k; ++i) a[i] = (float)((int)(i * 7 % 3) - 1);
+  for (size_t i = 0; i < 3 * (size_t)p.k; ++i) b[i] = (float)((int)(i * 5 % 3) - 1);
+  float got[6], want[6];
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{a, 8 * (size_t)p.k}, {b, 12 * (size_t)p.k}, {NULL, 16}, {NULL, 32},
+                       {NULL, 32}};
+  gpu_run(KILN_KERNEL_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got, 24, grid);
+  ref_gemm(1, 2, 3, p.k, a, false, false, b, false, true, 1, NULL, false, NULL, KILN_ACT_NONE,
+           0, 0, want);
+  gpu_expect_close("gemm at the model's longest k", got, want, 6, 0, 0);
+  free(a);
+  free(b);
+}
+
+// gemv (one workgroup per 4 * WG_X columns of a row, k slices summed in
+// shared memory) at edge sizes: both B layouts (n- and k-contiguous, with
+// and without vec4 alignment), strided A, batches, few rows.
+static const gemm_case_t kGemvCases[] = {
+    {1, 1, 1000, 17, false, false, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 129, 1000, false, true, true, true, 2, true, KILN_ACT_RELU, 1, 0, 0},
+    {1, 1, 3, 127, false, true, true, true, 0, false, KILN_ACT_NONE, 0.5f, 0, 0},
+    {1, 1, 17, 3, false, false, true, true, 2, true, KILN_ACT_GELU, 1, 0, 0},
+    {1, 1, 1, 1, false, false, true, true, 0, false, KILN_ACT_NONE, 1, 0, 0},
+    {3, 1, 127, 129, false, false, true, false, 2, true, KILN_ACT_CLIP, 1, 0, 6},
+    {2, 3, 129, 64, true, true, true, true, 1, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 256, 1024, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+};
+
+KILN_TEST(GpuGemmTest, GemvEveryArch) {
+  const char* arches[] = {NULL, "hopper", "valhall", "unknown", "cpu"};
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps = *device;
+    if (arches[a]) KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;
+    }
+    for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
+      char what[96];
+      snprintf(what, sizeof(what), "gemv case %zu, %s config (%s)", i,
+               arches[a] ? arches[a] : "device", kiln_kernel_variant_name(config.variant));
+      run_gemm_case(what, &kGemvCases[i], config, false);
+    }
+  }
+  if (device->fp16_storage) {
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_GEMV, KILN_KERNEL_STORAGE_FP16);
+    for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
+      char what[64];
+      snprintf(what, sizeof(what), "gemv_f16 case %zu", i);
+      run_gemm_case(what, &kGemvCases[i], config, true);
     }
   }
 }
@@ -231,8 +393,10 @@ static kiln_kernel_conv2d_params_t conv_params(const ref_conv2d_t* c, size_t out
 }
 
 // Runs conv2d / depthwise / conv_transpose on one case, fp32 or fp16.
-static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_case_t* k,
-                          bool fp16) {
+// `base`: the config to run (NULL: the device's own).
+static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
+                                 const conv_case_t* k, bool fp16,
+                                 const kiln_kernel_config_t* base) {
   const ref_conv2d_t* c = &k->c;
   bool transpose = kernel == KILN_KERNEL_CONV_TRANSPOSE2D;
   size_t out_h = transpose ? ref_conv_transpose2d_out_h(c) : ref_conv2d_out_h(c);
@@ -249,7 +413,8 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   float* got = gpu_alloc(out_count);
   kiln_kernel_conv2d_params_t p = conv_params(c, out_h, out_w, k->alpha, k->beta, transpose);
   kiln_kernel_config_t config =
-      gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
+      base ? *base
+           : gpu_config(kernel, fp16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
   // conv2d_gemm takes gemm's spec ids; the other conv kernels their own.
   bool gemm_like = kernel == KILN_KERNEL_CONV2D_GEMM;
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(
@@ -309,6 +474,11 @@ static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_
   free(residual);
   free(want);
   free(got);
+}
+
+static void run_conv_case(const char* what, kiln_kernel_id_t kernel, const conv_case_t* k,
+                          bool fp16) {
+  run_conv_case_config(what, kernel, k, fp16, NULL);
 }
 
 // {batch, C_in, H, W, C_out, groups, KH, KW, SH, SW, pads t/l/b/r, DH, DW, out pads}
@@ -492,3 +662,20 @@ KILN_TEST(GpuConvTest, Conv2dAsImplicitGemm) {
   }
 }
 
+
+// conv2d_gemm on every tiling of the tuning table (it shares gemm's core).
+KILN_TEST(GpuConvTest, ImplicitGemmEveryTuningTiling) {
+  kiln_kernel_gemm_tiling_t tilings[64];
+  size_t table_count = 0;
+  distinct_tilings(tilings, 64, &table_count);
+  for (size_t i = 0; i < table_count; ++i) {
+    kiln_kernel_config_t config;
+    if (!tiling_config(KILN_KERNEL_CONV2D_GEMM, &tilings[i], &config)) continue;
+    for (size_t c = 0; c < sizeof(kConvCases) / sizeof(kConvCases[0]); ++c) {
+      char what[96];
+      snprintf(what, sizeof(what), "conv2d_gemm case %zu, tiling %ux%u x %ux%u TK %u", c,
+               tilings[i].wg_x, tilings[i].wg_y, tilings[i].tm, tilings[i].tn, tilings[i].tk);
+      run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
+    }
+  }
+}

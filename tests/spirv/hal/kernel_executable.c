@@ -41,8 +41,9 @@ static kiln_target_features_t kiln_kernel_hal_features(uint32_t kernel_features)
 
 static kiln_status_t kiln_kernel_executable_create_with(
     kiln_hal_device_t* device, kiln_kernel_id_t kernel, const char* const* arches,
-    size_t arch_count, const char* selector, const kiln_kernel_spec_value_t* ops,
-    size_t op_count, kiln_kernel_executable_t* out_executable) {
+    size_t arch_count, const char* selector, const kiln_kernel_config_t* fixed,
+    const kiln_kernel_spec_value_t* ops, size_t op_count,
+    kiln_kernel_executable_t* out_executable) {
   memset(out_executable, 0, sizeof(*out_executable));
   const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
   if (!desc || arch_count == 0 || arch_count > KILN_KERNEL_TEST_MAX_ARCHES) {
@@ -56,10 +57,14 @@ static kiln_status_t kiln_kernel_executable_create_with(
       constants[KILN_KERNEL_TEST_MAX_ARCHES][KILN_KERNEL_MAX_SPEC_VALUES];
   kiln_hal_executable_variant_spec_t variants[KILN_KERNEL_TEST_MAX_ARCHES];
   for (size_t a = 0; a < arch_count; ++a) {
-    kiln_kernel_arch_caps_t caps;
-    KILN_RETURN_IF_ERROR(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
-    KILN_RETURN_IF_ERROR(
-        kiln_kernel_config_select(kernel, &caps, KILN_KERNEL_STORAGE_FP32, &configs[a]));
+    if (fixed) {
+      configs[a] = *fixed;
+    } else {
+      kiln_kernel_arch_caps_t caps;
+      KILN_RETURN_IF_ERROR(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+      KILN_RETURN_IF_ERROR(
+          kiln_kernel_config_select(kernel, &caps, KILN_KERNEL_STORAGE_FP32, &configs[a]));
+    }
     for (size_t i = 0; i < op_count; ++i) {
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&configs[a], ops[i].id, ops[i].value));
     }
@@ -112,16 +117,24 @@ kiln_status_t kiln_kernel_executable_create(
     kiln_hal_device_t* device, kiln_kernel_id_t kernel, const char* const* arches,
     size_t arch_count, const kiln_kernel_spec_value_t* ops, size_t op_count,
     kiln_kernel_executable_t* out_executable) {
-  return kiln_kernel_executable_create_with(device, kernel, arches, arch_count, NULL, ops,
-                                            op_count, out_executable);
+  return kiln_kernel_executable_create_with(device, kernel, arches, arch_count, NULL, NULL,
+                                            ops, op_count, out_executable);
 }
 
 kiln_status_t kiln_kernel_executable_create_portable(
     kiln_hal_device_t* device, kiln_kernel_id_t kernel, const char* arch,
     const kiln_kernel_spec_value_t* ops, size_t op_count,
     kiln_kernel_executable_t* out_executable) {
-  return kiln_kernel_executable_create_with(device, kernel, &arch, 1, "unknown", ops,
+  return kiln_kernel_executable_create_with(device, kernel, &arch, 1, "unknown", NULL, ops,
                                             op_count, out_executable);
+}
+
+kiln_status_t kiln_kernel_executable_create_from_config(
+    kiln_hal_device_t* device, const kiln_kernel_config_t* config,
+    kiln_kernel_executable_t* out_executable) {
+  const char* arch = "unknown";
+  return kiln_kernel_executable_create_with(device, config->kernel, &arch, 1, "unknown", config,
+                                            NULL, 0, out_executable);
 }
 
 kiln_status_t kiln_kernel_test_buffer(kiln_hal_device_t* device, const float* data,

@@ -34,6 +34,12 @@ kiln_status_t kiln_kernel_executable_create_portable(
     const kiln_kernel_spec_value_t* ops, size_t op_count,
     kiln_kernel_executable_t* out_executable);
 
+// One portable variant of exactly `config` (its kernel, variant, workgroup
+// and spec constants): the sweep's tilings.
+kiln_status_t kiln_kernel_executable_create_from_config(
+    kiln_hal_device_t* device, const kiln_kernel_config_t* config,
+    kiln_kernel_executable_t* out_executable);
+
 // Allocates a device-local buffer of `count` floats, filled from `data`
 // when not NULL.
 kiln_status_t kiln_kernel_test_buffer(kiln_hal_device_t* device, const float* data,

@@ -1,0 +1,162 @@
+// The GEMM tuning table (kernels_gemm_tuning.h): one tiling per arch of the
+// target table, for gemm and conv2d_gemm on gemm_tile.glsl.
+//
+// Why these numbers (to be refilled from `kiln-kernels-bench --sweep` on
+// each device; the H100/H200 rows are a first guess until then):
+// - desktop GPUs (NVIDIA 48 KiB of shared memory through Vulkan, AMD 64
+//   KiB): 256 invocations, 8x8 per invocation = 128x128 blocks, TK 8:
+//   16.5 KiB double-buffered, leaving room for two workgroups per SM;
+// - mobile (Mali 512 invocations / 32 KiB, Adreno, Apple, Intel): 256
+//   invocations of 4x4 = 64x64 blocks, fewer registers per invocation;
+// - cpu (llvmpipe): the fp32 gemm is gemm_cpu (config.c); this row serves
+//   the fp16-storage variant: one workgroup per core, 64 invocations;
+// - unknown: Vulkan's guaranteed 128 invocations and 16 KiB.
+#include <string.h>
+
+#include "kiln/compiler/kernels_gemm_tuning.h"
+
+typedef struct kiln_gemm_tuning_row_t {
+  const char* arch;
+  kiln_kernel_gemm_tiling_t tiling;
+} kiln_gemm_tuning_row_t;
+
+static const kiln_gemm_tuning_row_t kGemmTuning[] = {
+    {"unknown", {16, 8, 4, 4, 8}},
+    {"cpu", {8, 8, 4, 4, 8}},
+    {"valhall", {16, 16, 4, 4, 8}},
+    {"adreno", {16, 16, 4, 4, 8}},
+    {"rdna1", {16, 16, 8, 8, 8}},
+    {"rdna2", {16, 16, 8, 8, 8}},
+    {"rdna3", {16, 16, 8, 8, 8}},
+    {"pascal", {16, 16, 8, 8, 8}},
+    {"turing", {16, 16, 8, 8, 8}},
+    {"ampere", {16, 16, 8, 8, 8}},
+    {"ada", {16, 16, 8, 8, 8}},
+    {"hopper", {16, 16, 8, 8, 8}},
+    {"arc", {16, 16, 4, 4, 8}},
+    {"m1", {16, 16, 4, 4, 8}},
+};
+
+// Block shapes 128x128, 128x64, 64x128, 64x64, 32x32 at TK 8 and 16.
+static const kiln_kernel_gemm_tiling_t kGemmCandidates[] = {
+    {16, 16, 8, 8, 8},  {16, 16, 8, 8, 16}, {8, 16, 8, 8, 8},  {8, 16, 8, 8, 16},
+    {16, 8, 8, 8, 8},   {16, 16, 8, 4, 8},  {16, 16, 4, 8, 8}, {8, 8, 8, 8, 8},
+    {8, 8, 8, 8, 16},   {16, 16, 4, 4, 8},  {16, 16, 4, 4, 16}, {16, 8, 4, 8, 16},
+    {8, 8, 4, 4, 8},    {32, 8, 4, 8, 8},
+};
+
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_tuning(const char* arch) {
+  if (!arch) return NULL;
+  for (size_t i = 0; i < kiln_kernel_gemm_tuning_count(); ++i) {
+    if (strcmp(kGemmTuning[i].arch, arch) == 0) return &kGemmTuning[i].tiling;
+  }
+  return NULL;
+}
+
+size_t kiln_kernel_gemm_tuning_count(void) {
+  return sizeof(kGemmTuning) / sizeof(kGemmTuning[0]);
+}
+
+const char* kiln_kernel_gemm_tuning_arch(size_t index) {
+  return index < kiln_kernel_gemm_tuning_count() ? kGemmTuning[index].arch : NULL;
+}
+
+size_t kiln_kernel_gemm_candidate_count(void) {
+  return sizeof(kGemmCandidates) / sizeof(kGemmCandidates[0]);
+}
+
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_candidate(size_t index) {
+  return index < kiln_kernel_gemm_candidate_count() ? &kGemmCandidates[index] : NULL;
+}
+
+uint32_t kiln_kernel_gemm_shared_bytes(const kiln_kernel_gemm_tiling_t* t) {
+  // Mirrors gemm_tile.glsl: 2 * TK * (TILE_M / 4 + 1 + TILE_N / 4 + 1) vec4s.
+  return 2u * t->tk * ((t->wg_y * t->tm) / 4 + 1 + (t->wg_x * t->tn) / 4 + 1) * 16u;
+}
+
+kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* t,
+                                            const kiln_kernel_arch_caps_t* caps,
+                                            kiln_kernel_config_t* config) {
+  if (!t || !caps || !config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm tiling: NULL argument");
+  }
+  if ((t->tm != 4 && t->tm != 8) || (t->tn != 4 && t->tn != 8)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "gemm tiling: TM %u / TN %u must be 4 or 8", t->tm, t->tn);
+  }
+  if (t->tk < 4 || t->tk > 32 || t->tk % 4 != 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "gemm tiling: TK %u must be a multiple of 4 in [4, 32]", t->tk);
+  }
+  if (t->wg_x == 0 || t->wg_y == 0 || t->wg_x > 64 || t->wg_y > 64) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "gemm tiling: workgroup %u x %u outside [1, 64] each", t->wg_x,
+                            t->wg_y);
+  }
+  if (t->wg_x * t->wg_y > caps->max_workgroup_invocations) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "gemm tiling: %u x %u = %u invocations exceed the arch's %u",
+                            t->wg_x, t->wg_y, t->wg_x * t->wg_y,
+                            caps->max_workgroup_invocations);
+  }
+  const uint32_t shared = kiln_kernel_gemm_shared_bytes(t);
+  if (shared > caps->max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "gemm tiling %ux%u x %ux%u TK %u: %u bytes of shared memory "
+                            "exceed the arch's %u",
+                            t->wg_x, t->wg_y, t->tm, t->tn, t->tk, shared,
+                            caps->max_shared_memory_bytes);
+  }
+  config->workgroup_size[0] = t->wg_x;
+  config->workgroup_size[1] = t->wg_y;
+  config->shared_memory_bytes = shared;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TM, t->tm));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->tn));
+  return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TK, t->tk);
+}
+
+static uint32_t kiln_gemm_pow2_floor(uint32_t value) {
+  uint32_t p = 1;
+  while (p * 2 <= value) p *= 2;
+  return p;
+}
+
+// Caps without a row (device caps, or an arch added to the target table
+// but not here): as many of 256 invocations as allowed, 8x8 tiles where
+// the subgroup and shared memory suggest a desktop GPU, then TK and the
+// tile shrunk until the shared use fits.
+static kiln_kernel_gemm_tiling_t kiln_gemm_derive(const kiln_kernel_arch_caps_t* caps) {
+  uint32_t threads = kiln_gemm_pow2_floor(caps->max_workgroup_invocations < 256
+                                              ? caps->max_workgroup_invocations
+                                              : 256);
+  if (caps->subgroup_size <= 8 && threads > 64) threads = 64;
+  kiln_kernel_gemm_tiling_t t = {1, 1, 4, 4, 8};
+  t.wg_x = threads >= 256 ? 16 : (threads < 8 ? threads : 8);
+  t.wg_y = threads / t.wg_x;
+  bool big = caps->subgroup_size >= 32 && caps->max_shared_memory_bytes >= 32 * 1024 &&
+             threads >= 256;
+  t.tm = t.tn = big ? 8 : 4;
+  while (kiln_kernel_gemm_shared_bytes(&t) > caps->max_shared_memory_bytes) {
+    if (t.tk > 4) t.tk /= 2;
+    else if (t.tm == 8) t.tm = t.tn = 4;
+    else if (t.wg_y > 1) t.wg_y /= 2;
+    else if (t.wg_x > 1) t.wg_x /= 2;
+    else break;
+  }
+  return t;
+}
+
+kiln_status_t kiln_kernel_gemm_tiling_select(const kiln_kernel_arch_caps_t* caps,
+                                             kiln_kernel_gemm_tiling_t* out_tiling) {
+  if (!caps || !out_tiling) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm tiling: NULL argument");
+  }
+  const kiln_kernel_gemm_tiling_t* row = kiln_kernel_gemm_tuning(caps->arch);
+  if (row && row->wg_x * row->wg_y <= caps->max_workgroup_invocations &&
+      kiln_kernel_gemm_shared_bytes(row) <= caps->max_shared_memory_bytes) {
+    *out_tiling = *row;
+  } else {
+    *out_tiling = kiln_gemm_derive(caps);
+  }
+  return kiln_ok_status();
+}

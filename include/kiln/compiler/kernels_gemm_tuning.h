@@ -1,0 +1,54 @@
+// The GEMM tuning table: per arch, the tiling of gemm and conv2d_gemm
+// (gemm_tile.glsl) as spec constants, recorded in each module's variant.
+// One table for all targets (compiler-bridge/kernels/gemm_tuning.c); the
+// candidate list is what kiln-kernels-bench sweeps to refill it.
+#ifndef KILN_COMPILER_KERNELS_GEMM_TUNING_H_
+#define KILN_COMPILER_KERNELS_GEMM_TUNING_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/base/status.h"
+#include "kiln/compiler/kernels_target.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Workgroup wg_x x wg_y; each invocation a tm x tn register tile (4 or 8
+// each); k staged tk at a time (a multiple of 4, 4..32).
+typedef struct kiln_kernel_gemm_tiling_t {
+  uint32_t wg_x, wg_y, tm, tn, tk;
+} kiln_kernel_gemm_tiling_t;
+
+// The table's tiling for `arch`, or NULL when it has no row.
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_tuning(const char* arch);
+// Table rows, in order (for tests and the sweep): arch name and tiling.
+size_t kiln_kernel_gemm_tuning_count(void);
+const char* kiln_kernel_gemm_tuning_arch(size_t index);
+// Tilings the sweep tries besides the table's.
+size_t kiln_kernel_gemm_candidate_count(void);
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_candidate(size_t index);
+
+// Shared memory of the core at `tiling` (two buffers of TK rows of A and B,
+// rows padded by one vec4).
+uint32_t kiln_kernel_gemm_shared_bytes(const kiln_kernel_gemm_tiling_t* tiling);
+
+// Checks `tiling` against the kernel's rules and `caps` (invocations,
+// shared memory) and writes workgroup size, shared use and the TM/TN/TK
+// spec constants into `config`. INVALID_ARGUMENT / OUT_OF_RANGE name the
+// field at fault.
+kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* tiling,
+                                            const kiln_kernel_arch_caps_t* caps,
+                                            kiln_kernel_config_t* config);
+
+// The tiling for `caps`: the table's row for caps->arch when it fits,
+// else one derived from the caps (subgroup, invocations, shared memory).
+kiln_status_t kiln_kernel_gemm_tiling_select(const kiln_kernel_arch_caps_t* caps,
+                                             kiln_kernel_gemm_tiling_t* out_tiling);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // KILN_COMPILER_KERNELS_GEMM_TUNING_H_
