@@ -170,5 +170,6 @@ extern const kiln_op_def_t kiln_ops_einsum[];
 extern const kiln_op_def_t kiln_ops_rnn[];
 extern const kiln_op_def_t kiln_ops_space_depth[];
 extern const kiln_op_def_t kiln_ops_trilu[];
+extern const kiln_op_def_t kiln_ops_versions[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

@@ -174,3 +174,38 @@ kiln_status_t kiln_op_resize_v18(const kiln_op_infer_args_t* args) {
   }
   return kiln_ok_status();
 }
+
+// CastLike (opset 15+; saturate from 19): a Cast to input 1's dtype. The
+// node becomes that Cast so every later stage sees one op.
+static kiln_status_t kiln_infer_cast_like(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* like = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_ANY, &like));
+  static const int64_t kProtoCodes[] = {
+      [KILN_GRAPH_DTYPE_F32] = 1, [KILN_GRAPH_DTYPE_I32] = 6,
+      [KILN_GRAPH_DTYPE_I64] = 7, [KILN_GRAPH_DTYPE_BOOL] = 9};
+  if ((size_t)like->dtype >= sizeof(kProtoCodes) / sizeof(kProtoCodes[0]) ||
+      !kProtoCodes[like->dtype]) {
+    return kiln_op_unsupported(args, "target_type input has dtype %s",
+                               kiln_graph_dtype_name(like->dtype));
+  }
+  kiln_graph_attr_t to;
+  memset(&to, 0, sizeof(to));
+  to.name = "to";
+  to.type = KILN_GRAPH_ATTR_INT;
+  to.i = kProtoCodes[like->dtype];
+  int32_t node_id = (int32_t)(args->node - args->graph->nodes);
+  KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(args->graph, node_id, &to));
+  args->node->op_type = "Cast";
+  args->node->input_count = 1;
+  return kiln_op_find("Cast")->infer(args);
+}
+
+static kiln_status_t kiln_run_cast_like(const kiln_op_run_args_t* args) {
+  return kiln_op_find("Cast")->run(args);  // the output's dtype is the target
+}
+
+const kiln_op_def_t kiln_ops_versions[] = {
+    {"CastLike", "saturate", 2, 2, 1, 1, kiln_infer_cast_like,
+     kiln_run_cast_like, 15},
+    {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
+};
