@@ -58,7 +58,7 @@ def write(out_dir, name, nodes, inputs, outputs, initializers=(), opset=18, func
     for kind, tensors in (("input", inputs), ("output", outputs)):
         for i, (n, a) in enumerate(tensors):
             with open(os.path.join(data, "%s_%d.pb" % (kind, i)), "wb") as f:
-                f.write(numpy_helper.from_array(np.ascontiguousarray(a), n).SerializeToString())
+                f.write(numpy_helper.from_array(np.array(a, order="C"), n).SerializeToString())
 
 
 def node(op, inputs, outputs, **attrs):

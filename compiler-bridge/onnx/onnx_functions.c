@@ -48,8 +48,19 @@ static kiln_status_t kiln_function_default(const Onnx__FunctionProto* fn,
         field->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED) {
       continue;
     }
+    // protobuf-c keeps the field's length prefix with the payload.
+    size_t prefix = 0;
+    uint64_t length = 0;
+    for (int shift = 0; prefix < field->len && prefix < 10; shift += 7) {
+      uint8_t byte = field->data[prefix++];
+      length |= (uint64_t)(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) break;
+    }
     Onnx__AttributeProto* attr =
-        onnx__attribute_proto__unpack(NULL, field->len, field->data);
+        length == field->len - prefix
+            ? onnx__attribute_proto__unpack(NULL, field->len - prefix,
+                                            field->data + prefix)
+            : NULL;
     if (!attr) {
       return kiln_make_status(KILN_STATUS_DATA_LOSS,
                               "%s: function '%s': an attribute default does "
@@ -211,7 +222,11 @@ static kiln_status_t kiln_inline_body_node(kiln_onnx_functions_t* functions,
   }
   char* name = NULL;
   if (kiln_status_is_ok(status)) {
-    status = kiln_scope_prefixed(scope, body->name ? body->name : "", &name);
+    status = kiln_scope_prefixed(
+        scope,
+        body->name && body->name[0] ? body->name
+                                    : (body->op_type ? body->op_type : ""),
+        &name);
   }
   size_t attr_count = 0;
   if (kiln_status_is_ok(status)) {
@@ -237,7 +252,9 @@ static kiln_status_t kiln_inline_body_node(kiln_onnx_functions_t* functions,
 kiln_status_t kiln_onnx_inline_call(kiln_onnx_functions_t* functions,
                                     const Onnx__FunctionProto* fn,
                                     const Onnx__NodeProto* call) {
-  const char* call_name = call->name ? call->name : "";
+  const char* call_name = call->name && call->name[0] ? call->name
+                          : call->op_type                ? call->op_type
+                                                         : "";
   const char* fn_name = fn->name ? fn->name : "";
   if (functions->depth >= KILN_ONNX_MAX_FUNCTION_DEPTH) {
     return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
@@ -287,7 +304,7 @@ kiln_status_t kiln_onnx_inline_call(kiln_onnx_functions_t* functions,
     status = kiln_inline_body_node(functions, &scope, fn->node[i]);
   }
   --functions->depth;
-  if (kiln_status_is_ok(status)) return status;
+  if (kiln_status_is_ok(status) || functions->depth > 0) return status;
   return kiln_status_annotate(status, "in function '%s' (called by node '%s')",
                               fn_name, call_name);
 }
