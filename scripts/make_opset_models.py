@@ -12,7 +12,7 @@ scripts/export_models.py's exports (MODELS_DIR/<name>_opsetNN), rewriting
 each op whose form changed after opset 17 (Reduce* axes attribute -> input);
 their reference stays the opset-17 original's PyTorch output.
 
-Usage: make_opset_models.py OUTDIR [--stamp FILE] [--upgrade MODELS_DIR]
+Usage: make_opset_models.py [OUTDIR] [--stamp FILE] [--upgrade MODELS_DIR]
 """
 import os
 import shutil
@@ -384,9 +384,7 @@ def upgrade_models(models_dir):
     for name in names:
         source = os.path.join(models_dir, name)
         model = onnx.load(os.path.join(source, "model.onnx"))
-        base = model.opset_import[0].version if model.opset_import else 0
-        if base != 17 and any(o.domain in ("", "ai.onnx") and o.version < 13
-                              for o in model.opset_import):
+        if any(o.domain in ("", "ai.onnx") and o.version < 13 for o in model.opset_import):
             continue  # Split/Squeeze forms before 13 would need more rewriting
         for opset in (18, 20, 21):
             target = os.path.join(models_dir, "%s_opset%d" % (name, opset))
@@ -411,12 +409,13 @@ def main():
         i = args.index("--upgrade")
         models_dir = args[i + 1]
         del args[i:i + 2]
-    out = args[0]
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    for make in (reduce_tests, split_tests, pad_tests, resize_tests, scatter_tests, pool_tests,
-                 cast_tests, bump_tests, function_tests):
-        make(out)
+    if args:
+        out = args[0]
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        for make in (reduce_tests, split_tests, pad_tests, resize_tests, scatter_tests,
+                     pool_tests, cast_tests, bump_tests, function_tests):
+            make(out)
     if models_dir:
         upgrade_models(models_dir)
     if stamp:

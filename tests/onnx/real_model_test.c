@@ -119,6 +119,23 @@ KILN_TEST(OnnxRealModelTest, SmallAddedModels) {
   }
 }
 
+// Copies rewritten to opsets 18, 20 and 21 by scripts/make_opset_models.py
+// (Reduce* axes as inputs), against the opset-13..17 originals' reference.
+KILN_TEST(OnnxRealModelTest, UpgradedToOpsets18To21) {
+  static const char* const kNames[] = {"mobilenet_v2", "resnet18", "transformer_encoder",
+                                       "mlp_softmax", "swin_small"};
+  static const int kOpsets[] = {18, 20, 21};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    for (size_t o = 0; o < sizeof(kOpsets) / sizeof(kOpsets[0]); ++o) {
+      char name[128];
+      snprintf(name, sizeof(name), "%s_opset%d", kNames[i], kOpsets[o]);
+      size_t folded = 0;
+      kiln_check_model(name, strcmp(kNames[i], "transformer_encoder") == 0 ? "input:2x10x64" : NULL,
+                       &folded);
+    }
+  }
+}
+
 // Text models taking int64 token ids through the reference executor.
 KILN_TEST(OnnxRealModelTest, TextModelsWithTokenIds) {
   static const char* const kNames[] = {"text_classifier", "tiny_bert"};
