@@ -383,7 +383,7 @@ def upgrade(model, opset):
 
 
 def upgrade_models(models_dir):
-    names = ("mobilenet_v2", "resnet18", "transformer_encoder", "mlp_softmax", "swin_small")
+    names = ("mobilenet_v2", "transformer_encoder", "mlp_softmax", "swin_small")
     for name in names:
         source = os.path.join(models_dir, name)
         model = onnx.load(os.path.join(source, "model.onnx"))
