@@ -105,13 +105,17 @@ def encoder_layer():
                                       batch_first=True)
 
 
+# name: (builder, input shape, opset; None: the exporter's default)
 MODELS = {
-    "tiny_cnn": (TinyCnn, (1, 3, 32, 32)),
-    "mlp": (Mlp, (4, 32)),
-    "transformer_encoder_layer": (encoder_layer, (1, 8, 32)),
-    "gpt_block": (GptBlock, (1, 8, 32)),
-    "gpt_block_masked": (MaskedGpt, (1, 8, 32)),
-    "lstm": (Lstm, (1, 10, 16)),
+    "tiny_cnn": (TinyCnn, (1, 3, 32, 32), None),
+    "mlp": (Mlp, (4, 32), None),
+    "transformer_encoder_layer": (encoder_layer, (1, 8, 32), None),
+    "gpt_block": (GptBlock, (1, 8, 32), None),
+    "gpt_block_masked": (MaskedGpt, (1, 8, 32), None),
+    "lstm": (Lstm, (1, 10, 16), None),
+    # Opset 18 (what earlier torch 2.x wrote by default): no Gelu op there.
+    "gpt_block_opset18": (GptBlock, (1, 8, 32), 18),
+    "tiny_cnn_opset18": (TinyCnn, (1, 3, 32, 32), 18),
 }
 
 
@@ -127,7 +131,7 @@ def randomize_batch_norms(model, generator):
 
 
 def export(out_dir, name):
-    make, shape = MODELS[name]
+    make, shape, opset = MODELS[name]
     torch.manual_seed(sum(map(ord, name)))
     generator = torch.Generator().manual_seed(len(name))
     model = make().eval()
@@ -137,8 +141,9 @@ def export(out_dir, name):
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "model.onnx")
     with torch.no_grad():
+        extra = {"opset_version": opset} if opset else {}
         program = torch.onnx.export(model, (x,), dynamo=True, input_names=["input"],
-                                    output_names=["output"], external_data=False)
+                                    output_names=["output"], external_data=False, **extra)
         program.save(path, external_data=False)
         reference = model.double()(x.double()).float().numpy()
     np.save(os.path.join(directory, "input_0.npy"), x.numpy())
