@@ -36,6 +36,19 @@ class TinyCnn(nn.Module):
         return self.head(torch.flatten(self.features(x), 1))
 
 
+class ResBlock(nn.Module):
+    """Bias-free convolutions with a residual Add (the exporter writes Conv
+    without B; kiln fuses the Add into the Conv)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(8, 8, 1, bias=False)
+
+    def forward(self, x):
+        return torch.relu(x + self.conv2(torch.relu(self.conv1(x))))
+
+
 class Mlp(nn.Module):
     def __init__(self):
         super().__init__()
@@ -108,6 +121,7 @@ def encoder_layer():
 # name: (builder, input shape, opset; None: the exporter's default)
 MODELS = {
     "tiny_cnn": (TinyCnn, (1, 3, 32, 32), None),
+    "res_block": (ResBlock, (1, 8, 16, 16), None),
     "mlp": (Mlp, (4, 32), None),
     "transformer_encoder_layer": (encoder_layer, (1, 8, 32), None),
     "gpt_block": (GptBlock, (1, 8, 32), None),
