@@ -14,7 +14,8 @@ kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
   if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
   kiln_window_t w;
   KILN_RETURN_IF_ERROR(
-      kiln_lower_window_2d(l, &x->shape, NULL, false, true, op == KILN_POOL_MAX, &w));
+      kiln_lower_window_2d(l, &x->shape, NULL, false, true,
+                           op == KILN_POOL_MAX || l->graph->opset >= 19, &w));
   int64_t include_pad = 0;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_int(l->node, "count_include_pad", 0, &include_pad));

@@ -126,11 +126,8 @@ kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
   if (code == KILN_ACT_NONE) {
     return kiln_lower_refuse(l, "activation '%s' is not supported", name);
   }
-  // The fused Gelu carries alpha = 1 for the tanh approximation, which the
-  // kernel (erf form) does not compute.
-  if (code == KILN_ACT_GELU && alpha != 0.0f) {
-    return kiln_lower_refuse(l, "Gelu approximate='tanh' is not supported");
-  }
+  // Gelu carries alpha = 1 for the tanh approximation; the kernels compute
+  // both forms (activation.glsl).
   *out_code = code;
   return kiln_ok_status();
 }

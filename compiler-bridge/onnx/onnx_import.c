@@ -1,7 +1,9 @@
 // ModelProto -> graph IR: opset check, initializers, inputs (with shape
 // overrides), nodes and attributes, outputs; then shape inference validates
 // every node. Failures name the model file.
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kiln/base/file.h"
@@ -17,6 +19,8 @@ typedef struct kiln_onnx_import_t {
   const uint8_t* bytes;                // the model as given (maybe mapped)
   const kiln_onnx_raw_spans_t* spans;  // initializers' raw_data in `bytes`
   const kiln_file_mapping_t* mapping;  // NULL for bytes from the caller
+  const Onnx__ModelProto* model;
+  kiln_onnx_functions_t functions;     // calls into model-local functions
 } kiln_onnx_import_t;
 
 static kiln_status_t kiln_onnx_add_tensor_value(kiln_onnx_import_t* import,
@@ -81,6 +85,99 @@ static const kiln_graph_tensor_t* kiln_onnx_find_frozen(
     }
   }
   return NULL;
+}
+
+// Appends `format` to the malloc'd *text (kept on failure).
+static void kiln_onnx_append(char** text, size_t* used, size_t* size,
+                             const char* format, ...) KILN_PRINTF_LIKE(4, 5);
+static void kiln_onnx_append(char** text, size_t* used, size_t* size,
+                             const char* format, ...) {
+  va_list list;
+  va_start(list, format);
+  int n = vsnprintf(NULL, 0, format, list);
+  va_end(list);
+  if (n < 0 || !*text) return;
+  if (*used + (size_t)n + 1 > *size) {
+    size_t grown_size = 2 * (*used + (size_t)n + 1);
+    char* grown = (char*)realloc(*text, grown_size);
+    if (!grown) return;
+    *text = grown;
+    *size = grown_size;
+  }
+  va_start(list, format);
+  vsnprintf(*text + *used, *size - *used, format, list);
+  va_end(list);
+  *used += (size_t)n;
+}
+
+static bool kiln_onnx_dim_is_static(const Onnx__TensorShapeProto__Dimension* dim) {
+  return dim->value_case ==
+             ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+         dim->dim_value >= 0;
+}
+
+// Refuses dynamic input dims that no --input-shape fixes, naming every such
+// input and dim and suggesting the flags with the model's own input names
+// (its static dims kept, 1 for each dynamic one).
+static kiln_status_t kiln_onnx_check_dynamic_inputs(
+    const kiln_onnx_import_t* import, const Onnx__GraphProto* proto) {
+  size_t size = 256, used = 0, hint_size = 256, hint_used = 0;
+  char* dims = (char*)malloc(size);
+  char* hint = (char*)malloc(hint_size);
+  if (!dims || !hint) {
+    free(dims);
+    free(hint);
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  dims[0] = hint[0] = 0;
+  size_t position = 0;
+  for (size_t i = 0; i < proto->n_input; ++i) {
+    const Onnx__ValueInfoProto* info = proto->input[i];
+    const char* name = info->name ? info->name : "";
+    if (kiln_graph_find_value(import->graph, name) >= 0) continue;
+    size_t index = position++;
+    const Onnx__TypeProto* type = info->type;
+    if (!type || type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ||
+        !type->tensor_type || !type->tensor_type->shape ||
+        kiln_onnx_find_override(import, name) ||
+        kiln_onnx_find_frozen(import, name, index)) {
+      continue;
+    }
+    const Onnx__TensorShapeProto* shape = type->tensor_type->shape;
+    bool dynamic = false;
+    for (size_t d = 0; d < shape->n_dim; ++d) {
+      const Onnx__TensorShapeProto__Dimension* dim = shape->dim[d];
+      if (kiln_onnx_dim_is_static(dim)) continue;
+      const char* param =
+          dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                  dim->dim_param
+              ? dim->dim_param
+              : "?";
+      kiln_onnx_append(&dims, &used, &size, "%s'%s' dim %zu ('%s')",
+                       used ? ", " : "", name, d, param);
+      dynamic = true;
+    }
+    if (!dynamic) continue;
+    kiln_onnx_append(&hint, &hint_used, &hint_size, "%s--input-shape=%s:",
+                     hint_used ? " " : "", name);
+    for (size_t d = 0; d < shape->n_dim; ++d) {
+      kiln_onnx_append(&hint, &hint_used, &hint_size, "%s%lld", d ? "x" : "",
+                       kiln_onnx_dim_is_static(shape->dim[d])
+                           ? (long long)shape->dim[d]->dim_value
+                           : 1LL);
+    }
+  }
+  kiln_status_t status = kiln_ok_status();
+  if (used) {
+    status = kiln_make_status(
+        KILN_STATUS_INVALID_ARGUMENT,
+        "%s: dynamic input dims: %s; kiln compiles static shapes: give them "
+        "with --input-shape=NAME:DIMS, e.g. %s",
+        import->source, dims, hint);
+  }
+  free(dims);
+  free(hint);
+  return status;
 }
 
 // Adds input `info`; *out_is_input is false when it was frozen to a constant.
@@ -255,18 +352,22 @@ static kiln_status_t kiln_onnx_convert_attr(kiln_onnx_import_t* import,
   return kiln_graph_node_set_attr(import->graph, node_id, &attr);
 }
 
-static kiln_status_t kiln_onnx_add_node(kiln_onnx_import_t* import,
+static kiln_status_t kiln_onnx_add_node(void* context,
                                         const Onnx__NodeProto* proto) {
+  kiln_onnx_import_t* import = (kiln_onnx_import_t*)context;
   kiln_graph_t* graph = import->graph;
   const char* node_name = proto->name ? proto->name : "";
   const char* op_type = proto->op_type ? proto->op_type : "";
+  const Onnx__FunctionProto* fn = kiln_onnx_find_function(import->model, proto);
+  if (fn) return kiln_onnx_inline_call(&import->functions, fn, proto);
   if (proto->domain && proto->domain[0] &&
       strcmp(proto->domain, "ai.onnx") != 0) {
     return kiln_make_status(
         KILN_STATUS_UNIMPLEMENTED,
-        "%s: node '%s' (%s) is in domain '%s'; only the default ONNX domain is "
-        "supported",
-        import->source, node_name, op_type, proto->domain);
+        "%s: node '%s' (%s) is in domain '%s'; supported: the default ONNX "
+        "domain and the model's own functions (%zu, none named %s)",
+        import->source, node_name, op_type, proto->domain,
+        import->model->n_functions, op_type);
   }
   int32_t inputs[64];
   int32_t outputs[64];
@@ -319,6 +420,11 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
                                             const Onnx__ModelProto* model) {
   kiln_graph_t* graph = import->graph;
   KILN_RETURN_IF_ERROR(kiln_onnx_read_opset(import, model));
+  import->model = model;
+  import->functions.source = import->source;
+  import->functions.opset = graph->opset;
+  import->functions.add_node = kiln_onnx_add_node;
+  import->functions.context = import;
   const Onnx__GraphProto* proto = model->graph;
   if (!proto) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "%s: model has no "
@@ -361,6 +467,7 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
       kiln_file_mapping_release(import->mapping, span->offset, span->size);
     }
   }
+  KILN_RETURN_IF_ERROR(kiln_onnx_check_dynamic_inputs(import, proto));
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
       graph->allocator, proto->n_input + 1, sizeof(int32_t),
       (void**)&graph->inputs));

@@ -45,4 +45,26 @@ kiln_status_t kiln_onnx_slim_model(const uint8_t* data, size_t size,
 void kiln_onnx_raw_spans_deinit(kiln_onnx_raw_spans_t* spans,
                                 kiln_allocator_t allocator);
 
+// Model-local functions, inlined at import (onnx_functions.c).
+#define KILN_ONNX_MAX_FUNCTION_DEPTH 16
+#define KILN_ONNX_MAX_INLINED_NODES (1 << 18)
+typedef kiln_status_t (*kiln_onnx_add_node_fn)(void* context,
+                                               const Onnx__NodeProto* node);
+typedef struct kiln_onnx_functions_t {
+  const char* source;
+  int64_t opset;  // of the model's default domain
+  kiln_onnx_add_node_fn add_node;  // adds one (renamed) node; may inline again
+  void* context;
+  int depth;
+  size_t inlined_nodes;
+  size_t next_call;
+} kiln_onnx_functions_t;
+// The model's function that `node` calls (by domain and name), or NULL.
+const Onnx__FunctionProto* kiln_onnx_find_function(
+    const Onnx__ModelProto* model, const Onnx__NodeProto* node);
+// Adds `fn`'s body in place of `call` through functions->add_node.
+kiln_status_t kiln_onnx_inline_call(kiln_onnx_functions_t* functions,
+                                    const Onnx__FunctionProto* fn,
+                                    const Onnx__NodeProto* call);
+
 #endif  // KILN_COMPILER_BRIDGE_ONNX_ONNX_INTERNAL_H_

@@ -103,6 +103,22 @@ kiln_status_t kiln_op_broadcast(const kiln_op_infer_args_t* args,
                                 const kiln_graph_shape_t* b,
                                 kiln_graph_shape_t* out_shape);
 
+// Newer op versions rewritten into the forms kiln handles (ops_versions.c).
+// Replaces input `index` with a new 1-D constant of `count` values; this may
+// move graph->values, so callers re-read value pointers afterwards.
+kiln_status_t kiln_op_replace_input(const kiln_op_infer_args_t* args,
+                                    size_t index, kiln_graph_dtype_t dtype,
+                                    const void* data, size_t count);
+void kiln_op_drop_attr(const kiln_op_infer_args_t* args, const char* name);
+// Normalizes `count` axes against `rank`, refusing repeats.
+kiln_status_t kiln_op_axes_list(const kiln_op_infer_args_t* args,
+                                const int64_t* axes, size_t count,
+                                int32_t rank, int32_t* out_axes);
+// Pad-18 axes -> full pads; Resize-18 axes -> full scales/sizes (and the
+// antialias / keep_aspect_ratio_policy checks).
+kiln_status_t kiln_op_expand_pad_axes(const kiln_op_infer_args_t* args);
+kiln_status_t kiln_op_resize_v18(const kiln_op_infer_args_t* args);
+
 // Run-time helpers.
 int64_t kiln_ref_index_at(const kiln_ref_tensor_t* tensor, size_t i);
 // Strides (in elements) of `shape` aligned right against `out_rank`, with 0
@@ -156,5 +172,6 @@ extern const kiln_op_def_t kiln_ops_space_depth[];
 extern const kiln_op_def_t kiln_ops_trilu[];
 extern const kiln_op_def_t kiln_ops_attention[];
 extern const kiln_op_def_t kiln_ops_arg[];
+extern const kiln_op_def_t kiln_ops_versions[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

@@ -216,6 +216,27 @@ static kiln_status_t kiln_run_concat(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
+// Split-18 `num_outputs`: ceil(dim / n) each, the last one smaller.
+static kiln_status_t kiln_split_num_outputs(const kiln_op_infer_args_t* args,
+                                            bool has_split, int64_t dim,
+                                            int64_t* sizes) {
+  int64_t n = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(args->node, "num_outputs", 0, &n));
+  size_t outputs = args->node->output_count;
+  if (args->graph->opset < 18 || has_split || n != (int64_t)outputs) {
+    return kiln_op_invalid(args, "num_outputs=%lld needs opset 18, no split "
+                           "input and %zu outputs", (long long)n, outputs);
+  }
+  int64_t chunk = (dim + n - 1) / n;
+  if (chunk * (n - 1) > dim || (dim > 0 && chunk * (n - 1) == dim)) {
+    return kiln_op_invalid(args, "dim %lld cannot be split into %lld "
+                           "non-empty chunks", (long long)dim, (long long)n);
+  }
+  for (int64_t i = 0; i < n; ++i) sizes[i] = i + 1 < n ? chunk : dim - chunk * (n - 1);
+  return kiln_ok_status();
+}
+
 static kiln_status_t kiln_split_sizes(const kiln_op_infer_args_t* args,
                                       const kiln_graph_value_t* x,
                                       int32_t axis, int64_t* sizes) {
@@ -236,6 +257,9 @@ static kiln_status_t kiln_split_sizes(const kiln_op_infer_args_t* args,
     }
   }
   int64_t dim = x->shape.dims[axis];
+  const kiln_graph_attr_t* num_outputs =
+      kiln_graph_node_find_attr(args->node, "num_outputs");
+  if (num_outputs) return kiln_split_num_outputs(args, list != NULL, dim, sizes);
   if (list) {
     if (count != outputs) {
       return kiln_op_invalid(args, "split has %zu sizes for %zu outputs",
@@ -497,6 +521,7 @@ static kiln_status_t kiln_run_gather(const kiln_op_run_args_t* args) {
 // ---- Pad -----------------------------------------------------------------
 
 static kiln_status_t kiln_infer_pad(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_expand_pad_axes(args));  // Pad-18
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_NUMERIC, &x));
   static const char* const kModes[] = {"constant", "reflect", "edge", NULL};
@@ -515,9 +540,6 @@ static kiln_status_t kiln_infer_pad(const kiln_op_infer_args_t* args) {
     const kiln_graph_value_t* value = NULL;
     KILN_RETURN_IF_ERROR(
         kiln_op_require_input(args, 2, 1u << x->dtype, &value));
-  }
-  if (kiln_op_input(args, 3)) {
-    return kiln_op_unsupported(args, "the axes input is not supported");
   }
   kiln_graph_shape_t shape = x->shape;
   for (int32_t d = 0; d < rank; ++d) {
@@ -603,7 +625,7 @@ const kiln_op_def_t kiln_ops_copy[] = {
     {"Expand", "", 2, 2, 1, 1, kiln_infer_expand, kiln_run_expand},
     {"Tile", "", 2, 2, 1, 1, kiln_infer_tile, kiln_run_tile},
     {"Concat", "axis", 1, 64, 1, 1, kiln_infer_concat, kiln_run_concat},
-    {"Split", "axis,split", 1, 2, 1, 64, kiln_infer_split, kiln_run_split, 2},
+    {"Split", "axis,num_outputs,split", 1, 2, 1, 64, kiln_infer_split, kiln_run_split, 2},
     {"Slice", "", 3, 5, 1, 1, kiln_infer_slice, kiln_run_slice, 10},
     {"Gather", "axis", 2, 2, 1, 1, kiln_infer_gather, kiln_run_gather},
     {"Pad", "mode", 2, 4, 1, 1, kiln_infer_pad, kiln_run_pad, 11},

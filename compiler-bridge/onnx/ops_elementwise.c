@@ -385,6 +385,6 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Identity", "", 1, 1, 1, 1, kiln_infer_identity, kiln_run_copy},
     {"Dropout", "seed,ratio", 1, 3, 1, 2, kiln_infer_dropout,
      kiln_run_dropout, 7},
-    {"Cast", "to", 1, 1, 1, 1, kiln_infer_cast, kiln_run_cast},
+    {"Cast", "saturate,to", 1, 1, 1, 1, kiln_infer_cast, kiln_run_cast},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -1,5 +1,5 @@
 // MaxPool (dilations, ceil_mode, auto_pad), AveragePool (count_include_pad,
-// ceil_mode, auto_pad) and the global pools.
+// ceil_mode, auto_pad, dilations from opset 19) and the global pools.
 #include <float.h>
 #include <string.h>
 
@@ -7,6 +7,11 @@
 
 static bool kiln_is_max(const kiln_graph_node_t* node) {
   return strstr(node->op_type, "Max") != NULL;
+}
+
+// AveragePool takes dilations from opset 19.
+static bool kiln_pool_dilations(const kiln_graph_node_t* node, int64_t opset) {
+  return kiln_is_max(node) || opset >= 19;
 }
 
 static kiln_status_t kiln_infer_pool(const kiln_op_infer_args_t* args) {
@@ -19,6 +24,10 @@ static kiln_status_t kiln_infer_pool(const kiln_op_infer_args_t* args) {
   if (args->node->output_count > 1 && args->node->outputs[1] >= 0) {
     return kiln_op_unsupported(args, "the Indices output is not supported");
   }
+  if (!kiln_pool_dilations(args->node, args->graph->opset) &&
+      kiln_graph_node_find_attr(args->node, "dilations")) {
+    return kiln_op_unsupported(args, "AveragePool dilations need opset 19");
+  }
   int64_t storage_order = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "storage_order", 0,
                                                 &storage_order));
@@ -28,7 +37,9 @@ static kiln_status_t kiln_infer_pool(const kiln_op_infer_args_t* args) {
   kiln_window_t window;
   KILN_RETURN_IF_ERROR_ANNOTATE(
       kiln_window_resolve(args->node, x->shape.rank - 2, x->shape.dims + 2,
-                          NULL, true, kiln_is_max(args->node), &window),
+                          NULL, true,
+                          kiln_pool_dilations(args->node, args->graph->opset),
+                          &window),
       "opset %lld", (long long)args->graph->opset);
   kiln_graph_shape_t shape = x->shape;
   for (int32_t i = 0; i < window.spatial; ++i) shape.dims[2 + i] = window.out[i];
@@ -44,7 +55,8 @@ static kiln_status_t kiln_run_pool(const kiln_op_run_args_t* args) {
   kiln_window_t window;
   KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
                                            x->shape.dims + 2, NULL, true,
-                                           is_max, &window));
+                                           kiln_pool_dilations(args->node, args->opset),
+                                           &window));
   int64_t* table = NULL;
   KILN_RETURN_IF_ERROR(kiln_window_table(&window, args->allocator, &table));
   size_t planes = (size_t)x->shape.dims[0] * (size_t)x->shape.dims[1];
@@ -118,7 +130,7 @@ const kiln_op_def_t kiln_ops_pool[] = {
      "auto_pad,ceil_mode,dilations,kernel_shape,pads,storage_order,strides", 1,
      1, 1, 2, kiln_infer_pool, kiln_run_pool},
     {"AveragePool",
-     "auto_pad,ceil_mode,count_include_pad,kernel_shape,pads,strides", 1, 1, 1,
+     "auto_pad,ceil_mode,count_include_pad,dilations,kernel_shape,pads,strides", 1, 1, 1,
      1, kiln_infer_pool, kiln_run_pool},
     {"GlobalAveragePool", "", 1, 1, 1, 1, kiln_infer_global_pool,
      kiln_run_global_pool},

@@ -1,5 +1,6 @@
-// ReduceMean, ReduceSum, ReduceMax, ReduceMin (axes as attribute, or as an
-// input for ReduceSum from opset 13; keepdims; noop_with_empty_axes).
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd (axes as
+// attribute, or as an input for ReduceSum from opset 13 and for all of them
+// from opset 18; keepdims; noop_with_empty_axes).
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -13,7 +14,7 @@ typedef struct kiln_reduce_plan_t {
 } kiln_reduce_plan_t;
 
 static bool kiln_axes_from_input(const kiln_graph_node_t* node, int64_t opset) {
-  return strcmp(node->op_type, "ReduceSum") == 0 && opset >= 13;
+  return opset >= 18 || (strcmp(node->op_type, "ReduceSum") == 0 && opset >= 13);
 }
 
 static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
@@ -29,6 +30,10 @@ static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
   int64_t axes[64];
   size_t count = 0;
   if (kiln_axes_from_input(args->node, args->graph->opset)) {
+    if (kiln_graph_node_find_attr(args->node, "axes")) {
+      return kiln_op_invalid(args, "the axes attribute is an input from "
+                             "opset %d on", args->graph->opset >= 18 ? 18 : 13);
+    }
     if (kiln_op_input(args, 1)) {
       KILN_RETURN_IF_ERROR(kiln_op_constant_ints(args, 1, axes, 64, &count));
     }

@@ -34,6 +34,7 @@ static kiln_status_t kiln_read_floats(const kiln_op_infer_args_t* args,
 }
 
 static kiln_status_t kiln_infer_resize(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_resize_v18(args));  // axes, antialias, policy
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
   const char* mode;
@@ -314,8 +315,9 @@ static kiln_status_t kiln_run_upsample(const kiln_op_run_args_t* args) {
 
 const kiln_op_def_t kiln_ops_resize[] = {
     {"Resize",
-     "coordinate_transformation_mode,cubic_coeff_a,exclude_outside,"
-     "extrapolation_value,mode,nearest_mode",
+     "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"
+     "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"
+     "nearest_mode",
      1, 4, 1, 1, kiln_infer_resize, kiln_run_resize, 11},
     {"Upsample", "mode,scales", 1, 2, 1, 1, kiln_infer_upsample, kiln_run_upsample, 7},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},

@@ -6,7 +6,7 @@
 
 #include "ops.h"
 
-static const char* const kKiln_scatter_reductions[] = {"none", "add", "mul", NULL};
+static const char* const kKiln_scatter_reductions[] = {"none", "add", "mul", "max", "min", NULL};
 
 static kiln_status_t kiln_infer_scatter_nd(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* data = NULL;
@@ -18,6 +18,11 @@ static kiln_status_t kiln_infer_scatter_nd(const kiln_op_infer_args_t* args) {
   const char* reduction = NULL;
   KILN_RETURN_IF_ERROR(
       kiln_op_attr_choice(args, "reduction", "none", kKiln_scatter_reductions, &reduction));
+  // max/min came with ScatterND-18.
+  if ((strcmp(reduction, "max") == 0 || strcmp(reduction, "min") == 0) &&
+      args->graph->opset < 18) {
+    return kiln_op_invalid(args, "reduction '%s' needs opset 18", reduction);
+  }
   if (strcmp(reduction, "none") != 0 && data->dtype == KILN_GRAPH_DTYPE_BOOL) {
     return kiln_op_unsupported(args, "reduction '%s' on bool data", reduction);
   }
@@ -56,19 +61,24 @@ static void kiln_scatter_combine(kiln_graph_dtype_t dtype, char reduction, void*
       case KILN_GRAPH_DTYPE_F32: {
         float* d = (float*)dst + i;
         float s = ((const float*)src)[i];
-        *d = reduction == 'a' ? *d + s : *d * s;
+        *d = reduction == 'a' ? *d + s : reduction == 'x' ? (s > *d ? s : *d)
+             : reduction == 'i' ? (s < *d ? s : *d) : *d * s;
         break;
       }
       case KILN_GRAPH_DTYPE_I64: {
         int64_t* d = (int64_t*)dst + i;
         uint64_t s = (uint64_t)((const int64_t*)src)[i];
-        *d = (int64_t)(reduction == 'a' ? (uint64_t)*d + s : (uint64_t)*d * s);
+        int64_t v = (int64_t)s;
+        *d = reduction == 'x' ? (v > *d ? v : *d) : reduction == 'i' ? (v < *d ? v : *d)
+             : (int64_t)(reduction == 'a' ? (uint64_t)*d + s : (uint64_t)*d * s);
         break;
       }
       case KILN_GRAPH_DTYPE_I32: {
         int32_t* d = (int32_t*)dst + i;
         uint32_t s = (uint32_t)((const int32_t*)src)[i];
-        *d = (int32_t)(reduction == 'a' ? (uint32_t)*d + s : (uint32_t)*d * s);
+        int32_t v = (int32_t)s;
+        *d = reduction == 'x' ? (v > *d ? v : *d) : reduction == 'i' ? (v < *d ? v : *d)
+             : (int32_t)(reduction == 'a' ? (uint32_t)*d + s : (uint32_t)*d * s);
         break;
       }
       default:
@@ -85,6 +95,10 @@ static kiln_status_t kiln_run_scatter_nd(const kiln_op_run_args_t* args) {
   const char* reduction = "none";
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_string(args->node, "reduction", "none", &reduction));
+  // 'n'one, 'a'dd, 'm'ul, ma'x', m'i'n.
+  char code = strcmp(reduction, "max") == 0   ? 'x'
+              : strcmp(reduction, "min") == 0 ? 'i'
+                                              : reduction[0];
   size_t elem = kiln_graph_dtype_size(data->dtype);
   if (data->count) memcpy(out->data, data->data, data->count * elem);
   int32_t q = indices->shape.rank, r = data->shape.rank;
@@ -107,7 +121,7 @@ static kiln_status_t kiln_run_scatter_nd(const kiln_op_run_args_t* args) {
       }
       offset = offset * (size_t)dim + (size_t)i;
     }
-    kiln_scatter_combine(data->dtype, reduction[0], (uint8_t*)out->data + offset * slice * elem,
+    kiln_scatter_combine(data->dtype, code, (uint8_t*)out->data + offset * slice * elem,
                          (const uint8_t*)updates->data + t * slice * elem, slice);
   }
   return kiln_ok_status();

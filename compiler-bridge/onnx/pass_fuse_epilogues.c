@@ -13,6 +13,18 @@ static bool kiln_is_producer_op(const kiln_graph_node_t* node) {
          strcmp(node->op_type, "MatMul") == 0;
 }
 
+// Appends an epilogue addend to node `p`. Conv's B and Gemm's C are input 2:
+// when absent (dynamo exports drop a zero bias) the slot is kept absent
+// first, or the addend would be read as the bias.
+static kiln_status_t kiln_append_addend(kiln_graph_t* graph, int32_t p,
+                                        int32_t value) {
+  if (graph->nodes[p].input_count == 2 &&
+      strcmp(graph->nodes[p].op_type, "MatMul") != 0) {
+    KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, -1));
+  }
+  return kiln_graph_node_append_input(graph, p, value);
+}
+
 static int32_t kiln_sole_reader(const kiln_graph_t* graph, int32_t id) {
   if (graph->values[id].is_output) return -1;
   int32_t reader = -1;
@@ -117,7 +129,7 @@ static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
     if (has_activation || has_residual) return kiln_ok_status();
     if (ov->data && !has_bias && strcmp(node->op_type, "MatMul") == 0 &&
         kiln_is_matrix_bias(&ov->shape, &graph->values[y].shape)) {
-      KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
+      KILN_RETURN_IF_ERROR(kiln_append_addend(graph, p, other));
       KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.bias",
                                         (int64_t)graph->nodes[p].input_count - 1));
     } else {
@@ -126,7 +138,7 @@ static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
           (!ov->data && ov->producer >= p && !ov->is_input)) {
         return kiln_ok_status();
       }
-      KILN_RETURN_IF_ERROR(kiln_graph_node_append_input(graph, p, other));
+      KILN_RETURN_IF_ERROR(kiln_append_addend(graph, p, other));
       KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual",
                                         (int64_t)graph->nodes[p].input_count - 1));
       KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual_first", 1));

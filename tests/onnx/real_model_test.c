@@ -119,6 +119,23 @@ KILN_TEST(OnnxRealModelTest, SmallAddedModels) {
   }
 }
 
+// Copies rewritten to opsets 18, 20 and 21 by scripts/make_opset_models.py
+// (Reduce* axes as inputs), against the opset-13..17 originals' reference
+// (the CNN only at 18: it has no op whose form changed, and takes 14 s).
+KILN_TEST(OnnxRealModelTest, UpgradedToOpsets18To21) {
+  static const char* const kNames[] = {
+      "mobilenet_v2_opset18",        "transformer_encoder_opset18", "transformer_encoder_opset20",
+      "transformer_encoder_opset21", "mlp_softmax_opset18",         "mlp_softmax_opset20",
+      "mlp_softmax_opset21",         "swin_small_opset18",          "swin_small_opset20",
+      "swin_small_opset21"};
+  for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
+    size_t folded = 0;
+    kiln_check_model(kNames[i],
+                     strncmp(kNames[i], "transformer_encoder", 19) == 0 ? "input:2x10x64" : NULL,
+                     &folded);
+  }
+}
+
 // Text models taking int64 token ids through the reference executor.
 KILN_TEST(OnnxRealModelTest, TextModelsWithTokenIds) {
   static const char* const kNames[] = {"text_classifier", "tiny_bert"};

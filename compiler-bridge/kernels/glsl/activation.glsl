@@ -78,7 +78,13 @@ float kiln_activate(uint code, float x, float alpha, float beta) {
     case KILN_ACT_HARD_SWISH: return x * kiln_clamp(x / 6.0 + 0.5, 0.0, 1.0);
     // tanh() of large |x| overflows exp on some drivers: clamp first.
     case KILN_ACT_TANH: return tanh(kiln_clamp(x, -15.0, 15.0));
-    case KILN_ACT_GELU: return 0.5 * x * (1.0 + kiln_erf(x * 0.70710678118654752));
+    // alpha != 0: the tanh approximation (Gelu-20 approximate='tanh', what
+    // torch's dynamo exporter writes for GELU(approximate='tanh')).
+    case KILN_ACT_GELU:
+      return alpha != 0.0
+                 ? 0.5 * x * (1.0 + tanh(kiln_clamp(0.79788456080286536 * (x + 0.044715 * x * x * x),
+                                                  -15.0, 15.0)))
+                 : 0.5 * x * (1.0 + kiln_erf(x * 0.70710678118654752));
     case KILN_ACT_ERF: return kiln_erf(x);
     case KILN_ACT_ELU: return x < 0.0 ? alpha * (exp(x) - 1.0) : x;
     // log(1 + exp(x)) loses everything for large x; it is x there.

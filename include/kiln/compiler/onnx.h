@@ -18,8 +18,10 @@ extern "C" {
 // first opset). Ops whose old forms differ carry their own minimum (Clip,
 // Pad, Resize 11; Slice 10; BatchNormalization 9; Dropout 7; Reshape 5;
 // Split 2), and old broadcast/consumed_inputs attributes are refused.
+// Opsets 18-22 are accepted with each op's changes in those versions
+// (docs/onnx.md lists them and what is refused).
 #define KILN_ONNX_MIN_OPSET 1
-#define KILN_ONNX_MAX_OPSET 17
+#define KILN_ONNX_MAX_OPSET 22
 
 // One --input-shape=NAME:1x3x224x224 override for an input's dynamic dims.
 typedef struct kiln_onnx_input_shape_t {
