@@ -164,6 +164,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
     status = kiln_emit_lower_node(&program, (int32_t)n);
   }
   if (!status) status = kiln_onnx_compile_passthrough(&program);
+  if (!status) status = kiln_emit_program_schedule(&program);
   // Scratch of multi-pass lowerings lives past the planned values.
   if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);
   size_t before = out->size;
