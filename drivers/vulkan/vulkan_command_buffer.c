@@ -82,6 +82,12 @@ typedef struct kiln_vk_command_buffer_t {
   bool translated;
   bool staged;
   kiln_vk_slot_staging_t staging;
+  // The bindings that name a slot (indices into `bindings`; the top bit
+  // set when the kernel writes it), listed once per recording so a
+  // submit's work does not grow with the number of dispatches.
+  uint32_t* slot_refs;
+  size_t slot_ref_count, slot_ref_capacity;
+  bool slot_refs_listed;
   kiln_hal_binding_table_entry_t* bound_table;  // buffers retained
   uint32_t bound_table_count;
   uint64_t last_submit_value;
@@ -186,6 +192,8 @@ static void clear_recording(kiln_vk_command_buffer_t* cb) {
   release_bound_table(cb);
   kiln_vk_slot_staging_reset(&cb->staging);
   cb->translated = cb->staged = false;
+  cb->slot_ref_count = 0;
+  cb->slot_refs_listed = false;
 }
 
 static kiln_status_t wait_pending(kiln_vk_command_buffer_t* cb) {
@@ -712,6 +720,38 @@ static bool table_matches(const kiln_vk_command_buffer_t* cb,
   return true;
 }
 
+// Lists the slot bindings of the recording (once).
+static kiln_status_t list_slot_refs(kiln_vk_command_buffer_t* cb) {
+  if (cb->slot_refs_listed) return kiln_ok_status();
+  cb->slot_ref_count = 0;
+  for (size_t c = 0; c < cb->command_count; ++c) {
+    const cmd_t* command = &cb->commands[c];
+    if (command->type != CMD_DISPATCH) continue;
+    const kiln_hal_entry_point_spec_t* spec = kiln_hal_executable_entry_point(
+        &command->dispatch.executable->base, command->dispatch.entry_point);
+    for (uint32_t b = 0; b < command->dispatch.binding_count; ++b) {
+      size_t index = command->dispatch.binding_start + b;
+      const kiln_hal_binding_t* binding = &cb->bindings[index];
+      if (binding->buffer) continue;
+      if (index >= 0x80000000u) {
+        return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "too many bindings");
+      }
+      uint32_t ref = (uint32_t)index;
+      for (uint32_t l = 0; l < spec->binding_count; ++l) {
+        if (spec->bindings[l].set == binding->set &&
+            spec->bindings[l].binding == binding->binding && !spec->bindings[l].read_only) {
+          ref |= 0x80000000u;
+        }
+      }
+      KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->slot_refs, &cb->slot_ref_capacity,
+                                cb->slot_ref_count + 1, sizeof(*cb->slot_refs)));
+      cb->slot_refs[cb->slot_ref_count++] = ref;
+    }
+  }
+  cb->slot_refs_listed = true;
+  return kiln_ok_status();
+}
+
 // Checks every slot binding against the caller's `table` (the errors a
 // direct translation would give) and fills each slot's bound range and
 // the entries' lengths.
@@ -719,6 +759,7 @@ static kiln_status_t check_slot_bindings(kiln_vk_command_buffer_t* cb,
                                          const kiln_hal_binding_table_t* table,
                                          uint64_t* lengths,
                                          kiln_vk_slot_range_t* ranges) {
+  KILN_RETURN_IF_ERROR(list_slot_refs(cb));
   uint32_t slots = cb->base.slot_count;
   for (uint32_t i = 0; i < slots; ++i) {
     const kiln_hal_binding_table_entry_t* entry = &table->entries[i];
@@ -727,29 +768,16 @@ static kiln_status_t check_slot_bindings(kiln_vk_command_buffer_t* cb,
         &lengths[i]));
     ranges[i] = (kiln_vk_slot_range_t){UINT64_MAX, 0, false};
   }
-  for (size_t c = 0; c < cb->command_count; ++c) {
-    const cmd_t* command = &cb->commands[c];
-    if (command->type != CMD_DISPATCH) continue;
-    const kiln_hal_entry_point_spec_t* spec = kiln_hal_executable_entry_point(
-        &command->dispatch.executable->base, command->dispatch.entry_point);
-    const kiln_hal_binding_t* bindings = cb->bindings + command->dispatch.binding_start;
-    for (uint32_t b = 0; b < command->dispatch.binding_count; ++b) {
-      if (bindings[b].buffer) continue;
-      VkDescriptorBufferInfo info;
-      const kiln_hal_buffer_t* buffer = NULL;
-      KILN_RETURN_IF_ERROR(resolve_binding(cb, &bindings[b], table, &info, &buffer));
-      kiln_vk_slot_range_t* range = &ranges[bindings[b].slot];
-      uint64_t begin = info.offset - table->entries[bindings[b].slot].offset;
-      if (begin < range->begin) range->begin = begin;
-      if (begin + info.range > range->end) range->end = begin + info.range;
-      for (uint32_t l = 0; l < spec->binding_count; ++l) {
-        if (spec->bindings[l].set == bindings[b].set &&
-            spec->bindings[l].binding == bindings[b].binding &&
-            !spec->bindings[l].read_only) {
-          range->written = true;
-        }
-      }
-    }
+  for (size_t r = 0; r < cb->slot_ref_count; ++r) {
+    const kiln_hal_binding_t* binding = &cb->bindings[cb->slot_refs[r] & 0x7fffffffu];
+    VkDescriptorBufferInfo info;
+    const kiln_hal_buffer_t* buffer = NULL;
+    KILN_RETURN_IF_ERROR(resolve_binding(cb, binding, table, &info, &buffer));
+    kiln_vk_slot_range_t* range = &ranges[binding->slot];
+    uint64_t begin = info.offset - table->entries[binding->slot].offset;
+    if (begin < range->begin) range->begin = begin;
+    if (begin + info.range > range->end) range->end = begin + info.range;
+    if (cb->slot_refs[r] & 0x80000000u) range->written = true;
   }
   return kiln_ok_status();
 }
@@ -890,6 +918,7 @@ static void cb_destroy(kiln_hal_command_buffer_t* base) {
   kiln_allocator_free(allocator, cb->bound_table);
   kiln_allocator_free(allocator, cb->views);
   kiln_vk_slot_staging_deinit(&cb->staging, allocator);
+  kiln_allocator_free(allocator, cb->slot_refs);
   kiln_allocator_free(device->base.allocator, cb);
   kiln_hal_device_release(&device->base);
 }

@@ -231,6 +231,10 @@ typedef struct kiln_run_hook_state_t {
   bool trace;       // --trace_execution
   bool statistics;  // --print_statistics: sum GPU time of submissions
   double gpu_ns;    // GPU time of the current call's dispatches
+  // Command buffers the current call submitted (retained): their
+  // timestamps are read after the call, outside its timed wall time.
+  kiln_vm_ref_object_t* submitted[8];
+  size_t submitted_count;
   size_t executable_count;
   const void* executable_refs[64];
   char executable_names[64][48];
@@ -322,7 +326,10 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
   kiln_run_hook_state_t* hook = user_data;
   if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
     if (strcmp(export_name, "device.submit_and_wait") == 0) {
-      kiln_run_add_gpu_time(hook, args[1].ref);
+      if (hook->submitted_count < 8) {
+        kiln_vm_ref_retain(args[1].ref);
+        hook->submitted[hook->submitted_count++] = args[1].ref;
+      }
     } else if (strcmp(export_name, "command_buffer.dispatch") == 0) {
       kiln_run_note_dispatch(hook, args);
     } else if (strcmp(export_name, "executable.lookup") == 0) {
@@ -544,6 +551,11 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
                                  run->results, run->signature->result_count);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
+    for (size_t i = 0; i < run->hook.submitted_count; ++i) {
+      kiln_run_add_gpu_time(&run->hook, run->hook.submitted[i]);
+      kiln_vm_ref_release(run->hook.submitted[i]);
+    }
+    run->hook.submitted_count = 0;
     gpu_ns[c] = run->hook.gpu_ns;
   }
   // Printed once the call succeeded, so a trap is reported as one line.
