@@ -513,8 +513,9 @@ static kiln_status_t prepare_query_pool(kiln_vk_command_buffer_t* cb) {
   if (!(cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
     return kiln_ok_status();
   }
-  uint32_t needed = 2 * cb->base.dispatch_count;
-  if (needed == 0 || needed <= cb->query_capacity) return kiln_ok_status();
+  // Two per dispatch, then two around the whole recording.
+  uint32_t needed = 2 * cb->base.dispatch_count + 2;
+  if (needed <= cb->query_capacity) return kiln_ok_status();
   kiln_vk_device_t* device = cb_device(cb);
   if (cb->query_pool) {
     device->vk.vkDestroyQueryPool(device->device, cb->query_pool, NULL);
@@ -638,10 +639,12 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
   };
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
       vk->vkBeginCommandBuffer(cb->handle, &begin), "vkBeginCommandBuffer"));
-  if ((cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS) &&
-      cb->base.dispatch_count) {
-    vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0,
-                            2 * cb->base.dispatch_count);
+  const bool timestamps = cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+  const uint32_t total_query = 2 * cb->base.dispatch_count;
+  if (timestamps) {
+    vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0, total_query + 2);
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                            cb->query_pool, total_query);
   }
   VkPipeline bound = VK_NULL_HANDLE;
   uint32_t dispatch_index = 0;
@@ -689,6 +692,10 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
         status = record_dispatch(cb, command, table, &bound, dispatch_index++);
         break;
     }
+  }
+  if (timestamps) {
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                            cb->query_pool, total_query + 1);
   }
   VkResult end_result = vk->vkEndCommandBuffer(cb->handle);
   KILN_RETURN_IF_ERROR(status);
