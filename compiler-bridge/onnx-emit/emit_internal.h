@@ -55,6 +55,10 @@ typedef struct kiln_emit_dispatch_t {
   uint32_t binding_count;
   kiln_emit_range_t bindings[KILN_KERNEL_MAX_BINDINGS];
   uint32_t written_mask;  // bit per binding the kernel writes
+  // Nonzero: dispatches of one group write disjoint elements of their
+  // ranges and read nothing the others write (a Concat's pieces), so no
+  // hazard orders them among themselves.
+  uint32_t disjoint_group;
   uint32_t grids[KILN_ONNX_COMPILE_MAX_TARGETS][3];
   bool barrier_before;  // set by kiln_emit_program_schedule
 } kiln_emit_dispatch_t;
@@ -83,6 +87,9 @@ typedef struct kiln_emit_program_t {
   uint64_t scratch_bytes;
   // Barriers between dispatches, from kiln_emit_program_schedule.
   size_t barrier_count;
+  // Copied into each dispatch added (see kiln_emit_dispatch_t); lowerings
+  // set it around dispatches that write disjoint parts of one output.
+  uint32_t disjoint_group;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,

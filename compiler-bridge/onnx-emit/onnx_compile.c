@@ -201,7 +201,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;
   KILN_RETURN_IF_ERROR(
-      kiln_graph_memory_plan_build(graph, KILN_EMIT_ALIGNMENT, allocator, &plan));
+      kiln_graph_memory_plan_build_by_level(graph, KILN_EMIT_ALIGNMENT, allocator, &plan));
   if (options->memory_plan_stream) {
     kiln_graph_memory_plan_print(graph, &plan, options->memory_plan_stream);
   }

@@ -278,6 +278,7 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
     KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&exe->configs[t], desc, dispatch->grids[t]));
   }
   dispatch->written_mask = desc->written_mask;
+  dispatch->disjoint_group = program->disjoint_group;
   ++program->dispatch_count;
   return kiln_ok_status();
 }

@@ -15,6 +15,7 @@ typedef struct kiln_emit_access_t {
   kiln_emit_range_t range;
   bool write;
   uint32_t level;
+  uint32_t group;  // the dispatch's disjoint group (0: none)
 } kiln_emit_access_t;
 
 static bool kiln_emit_same_buffer(const kiln_emit_range_t* a, const kiln_emit_range_t* b) {
@@ -36,7 +37,8 @@ static bool kiln_emit_covers(const kiln_emit_range_t* outer, const kiln_emit_ran
 
 // The accesses still able to order a later dispatch: one covered by a later
 // write is dropped (anything that conflicts with it conflicts with that
-// write, at a level at least as high). Weights are never written, so their
+// write, at a level at least as high; a write of the same disjoint group
+// at a lower level does not drop it). Weights are never written, so their
 // reads order nothing and are not kept.
 static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* levels,
                                       uint32_t* out_max_level) {
@@ -55,7 +57,8 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
         break;
       }
       for (size_t a = 0; a < live_count; ++a) {
-        if ((writes || live[a].write) && live[a].level + 1 > level &&
+        bool same_group = d->disjoint_group && live[a].group == d->disjoint_group;
+        if ((writes || live[a].write) && !same_group && live[a].level + 1 > level &&
             kiln_emit_overlap(&d->bindings[b], &live[a].range)) {
           level = live[a].level + 1;
         }
@@ -69,7 +72,9 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
       if (writes) {
         size_t kept = 0;
         for (size_t a = 0; a < live_count; ++a) {
-          if (!kiln_emit_covers(&d->bindings[b], &live[a].range)) live[kept++] = live[a];
+          if (live[a].level > level || !kiln_emit_covers(&d->bindings[b], &live[a].range)) {
+            live[kept++] = live[a];
+          }
         }
         live_count = kept;
       }
@@ -80,7 +85,8 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
         if (status) break;
         live_capacity = capacity;
       }
-      live[live_count++] = (kiln_emit_access_t){d->bindings[b], writes, level};
+      live[live_count++] = (kiln_emit_access_t){d->bindings[b], writes, level,
+                                                d->disjoint_group};
     }
   }
   kiln_allocator_free(allocator, live);
