@@ -248,9 +248,9 @@ static void kiln_sched_check_calls(kiln_graph_t* g, const kiln_sched_module_t* m
 }
 
 // Levels: the three 1x1 convs on x and the pool; the 3x3, 5x5 and the
-// pool's 1x1; the concat's copies. Two barriers, where the lowering's
-// order with a barrier at each hazard needs one per dependent pair met
-// in order (a tower's second conv right after its first).
+// pool's 1x1 (and the first tower's concat copy); the other concat copies.
+// Two barriers; barriers at each hazard in the lowering's order, with the
+// memory plan reusing ranges in node order, took 6.
 KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
   kiln_graph_t g;
   kiln_sched_inception(&g);
@@ -267,7 +267,8 @@ KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
 }
 
 // Heads: every head's first MatMul, its Softmax, its second MatMul, the
-// concat: each stage of all four heads at one level, three barriers.
+// concat: each stage of all four heads at one level, three barriers (12
+// before levels, the level-based memory plan and disjoint concat pieces).
 KILN_TEST(OnnxScheduleTest, AttentionHeadsRunSideBySide) {
   kiln_graph_t g;
   kiln_sched_heads(&g);
