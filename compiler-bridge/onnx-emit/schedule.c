@@ -37,25 +37,31 @@ static bool kiln_emit_covers(const kiln_emit_range_t* outer, const kiln_emit_ran
 
 // The accesses still able to order a later dispatch: one covered by a later
 // write is dropped (anything that conflicts with it conflicts with that
-// write, at a level at least as high; a write of the same disjoint group
-// at a lower level does not drop it). Weights are never written, so their
-// reads order nothing and are not kept.
+// write, at a level at least as high). A write of a disjoint group drops
+// nothing: the group's other dispatches do not see it. Reads of the
+// weights order nothing unless some dispatch writes them, and are then
+// not kept.
 static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* levels,
                                       uint32_t* out_max_level) {
   kiln_allocator_t allocator = program->allocator;
   kiln_emit_access_t* live = NULL;
   size_t live_count = 0, live_capacity = 0;
   uint32_t max_level = 0;
+  bool weights_written = false;
+  for (size_t k = 0; k < program->dispatch_count; ++k) {
+    const kiln_emit_dispatch_t* d = &program->dispatches[k];
+    for (uint32_t b = 0; b < d->binding_count; ++b) {
+      if (((d->written_mask >> b) & 1) && d->bindings[b].space == KILN_EMIT_SPACE_WEIGHTS) {
+        weights_written = true;
+      }
+    }
+  }
   kiln_status_t status = kiln_ok_status();
   for (size_t k = 0; k < program->dispatch_count && !status; ++k) {
     const kiln_emit_dispatch_t* d = &program->dispatches[k];
     uint32_t level = 0;
     for (uint32_t b = 0; b < d->binding_count; ++b) {
       bool writes = (d->written_mask >> b) & 1;
-      if (writes && d->bindings[b].space == KILN_EMIT_SPACE_WEIGHTS) {
-        status = kiln_make_status(KILN_STATUS_INTERNAL, "dispatch %zu writes the weights", k);
-        break;
-      }
       for (size_t a = 0; a < live_count; ++a) {
         bool same_group = d->disjoint_group && live[a].group == d->disjoint_group;
         if ((writes || live[a].write) && !same_group && live[a].level + 1 > level &&
@@ -68,11 +74,11 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
     if (level > max_level) max_level = level;
     for (uint32_t b = 0; b < d->binding_count && !status; ++b) {
       bool writes = (d->written_mask >> b) & 1;
-      if (d->bindings[b].space == KILN_EMIT_SPACE_WEIGHTS) continue;
-      if (writes) {
+      if (d->bindings[b].space == KILN_EMIT_SPACE_WEIGHTS && !weights_written) continue;
+      if (writes && !d->disjoint_group) {
         size_t kept = 0;
         for (size_t a = 0; a < live_count; ++a) {
-          if (live[a].level > level || !kiln_emit_covers(&d->bindings[b], &live[a].range)) {
+          if (!kiln_emit_covers(&d->bindings[b], &live[a].range)) {
             live[kept++] = live[a];
           }
         }

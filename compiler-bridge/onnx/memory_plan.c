@@ -18,6 +18,7 @@ void kiln_graph_memory_plan_deinit(kiln_graph_memory_plan_t* plan) {
   if (plan->sizes) kiln_allocator_free(plan->allocator, plan->sizes);
   if (plan->first_use) kiln_allocator_free(plan->allocator, plan->first_use);
   if (plan->last_use) kiln_allocator_free(plan->allocator, plan->last_use);
+  if (plan->node_levels) kiln_allocator_free(plan->allocator, plan->node_levels);
   memset(plan, 0, sizeof(*plan));
 }
 
@@ -40,7 +41,10 @@ static kiln_status_t kiln_plan_levels(const kiln_graph_t* graph, kiln_allocator_
       kiln_allocator_calloc_array(allocator, n, sizeof(int32_t), (void**)&levels));
   for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
     const kiln_graph_node_t* node = &graph->nodes[node_index];
-    if (node->removed) continue;
+    if (node->removed) {
+      levels[node_index] = -1;
+      continue;
+    }
     int32_t level = 0;
     for (size_t i = 0; i < node->input_count; ++i) {
       int32_t id = node->inputs[i];
@@ -127,7 +131,10 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
       if (id >= 0 && time > plan.last_use[id]) plan.last_use[id] = time;
     }
   }
-  kiln_allocator_free(allocator, levels);
+  plan.node_levels = levels;
+  for (size_t i = 0; levels && i < graph->node_count; ++i) {
+    if (levels[i] > plan.max_level) plan.max_level = levels[i];
+  }
   // Values in definition order; each goes at the lowest offset free of every
   // already placed value whose lifetime intersects its own.
   for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {

@@ -23,6 +23,8 @@ typedef struct kiln_graph_memory_plan_t {
   int32_t* first_use; // node index (or level) that defines the value
   int32_t* last_use;  // last node index (or highest level) that reads it
   bool by_level;      // lifetimes in dependency levels, not node indices
+  int32_t* node_levels;  // by_level: per node, its level (-1: removed)
+  int32_t max_level;     // by_level: the highest node level
   size_t planned_count;
   size_t peak_bytes;   // size of the transient buffer
   size_t total_bytes;  // sum of all planned intermediates (aligned)
@@ -37,7 +39,8 @@ kiln_status_t kiln_graph_memory_plan_build(const kiln_graph_t* graph,
 // one more than the highest level among its inputs' producers): values of
 // independent branches at the same level never share memory, so their
 // nodes can run without barriers between them. Valid only when nodes run
-// level by level (the GPU emitter's order), not in node order.
+// level by level (node_levels; the GPU emitter lowers them in that order),
+// not in node order.
 kiln_status_t kiln_graph_memory_plan_build_by_level(const kiln_graph_t* graph,
                                                     size_t alignment,
                                                     kiln_allocator_t allocator,
