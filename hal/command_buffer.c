@@ -385,3 +385,14 @@ kiln_status_t kiln_hal_command_buffer_dispatch_time_ns(
   }
   return CB_VTABLE(cb)->dispatch_time_ns(cb, dispatch_index, out_ns);
 }
+
+kiln_status_t kiln_hal_command_buffer_total_time_ns(kiln_hal_command_buffer_t* cb,
+                                                    double* out_ns) {
+  *out_ns = 0;
+  if (!(cb->flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "total_time_ns: command buffer was created "
+                            "without KILN_HAL_COMMAND_BUFFER_TIMESTAMPS");
+  }
+  return CB_VTABLE(cb)->dispatch_time_ns(cb, cb->dispatch_count, out_ns);
+}

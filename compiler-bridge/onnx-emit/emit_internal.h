@@ -57,8 +57,13 @@ typedef struct kiln_emit_dispatch_t {
   uint32_t push_size;
   uint32_t binding_count;
   kiln_emit_range_t bindings[KILN_KERNEL_MAX_BINDINGS];
+  uint32_t written_mask;  // bit per binding the kernel writes
+  // Nonzero: dispatches of one group write disjoint elements of their
+  // ranges and read nothing the others write (a Concat's pieces), so no
+  // hazard orders them among themselves.
+  uint32_t disjoint_group;
   uint32_t grids[KILN_ONNX_COMPILE_MAX_TARGETS][3];
-  bool barrier_before;
+  bool barrier_before;  // set by kiln_emit_program_schedule
 } kiln_emit_dispatch_t;
 
 typedef struct kiln_emit_program_t {
@@ -83,12 +88,14 @@ typedef struct kiln_emit_program_t {
   // Scratch of multi-pass lowerings, placed past the plan's transient
   // values (kiln_emit_scratch); the transient buffer grows by this much.
   uint64_t scratch_bytes;
-  // Ranges read and written since the last barrier (hazard tracking).
-  kiln_emit_range_t* pending;
-  size_t pending_count, pending_capacity;
   // The node being lowered (NULL outside kiln_emit_lower_node): messages
   // about its dispatches name it.
   const kiln_graph_node_t* node;
+  // Barriers between dispatches, from kiln_emit_program_schedule.
+  size_t barrier_count;
+  // Copied into each dispatch added (see kiln_emit_dispatch_t); lowerings
+  // set it around dispatches that write disjoint parts of one output.
+  uint32_t disjoint_group;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
@@ -139,10 +146,13 @@ kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
                                       const kiln_emit_dispatch_desc_t* desc,
                                       uint32_t out_grid[3]);
 
-// Finds or makes the executable, computes every target's grid, and inserts
-// a barrier where a binding overlaps a range used since the last one.
+// Finds or makes the executable and computes every target's grid.
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                                      const kiln_emit_dispatch_desc_t* desc);
+
+// Orders the dispatches by hazard level and places one barrier between
+// levels (schedule.c); run once, after the last dispatch is added.
+kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program);
 
 // Lowers one live node into dispatches; UNIMPLEMENTED names node and op.
 kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,

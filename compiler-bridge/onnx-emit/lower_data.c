@@ -132,20 +132,25 @@ kiln_status_t kiln_lower_concat(const kiln_lower_t* l) {
   kiln_emit_range_t out;
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   int64_t position = 0;
-  for (size_t i = 0; i < l->node->input_count; ++i) {
+  // The pieces write disjoint parts of the output: no barriers between them.
+  l->program->disjoint_group = (uint32_t)(l->node - l->graph->nodes) + 1;
+  kiln_status_t status = kiln_ok_status();
+  for (size_t i = 0; i < l->node->input_count && !status; ++i) {
     const kiln_graph_value_t* x = kiln_lower_in(l, i);
     if (!x) continue;
     if (kiln_lower_count(&x->shape) == 0) continue;
     int64_t in_strides[KILN_GRAPH_MAX_RANK];
     kiln_lower_contiguous(&x->shape, in_strides);
     kiln_emit_range_t in;
-    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, i, &in));
-    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &out, &x->shape, in_strides,
-                                                 out_strides, 0,
-                                                 position * out_strides[axis]));
+    status = kiln_lower_in_range(l, i, &in);
+    if (!status) {
+      status = kiln_lower_strided_copy(l, &in, &out, &x->shape, in_strides, out_strides, 0,
+                                       position * out_strides[axis]);
+    }
     position += x->shape.dims[axis];
   }
-  return kiln_ok_status();
+  l->program->disjoint_group = 0;
+  return status;
 }
 
 kiln_status_t kiln_lower_slice(const kiln_lower_t* l) {

@@ -177,13 +177,19 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
     }
   }
   kiln_status_t status = kiln_ok_status();
-  for (size_t n = 0; n < graph->node_count && !status; ++n) {
-    kiln_onnx_compile_report(options, "lower", n, graph->node_count, 0);
-    if (graph->nodes[n].removed) continue;
-    status = kiln_emit_lower_node(&program, (int32_t)n);
+  // Level by level (node order within a level): the order the memory plan's
+  // lifetimes assume, so a range is reused only after its last reader.
+  size_t lowered = 0;
+  for (int32_t level = 0; level <= plan->max_level && !status; ++level) {
+    for (size_t n = 0; n < graph->node_count && !status; ++n) {
+      if (graph->nodes[n].removed || plan->node_levels[n] != level) continue;
+      kiln_onnx_compile_report(options, "lower", lowered++, graph->node_count, 0);
+      status = kiln_emit_lower_node(&program, (int32_t)n);
+    }
   }
   program.node = NULL;  // the output copies belong to no node
   if (!status) status = kiln_onnx_compile_passthrough(&program);
+  if (!status) status = kiln_emit_program_schedule(&program);
   // Scratch of multi-pass lowerings lives past the planned values.
   if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);
   size_t before = out->size;
@@ -220,7 +226,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;
   KILN_RETURN_IF_ERROR(
-      kiln_graph_memory_plan_build(graph, KILN_EMIT_ALIGNMENT, allocator, &plan));
+      kiln_graph_memory_plan_build_by_level(graph, KILN_EMIT_ALIGNMENT, allocator, &plan));
   if (options->memory_plan_stream) {
     kiln_graph_memory_plan_print(graph, &plan, options->memory_plan_stream);
   }

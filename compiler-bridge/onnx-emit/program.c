@@ -1,5 +1,5 @@
-// The emitter's program: tensor placement, executable dedup, per-target
-// grids and barrier placement.
+// The emitter's program: tensor placement, executable dedup and per-target
+// grids (dispatch order and barriers: schedule.c).
 #include <string.h>
 
 #include "emit_internal.h"
@@ -49,7 +49,6 @@ void kiln_emit_program_deinit(kiln_emit_program_t* program) {
   kiln_allocator_free(program->allocator, program->executables);
   kiln_allocator_free(program->allocator, program->dispatches);
   kiln_allocator_free(program->allocator, program->weight_offsets);
-  kiln_allocator_free(program->allocator, program->pending);
   kiln_allocator_free(program->allocator, program->weight_pieces);
   kiln_arena_deinit(&program->weight_copies);
   memset(program, 0, sizeof(*program));
@@ -192,16 +191,6 @@ uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
   return kiln_emit_scratch_base(program) + program->scratch_bytes;
 }
 
-static bool kiln_emit_ranges_overlap(const kiln_emit_range_t* a,
-                                     const kiln_emit_range_t* b) {
-  if (a->space != b->space) return false;
-  if ((a->space == KILN_EMIT_SPACE_INPUT || a->space == KILN_EMIT_SPACE_OUTPUT) &&
-      a->index != b->index) {
-    return false;
-  }
-  return a->offset < b->offset + b->length && b->offset < a->offset + a->length;
-}
-
 // Executables are shared by every dispatch of one kernel with the same op
 // spec constants (spec constants are per executable variant).
 static kiln_status_t kiln_emit_find_executable(
@@ -309,33 +298,8 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
   for (size_t t = 0; t < program->target_count; ++t) {
     KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&exe->configs[t], desc, dispatch->grids[t]));
   }
-  // A barrier when any binding overlaps what was used since the last one
-  // (read-after-write, write-after-read and write-after-write alike, since
-  // the memory plan reuses transient ranges).
-  bool barrier = false;
-  for (uint32_t b = 0; b < desc->binding_count && !barrier; ++b) {
-    bool writes = (desc->written_mask >> b) & 1;
-    for (size_t p = 0; p < program->pending_count; ++p) {
-      const kiln_emit_range_t* used = &program->pending[p];
-      bool used_write = used->index & 0x80000000u;
-      kiln_emit_range_t plain = *used;
-      plain.index &= 0x7fffffffu;
-      if ((writes || used_write) && kiln_emit_ranges_overlap(&desc->bindings[b], &plain)) {
-        barrier = true;
-        break;
-      }
-    }
-  }
-  if (barrier) program->pending_count = 0;
-  dispatch->barrier_before = barrier;
-  for (uint32_t b = 0; b < desc->binding_count; ++b) {
-    KILN_RETURN_IF_ERROR(kiln_emit_grow(
-        program->allocator, (void**)&program->pending, program->pending_count,
-        &program->pending_capacity, sizeof(kiln_emit_range_t)));
-    kiln_emit_range_t used = desc->bindings[b];
-    if ((desc->written_mask >> b) & 1) used.index |= 0x80000000u;
-    program->pending[program->pending_count++] = used;
-  }
+  dispatch->written_mask = desc->written_mask;
+  dispatch->disjoint_group = program->disjoint_group;
   ++program->dispatch_count;
   return kiln_ok_status();
 }

@@ -18,6 +18,7 @@ void kiln_graph_memory_plan_deinit(kiln_graph_memory_plan_t* plan) {
   if (plan->sizes) kiln_allocator_free(plan->allocator, plan->sizes);
   if (plan->first_use) kiln_allocator_free(plan->allocator, plan->first_use);
   if (plan->last_use) kiln_allocator_free(plan->allocator, plan->last_use);
+  if (plan->node_levels) kiln_allocator_free(plan->allocator, plan->node_levels);
   memset(plan, 0, sizeof(*plan));
 }
 
@@ -30,10 +31,56 @@ static bool kiln_plan_overlaps(const kiln_graph_memory_plan_t* plan, size_t a,
   return time && space && plan->sizes[a] && plan->sizes[b];
 }
 
+// Each live node's dependency level (0 when it reads only inputs and
+// constants); nodes are in topological order.
+static kiln_status_t kiln_plan_levels(const kiln_graph_t* graph, kiln_allocator_t allocator,
+                                      int32_t** out_levels) {
+  int32_t* levels = NULL;
+  size_t n = graph->node_count ? graph->node_count : 1;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_calloc_array(allocator, n, sizeof(int32_t), (void**)&levels));
+  for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
+    const kiln_graph_node_t* node = &graph->nodes[node_index];
+    if (node->removed) {
+      levels[node_index] = -1;
+      continue;
+    }
+    int32_t level = 0;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      int32_t id = node->inputs[i];
+      if (id < 0) continue;
+      int32_t producer = graph->values[id].producer;
+      if (producer >= 0 && (size_t)producer < node_index && levels[producer] + 1 > level) {
+        level = levels[producer] + 1;
+      }
+    }
+    levels[node_index] = level;
+  }
+  *out_levels = levels;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment,
+                                     kiln_allocator_t allocator, bool by_level,
+                                     kiln_graph_memory_plan_t* out_plan);
+
 kiln_status_t kiln_graph_memory_plan_build(const kiln_graph_t* graph,
                                            size_t alignment,
                                            kiln_allocator_t allocator,
                                            kiln_graph_memory_plan_t* out_plan) {
+  return kiln_plan_build(graph, alignment, allocator, false, out_plan);
+}
+
+kiln_status_t kiln_graph_memory_plan_build_by_level(const kiln_graph_t* graph,
+                                                    size_t alignment,
+                                                    kiln_allocator_t allocator,
+                                                    kiln_graph_memory_plan_t* out_plan) {
+  return kiln_plan_build(graph, alignment, allocator, true, out_plan);
+}
+
+static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment,
+                                     kiln_allocator_t allocator, bool by_level,
+                                     kiln_graph_memory_plan_t* out_plan) {
   memset(out_plan, 0, sizeof(*out_plan));
   if (!kiln_is_power_of_two(alignment)) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
@@ -44,6 +91,7 @@ kiln_status_t kiln_graph_memory_plan_build(const kiln_graph_t* graph,
   plan.allocator = allocator;
   plan.alignment = alignment;
   plan.value_count = graph->value_count;
+  plan.by_level = by_level;
   size_t n = graph->value_count ? graph->value_count : 1;
   kiln_status_t status =
       kiln_allocator_calloc_array(allocator, n, sizeof(size_t), (void**)&plan.offsets);
@@ -59,21 +107,33 @@ kiln_status_t kiln_graph_memory_plan_build(const kiln_graph_t* graph,
     status = kiln_allocator_calloc_array(allocator, n, sizeof(int32_t),
                                          (void**)&plan.last_use);
   }
+  int32_t* levels = NULL;
+  if (kiln_status_is_ok(status) && by_level) {
+    status = kiln_plan_levels(graph, allocator, &levels);
+  }
   if (!kiln_status_is_ok(status)) {
     kiln_graph_memory_plan_deinit(&plan);
     return status;
   }
+  // A value lives from its producer's time to its last reader's.
   for (size_t v = 0; v < graph->value_count; ++v) {
+    int32_t producer = graph->values[v].producer;
     plan.offsets[v] = KILN_GRAPH_NOT_PLANNED;
-    plan.first_use[v] = graph->values[v].producer;
-    plan.last_use[v] = graph->values[v].producer;
+    plan.first_use[v] = levels && producer >= 0 ? levels[producer] : producer;
+    plan.last_use[v] = plan.first_use[v];
   }
   for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
     const kiln_graph_node_t* node = &graph->nodes[node_index];
     if (node->removed) continue;
+    int32_t time = levels ? levels[node_index] : (int32_t)node_index;
     for (size_t i = 0; i < node->input_count; ++i) {
-      if (node->inputs[i] >= 0) plan.last_use[node->inputs[i]] = (int32_t)node_index;
+      int32_t id = node->inputs[i];
+      if (id >= 0 && time > plan.last_use[id]) plan.last_use[id] = time;
     }
+  }
+  plan.node_levels = levels;
+  for (size_t i = 0; levels && i < graph->node_count; ++i) {
+    if (levels[i] > plan.max_level) plan.max_level = levels[i];
   }
   // Values in definition order; each goes at the lowest offset free of every
   // already placed value whose lifetime intersects its own.
@@ -146,7 +206,7 @@ void kiln_graph_memory_plan_print(const kiln_graph_t* graph,
                                   FILE* stream) {
   fprintf(stream, "memory plan (alignment %zu):\n", plan->alignment);
   fprintf(stream, "  %-40s %12s %12s  %s\n", "value", "offset", "bytes",
-          "live nodes");
+          plan->by_level ? "live levels" : "live nodes");
   for (size_t v = 0; v < plan->value_count; ++v) {
     if (plan->offsets[v] == KILN_GRAPH_NOT_PLANNED) continue;
     fprintf(stream, "  %-40s %12zu %12zu  [%d, %d]\n", graph->values[v].name,

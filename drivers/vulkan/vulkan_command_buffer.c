@@ -1,8 +1,10 @@
 // Command buffers. Commands are kept in a compact list and translated into a
-// VkCommandBuffer: at end() when no binding names a slot, otherwise at submit
-// time against the binding table, again only when the table changed. So a
-// program records once and resubmits with new buffers; an unchanged
-// resubmission costs one vkQueueSubmit.
+// VkCommandBuffer: at end() when no binding names a slot, otherwise at the
+// first submit. Slot bindings go through the command buffer's own staging
+// buffers (vulkan_slot_staging.c), so later submits with new table buffers
+// only copy them in and out: the dispatches are translated again only when
+// an entry's length changes (or, for buffers that cannot be copied, when
+// the table changes).
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,8 +77,17 @@ typedef struct kiln_vk_command_buffer_t {
   size_t buffer_count, buffer_capacity;
   kiln_hal_executable_t** executables;
   size_t executable_count, executable_capacity;
-  // What the VkCommandBuffer was last translated with.
+  // What the VkCommandBuffer was last translated with: the staging buffers
+  // (`staged`), or the caller's table itself (bound_table).
   bool translated;
+  bool staged;
+  kiln_vk_slot_staging_t staging;
+  // The bindings that name a slot (indices into `bindings`; the top bit
+  // set when the kernel writes it), listed once per recording so a
+  // submit's work does not grow with the number of dispatches.
+  uint32_t* slot_refs;
+  size_t slot_ref_count, slot_ref_capacity;
+  bool slot_refs_listed;
   kiln_hal_binding_table_entry_t* bound_table;  // buffers retained
   uint32_t bound_table_count;
   uint64_t last_submit_value;
@@ -179,7 +190,10 @@ static void clear_recording(kiln_vk_command_buffer_t* cb) {
   cb->buffer_count = cb->executable_count = 0;
   cb->command_count = cb->binding_count = cb->byte_count = 0;
   release_bound_table(cb);
-  cb->translated = false;
+  kiln_vk_slot_staging_reset(&cb->staging);
+  cb->translated = cb->staged = false;
+  cb->slot_ref_count = 0;
+  cb->slot_refs_listed = false;
 }
 
 static kiln_status_t wait_pending(kiln_vk_command_buffer_t* cb) {
@@ -499,8 +513,9 @@ static kiln_status_t prepare_query_pool(kiln_vk_command_buffer_t* cb) {
   if (!(cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
     return kiln_ok_status();
   }
-  uint32_t needed = 2 * cb->base.dispatch_count;
-  if (needed == 0 || needed <= cb->query_capacity) return kiln_ok_status();
+  // Two per dispatch, then two around the whole recording.
+  uint32_t needed = 2 * cb->base.dispatch_count + 2;
+  if (needed <= cb->query_capacity) return kiln_ok_status();
   kiln_vk_device_t* device = cb_device(cb);
   if (cb->query_pool) {
     device->vk.vkDestroyQueryPool(device->device, cb->query_pool, NULL);
@@ -624,10 +639,12 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
   };
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
       vk->vkBeginCommandBuffer(cb->handle, &begin), "vkBeginCommandBuffer"));
-  if ((cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS) &&
-      cb->base.dispatch_count) {
-    vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0,
-                            2 * cb->base.dispatch_count);
+  const bool timestamps = cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+  const uint32_t total_query = 2 * cb->base.dispatch_count;
+  if (timestamps) {
+    vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0, total_query + 2);
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                            cb->query_pool, total_query);
   }
   VkPipeline bound = VK_NULL_HANDLE;
   uint32_t dispatch_index = 0;
@@ -676,6 +693,10 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
         break;
     }
   }
+  if (timestamps) {
+    vk->vkCmdWriteTimestamp(cb->handle, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                            cb->query_pool, total_query + 1);
+  }
   VkResult end_result = vk->vkEndCommandBuffer(cb->handle);
   KILN_RETURN_IF_ERROR(status);
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(end_result, "vkEndCommandBuffer"));
@@ -706,36 +727,149 @@ static bool table_matches(const kiln_vk_command_buffer_t* cb,
   return true;
 }
 
+// Lists the slot bindings of the recording (once).
+static kiln_status_t list_slot_refs(kiln_vk_command_buffer_t* cb) {
+  if (cb->slot_refs_listed) return kiln_ok_status();
+  cb->slot_ref_count = 0;
+  for (size_t c = 0; c < cb->command_count; ++c) {
+    const cmd_t* command = &cb->commands[c];
+    if (command->type != CMD_DISPATCH) continue;
+    const kiln_hal_entry_point_spec_t* spec = kiln_hal_executable_entry_point(
+        &command->dispatch.executable->base, command->dispatch.entry_point);
+    for (uint32_t b = 0; b < command->dispatch.binding_count; ++b) {
+      size_t index = command->dispatch.binding_start + b;
+      const kiln_hal_binding_t* binding = &cb->bindings[index];
+      if (binding->buffer) continue;
+      if (index >= 0x80000000u) {
+        return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "too many bindings");
+      }
+      uint32_t ref = (uint32_t)index;
+      for (uint32_t l = 0; l < spec->binding_count; ++l) {
+        if (spec->bindings[l].set == binding->set &&
+            spec->bindings[l].binding == binding->binding && !spec->bindings[l].read_only) {
+          ref |= 0x80000000u;
+        }
+      }
+      KILN_RETURN_IF_ERROR(grow(cb, (void**)&cb->slot_refs, &cb->slot_ref_capacity,
+                                cb->slot_ref_count + 1, sizeof(*cb->slot_refs)));
+      cb->slot_refs[cb->slot_ref_count++] = ref;
+    }
+  }
+  cb->slot_refs_listed = true;
+  return kiln_ok_status();
+}
+
+// Checks every slot binding against the caller's `table` (the errors a
+// direct translation would give) and fills each slot's bound range and
+// the entries' lengths.
+static kiln_status_t check_slot_bindings(kiln_vk_command_buffer_t* cb,
+                                         const kiln_hal_binding_table_t* table,
+                                         uint64_t* lengths,
+                                         kiln_vk_slot_range_t* ranges) {
+  KILN_RETURN_IF_ERROR(list_slot_refs(cb));
+  uint32_t slots = cb->base.slot_count;
+  for (uint32_t i = 0; i < slots; ++i) {
+    const kiln_hal_binding_table_entry_t* entry = &table->entries[i];
+    KILN_RETURN_IF_ERROR(kiln_hal_buffer_check_range(
+        entry->buffer, "binding table entry", entry->offset, entry->length,
+        &lengths[i]));
+    ranges[i] = (kiln_vk_slot_range_t){UINT64_MAX, 0, false};
+  }
+  for (size_t r = 0; r < cb->slot_ref_count; ++r) {
+    const kiln_hal_binding_t* binding = &cb->bindings[cb->slot_refs[r] & 0x7fffffffu];
+    VkDescriptorBufferInfo info;
+    const kiln_hal_buffer_t* buffer = NULL;
+    KILN_RETURN_IF_ERROR(resolve_binding(cb, binding, table, &info, &buffer));
+    kiln_vk_slot_range_t* range = &ranges[binding->slot];
+    uint64_t begin = info.offset - table->entries[binding->slot].offset;
+    if (begin < range->begin) range->begin = begin;
+    if (begin + info.range > range->end) range->end = begin + info.range;
+    if (cb->slot_refs[r] & 0x80000000u) range->written = true;
+  }
+  return kiln_ok_status();
+}
+
+// Larger tables bind directly (the hal module passes at most 256).
+enum { kMaxStagedSlots = 256 };
+
+// The staged path: translate against own buffers when their lengths no
+// longer match, record the copies when the caller's table changed.
+static kiln_status_t prepare_staged(kiln_vk_command_buffer_t* cb,
+                                    const kiln_hal_binding_table_t* table) {
+  kiln_vk_slot_staging_t* staging = &cb->staging;
+  uint32_t slots = cb->base.slot_count;
+  if (cb->translated && cb->staged && kiln_vk_slot_staging_io_matches(staging, table)) {
+    return kiln_ok_status();
+  }
+  uint64_t lengths[kMaxStagedSlots];
+  kiln_vk_slot_range_t ranges[kMaxStagedSlots];
+  KILN_RETURN_IF_ERROR(check_slot_bindings(cb, table, lengths, ranges));
+  // Neither the own buffers nor the copies may change under a pending
+  // execution.
+  KILN_RETURN_IF_ERROR(wait_pending(cb));
+  if (!(cb->translated && cb->staged && kiln_vk_slot_staging_fits(staging, lengths, slots))) {
+    release_bound_table(cb);
+    cb->translated = cb->staged = false;
+    KILN_RETURN_IF_ERROR(
+        kiln_vk_slot_staging_allocate(staging, cb->base.device, lengths, slots));
+    kiln_hal_binding_table_t own = {staging->table, slots};
+    KILN_RETURN_IF_ERROR(translate(cb, &own));
+    cb->staged = true;
+  }
+  memcpy(staging->ranges, ranges, slots * sizeof(ranges[0]));
+  return kiln_vk_slot_staging_record_io(staging, cb_device(cb), cb->pool, table);
+}
+
+// The direct path (table buffers that cannot be copied): translate against
+// the caller's table whenever it changed.
+static kiln_status_t prepare_direct(kiln_vk_command_buffer_t* cb,
+                                    const kiln_hal_binding_table_t* table) {
+  uint32_t slots = cb->base.slot_count;
+  if (cb->translated && !cb->staged && table_matches(cb, table, slots)) {
+    return kiln_ok_status();
+  }
+  // Re-recording must not race a pending execution of the old recording.
+  KILN_RETURN_IF_ERROR(wait_pending(cb));
+  kiln_vk_slot_staging_reset(&cb->staging);
+  cb->staged = false;
+  KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(
+      cb->base.device->allocator, slots, sizeof(*cb->bound_table),
+      (void**)&cb->bound_table));
+  kiln_hal_binding_table_entry_t* copy = cb->bound_table;
+  for (uint32_t i = 0; i < slots; ++i) kiln_hal_buffer_retain(table->entries[i].buffer);
+  // The old entries are released after the new ones are retained, so a
+  // buffer in both stays alive.
+  for (uint32_t i = 0; i < cb->bound_table_count; ++i) {
+    kiln_hal_buffer_release(copy[i].buffer);
+  }
+  memcpy(copy, table->entries, slots * sizeof(*copy));
+  cb->bound_table = copy;
+  cb->bound_table_count = slots;
+  return translate(cb, table);
+}
+
 kiln_status_t kiln_vk_command_buffer_prepare_submit(
     kiln_hal_command_buffer_t* base, const kiln_hal_binding_table_t* table,
-    VkCommandBuffer* out_handle) {
+    VkCommandBuffer out_handles[KILN_VK_MAX_HANDLES_PER_COMMAND_BUFFER],
+    uint32_t* out_handle_count) {
   kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
-  *out_handle = VK_NULL_HANDLE;
+  *out_handle_count = 0;
   uint32_t slots = base->slot_count;
-  if (slots && !(cb->translated && table_matches(cb, table, slots))) {
-    // Re-recording must not race a pending execution of the old recording.
-    KILN_RETURN_IF_ERROR(wait_pending(cb));
-    KILN_RETURN_IF_ERROR(kiln_allocator_realloc_array(
-        base->device->allocator, slots, sizeof(*cb->bound_table),
-        (void**)&cb->bound_table));
-    kiln_hal_binding_table_entry_t* copy = cb->bound_table;
-    for (uint32_t i = 0; i < slots; ++i) kiln_hal_buffer_retain(table->entries[i].buffer);
-    // The old entries are released after the new ones are retained, so a
-    // buffer in both stays alive.
-    for (uint32_t i = 0; i < cb->bound_table_count; ++i) {
-      kiln_hal_buffer_release(copy[i].buffer);
-    }
-    memcpy(copy, table->entries, slots * sizeof(*copy));
-    cb->bound_table = copy;
-    cb->bound_table_count = slots;
-    KILN_RETURN_IF_ERROR(translate(cb, table));
+  bool staged = false;
+  if (slots) {
+    staged = slots <= kMaxStagedSlots && kiln_vk_slot_staging_usable(table, slots);
+    KILN_RETURN_IF_ERROR(staged ? prepare_staged(cb, table) : prepare_direct(cb, table));
   }
   if (!cb->translated) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "command buffer has no valid recording (an "
                             "earlier translation failed)");
   }
-  *out_handle = cb->handle;
+  uint32_t count = 0;
+  if (staged) out_handles[count++] = cb->staging.copy_in;
+  out_handles[count++] = cb->handle;
+  if (staged) out_handles[count++] = cb->staging.copy_out;
+  *out_handle_count = count;
   return kiln_ok_status();
 }
 
@@ -790,6 +924,8 @@ static void cb_destroy(kiln_hal_command_buffer_t* base) {
   kiln_allocator_free(allocator, cb->executables);
   kiln_allocator_free(allocator, cb->bound_table);
   kiln_allocator_free(allocator, cb->views);
+  kiln_vk_slot_staging_deinit(&cb->staging, allocator);
+  kiln_allocator_free(allocator, cb->slot_refs);
   kiln_allocator_free(device->base.allocator, cb);
   kiln_hal_device_release(&device->base);
 }

@@ -220,14 +220,58 @@ kiln_status_t kiln_vk_executable_create(kiln_hal_device_t* device,
                                         kiln_target_match_t match,
                                         kiln_hal_executable_t** out);
 
+// ---- slot staging (vulkan_slot_staging.c) ----
+
+// The part of one binding-table slot the dispatches bind (entry-relative),
+// and whether any of them writes it.
+typedef struct kiln_vk_slot_range_t {
+  uint64_t begin, end;
+  bool written;
+} kiln_vk_slot_range_t;
+
+typedef struct kiln_vk_slot_staging_t {
+  uint32_t slot_count;
+  kiln_hal_binding_table_entry_t* table;  // own buffers {buffer, 0, length}
+  kiln_vk_slot_range_t* ranges;           // per slot
+  VkCommandBuffer copy_in, copy_out;      // from the command buffer's pool
+  kiln_hal_binding_table_entry_t* io_table;  // the caller's, buffers retained
+  uint32_t io_count;
+  bool io_recorded;
+} kiln_vk_slot_staging_t;
+
+// True when every entry's buffer allows transfers (else bind directly).
+bool kiln_vk_slot_staging_usable(const kiln_hal_binding_table_t* table, uint32_t slots);
+// True when the own buffers have exactly `lengths`.
+bool kiln_vk_slot_staging_fits(const kiln_vk_slot_staging_t* staging,
+                               const uint64_t* lengths, uint32_t slots);
+// (Re)allocates one device-local buffer per slot; callers waited for the GPU.
+kiln_status_t kiln_vk_slot_staging_allocate(kiln_vk_slot_staging_t* staging,
+                                            kiln_hal_device_t* device,
+                                            const uint64_t* lengths, uint32_t slots);
+// True when the copies were recorded for exactly this table.
+bool kiln_vk_slot_staging_io_matches(const kiln_vk_slot_staging_t* staging,
+                                     const kiln_hal_binding_table_t* table);
+// Records the copy-in and copy-out command buffers for `table` (ranges
+// filled first); callers waited for the GPU.
+kiln_status_t kiln_vk_slot_staging_record_io(kiln_vk_slot_staging_t* staging,
+                                             kiln_vk_device_t* device, VkCommandPool pool,
+                                             const kiln_hal_binding_table_t* table);
+void kiln_vk_slot_staging_release_table(kiln_vk_slot_staging_t* staging);
+void kiln_vk_slot_staging_reset(kiln_vk_slot_staging_t* staging);
+void kiln_vk_slot_staging_deinit(kiln_vk_slot_staging_t* staging, kiln_allocator_t allocator);
+
 kiln_status_t kiln_vk_command_buffer_create(
     kiln_hal_device_t* device, kiln_hal_command_buffer_flags_t flags,
     kiln_hal_command_buffer_t** out);
-// Brings the Vulkan command buffer up to date with `table` (re-recording
-// when slot bindings changed) and returns the handle to submit.
+// Brings the Vulkan command buffer up to date with `table` and returns the
+// handles to submit in order (1, or 3 with slot staging: copy-in, the
+// recording, copy-out).
+#define KILN_VK_MAX_HANDLES_PER_COMMAND_BUFFER 3
 kiln_status_t kiln_vk_command_buffer_prepare_submit(
     kiln_hal_command_buffer_t* command_buffer,
-    const kiln_hal_binding_table_t* table, VkCommandBuffer* out_handle);
+    const kiln_hal_binding_table_t* table,
+    VkCommandBuffer out_handles[KILN_VK_MAX_HANDLES_PER_COMMAND_BUFFER],
+    uint32_t* out_handle_count);
 void kiln_vk_command_buffer_mark_submitted(
     kiln_hal_command_buffer_t* command_buffer, uint64_t submit_value);
 

@@ -1,5 +1,5 @@
-// Queue submission: waits, command buffers (re-recorded first if their slot
-// bindings changed), signals, the device's own submit timeline, a fence.
+// Queue submission: waits, command buffers (each brought up to date with its
+// binding table: 1 handle, or 3 with the slot copies), signals, the device's own submit timeline, a fence.
 // Devices without timeline semaphores go through vulkan_host_timeline.c.
 #include <string.h>
 
@@ -71,7 +71,7 @@ kiln_status_t kiln_vk_submit(kiln_vk_device_t* device,
                              uint64_t* out_value) {
   *out_value = 0;
   if (wait_count > kMaxSubmitItems || signal_count + 1 > kMaxSubmitItems ||
-      command_buffer_count > kMaxSubmitItems) {
+      command_buffer_count > kMaxSubmitItems * KILN_VK_MAX_HANDLES_PER_COMMAND_BUFFER) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "submit: more than %d waits, signals or command "
                             "buffers",
@@ -95,15 +95,18 @@ kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
                             "submit: more than %d command buffers",
                             kMaxSubmitItems);
   }
-  VkCommandBuffer handles[kMaxSubmitItems];
+  VkCommandBuffer handles[kMaxSubmitItems * KILN_VK_MAX_HANDLES_PER_COMMAND_BUFFER];
+  uint32_t handle_count = 0;
   static const kiln_hal_binding_table_t kEmptyTable = {NULL, 0};
   for (uint32_t i = 0; i < batch->command_buffer_count; ++i) {
+    uint32_t count = 0;
     KILN_RETURN_IF_ERROR_ANNOTATE(
         kiln_vk_command_buffer_prepare_submit(
             batch->command_buffers[i],
             batch->binding_tables ? &batch->binding_tables[i] : &kEmptyTable,
-            &handles[i]),
+            handles + handle_count, &count),
         "submit: command buffer %u", i);
+    handle_count += count;
   }
   VkFence fence = VK_NULL_HANDLE;
   if (batch->fence) {
@@ -116,7 +119,7 @@ kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
   }
   uint64_t value = 0;
   KILN_RETURN_IF_ERROR(kiln_vk_submit(device, batch->waits, batch->wait_count,
-                                      handles, batch->command_buffer_count,
+                                      handles, handle_count,
                                       batch->signals, batch->signal_count,
                                       fence, &value));
   for (uint32_t i = 0; i < batch->command_buffer_count; ++i) {

@@ -1,6 +1,7 @@
 // Reusable command buffers: record once with slot bindings, submit many
-// times with different binding tables; each submission computes on the
-// buffers its table names (reference: the same arithmetic in C).
+// times with different binding tables (new buffers, new lengths, buffers
+// bound directly); each submission computes on the buffers its table names
+// (reference: the same arithmetic in C).
 #include <string.h>
 
 #include "test_device.h"
@@ -190,5 +191,114 @@ KILN_TEST(CommandBufferTest, ImmutableBuffersBindReadOnly) {
   kiln_hal_executable_release(executable);
   kiln_hal_buffer_release(constant);
   kiln_hal_buffer_release(output);
+  kiln_test_device_release(device);
+}
+
+// Slot bindings go through the command buffer's own buffers: a new output
+// buffer each submit (as a compiled model's call allocates), entries of a
+// new length (a shape change: translated again), and what the dispatch does
+// not write keeps the caller's contents.
+KILN_TEST(CommandBufferTest, NewBuffersEverySubmitAndNewLengths) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  kiln_hal_buffer_t* input = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                              KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t bindings[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), bindings, 2};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  for (int call = 0; call < 4; ++call) {
+    fill_input(device, input, (float)(call * 100));
+    kiln_hal_buffer_t* output = kiln_test_buffer(
+        device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+    kiln_hal_binding_table_entry_t entries[] = {
+        {input, 0, KILN_HAL_WHOLE_BUFFER}, {output, 0, KILN_HAL_WHOLE_BUFFER}};
+    kiln_hal_binding_table_t table = {entries, 2};
+    KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table));
+    expect_output(device, output, (float)(call * 100));
+    kiln_hal_buffer_release(output);  // the command buffer may still hold it
+  }
+  // Longer entries: the dispatch writes the first kCount floats; the rest
+  // of the output keeps the sentinel the caller put there.
+  kiln_hal_buffer_t* big_in = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                               KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 8);
+  kiln_hal_buffer_t* big_out = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                                KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 8);
+  fill_input(device, big_in, -3);
+  float sentinel[kCount];
+  for (int i = 0; i < kCount; ++i) sentinel[i] = 1234.5f + (float)i;
+  KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, big_out, kCount * 4, sentinel,
+                                              sizeof(sentinel)));
+  kiln_hal_binding_table_entry_t big[] = {{big_in, 0, KILN_HAL_WHOLE_BUFFER},
+                                          {big_out, 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_t big_table = {big, 2};
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &big_table));
+  expect_output(device, big_out, -3);
+  float tail[kCount];
+  KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, big_out, kCount * 4, tail, sizeof(tail)));
+  KILN_EXPECT_EQ(memcmp(tail, sentinel, sizeof(tail)), 0);
+  // Sub-ranges at an offset, then back to the first length.
+  kiln_hal_binding_table_entry_t shifted[] = {{big_in, 0, kCount * 4},
+                                              {big_out, kCount * 4, kCount * 4}};
+  kiln_hal_binding_table_t shifted_table = {shifted, 2};
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &shifted_table));
+  float values[kCount];
+  KILN_ASSERT_OK(
+      kiln_hal_device_read_buffer(device, big_out, kCount * 4, values, sizeof(values)));
+  int mismatches = 0;
+  for (int i = 0; i < kCount; ++i) {
+    if (values[i] != (-3 + (float)i) * 2.0f + 1.0f) ++mismatches;
+  }
+  KILN_EXPECT_EQ(mismatches, 0);
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  kiln_hal_buffer_release(input);
+  kiln_hal_buffer_release(big_in);
+  kiln_hal_buffer_release(big_out);
+  kiln_test_device_release(device);
+}
+
+// Table buffers that cannot be copied (no transfer usage) are bound
+// directly, translating again when the table changes.
+KILN_TEST(CommandBufferTest, BuffersWithoutTransferUsageBindDirectly) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  const kiln_hal_buffer_usage_t usage =
+      KILN_HAL_BUFFER_USAGE_DISPATCH_STORAGE | KILN_HAL_BUFFER_USAGE_MAPPING;
+  kiln_hal_buffer_t* buffers[3];
+  for (int i = 0; i < 3; ++i) {
+    buffers[i] = kiln_test_buffer(device, KILN_HAL_MEMORY_HOST_VISIBLE, usage, kCount * 4);
+  }
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t bindings[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), bindings, 2};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  for (int call = 0; call < 2; ++call) {
+    fill_input(device, buffers[0], (float)call);
+    kiln_hal_binding_table_entry_t entries[] = {
+        {buffers[0], 0, KILN_HAL_WHOLE_BUFFER}, {buffers[1 + call], 0, KILN_HAL_WHOLE_BUFFER}};
+    kiln_hal_binding_table_t table = {entries, 2};
+    KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table));
+    expect_output(device, buffers[1 + call], (float)call);
+  }
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  for (int i = 0; i < 3; ++i) kiln_hal_buffer_release(buffers[i]);
   kiln_test_device_release(device);
 }

@@ -227,11 +227,18 @@ KILN_TEST(DispatchTest, TimestampsGivePerDispatchTimes) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "not been submitted",
                              kiln_hal_command_buffer_dispatch_time_ns(cb, 0, &ns));
   KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  double longest = 0;
   for (uint32_t i = 0; i < 3; ++i) {
     KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch_time_ns(cb, i, &ns));
     KILN_EXPECT_GT(ns, 0);
     KILN_EXPECT_LT(ns, 10e9);
+    if (ns > longest) longest = ns;
   }
+  // The whole recording spans at least its longest dispatch.
+  double total = 0;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_total_time_ns(cb, &total));
+  KILN_EXPECT_GE(total, longest);
+  KILN_EXPECT_LT(total, 10e9);
   KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
                      kiln_hal_command_buffer_dispatch_time_ns(cb, 3, &ns));
   kiln_hal_command_buffer_release(cb);

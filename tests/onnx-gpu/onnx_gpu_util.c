@@ -8,7 +8,7 @@
 #include "kiln/base/time.h"
 #include "kiln/session.h"
 
-static kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {
+kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {
   kiln_session_options_t options;
   kiln_session_options_init(&options);
   const char* device = getenv("KILN_TEST_DEVICE");
@@ -23,8 +23,7 @@ static kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {
   return kiln_ok_status();
 }
 
-// One call: uploads inputs, invokes, reads every output back.
-static kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function,
+kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function,
                                    const kiln_graph_t* graph,
                                    const kiln_graph_tensor_t* inputs,
                                    kiln_graph_tensor_t* outputs) {

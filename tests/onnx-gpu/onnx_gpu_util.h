@@ -9,6 +9,7 @@
 #include "kiln/compiler/graph.h"
 #include "kiln/compiler/graph_tensor.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "kiln/session.h"
 
 typedef struct kiln_gpu_run_stats_t {
   double compile_ms;
@@ -26,6 +27,14 @@ kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
                                        const kiln_graph_tensor_t* inputs,
                                        kiln_graph_tensor_t* outputs,
                                        kiln_gpu_run_stats_t* out_stats);
+
+// A session on the test device with the validation layer on.
+kiln_status_t kiln_gpu_open(kiln_session_t** out_session);
+// One call: uploads `inputs`, invokes, reads every output back into
+// `outputs` (allocated here; the caller deinits them).
+kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function,
+                            const kiln_graph_t* graph, const kiln_graph_tensor_t* inputs,
+                            kiln_graph_tensor_t* outputs);
 
 // Small hand-built graphs: a float32 graph input of `shape`, a node with
 // one new output (returned in *out_value; attributes are set by the caller

@@ -87,6 +87,10 @@ uint32_t kiln_hal_command_buffer_dispatch_count(
 kiln_status_t kiln_hal_command_buffer_dispatch_time_ns(
     kiln_hal_command_buffer_t* command_buffer, uint32_t dispatch_index,
     double* out_ns);
+// The same for the whole recording, first command to last: what the GPU
+// spent on it, barriers and gaps between dispatches included.
+kiln_status_t kiln_hal_command_buffer_total_time_ns(
+    kiln_hal_command_buffer_t* command_buffer, double* out_ns);
 // Highest slot index used by slot bindings, plus one (0 when none).
 uint32_t kiln_hal_command_buffer_slot_count(
     const kiln_hal_command_buffer_t* command_buffer);

@@ -111,6 +111,7 @@ typedef struct kiln_hal_command_buffer_vtable_t {
   // Bindings are complete and checked; buffer-bound lengths are resolved.
   kiln_status_t (*dispatch)(kiln_hal_command_buffer_t* command_buffer,
                             const kiln_hal_dispatch_t* dispatch);
+  // dispatch_index == dispatch_count: the whole recording.
   kiln_status_t (*dispatch_time_ns)(kiln_hal_command_buffer_t* command_buffer,
                                     uint32_t dispatch_index, double* out_ns);
 } kiln_hal_command_buffer_vtable_t;
