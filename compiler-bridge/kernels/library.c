@@ -75,6 +75,9 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_ROWS_SPLIT, "rows_split", "main", 5,
      {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "stats"), RW(4, "output")},
      sizeof(kiln_kernel_rows_split_params_t), 1, V(FP32)},
+    {KILN_KERNEL_RECURRENT, "recurrent", "main", 4,
+     {RO(0, "gates_x"), RO(1, "params"), RW(2, "state"), RW(3, "y")},
+     sizeof(kiln_kernel_recurrent_params_t), 1, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -40,6 +40,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_CAST_F16_TO_F32,
   KILN_KERNEL_CAST_INT_TO_F32,  // int32/int64 (mask) inputs -> fp32
   KILN_KERNEL_ROWS_SPLIT,       // softmax / norms over long rows, 3 phases
+  KILN_KERNEL_RECURRENT,        // LSTM / GRU / RNN steps in one dispatch
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
