@@ -110,9 +110,9 @@ KILN_TEST(OnnxGpuRnnTest, NodeTestsMatchNumpyInFewDispatches) {
       {"rnn_sequence_lens_clip", 4},
       {"lstm_clip_input_forget", 6},
       {"gru_clip_linear_before_reset", 4},
-      {"lstm_long_chunked", 0},
-      {"gru_long_chunked_reset_first", 0},
-      {"rnn_long_chunked", 0},
+      {"lstm_long_chunked", 7},  // the loop in 3 parts on lavapipe
+      {"gru_long_chunked_reset_first", 6},  // 3 parts
+      {"rnn_long_chunked", 5},  // 2 parts
   };
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     char dir[1024], data[1100], model[1100];
