@@ -307,12 +307,12 @@ def main():
     recurrent_test(out, "rnn_sequence_lens_clip", "RNN", "forward", lens=[4, 1], clip=0.4)
     recurrent_test(out, "lstm_clip_input_forget", "LSTM", clip=0.7, input_forget=1, c0=True)
     recurrent_test(out, "gru_clip_linear_before_reset", "GRU", "bidirectional", lbr=1, clip=0.5)
-    recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=300, batch=2, size=8,
-                   hidden=256, scale=0.1)
+    recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
+                   hidden=128, scale=0.12)
     recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,
                    size=8, hidden=128, lbr=0, scale=0.15)
     recurrent_test(out, "rnn_long_chunked", "RNN", "forward", seq=2000, batch=2, size=4,
-                   hidden=64, scale=0.2, lens=[2000, 1500])
+                   hidden=64, scale=0.08, lens=[2000, 1500])
     if stamp:
         with open(stamp, "w") as f:
             f.write("ok\n")
