@@ -71,13 +71,18 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+ACTIVATIONS = {"Sigmoid": sigmoid, "Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0.0)}
+
+
 def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=0.0,
-              input_forget=0):
+              input_forget=0, acts=None):
     """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec.
     Past a row's length Y is zero and the state stays; a backwards row starts
     at its last valid step."""
     def cl(v):
         return np.clip(v, -clip, clip) if clip > 0 else v
+    default = ["Tanh"] if kind == "RNN" else ["Sigmoid", "Tanh", "Tanh"]
+    fa, ga, ha = [ACTIVATIONS[n] for n in (acts or default)] + [np.tanh] * (3 - len(acts or default))
     if layout == 1:
         x = x.transpose(1, 0, 2)
         h0 = None if h0 is None else h0.transpose(1, 0, 2)
@@ -102,21 +107,21 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
             if kind == "LSTM":
                 g = gx + h @ r[d].T + rb
                 i, o, f, cc = np.split(cl(g), 4, axis=1)
-                fg = 1 - sigmoid(i) if input_forget else sigmoid(f)
-                c_new = fg * c + sigmoid(i) * np.tanh(cc)
-                h_new = sigmoid(o) * np.tanh(c_new)
+                fg = 1 - fa(i) if input_forget else fa(f)
+                c_new = fg * c + fa(i) * ga(cc)
+                h_new = fa(o) * ha(c_new)
             elif kind == "GRU":
                 H = hidden
-                z = sigmoid(cl(gx[:, :H] + h @ r[d, :H].T + rb[:H]))
-                rr = sigmoid(cl(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H]))
+                z = fa(cl(gx[:, :H] + h @ r[d, :H].T + rb[:H]))
+                rr = fa(cl(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H]))
                 if lbr:
-                    n = np.tanh(cl(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:])))
+                    n = ga(cl(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:])))
                 else:
-                    n = np.tanh(cl(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:]))
+                    n = ga(cl(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:]))
                 h_new = (1 - z) * n + z * h
                 c_new = c
             else:
-                h_new = np.tanh(cl(gx + h @ r[d].T + rb))
+                h_new = fa(cl(gx + h @ r[d].T + rb))
                 c_new = c
             keep = live[:, None]
             h = np.where(keep, h_new, h)
@@ -130,7 +135,7 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
 
 def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False,
                    seq=5, batch=2, size=3, hidden=4, lens=None, clip=0.0, input_forget=0,
-                   c0=False, scale=0.5):
+                   c0=False, scale=0.5, acts=None):
     gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
     dirs = 2 if direction == "bidirectional" else 1
     x = rand(batch, seq, size) if layout else rand(seq, batch, size)
@@ -140,7 +145,7 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
     c0v = (rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)) if c0 else None
     y, yh, yc = recurrent(kind, x, w, r, b, h0, c0v, direction, layout, lbr, lens, clip,
-                          input_forget)
+                          input_forget, acts)
     attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
     if kind == "GRU":
         attrs["linear_before_reset"] = lbr
@@ -148,6 +153,8 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
         attrs["clip"] = clip
     if input_forget:
         attrs["input_forget"] = input_forget
+    if acts:
+        attrs["activations"] = acts * dirs
     outputs = [("y", y), ("yh", yh)] + ([("yc", yc)] if kind == "LSTM" else [])
     inits = [("w", w), ("r", r), ("b", b)]
     inputs = [("x", x)]
@@ -307,6 +314,9 @@ def main():
     recurrent_test(out, "rnn_sequence_lens_clip", "RNN", "forward", lens=[4, 1], clip=0.4)
     recurrent_test(out, "lstm_clip_input_forget", "LSTM", clip=0.7, input_forget=1, c0=True)
     recurrent_test(out, "gru_clip_linear_before_reset", "GRU", "bidirectional", lbr=1, clip=0.5)
+    recurrent_test(out, "rnn_relu_bidirectional", "RNN", "bidirectional", acts=["Relu"])
+    recurrent_test(out, "lstm_activations", "LSTM", acts=["Sigmoid", "Relu", "Tanh"], c0=True)
+    recurrent_test(out, "gru_activations_reset_first", "GRU", lbr=0, acts=["Sigmoid", "Relu"])
     recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
                    hidden=128, scale=0.12)
     recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,

@@ -144,13 +144,12 @@ static kiln_status_t kiln_rnn_steps(const kiln_lower_t* l, const kiln_rnn_plan_t
     KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
     p->flags |= KILN_RNN_FLAG_HAS_Y;
   }
-  const bool default_f = info->kind != KILN_RNN_SIMPLE;
   kiln_kernel_spec_value_t ops[] = {
       {KILN_SPEC_RNN_KIND, plan->kind},
       {KILN_SPEC_RNN_LBR, info->linear_before_reset ? 1u : 0u},
-      {KILN_SPEC_RNN_ACT_F, default_f ? KILN_ACT_SIGMOID : KILN_ACT_TANH},
-      {KILN_SPEC_RNN_ACT_G, KILN_ACT_TANH},
-      {KILN_SPEC_RNN_ACT_H, KILN_ACT_TANH}};
+      {KILN_SPEC_RNN_ACT_F, info->act[0]},
+      {KILN_SPEC_RNN_ACT_G, info->act[1]},
+      {KILN_SPEC_RNN_ACT_H, info->act[2]}};
   desc.ops = ops;
   desc.op_count = sizeof(ops) / sizeof(ops[0]);
   uint32_t chunk = 0;

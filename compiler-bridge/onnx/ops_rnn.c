@@ -8,6 +8,52 @@
 
 #include "rnn.h"
 
+// The activations list: f (and g, h) per direction, both directions alike.
+static kiln_status_t kiln_rnn_activations(const kiln_op_infer_args_t* args,
+                                          kiln_rnn_info_t* out) {
+  const int64_t per = out->kind == KILN_RNN_LSTM ? 3 : out->kind == KILN_RNN_GRU ? 2 : 1;
+  out->act[0] = out->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID;
+  out->act[1] = out->act[2] = KILN_ACT_TANH;
+  const kiln_graph_attr_t* attr = kiln_graph_node_find_attr(args->node, "activations");
+  if (!attr) return kiln_ok_status();
+  if (attr->type != KILN_GRAPH_ATTR_STRINGS || (int64_t)attr->count != per * out->directions) {
+    return kiln_op_invalid(args, "activations must list %lld names",
+                           (long long)(per * out->directions));
+  }
+  static const struct {
+    const char* name;
+    uint32_t code;
+  } kNames[] = {{"Sigmoid", KILN_ACT_SIGMOID}, {"Tanh", KILN_ACT_TANH}, {"Relu", KILN_ACT_RELU}};
+  const char* cursor = attr->s;
+  for (int64_t i = 0; i < per * out->directions; ++i) {
+    size_t length = strcspn(cursor, ",");
+    uint32_t code = KILN_ACT_NONE;
+    for (size_t n = 0; n < sizeof(kNames) / sizeof(kNames[0]); ++n) {
+      if (strlen(kNames[n].name) == length && strncmp(cursor, kNames[n].name, length) == 0) {
+        code = kNames[n].code;
+      }
+    }
+    if (code == KILN_ACT_NONE) {
+      return kiln_op_unsupported(args, "activation '%.*s' is not supported (Sigmoid, Tanh, Relu)",
+                                 (int)length, cursor);
+    }
+    if (i >= per && code != out->act[i - per]) {
+      return kiln_op_unsupported(args, "different activations per direction are not supported");
+    }
+    if (i < per) out->act[i] = code;
+    cursor += length + (cursor[length] == ',' ? 1 : 0);
+  }
+  return kiln_ok_status();
+}
+
+double kiln_rnn_activate(uint32_t code, double x) {
+  switch (code) {
+    case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case KILN_ACT_RELU: return x > 0.0 ? x : 0.0;
+    default: return tanh(x);
+  }
+}
+
 static kiln_rnn_kind_t kiln_rnn_kind(const char* op) {
   if (strcmp(op, "LSTM") == 0) return KILN_RNN_LSTM;
   if (strcmp(op, "GRU") == 0) return KILN_RNN_GRU;
@@ -25,6 +71,7 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
       kiln_op_attr_choice(args, "direction", "forward", kDirections, &direction));
   out->directions = strcmp(direction, "bidirectional") == 0 ? 2 : 1;
   out->reverse = strcmp(direction, "reverse") == 0;
+  KILN_RETURN_IF_ERROR(kiln_rnn_activations(args, out));
   int64_t layout = 0, hidden = 0, flag = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "layout", 0, &layout));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "hidden_size", 0, &hidden));
@@ -108,6 +155,10 @@ int64_t kiln_rnn_length(const kiln_rnn_info_t* info, int64_t b) {
 
 bool kiln_rnn_is_plain(const kiln_rnn_info_t* info) {
   if (info->input_forget || info->clip > 0.0f) return false;
+  if (info->act[0] != (info->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID) ||
+      info->act[1] != KILN_ACT_TANH || info->act[2] != KILN_ACT_TANH) {
+    return false;
+  }
   for (int64_t b = 0; b < info->batch; ++b) {
     if (kiln_rnn_length(info, b) != info->seq) return false;
   }
@@ -132,8 +183,6 @@ static kiln_status_t kiln_infer_rnn(const kiln_op_infer_args_t* args) {
   }
   return kiln_op_set_output(args, 2, KILN_GRAPH_DTYPE_F32, &state);
 }
-
-static double kiln_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
 // Offset of (time or direction-major) state entry [d][b] in layout order.
 static size_t kiln_state_at(const kiln_rnn_info_t* info, int64_t d, int64_t b) {
@@ -172,6 +221,11 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   info.gates = kind == KILN_RNN_LSTM ? 4 : kind == KILN_RNN_GRU ? 3 : 1;
   info.directions = strcmp(direction, "bidirectional") == 0 ? 2 : 1;
   info.batch_first = layout == 1;
+  info.kind = kind;
+  // The node passed kiln_rnn_info already: the list parses.
+  kiln_op_infer_args_t infer_args = {NULL, (kiln_graph_node_t*)args->node};
+  KILN_RETURN_IF_ERROR(kiln_rnn_activations(&infer_args, &info));
+  const uint32_t F = info.act[0], Gc = info.act[1], Hc = info.act[2];
   const kiln_ref_tensor_t* x = &args->inputs[0];
   info.seq = x->shape.dims[info.batch_first ? 1 : 0];
   info.batch = x->shape.dims[info.batch_first ? 0 : 1];
@@ -224,37 +278,37 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
           if (kind == KILN_RNN_LSTM) {
             kiln_rnn_gemv(Rd, H, h, Rb, 0, G * H, gh);
             for (int64_t j = 0; j < H; ++j) {
-              double in = kiln_sigmoid(kiln_rnn_clip(gx[j] + gh[j], clip));
-              double o = kiln_sigmoid(kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
+              double in = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
+              double o = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
               double f = input_forget
                              ? 1.0 - in
-                             : kiln_sigmoid(kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
-              double cc = tanh(kiln_rnn_clip(gx[3 * H + j] + gh[3 * H + j], clip));
+                             : kiln_rnn_activate(F, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
+              double cc = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[3 * H + j] + gh[3 * H + j], clip));
               c[j] = f * c[j] + in * cc;
-              h[j] = o * tanh(c[j]);
+              h[j] = o * kiln_rnn_activate(Hc, c[j]);
             }
           } else if (kind == KILN_RNN_GRU) {
             kiln_rnn_gemv(Rd, H, h, Rb, 0, 2 * H, gh);
             for (int64_t j = 0; j < H; ++j) {
-              z[j] = kiln_sigmoid(kiln_rnn_clip(gx[j] + gh[j], clip));
-              r[j] = kiln_sigmoid(kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
+              z[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
+              r[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
             }
             if (lbr) {
               kiln_rnn_gemv(Rd, H, h, Rb, 2 * H, 3 * H, gh);
               for (int64_t j = 0; j < H; ++j) {
-                tmp[j] = tanh(kiln_rnn_clip(gx[2 * H + j] + r[j] * gh[2 * H + j], clip));
+                tmp[j] = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[2 * H + j] + r[j] * gh[2 * H + j], clip));
               }
             } else {
               for (int64_t j = 0; j < H; ++j) tmp[j] = r[j] * h[j];
               kiln_rnn_gemv(Rd, H, tmp, Rb, 2 * H, 3 * H, gh);
               for (int64_t j = 0; j < H; ++j) {
-                tmp[j] = tanh(kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
+                tmp[j] = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
               }
             }
             for (int64_t j = 0; j < H; ++j) h[j] = (1.0 - z[j]) * tmp[j] + z[j] * h[j];
           } else {
             kiln_rnn_gemv(Rd, H, h, Rb, 0, H, gh);
-            for (int64_t j = 0; j < H; ++j) h[j] = tanh(kiln_rnn_clip(gx[j] + gh[j], clip));
+            for (int64_t j = 0; j < H; ++j) h[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
           }
         }
         if (Y) {
@@ -273,7 +327,7 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
-#define KILN_RNN_ATTRS "clip,direction,hidden_size,layout"
+#define KILN_RNN_ATTRS "activations,clip,direction,hidden_size,layout"
 
 const kiln_op_def_t kiln_ops_rnn[] = {
     {"LSTM", KILN_RNN_ATTRS ",input_forget", 3, 8, 0, 3, kiln_infer_rnn, kiln_run_rnn, 7},

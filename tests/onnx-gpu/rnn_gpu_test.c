@@ -110,6 +110,9 @@ KILN_TEST(OnnxGpuRnnTest, NodeTestsMatchNumpyInFewDispatches) {
       {"rnn_sequence_lens_clip", 4},
       {"lstm_clip_input_forget", 6},
       {"gru_clip_linear_before_reset", 4},
+      {"rnn_relu_bidirectional", 4},
+      {"lstm_activations", 6},
+      {"gru_activations_reset_first", 4},
       {"lstm_long_chunked", 6},  // the loop in 2 parts on lavapipe
       {"gru_long_chunked_reset_first", 6},  // 3 parts
       {"rnn_long_chunked", 5},  // 2 parts
@@ -133,7 +136,7 @@ KILN_TEST(OnnxGpuRnnTest, ExportedModelsInFewDispatches) {
   const char* root = getenv("KILN_ONNX_MODELS_DIR");
   KILN_ASSERT_TRUE(root != NULL);
   static const kiln_rnn_case_t kCases[] = {
-      {"lstm_net", 0}, {"gru_net", 0}, {"rnn_net", 0}, {"lstm_bidir_net", 0}};
+      {"lstm_net", 23}, {"gru_net", 21}, {"rnn_net", 19}, {"lstm_bidir_net", 25}};
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     char model[1100];
     snprintf(model, sizeof(model), "%s/%s/model.onnx", root, kCases[i].name);
