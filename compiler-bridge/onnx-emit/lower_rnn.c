@@ -20,8 +20,8 @@ static uint64_t kiln_rnn_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
 
-// The params blob of recurrent.comp: R^T per direction as [hidden4][GH]
-// (zero rows past hidden), Rb per direction (zeros without B), lengths.
+// The params blob of recurrent.comp: R per direction as [GH][hidden4]
+// (zero columns past hidden), Rb per direction (zeros without B), lengths.
 static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* plan,
                                      kiln_kernel_recurrent_params_t* p) {
   const kiln_rnn_info_t* info = &plan->info;
@@ -37,7 +37,7 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   const float* R = (const float*)r->data;
   for (uint64_t d = 0; d < D; ++d) {
     for (uint64_t n = 0; n < GH; ++n) {
-      for (uint64_t k = 0; k < H; ++k) blob[(d * H4 + k) * GH + n] = R[(d * GH + n) * H + k];
+      memcpy(blob + (d * GH + n) * H4, R + (d * GH + n) * H, H * sizeof(float));
     }
   }
   p->r_offset = 0;

@@ -22,7 +22,9 @@ layout(constant_id = KILN_SPEC_RNN_ACT_G) const uint ACT_G = KILN_ACT_TANH;
 layout(constant_id = KILN_SPEC_RNN_ACT_H) const uint ACT_H = KILN_ACT_TANH;
 
 layout(set = 0, binding = 0) readonly buffer GatesBuffer { float gx[]; };
-layout(set = 0, binding = 1) readonly buffer ParamsBuffer { float prm[]; };
+// vec4s: each lane reads its gate rows 4 k at a time (a quarter of the
+// loads of scalar reads on llvmpipe, which gathers per lane).
+layout(set = 0, binding = 1) readonly buffer ParamsBuffer { vec4 prm4[]; };
 layout(set = 0, binding = 2) buffer StateBuffer { float state[]; };
 layout(set = 0, binding = 3) buffer YBuffer { float y[]; };
 
@@ -42,6 +44,8 @@ layout(push_constant) uniform Params {
 // (GRU); [3 MAXH, 4 MAXH): r * h_{t-1} (GRU, reset before the product).
 shared float sh[4 * MAXH];
 
+float prm(uint i) { return prm4[i >> 2][i & 3u]; }
+
 float kiln_rnn_clip(float x) {
   return (p.flags & KILN_RNN_FLAG_CLIP) != 0 ? kiln_clamp(x, -p.clip, p.clip) : x;
 }
@@ -49,27 +53,19 @@ float kiln_rnn_f(float x) { return kiln_activate(ACT_F, kiln_rnn_clip(x), p.alph
 float kiln_rnn_g(float x) { return kiln_activate(ACT_G, kiln_rnn_clip(x), p.alpha[1], p.beta[1]); }
 float kiln_rnn_h(float x) { return kiln_activate(ACT_H, x, p.alpha[2], p.beta[2]); }
 
-// sum_k v[k] * R^T[k][col + n * hidden] for gates n < COUNT, over the
-// padded hidden4 (the padding rows of R^T and entries of v are zero).
-vec4 kiln_rnn_dot(uint v, uint rt, uint col, uint gh, uint count) {
+// sum_k v[k] * R[row][k] for rows col + n * hidden, gates n < COUNT, over
+// the padded hidden4 (R's padding columns and v's padding are zero); R rows
+// of one direction start at float `rt`, hidden4 floats each.
+vec4 kiln_rnn_dot(uint v, uint rt, uint col, uint count) {
   vec4 acc = vec4(0.0);
-  uint hs = p.hidden;
-  for (uint k = 0; k < p.hidden4; k += 4) {
-    vec4 h = vec4(sh[v + k], sh[v + k + 1], sh[v + k + 2], sh[v + k + 3]);
-    uint r = rt + k * gh + col;
-    acc.x += prm[r] * h.x + prm[r + gh] * h.y + prm[r + 2 * gh] * h.z + prm[r + 3 * gh] * h.w;
-    if (count > 1) {
-      r += hs;
-      acc.y += prm[r] * h.x + prm[r + gh] * h.y + prm[r + 2 * gh] * h.z + prm[r + 3 * gh] * h.w;
-    }
-    if (count > 2) {
-      r += hs;
-      acc.z += prm[r] * h.x + prm[r + gh] * h.y + prm[r + 2 * gh] * h.z + prm[r + 3 * gh] * h.w;
-    }
-    if (count > 3) {
-      r += hs;
-      acc.w += prm[r] * h.x + prm[r + gh] * h.y + prm[r + 2 * gh] * h.z + prm[r + 3 * gh] * h.w;
-    }
+  const uint k4 = p.hidden4 / 4;
+  const uint r0 = (rt + col * p.hidden4) / 4, step = p.hidden * k4;
+  for (uint k = 0; k < k4; ++k) {
+    vec4 h = vec4(sh[v + 4 * k], sh[v + 4 * k + 1], sh[v + 4 * k + 2], sh[v + 4 * k + 3]);
+    acc.x += dot(prm4[r0 + k], h);
+    if (count > 1) acc.y += dot(prm4[r0 + step + k], h);
+    if (count > 2) acc.z += dot(prm4[r0 + 2 * step + k], h);
+    if (count > 3) acc.w += dot(prm4[r0 + 3 * step + k], h);
   }
   return acc;
 }
@@ -85,7 +81,7 @@ void main() {
   const uint rb = p.rb_offset + d * gh;
   const uint s0 = d * p.state_d + b * p.state_b;
   const uint len = (p.flags & KILN_RNN_FLAG_LENS) != 0
-                       ? floatBitsToUint(prm[p.lens_offset + b]) : p.seq;
+                       ? floatBitsToUint(prm(p.lens_offset + b)) : p.seq;
   const bool backwards = d == 1 || (p.flags & KILN_RNN_FLAG_REVERSE) != 0;
   const bool has_y = (p.flags & KILN_RNN_FLAG_HAS_Y) != 0;
 
@@ -116,23 +112,23 @@ void main() {
     const uint yo = d * p.y_d + t * p.y_t + b * p.y_b;
     const uint hin = cur * MAXH, hout = (1 - cur) * MAXH;
     for (uint j = lid; j < H; j += wg) {
-      vec4 acc = kiln_rnn_dot(hin, rt, j, gh, KIND == KILN_RNN_CELL_GRU && LBR == 0 ? 2u : gates);
+      vec4 acc = kiln_rnn_dot(hin, rt, j, KIND == KILN_RNN_CELL_GRU && LBR == 0 ? 2u : gates);
       float hn;
       if (KIND == KILN_RNN_CELL_LSTM) {
-        float i = kiln_rnn_f(gx[xg + j] + acc.x + prm[rb + j]);
-        float o = kiln_rnn_f(gx[xg + H + j] + acc.y + prm[rb + H + j]);
+        float i = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j));
+        float o = kiln_rnn_f(gx[xg + H + j] + acc.y + prm(rb + H + j));
         float f = (p.flags & KILN_RNN_FLAG_INPUT_FORGET) != 0
                       ? 1.0 - i
-                      : kiln_rnn_f(gx[xg + 2 * H + j] + acc.z + prm[rb + 2 * H + j]);
-        float cc = kiln_rnn_g(gx[xg + 3 * H + j] + acc.w + prm[rb + 3 * H + j]);
+                      : kiln_rnn_f(gx[xg + 2 * H + j] + acc.z + prm(rb + 2 * H + j));
+        float cc = kiln_rnn_g(gx[xg + 3 * H + j] + acc.w + prm(rb + 3 * H + j));
         float c = f * sh[2 * MAXH + j] + i * cc;
         sh[2 * MAXH + j] = c;
         hn = o * kiln_rnn_h(c);
       } else if (KIND == KILN_RNN_CELL_GRU) {
-        float z = kiln_rnn_f(gx[xg + j] + acc.x + prm[rb + j]);
-        float r = kiln_rnn_f(gx[xg + H + j] + acc.y + prm[rb + H + j]);
+        float z = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j));
+        float r = kiln_rnn_f(gx[xg + H + j] + acc.y + prm(rb + H + j));
         if (LBR != 0) {
-          float n = kiln_rnn_g(gx[xg + 2 * H + j] + r * (acc.z + prm[rb + 2 * H + j]));
+          float n = kiln_rnn_g(gx[xg + 2 * H + j] + r * (acc.z + prm(rb + 2 * H + j)));
           hn = (1.0 - z) * n + z * sh[hin + j];
         } else {
           sh[2 * MAXH + j] = z;
@@ -140,7 +136,7 @@ void main() {
           hn = 0.0;
         }
       } else {
-        hn = kiln_rnn_f(gx[xg + j] + acc.x + prm[rb + j]);
+        hn = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j));
       }
       if (KIND != KILN_RNN_CELL_GRU || LBR != 0) {
         sh[hout + j] = hn;
@@ -151,8 +147,8 @@ void main() {
       // n = g(x.Wn + Wbn + (r * h).Rn^T + Rbn) needs every unit's r * h.
       barrier();
       for (uint j = lid; j < H; j += wg) {
-        float acc = kiln_rnn_dot(3 * MAXH, rt + 2 * H, j, gh, 1u).x;
-        float n = kiln_rnn_g(gx[xg + 2 * H + j] + acc + prm[rb + 2 * H + j]);
+        float acc = kiln_rnn_dot(3 * MAXH, rt, 2 * H + j, 1u).x;
+        float n = kiln_rnn_g(gx[xg + 2 * H + j] + acc + prm(rb + 2 * H + j));
         float z = sh[2 * MAXH + j];
         float hn = (1.0 - z) * n + z * sh[hin + j];
         sh[hout + j] = hn;

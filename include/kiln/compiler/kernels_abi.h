@@ -188,8 +188,8 @@ _Static_assert(sizeof(kiln_kernel_resize_params_t) == 28, "resize push constants
 // step_end) of the time loop, h (and c) carried in `state` between
 // dispatches. Bindings 0 gx (ro): X.W^T + Wb for every (direction, t, b),
 // GH = gates * hidden floats each, at d * gx_d + t * gx_t + b * gx_b;
-// 1 params (ro): R^T per direction as [hidden4][GH] (rows past hidden are
-// zero) at r_offset + d * hidden4 * GH, Rb per direction [GH] at rb_offset,
+// 1 params (ro, read as vec4): R per direction as [GH][hidden4] (columns
+// past hidden are zero) at r_offset + d * GH * hidden4 (r_offset % 4 == 0), Rb per direction [GH] at rb_offset,
 // lengths (uint bits) at lens_offset; 2 state: h at d * state_d +
 // b * state_b, c at c_offset past it; 3 y: Y at d * y_d + t * y_t + b * y_b.
 // Grid: (directions * batch, 1, 1), one workgroup per (d, b).
