@@ -3,7 +3,9 @@
 // recurrent.comp, one workgroup per (direction, batch) row, in as few
 // dispatches over parts of the sequence as llvmpipe's loop budget allows
 // (kernels_loops.h); h and c are carried in scratch between them. Initial
-// states come in and Y_h / Y_c go out by plain copies.
+// states come in and Y_h / Y_c go out by plain copies. W may be a run-time
+// tensor (the gemm reads it); run-time R and B are copied into the kernel's
+// params layout first.
 #include <string.h>
 
 #include "kiln/compiler/kernels_loops.h"
@@ -14,6 +16,7 @@ typedef struct kiln_rnn_plan_t {
   kiln_rnn_info_t info;
   uint32_t kind, hidden4, gh;
   kiln_emit_range_t gx, state, params;
+  kiln_emit_range_t runtime;  // scratch for the params blob with run-time R or B
 } kiln_rnn_plan_t;
 
 static uint64_t kiln_rnn_align(uint64_t bytes) {
@@ -22,6 +25,8 @@ static uint64_t kiln_rnn_align(uint64_t bytes) {
 
 // The params blob of recurrent.comp: R per direction as [GH][hidden4]
 // (zero columns past hidden), Rb per direction (zeros without B), lengths.
+// Constant R and B go into the weights as such; run-time ones are copied
+// into `plan->runtime` (scratch) over a constant blob holding the rest.
 static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* plan,
                                      kiln_kernel_recurrent_params_t* p) {
   const kiln_rnn_info_t* info = &plan->info;
@@ -35,7 +40,8 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(l->program->allocator, (size_t)count,
                                                    sizeof(float), (void**)&blob));
   const float* R = (const float*)r->data;
-  for (uint64_t d = 0; d < D; ++d) {
+  const bool runtime = !r->data || (bias && !bias->data);
+  for (uint64_t d = 0; d < D && R; ++d) {
     for (uint64_t n = 0; n < GH; ++n) {
       memcpy(blob + (d * GH + n) * H4, R + (d * GH + n) * H, H * sizeof(float));
     }
@@ -43,7 +49,7 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   p->r_offset = 0;
   p->rb_offset = (uint32_t)(D * H4 * GH);
   p->lens_offset = p->rb_offset + (uint32_t)(D * GH);
-  if (bias) {
+  if (bias && bias->data) {
     const float* B = (const float*)bias->data;
     for (uint64_t d = 0; d < D; ++d) {
       memcpy(blob + p->rb_offset + d * GH, B + d * 2 * GH + GH, GH * sizeof(float));
@@ -56,7 +62,28 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   kiln_status_t status =
       kiln_emit_add_weight(l->program, blob, (size_t)count * sizeof(float), &plan->params);
   kiln_allocator_free(l->program->allocator, blob);
-  return status;
+  KILN_RETURN_IF_ERROR(status);
+  if (!runtime) return kiln_ok_status();
+  kiln_emit_range_t constant = plan->params;
+  plan->params = plan->runtime;
+  KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &constant, &plan->params, count));
+  if (!r->data) {
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &in));
+    kiln_graph_shape_t shape = {2, {(int64_t)(D * GH), (int64_t)H}};
+    const int64_t in_strides[] = {(int64_t)H, 1}, out_strides[] = {(int64_t)H4, 1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, in_strides,
+                                                 out_strides, 0, 0));
+  }
+  if (bias && !bias->data) {
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &in));
+    kiln_graph_shape_t shape = {2, {(int64_t)D, (int64_t)GH}};
+    const int64_t in_strides[] = {2 * (int64_t)GH, 1}, out_strides[] = {(int64_t)GH, 1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, in_strides,
+                                                 out_strides, (int64_t)GH, p->rb_offset));
+  }
+  return kiln_ok_status();
 }
 
 // gx[d][row][GH] = X[row] . W[d]^T + Wb[d], rows in X's own (t, b) order.
@@ -182,12 +209,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   kiln_op_infer_args_t args = {(kiln_graph_t*)l->graph, (kiln_graph_node_t*)l->node};
   KILN_RETURN_IF_ERROR(kiln_rnn_info(&args, &plan.info));
   const kiln_rnn_info_t* info = &plan.info;
-  const kiln_graph_value_t* w = kiln_lower_in(l, 1);
   const kiln_graph_value_t* r = kiln_lower_in(l, 2);
   const kiln_graph_value_t* bias = kiln_lower_in(l, 3);
-  if (!w->data || !r->data || (bias && !bias->data)) {
-    return kiln_lower_refuse(l, "run-time W, R or B are not supported (constants only)");
-  }
   if (info->hidden > KILN_RNN_MAX_HIDDEN) {
     return kiln_lower_refuse(l, "hidden_size %lld exceeds the %d units the recurrent kernel "
                              "holds in shared memory (larger ones are unrolled only without "
@@ -207,19 +230,28 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   plan.gh = (uint32_t)(info->gates * info->hidden);
   const uint64_t gx_bytes = D * S * B * plan.gh * sizeof(float);
   const uint64_t state_words = D * B * H;
+  // W at run time is just the gemm's operand; R and B go through the blob.
+  const bool runtime = !r->data || (bias && !bias->data);
+  const uint64_t params_bytes =
+      runtime ? (D * plan.gh * plan.hidden4 + D * plan.gh + B) * sizeof(float) : 0;
   if (gx_bytes > ((uint64_t)128 << 20)) {
     return kiln_lower_refuse(l, "the input projection of all steps (%llu bytes) exceeds the "
                              "128 MiB storage-buffer range",
                              (unsigned long long)gx_bytes);
   }
+  // Scratch: gx, then the state, then (run-time weights) the params blob.
+  const uint64_t state_at = kiln_rnn_align(gx_bytes);
+  const uint64_t params_at = kiln_rnn_align(state_at + 2 * state_words * sizeof(float));
   kiln_emit_range_t scratch;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(
-      l->program, kiln_rnn_align(gx_bytes) + 2 * state_words * sizeof(float), &scratch));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, params_at + params_bytes, &scratch));
   plan.gx = scratch;
   plan.gx.length = gx_bytes;
   plan.state = scratch;
-  plan.state.offset += kiln_rnn_align(gx_bytes);
+  plan.state.offset += state_at;
   plan.state.length = 2 * state_words * sizeof(float);
+  plan.runtime = scratch;
+  plan.runtime.offset += params_at;
+  plan.runtime.length = params_bytes;
 
   kiln_kernel_recurrent_params_t p;
   memset(&p, 0, sizeof(p));
