@@ -404,11 +404,11 @@ class RecurrentNet(torch.nn.Module):
     """A sequence classifier over a 2-layer recurrent stack (batch first),
     reading every step's output and the final state."""
 
-    def __init__(self, cell, bidirectional):
+    def __init__(self, cell, bidirectional, size=12, hidden=16):
         super().__init__()
-        self.rnn = cell(12, 16, num_layers=2, batch_first=True,
+        self.rnn = cell(size, hidden, num_layers=2, batch_first=True,
                         bidirectional=bidirectional)
-        width = 32 if bidirectional else 16
+        width = 2 * hidden if bidirectional else hidden
         self.head = torch.nn.Linear(width, 5)
 
     def forward(self, x):
@@ -425,6 +425,19 @@ def lstm_net(generator):
 def gru_net(generator):
     torch.manual_seed(29)
     return RecurrentNet(torch.nn.GRU, True), torch.rand(2, 9, 12, generator=generator), 14, None
+
+
+def lstm_bidir_net(generator):
+    """2-layer bidirectional LSTM over 100 steps: the time-loop kernel's
+    timing case (README / issue 13)."""
+    torch.manual_seed(31)
+    net = RecurrentNet(torch.nn.LSTM, True, 32, 64)
+    return net, torch.rand(4, 100, 32, generator=generator), 14, None
+
+
+def rnn_net(generator):
+    torch.manual_seed(32)
+    return RecurrentNet(torch.nn.RNN, False), torch.rand(2, 9, 12, generator=generator), 14, None
 
 
 def mlp_softmax(generator):
@@ -582,6 +595,8 @@ MODELS = {
     "dcgan_generator": dcgan_generator,
     "activation_zoo": activation_zoo,
     "gru_net": gru_net,
+    "lstm_bidir_net": lstm_bidir_net,
+    "rnn_net": rnn_net,
     "shape_ops": shape_ops,
     "text_classifier": text_classifier,
     "tiny_bert": tiny_bert,

@@ -71,8 +71,18 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr):
-    """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec."""
+ACTIVATIONS = {"Sigmoid": sigmoid, "Tanh": np.tanh, "Relu": lambda v: np.maximum(v, 0.0)}
+
+
+def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=0.0,
+              input_forget=0, acts=None):
+    """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec.
+    Past a row's length Y is zero and the state stays; a backwards row starts
+    at its last valid step."""
+    def cl(v):
+        return np.clip(v, -clip, clip) if clip > 0 else v
+    default = ["Tanh"] if kind == "RNN" else ["Sigmoid", "Tanh", "Tanh"]
+    fa, ga, ha = [ACTIVATIONS[n] for n in (acts or default)] + [np.tanh] * (3 - len(acts or default))
     if layout == 1:
         x = x.transpose(1, 0, 2)
         h0 = None if h0 is None else h0.transpose(1, 0, 2)
@@ -86,49 +96,77 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr):
         h = np.zeros((batch, hidden)) if h0 is None else h0[d].astype(np.float64)
         c = np.zeros((batch, hidden)) if c0 is None else c0[d].astype(np.float64)
         wb, rb = b[d, :gh], b[d, gh:]
-        order = range(seq - 1, -1, -1) if d == 1 or direction == "reverse" else range(seq)
-        for t in order:
-            gx = x[t] @ w[d].T + wb
+        backwards = d == 1 or direction == "reverse"
+        length = np.full(batch, seq) if lens is None else np.asarray(lens)
+        for step in range(seq):
+            # Each batch row at its own time index (rows past their length keep h, c).
+            live = step < length
+            t = np.where(live, np.where(backwards, length - 1 - step, step), step)
+            xt = x[t, np.arange(batch)]
+            gx = xt @ w[d].T + wb
             if kind == "LSTM":
                 g = gx + h @ r[d].T + rb
-                i, o, f, cc = np.split(g, 4, axis=1)
-                c = sigmoid(f) * c + sigmoid(i) * np.tanh(cc)
-                h = sigmoid(o) * np.tanh(c)
+                i, o, f, cc = np.split(cl(g), 4, axis=1)
+                fg = 1 - fa(i) if input_forget else fa(f)
+                c_new = fg * c + fa(i) * ga(cc)
+                h_new = fa(o) * ha(c_new)
             elif kind == "GRU":
                 H = hidden
-                z = sigmoid(gx[:, :H] + h @ r[d, :H].T + rb[:H])
-                rr = sigmoid(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H])
+                z = fa(cl(gx[:, :H] + h @ r[d, :H].T + rb[:H]))
+                rr = fa(cl(gx[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H]))
                 if lbr:
-                    n = np.tanh(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:]))
+                    n = ga(cl(gx[:, 2 * H:] + rr * (h @ r[d, 2 * H:].T + rb[2 * H:])))
                 else:
-                    n = np.tanh(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:])
-                h = (1 - z) * n + z * h
+                    n = ga(cl(gx[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:]))
+                h_new = (1 - z) * n + z * h
+                c_new = c
             else:
-                h = np.tanh(gx + h @ r[d].T + rb)
-            y[t, d] = h
+                h_new = fa(cl(gx + h @ r[d].T + rb))
+                c_new = c
+            keep = live[:, None]
+            h = np.where(keep, h_new, h)
+            c = np.where(keep, c_new, c)
+            y[t, d, np.arange(batch)] = np.where(keep, h_new, 0.0)
         yh[d], yc[d] = h, c
     if layout == 1:
         y, yh, yc = y.transpose(2, 0, 1, 3), yh.transpose(1, 0, 2), yc.transpose(1, 0, 2)
     return [a.astype(np.float32) for a in (y, yh, yc)]
 
 
-def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False):
+def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False,
+                   seq=5, batch=2, size=3, hidden=4, lens=None, clip=0.0, input_forget=0,
+                   c0=False, scale=0.5, acts=None):
     gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
-    seq, batch, size, hidden = 5, 2, 3, 4
     dirs = 2 if direction == "bidirectional" else 1
     x = rand(batch, seq, size) if layout else rand(seq, batch, size)
-    w, r = rand(dirs, gates * hidden, size) * 0.5, rand(dirs, gates * hidden, hidden) * 0.5
+    w = rand(dirs, gates * hidden, size) * scale
+    r = rand(dirs, gates * hidden, hidden) * scale
     b = rand(dirs, 2 * gates * hidden) * 0.3
     h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
-    y, yh, yc = recurrent(kind, x, w, r, b, h0, None, direction, layout, lbr)
+    c0v = (rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)) if c0 else None
+    y, yh, yc = recurrent(kind, x, w, r, b, h0, c0v, direction, layout, lbr, lens, clip,
+                          input_forget, acts)
     attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
     if kind == "GRU":
         attrs["linear_before_reset"] = lbr
+    if clip:
+        attrs["clip"] = clip
+    if input_forget:
+        attrs["input_forget"] = input_forget
+    if acts:
+        attrs["activations"] = acts * dirs
     outputs = [("y", y), ("yh", yh)] + ([("yc", yc)] if kind == "LSTM" else [])
     inits = [("w", w), ("r", r), ("b", b)]
     inputs = [("x", x)]
     (inputs if runtime_h0 else inits).append(("h0", h0))
-    node = helper.make_node(kind, ["x", "w", "r", "b", "", "h0"], [n for n, _ in outputs], **attrs)
+    names = ["x", "w", "r", "b", "", "h0"]
+    if lens is not None:
+        inits.append(("lens", np.asarray(lens, np.int32)))
+        names[4] = "lens"
+    if c0:
+        inits.append(("c0", c0v))
+        names.append("c0")
+    node = helper.make_node(kind, names, [n for n, _ in outputs], **attrs)
     write(out, name, [node], inputs, outputs, inits)
 
 
@@ -380,6 +418,26 @@ def main():
     recurrent_test(out, "gru_linear_before_reset", "GRU", lbr=1)
     recurrent_test(out, "gru_reverse_reset_first", "GRU", "reverse", lbr=0, runtime_h0=True)
     recurrent_test(out, "rnn_bidirectional", "RNN", "bidirectional")
+    # The time-loop kernel (onnx-emit/lower_rnn.c): lengths, clip,
+    # input_forget, initial c, and sequences long enough that the loop is
+    # split over several dispatches on llvmpipe (tests/onnx-gpu/rnn_gpu_test.c
+    # asserts the dispatch counts).
+    recurrent_test(out, "lstm_sequence_lens_bidirectional", "LSTM", "bidirectional",
+                   lens=[5, 3, 0], batch=3, c0=True)
+    recurrent_test(out, "gru_sequence_lens_reverse_batch_first", "GRU", "reverse", layout=1,
+                   lens=[2, 5], lbr=0)
+    recurrent_test(out, "rnn_sequence_lens_clip", "RNN", "forward", lens=[4, 1], clip=0.4)
+    recurrent_test(out, "lstm_clip_input_forget", "LSTM", clip=0.7, input_forget=1, c0=True)
+    recurrent_test(out, "gru_clip_linear_before_reset", "GRU", "bidirectional", lbr=1, clip=0.5)
+    recurrent_test(out, "rnn_relu_bidirectional", "RNN", "bidirectional", acts=["Relu"])
+    recurrent_test(out, "lstm_activations", "LSTM", acts=["Sigmoid", "Relu", "Tanh"], c0=True)
+    recurrent_test(out, "gru_activations_reset_first", "GRU", lbr=0, acts=["Sigmoid", "Relu"])
+    recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
+                   hidden=128, scale=0.12)
+    recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,
+                   size=8, hidden=128, lbr=0, scale=0.15)
+    recurrent_test(out, "rnn_long_chunked", "RNN", "forward", seq=2000, batch=2, size=4,
+                   hidden=64, scale=0.08, lens=[2000, 1500])
     if stamp:
         with open(stamp, "w") as f:
             f.write("ok\n")

@@ -205,6 +205,22 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       kiln_config_add(&config, KILN_SPEC_ATTN_KEY_TILE, tile);
       break;
     }
+    case KILN_KERNEL_RECURRENT:
+      if (caps->max_shared_memory_bytes < 4 * KILN_RNN_MAX_HIDDEN * 4) {
+        return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                                "kernel '%s' needs %u bytes of shared memory, the arch has %u",
+                                desc->name, 4u * KILN_RNN_MAX_HIDDEN * 4,
+                                caps->max_shared_memory_bytes);
+      }
+      // One workgroup per (direction, batch) row; on CPU devices a few
+      // subgroups, since llvmpipe switches between them at every step's
+      // barrier.
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
+      if (kiln_caps_is_cpu_like(caps) && config.workgroup_size[0] > 32) {
+        config.workgroup_size[0] = 32;
+      }
+      config.shared_memory_bytes = 4 * KILN_RNN_MAX_HIDDEN * 4;
+      break;
     default:
       config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
       break;

@@ -165,6 +165,25 @@ static uint64_t kiln_loops_transpose(const kiln_kernel_config_t* config,
          KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
 }
 
+// recurrent.comp: the load and store loops over hidden4 / WG units, and
+// per step a units loop (hidden / WG trips) holding the k loop of the dot
+// product (hidden4 / 4 trips), twice for GRU with the reset before the
+// product; plus the zero-Y loop of steps past a length.
+static uint64_t kiln_loops_recurrent(const kiln_kernel_config_t* config,
+                                     const kiln_kernel_recurrent_params_t* p) {
+  const uint64_t wg = config->workgroup_size[0] ? config->workgroup_size[0] : 1;
+  const uint64_t units = kiln_loops_ceil_div(p->hidden, wg);
+  const uint64_t units4 = kiln_loops_ceil_div(p->hidden4, wg);
+  const uint64_t steps = p->step_end > p->step_begin ? p->step_end - p->step_begin : 0;
+  const bool two_phases =
+      kiln_kernel_config_spec(config, KILN_SPEC_RNN_KIND, KILN_RNN_CELL_LSTM) == KILN_RNN_CELL_GRU &&
+      kiln_kernel_config_spec(config, KILN_SPEC_RNN_LBR, 0) == 0;
+  const uint64_t phase = kiln_loops_loop(units, kiln_loops_loop(p->hidden4 / 4, 0, 0), 1);
+  const uint64_t step = kiln_loops_loop(units, 0, 0) + (two_phases ? 2 : 1) * phase;
+  return 2 * kiln_loops_loop(units4, 0, 0) + kiln_loops_loop(steps, step, 3) +
+         KILN_LOOPS_MASKED;
+}
+
 kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
                                       const void* params, const uint32_t grid[3],
                                       uint64_t* out_passes) {
@@ -196,6 +215,9 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
       return kiln_ok_status();
     case KILN_KERNEL_CONV_TRANSPOSE2D:
       *out_passes = kiln_loops_transpose(config, conv, grid);
+      return kiln_ok_status();
+    case KILN_KERNEL_RECURRENT:
+      *out_passes = kiln_loops_recurrent(config, params);
       return kiln_ok_status();
     default:
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,

@@ -159,10 +159,6 @@ static kiln_status_t kiln_lower_max_min(const kiln_lower_t* l, uint32_t op) {
 static kiln_status_t kiln_lower_softmax_op(const kiln_lower_t* l, uint32_t log) {
   return kiln_lower_softmax(l, log != 0);
 }
-static kiln_status_t kiln_lower_recurrent(const kiln_lower_t* l, uint32_t unused) {
-  return kiln_lower_refuse(l, "%s runs on the GPU only unrolled, which needs constant W, R "
-                              "and B and at most 512 steps", l->node->op_type);
-}
 
 // The GPU lowering of each op of the ONNX op table (compiler-bridge/onnx);
 // the activations and unary math ops (Relu ... Reciprocal) come from the
@@ -226,9 +222,9 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Einsum", kiln_lower_einsum),
     PLAIN("DepthToSpace", kiln_lower_space_depth),
     PLAIN("SpaceToDepth", kiln_lower_space_depth),
-    {"LSTM", NULL, kiln_lower_recurrent, 0, "unrolled"},
-    {"GRU", NULL, kiln_lower_recurrent, 0, "unrolled"},
-    {"RNN", NULL, kiln_lower_recurrent, 0, "unrolled"},
+    {"LSTM", kiln_lower_rnn, NULL, 0, "no peepholes"},
+    {"GRU", kiln_lower_rnn, NULL, 0, NULL},
+    {"RNN", kiln_lower_rnn, NULL, 0, NULL},
     {"Where", kiln_lower_where, NULL, 0, "constant condition"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},

@@ -117,6 +117,7 @@ kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
+kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 
 // Integer graph inputs (lower_int.c). Ops that keep an integer input's
 // values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity):

@@ -20,6 +20,7 @@ static void kiln_print_attr(const kiln_graph_attr_t* attr, FILE* stream) {
     case KILN_GRAPH_ATTR_INT: fprintf(stream, "%lld", (long long)attr->i); break;
     case KILN_GRAPH_ATTR_FLOAT: fprintf(stream, "%g", attr->f); break;
     case KILN_GRAPH_ATTR_STRING: fprintf(stream, "\"%s\"", attr->s); break;
+    case KILN_GRAPH_ATTR_STRINGS: fprintf(stream, "[%s]", attr->s); break;
     case KILN_GRAPH_ATTR_INTS:
       fprintf(stream, "[");
       for (size_t i = 0; i < attr->count; ++i) {

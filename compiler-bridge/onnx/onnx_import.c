@@ -321,6 +321,27 @@ static kiln_status_t kiln_onnx_convert_attr(kiln_onnx_import_t* import,
       attr.s = text;
       break;
     }
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: {
+      // Short lists of plain names (LSTM/GRU/RNN activations) joined by ','.
+      attr.type = KILN_GRAPH_ATTR_STRINGS;
+      attr.count = proto->n_strings;
+      size_t used = 0;
+      for (size_t i = 0; i < proto->n_strings; ++i) {
+        size_t length = proto->strings[i].len;
+        const uint8_t* data = proto->strings[i].data;
+        if (used + length + 2 > sizeof(text) ||
+            (length && (memchr(data, 0, length) || memchr(data, ',', length)))) {
+          attr.type = KILN_GRAPH_ATTR_OTHER;  // refused by the op's checker
+          break;
+        }
+        if (i) text[used++] = ',';
+        if (length) memcpy(text + used, data, length);
+        used += length;
+      }
+      text[used] = 0;
+      attr.s = text;
+      break;
+    }
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
       attr.type = KILN_GRAPH_ATTR_INTS;
       attr.ints = proto->ints;

@@ -1,11 +1,58 @@
 // LSTM, GRU and RNN (ONNX gate orders iofc and zrh): checker, shapes and a
-// direct reference implementation in double. The GPU path never sees these
-// ops: pass_unroll_rnn.c rewrites them into MatMul/Slice/activation nodes,
-// which the node tests check against this implementation's contract.
+// direct reference implementation in double. On the GPU they run as a gemm
+// for the input projection plus the time-loop kernel recurrent.comp
+// (onnx-emit/lower_rnn.c); hidden sizes past that kernel's shared arrays
+// are unrolled by pass_unroll_rnn.c into MatMul/Slice/activation nodes.
 #include <math.h>
 #include <string.h>
 
 #include "rnn.h"
+
+// The activations list: f (and g, h) per direction, both directions alike.
+static kiln_status_t kiln_rnn_activations(const kiln_op_infer_args_t* args,
+                                          kiln_rnn_info_t* out) {
+  const int64_t per = out->kind == KILN_RNN_LSTM ? 3 : out->kind == KILN_RNN_GRU ? 2 : 1;
+  out->act[0] = out->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID;
+  out->act[1] = out->act[2] = KILN_ACT_TANH;
+  const kiln_graph_attr_t* attr = kiln_graph_node_find_attr(args->node, "activations");
+  if (!attr) return kiln_ok_status();
+  if (attr->type != KILN_GRAPH_ATTR_STRINGS || (int64_t)attr->count != per * out->directions) {
+    return kiln_op_invalid(args, "activations must list %lld names",
+                           (long long)(per * out->directions));
+  }
+  static const struct {
+    const char* name;
+    uint32_t code;
+  } kNames[] = {{"Sigmoid", KILN_ACT_SIGMOID}, {"Tanh", KILN_ACT_TANH}, {"Relu", KILN_ACT_RELU}};
+  const char* cursor = attr->s;
+  for (int64_t i = 0; i < per * out->directions; ++i) {
+    size_t length = strcspn(cursor, ",");
+    uint32_t code = KILN_ACT_NONE;
+    for (size_t n = 0; n < sizeof(kNames) / sizeof(kNames[0]); ++n) {
+      if (strlen(kNames[n].name) == length && strncmp(cursor, kNames[n].name, length) == 0) {
+        code = kNames[n].code;
+      }
+    }
+    if (code == KILN_ACT_NONE) {
+      return kiln_op_unsupported(args, "activation '%.*s' is not supported (Sigmoid, Tanh, Relu)",
+                                 (int)length, cursor);
+    }
+    if (i >= per && code != out->act[i - per]) {
+      return kiln_op_unsupported(args, "different activations per direction are not supported");
+    }
+    if (i < per) out->act[i] = code;
+    cursor += length + (cursor[length] == ',' ? 1 : 0);
+  }
+  return kiln_ok_status();
+}
+
+double kiln_rnn_activate(uint32_t code, double x) {
+  switch (code) {
+    case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case KILN_ACT_RELU: return x > 0.0 ? x : 0.0;
+    default: return tanh(x);
+  }
+}
 
 static kiln_rnn_kind_t kiln_rnn_kind(const char* op) {
   if (strcmp(op, "LSTM") == 0) return KILN_RNN_LSTM;
@@ -24,13 +71,16 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
       kiln_op_attr_choice(args, "direction", "forward", kDirections, &direction));
   out->directions = strcmp(direction, "bidirectional") == 0 ? 2 : 1;
   out->reverse = strcmp(direction, "reverse") == 0;
+  KILN_RETURN_IF_ERROR(kiln_rnn_activations(args, out));
   int64_t layout = 0, hidden = 0, flag = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "layout", 0, &layout));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "hidden_size", 0, &hidden));
   if (layout != 0 && layout != 1) return kiln_op_invalid(args, "layout must be 0 or 1");
   out->batch_first = layout == 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "input_forget", 0, &flag));
-  if (flag) return kiln_op_unsupported(args, "input_forget=1 is not supported");
+  out->input_forget = out->kind == KILN_RNN_LSTM && flag != 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(node, "clip", 0.0f, &out->clip));
+  if (!(out->clip >= 0.0f)) return kiln_op_invalid(args, "clip must be positive");
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "linear_before_reset", 0, &flag));
   out->linear_before_reset = flag != 0;
   const kiln_graph_value_t* x = NULL;
@@ -61,17 +111,18 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
     }
   }
   if (kiln_op_input(args, 4)) {
-    // Only lengths that change nothing: a constant, every entry == seq.
+    // Constant lengths, each within the sequence.
     KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 4, KILN_OP_INDEX, &v));
     if (!v->data) return kiln_op_unsupported(args, "run-time sequence_lens are not supported");
     if (v->shape.rank != 1 || v->shape.dims[0] != out->batch) {
       return kiln_op_invalid(args, "sequence_lens must be [batch]");
     }
+    out->lens = v;
     for (int64_t b = 0; b < out->batch; ++b) {
-      int64_t length = v->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)v->data)[b]
-                                                        : ((const int32_t*)v->data)[b];
-      if (length != out->seq) {
-        return kiln_op_unsupported(args, "sequence_lens shorter than the sequence");
+      int64_t length = kiln_rnn_length(out, b);
+      if (length < 0 || length > out->seq) {
+        return kiln_op_invalid(args, "sequence_lens[%lld] = %lld is outside [0, %lld]",
+                               (long long)b, (long long)length, (long long)out->seq);
       }
     }
   }
@@ -95,6 +146,25 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
   return kiln_ok_status();
 }
 
+int64_t kiln_rnn_length(const kiln_rnn_info_t* info, int64_t b) {
+  const kiln_graph_value_t* v = info->lens;
+  if (!v) return info->seq;
+  return v->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)v->data)[b]
+                                          : ((const int32_t*)v->data)[b];
+}
+
+bool kiln_rnn_is_plain(const kiln_rnn_info_t* info) {
+  if (info->input_forget || info->clip > 0.0f) return false;
+  if (info->act[0] != (info->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID) ||
+      info->act[1] != KILN_ACT_TANH || info->act[2] != KILN_ACT_TANH) {
+    return false;
+  }
+  for (int64_t b = 0; b < info->batch; ++b) {
+    if (kiln_rnn_length(info, b) != info->seq) return false;
+  }
+  return true;
+}
+
 static kiln_status_t kiln_infer_rnn(const kiln_op_infer_args_t* args) {
   kiln_rnn_info_t info;
   KILN_RETURN_IF_ERROR(kiln_rnn_info(args, &info));
@@ -114,8 +184,6 @@ static kiln_status_t kiln_infer_rnn(const kiln_op_infer_args_t* args) {
   return kiln_op_set_output(args, 2, KILN_GRAPH_DTYPE_F32, &state);
 }
 
-static double kiln_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
 // Offset of (time or direction-major) state entry [d][b] in layout order.
 static size_t kiln_state_at(const kiln_rnn_info_t* info, int64_t d, int64_t b) {
   return (size_t)(info->batch_first ? b * info->directions + d : d * info->batch + b) *
@@ -132,19 +200,32 @@ static void kiln_rnn_gemv(const float* m, int64_t cols, const double* v, const f
   }
 }
 
+static double kiln_rnn_clip(double x, double clip) {
+  return clip > 0.0 ? (x < -clip ? -clip : x > clip ? clip : x) : x;
+}
+
 static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   kiln_rnn_kind_t kind = kiln_rnn_kind(args->node->op_type);
   const char* direction = "forward";
-  int64_t layout = 0, lbr = 0;
+  int64_t layout = 0, lbr = 0, input_forget = 0;
+  float clip_attr = 0.0f;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_string(args->node, "direction", "forward", &direction));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "layout", 0, &layout));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "linear_before_reset", 0, &lbr));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "input_forget", 0, &input_forget));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(args->node, "clip", 0.0f, &clip_attr));
+  const double clip = clip_attr;
   kiln_rnn_info_t info;
   memset(&info, 0, sizeof(info));
   info.gates = kind == KILN_RNN_LSTM ? 4 : kind == KILN_RNN_GRU ? 3 : 1;
   info.directions = strcmp(direction, "bidirectional") == 0 ? 2 : 1;
   info.batch_first = layout == 1;
+  info.kind = kind;
+  // The node passed kiln_rnn_info already: the list parses.
+  kiln_op_infer_args_t infer_args = {NULL, (kiln_graph_node_t*)args->node};
+  KILN_RETURN_IF_ERROR(kiln_rnn_activations(&infer_args, &info));
+  const uint32_t F = info.act[0], Gc = info.act[1], Hc = info.act[2];
   const kiln_ref_tensor_t* x = &args->inputs[0];
   info.seq = x->shape.dims[info.batch_first ? 1 : 0];
   info.batch = x->shape.dims[info.batch_first ? 0 : 1];
@@ -154,6 +235,8 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   const float* W = (const float*)args->inputs[1].data;
   const float* R = (const float*)args->inputs[2].data;
   const float* B = args->input_count > 3 ? (const float*)args->inputs[3].data : NULL;
+  const kiln_ref_tensor_t* lens = args->input_count > 4 && args->inputs[4].data
+                                      ? &args->inputs[4] : NULL;
   const float* h0 = args->input_count > 5 ? (const float*)args->inputs[5].data : NULL;
   const float* c0 = args->input_count > 6 && kind == KILN_RNN_LSTM
                         ? (const float*)args->inputs[6].data
@@ -175,48 +258,63 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
     bool backwards = d == 1 || strcmp(direction, "reverse") == 0;
     for (int64_t b = 0; b < info.batch; ++b) {
       size_t s = kiln_state_at(&info, d, b);
+      int64_t length = info.seq;
+      if (lens) {
+        length = lens->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)lens->data)[b]
+                                                     : ((const int32_t*)lens->data)[b];
+      }
       for (int64_t j = 0; j < H; ++j) {
         h[j] = h0 ? h0[s + (size_t)j] : 0.0;
         c[j] = c0 ? c0[s + (size_t)j] : 0.0;
       }
       for (int64_t step = 0; step < info.seq; ++step) {
-        int64_t t = backwards ? info.seq - 1 - step : step;
-        const float* xt = X + (info.batch_first ? b * info.seq + t : t * info.batch + b) * I;
-        for (int64_t i = 0; i < I; ++i) xv[i] = xt[i];
-        kiln_rnn_gemv(Wd, I, xv, Wb, 0, G * H, gx);
-        if (kind == KILN_RNN_LSTM) {
-          kiln_rnn_gemv(Rd, H, h, Rb, 0, G * H, gh);
-          for (int64_t j = 0; j < H; ++j) {
-            double in = kiln_sigmoid(gx[j] + gh[j]);
-            double o = kiln_sigmoid(gx[H + j] + gh[H + j]);
-            double f = kiln_sigmoid(gx[2 * H + j] + gh[2 * H + j]);
-            double cc = tanh(gx[3 * H + j] + gh[3 * H + j]);
-            c[j] = f * c[j] + in * cc;
-            h[j] = o * tanh(c[j]);
-          }
-        } else if (kind == KILN_RNN_GRU) {
-          kiln_rnn_gemv(Rd, H, h, Rb, 0, 2 * H, gh);
-          for (int64_t j = 0; j < H; ++j) {
-            z[j] = kiln_sigmoid(gx[j] + gh[j]);
-            r[j] = kiln_sigmoid(gx[H + j] + gh[H + j]);
-          }
-          if (lbr) {
-            kiln_rnn_gemv(Rd, H, h, Rb, 2 * H, 3 * H, gh);
-            for (int64_t j = 0; j < H; ++j) tmp[j] = tanh(gx[2 * H + j] + r[j] * gh[2 * H + j]);
+        // Past the row's length Y is zero and the state stays.
+        bool live = step < length;
+        int64_t t = !live ? step : backwards ? length - 1 - step : step;
+        if (live) {
+          const float* xt = X + (info.batch_first ? b * info.seq + t : t * info.batch + b) * I;
+          for (int64_t i = 0; i < I; ++i) xv[i] = xt[i];
+          kiln_rnn_gemv(Wd, I, xv, Wb, 0, G * H, gx);
+          if (kind == KILN_RNN_LSTM) {
+            kiln_rnn_gemv(Rd, H, h, Rb, 0, G * H, gh);
+            for (int64_t j = 0; j < H; ++j) {
+              double in = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
+              double o = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
+              double f = input_forget
+                             ? 1.0 - in
+                             : kiln_rnn_activate(F, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
+              double cc = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[3 * H + j] + gh[3 * H + j], clip));
+              c[j] = f * c[j] + in * cc;
+              h[j] = o * kiln_rnn_activate(Hc, c[j]);
+            }
+          } else if (kind == KILN_RNN_GRU) {
+            kiln_rnn_gemv(Rd, H, h, Rb, 0, 2 * H, gh);
+            for (int64_t j = 0; j < H; ++j) {
+              z[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
+              r[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
+            }
+            if (lbr) {
+              kiln_rnn_gemv(Rd, H, h, Rb, 2 * H, 3 * H, gh);
+              for (int64_t j = 0; j < H; ++j) {
+                tmp[j] = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[2 * H + j] + r[j] * gh[2 * H + j], clip));
+              }
+            } else {
+              for (int64_t j = 0; j < H; ++j) tmp[j] = r[j] * h[j];
+              kiln_rnn_gemv(Rd, H, tmp, Rb, 2 * H, 3 * H, gh);
+              for (int64_t j = 0; j < H; ++j) {
+                tmp[j] = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
+              }
+            }
+            for (int64_t j = 0; j < H; ++j) h[j] = (1.0 - z[j]) * tmp[j] + z[j] * h[j];
           } else {
-            for (int64_t j = 0; j < H; ++j) tmp[j] = r[j] * h[j];
-            kiln_rnn_gemv(Rd, H, tmp, Rb, 2 * H, 3 * H, gh);
-            for (int64_t j = 0; j < H; ++j) tmp[j] = tanh(gx[2 * H + j] + gh[2 * H + j]);
+            kiln_rnn_gemv(Rd, H, h, Rb, 0, H, gh);
+            for (int64_t j = 0; j < H; ++j) h[j] = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
           }
-          for (int64_t j = 0; j < H; ++j) h[j] = (1.0 - z[j]) * tmp[j] + z[j] * h[j];
-        } else {
-          kiln_rnn_gemv(Rd, H, h, Rb, 0, H, gh);
-          for (int64_t j = 0; j < H; ++j) h[j] = tanh(gx[j] + gh[j]);
         }
         if (Y) {
           int64_t row = info.batch_first ? (b * info.seq + t) * info.directions + d
                                          : (t * info.directions + d) * info.batch + b;
-          for (int64_t j = 0; j < H; ++j) Y[row * H + j] = (float)h[j];
+          for (int64_t j = 0; j < H; ++j) Y[row * H + j] = live ? (float)h[j] : 0.0f;
         }
       }
       for (int64_t j = 0; j < H; ++j) {
@@ -229,7 +327,7 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
-#define KILN_RNN_ATTRS "direction,hidden_size,layout"
+#define KILN_RNN_ATTRS "activations,clip,direction,hidden_size,layout"
 
 const kiln_op_def_t kiln_ops_rnn[] = {
     {"LSTM", KILN_RNN_ATTRS ",input_forget", 3, 8, 0, 3, kiln_infer_rnn, kiln_run_rnn, 7},

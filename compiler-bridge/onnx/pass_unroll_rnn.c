@@ -1,6 +1,9 @@
-// Unrolls LSTM, GRU and RNN nodes (constant W, R, B; static sequence length)
-// into MatMul, Gather, Slice, activation and elementwise nodes the GPU
-// lowers, one group per time step. The input projection of every step is
+// Unrolls LSTM, GRU and RNN nodes whose hidden size is past what the
+// time-loop kernel holds in shared memory (KILN_RNN_MAX_HIDDEN; smaller ones
+// are lowered whole by onnx-emit/lower_rnn.c) and that need no clip,
+// input_forget or short sequence_lens (constant W, R, B; static sequence
+// length) into MatMul, Gather, Slice, activation and elementwise nodes the
+// GPU lowers, one group per time step (about 15 dispatches a step). The input projection of every step is
 // one MatMul up front; each step adds the recurrent MatMul. The expansion is
 // placed right after the original node so the node order stays
 // topological. Nodes that do not qualify stay as they are (the GPU lowering
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
+#include "kiln/compiler/kernels_codes.h"
 #include "ops.h"
 #include "rnn.h"
 
@@ -341,7 +345,8 @@ kiln_status_t kiln_graph_unroll_rnns(kiln_graph_t* graph) {
     kiln_op_infer_args_t args = {graph, node};
     KILN_RETURN_IF_ERROR(kiln_rnn_info(&args, &info));
     bool has_bias = node->input_count > 3 && node->inputs[3] >= 0;
-    if (!kiln_u_constant(graph, node, 1) || !kiln_u_constant(graph, node, 2) ||
+    if (info.hidden <= KILN_RNN_MAX_HIDDEN || !kiln_rnn_is_plain(&info) ||
+        !kiln_u_constant(graph, node, 1) || !kiln_u_constant(graph, node, 2) ||
         (has_bias && !kiln_u_constant(graph, node, 3)) || info.seq > KILN_UNROLL_MAX_STEPS) {
       continue;
     }

@@ -32,9 +32,8 @@ KILN_TEST(OnnxCompileTest, PartlyLoweredOpsNameWhatIsMissing) {
     const char* model;
     const char* message;
   } kCases[] = {
-      {"test_lstm_defaults", "(op LSTM, opset 14): LSTM runs on the GPU only unrolled, which "
-                             "needs constant W, R and B"},
-      {"test_gru_defaults", "(op GRU, opset 14): GRU runs on the GPU only unrolled"},
+      {"test_lstm_with_peepholes", "(op LSTM, opset 14): run-time sequence_lens are not "
+                                   "supported"},
       {"test_mod_mixed_sign_float32", "(op Mod, opset 13): supported ops:"},
       // The list is complete: its last entries (once cut off at 512 bytes).
       {"test_mod_mixed_sign_float32", "Neg, Abs, Reciprocal (no GPU lowering)"},

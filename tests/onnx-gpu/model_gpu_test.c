@@ -160,6 +160,12 @@ KILN_TEST(OnnxGpuModelTest, LstmTwoLayers) { kiln_check_model_on_gpu("lstm_net",
 
 KILN_TEST(OnnxGpuModelTest, GruBidirectional) { kiln_check_model_on_gpu("gru_net", NULL); }
 
+KILN_TEST(OnnxGpuModelTest, LstmBidirectionalLong) {
+  kiln_check_model_on_gpu("lstm_bidir_net", NULL);
+}
+
+KILN_TEST(OnnxGpuModelTest, RnnTanh) { kiln_check_model_on_gpu("rnn_net", NULL); }
+
 KILN_TEST(OnnxGpuModelTest, SuperResolutionPixelShuffle) {
   kiln_check_model_on_gpu("super_resolution", NULL);
 }

@@ -107,12 +107,13 @@ KILN_TEST(OnnxRealModelTest, TransformerEncoderLayerWithInputShape) {
 }
 
 // The small ones of the added exports, through the reference executor (the
-// GPU test covers all of them): 1-D windows, unrolled recurrences, folded
+// GPU test covers all of them): 1-D windows, recurrences, folded
 // shape arithmetic, DepthToSpace, Swin's folded masks.
 KILN_TEST(OnnxRealModelTest, SmallAddedModels) {
   static const char* const kNames[] = {"conv1d_net", "mlp_softmax", "shape_ops", "lstm_net",
-                                       "gru_net", "super_resolution", "unet_small",
-                                       "swin_small", "activation_zoo"};
+                                       "gru_net", "rnn_net", "lstm_bidir_net",
+                                       "super_resolution", "unet_small", "swin_small",
+                                       "activation_zoo"};
   for (size_t i = 0; i < sizeof(kNames) / sizeof(kNames[0]); ++i) {
     size_t folded = 0;
     kiln_check_model(kNames[i], NULL, &folded);

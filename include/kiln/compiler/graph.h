@@ -67,6 +67,7 @@ typedef enum kiln_graph_attr_type_e {
   KILN_GRAPH_ATTR_FLOATS,
   KILN_GRAPH_ATTR_TENSOR,  // `tensor` is a constant value id
   KILN_GRAPH_ATTR_OTHER,   // graphs, sparse tensors, ...: always refused
+  KILN_GRAPH_ATTR_STRINGS,  // `s`: `count` strings joined by ',' (RNN activations)
 } kiln_graph_attr_type_t;
 
 typedef struct kiln_graph_attr_t {

@@ -206,6 +206,25 @@ typedef struct kiln_kernel_attention_params_t {
   uint32_t m_sb, m_sh, m_si, m_sj;
 } kiln_kernel_attention_params_t;
 _Static_assert(sizeof(kiln_kernel_attention_params_t) == 116, "attention push constants");
+// recurrent (ONNX LSTM / GRU / RNN, recurrent.comp): steps [step_begin,
+// step_end) of the time loop, h (and c) carried in `state` between
+// dispatches. Bindings 0 gx (ro): X.W^T + Wb for every (direction, t, b),
+// GH = gates * hidden floats each, at d * gx_d + t * gx_t + b * gx_b;
+// 1 params (ro, read as vec4): R per direction as [GH][hidden4] (columns
+// past hidden are zero) at r_offset + d * GH * hidden4 (r_offset % 4 == 0), Rb per direction [GH] at rb_offset,
+// lengths (uint bits) at lens_offset; 2 state: h at d * state_d +
+// b * state_b, c at c_offset past it; 3 y: Y at d * y_d + t * y_t + b * y_b.
+// Grid: (directions * batch, 1, 1), one workgroup per (d, b).
+typedef struct kiln_kernel_recurrent_params_t {
+  uint32_t batch, hidden, hidden4, seq, step_begin, step_end, flags;
+  uint32_t gx_d, gx_t, gx_b;
+  uint32_t r_offset, rb_offset, lens_offset;
+  uint32_t state_d, state_b, c_offset;
+  uint32_t y_d, y_t, y_b;
+  float clip;
+  float alpha[3], beta[3];  // of activations f, g, h
+} kiln_kernel_recurrent_params_t;
+_Static_assert(sizeof(kiln_kernel_recurrent_params_t) == 104, "recurrent push constants");
 
 #ifdef __cplusplus
 }

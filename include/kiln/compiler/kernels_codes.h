@@ -142,5 +142,26 @@
 // argreduce: ArgMin instead of ArgMax; ties to the last index.
 #define KILN_SPEC_ARG_MIN 3
 #define KILN_SPEC_ARG_SELECT_LAST 4
+// recurrent: cell kind, GRU's linear_before_reset, activations f, g, h.
+#define KILN_SPEC_RNN_KIND 3
+#define KILN_SPEC_RNN_LBR 4
+#define KILN_SPEC_RNN_ACT_F 5
+#define KILN_SPEC_RNN_ACT_G 6
+#define KILN_SPEC_RNN_ACT_H 7
+
+// recurrent (ONNX LSTM / GRU / RNN time loop): cell kinds, flag bits of
+// its params, and the largest hidden size its shared arrays hold (4 arrays
+// of this many floats: 16 KiB, Vulkan's minimum shared memory).
+#define KILN_RNN_CELL_SIMPLE 0
+#define KILN_RNN_CELL_GRU 1
+#define KILN_RNN_CELL_LSTM 2
+#define KILN_RNN_MAX_HIDDEN 1024
+#define KILN_RNN_FLAG_REVERSE 1       // direction 0 runs backwards
+#define KILN_RNN_FLAG_HAS_Y 2         // write Y
+#define KILN_RNN_FLAG_ZERO_H 4        // start from h = 0 (not the state)
+#define KILN_RNN_FLAG_ZERO_C 8        // start from c = 0
+#define KILN_RNN_FLAG_INPUT_FORGET 16 // LSTM: f = 1 - i
+#define KILN_RNN_FLAG_CLIP 32         // clip gate inputs to [-clip, clip]
+#define KILN_RNN_FLAG_LENS 64         // per-batch lengths in the params blob
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_

@@ -270,7 +270,7 @@ static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t*
   const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
   kiln_kernel_arch_caps_t caps = {info->limits.subgroup_size, info->limits.max_workgroup_invocations,
                                   info->limits.max_shared_memory_bytes, false, false, false,
-                                  false, NULL};
+                                  false, 0, NULL};
   for (size_t t = 0; t < tiling_count && !status; ++t) {
     const kiln_kernel_gemm_tiling_t* tiling = &tilings[t];
     char label[64];
