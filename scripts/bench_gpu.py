@@ -11,7 +11,10 @@ warm call: one submission each), checks kiln's output against PyTorch's
 Prints one markdown table of medians and the ratio kiln wall / best reference.
 
 Usage: bench_gpu.py BUILD_DIR [--calls N] [--models a,b,...] [--no-compile]
-Environment: KILN_BENCH_DEVICE (default "vulkan").
+Environment: KILN_BENCH_DEVICE (default "vulkan"); KILN_BENCH_TARGET, the
+target triple kiln-compile builds for (default: the device's own triple from
+kiln-run-module --list_devices, as a deployment would; "default" keeps
+kiln-compile's multi-target default).
 """
 import argparse
 import os
@@ -107,10 +110,22 @@ def export(model, inputs, path):
         torch.onnx.export(model, inputs, path, **kwargs)
 
 
-def kiln_run(build, onnx_path, inputs, calls, work):
+def device_triple(build):
+    target = os.environ.get("KILN_BENCH_TARGET", "")
+    if target:
+        return "" if target == "default" else target
+    text = subprocess.run([os.path.join(build, "tools/run-module/kiln-run-module"),
+                           "--list_devices"], check=True, capture_output=True, text=True).stdout
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    return lines[0][-1] if lines else ""
+
+
+def kiln_run(build, onnx_path, inputs, calls, work, triple):
     module = os.path.join(work, "m.kiln")
-    subprocess.run([os.path.join(build, "tools/compile/kiln-compile"), onnx_path, "-o", module],
-                   check=True, capture_output=True, text=True)
+    compile_args = [os.path.join(build, "tools/compile/kiln-compile"), onnx_path, "-o", module]
+    if triple:
+        compile_args.append("--target-triple=" + triple)
+    subprocess.run(compile_args, check=True, capture_output=True, text=True)
     out = os.path.join(work, "out.npy")
     args = [os.path.join(build, "tools/run-module/kiln-run-module"),
             "--device=" + os.environ.get("KILN_BENCH_DEVICE", "vulkan"), "--module=" + module,
@@ -209,8 +224,10 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     tolerance = 1e-3 if CUDA else 1e-4
     device = (torch.cuda.get_device_name() if CUDA else "CPU")
-    print("kiln vs PyTorch %s on %s; medians of %d warm calls; fp32, TF32 off; "
-          "check: max|kiln-ref| <= %g * max|ref|" % (torch.__version__, device, args.calls,
+    triple = device_triple(args.build)
+    print("kiln (modules for %s) vs PyTorch %s on %s; medians of %d warm calls; fp32, TF32 off; "
+          "check: max|kiln-ref| <= %g * max|ref|" % (triple or "kiln-compile's default targets",
+                                                       torch.__version__, device, args.calls,
                                                        tolerance))
     if CUDA:
         print("| model | kiln wall ms | kiln GPU ms | dispatches | eager ms | CUDA graph ms | "
@@ -231,7 +248,8 @@ def main():
             model, inputs = builder(1234)
             onnx_path = os.path.join(work, "model.onnx")
             export(model, inputs, onnx_path)
-            wall, gpu, dispatches, got = kiln_run(args.build, onnx_path, inputs, args.calls, work)
+            wall, gpu, dispatches, got = kiln_run(args.build, onnx_path, inputs, args.calls, work,
+                                                  triple)
             if CUDA:
                 times, ref = torch_cuda_times(model, inputs, args.calls, not args.no_compile)
             else:

@@ -38,10 +38,11 @@ static void kiln_config_add(kiln_kernel_config_t* config, uint32_t id,
 }
 
 // gemm and conv2d_gemm: the tuning table's tiling (gemm_tuning.c).
-static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps,
+static kiln_status_t kiln_config_gemm(const kiln_kernel_arch_caps_t* caps, bool small,
                                       kiln_kernel_config_t* config) {
   kiln_kernel_gemm_tiling_t tiling;
-  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select(caps, &tiling));
+  KILN_RETURN_IF_ERROR(small ? kiln_kernel_gemm_tiling_select_small(caps, &tiling)
+                             : kiln_kernel_gemm_tiling_select(caps, &tiling));
   return kiln_kernel_gemm_tiling_apply(&tiling, caps, config);
 }
 
@@ -131,12 +132,14 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
 
   switch (kernel) {
     case KILN_KERNEL_GEMM:
+    case KILN_KERNEL_GEMM_SMALL:
       if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
         kiln_config_gemm_cpu(&config);
         break;
       }
-      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
-                                    "selecting a %s tiling", desc->name);
+      KILN_RETURN_IF_ERROR_ANNOTATE(
+          kiln_config_gemm(caps, kernel == KILN_KERNEL_GEMM_SMALL, &config),
+          "selecting a %s tiling", desc->name);
       break;
     case KILN_KERNEL_GEMV:
       if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
@@ -146,7 +149,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       kiln_config_gemv(caps, &config);
       break;
     case KILN_KERNEL_CONV2D_GEMM:
-      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, &config),
+      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),
                                     "selecting a %s tiling", desc->name);
       break;
     case KILN_KERNEL_CONV2D: {

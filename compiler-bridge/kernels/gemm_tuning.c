@@ -160,3 +160,18 @@ kiln_status_t kiln_kernel_gemm_tiling_select(const kiln_kernel_arch_caps_t* caps
   }
   return kiln_ok_status();
 }
+
+kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t* caps,
+                                                   kiln_kernel_gemm_tiling_t* out_tiling) {
+  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select(caps, out_tiling));
+  if (out_tiling->tm < 8 && out_tiling->tn < 8) return kiln_ok_status();
+  const kiln_kernel_gemm_tiling_t small[] = {{16, 16, 4, 4, 16}, {16, 16, 4, 4, 8}};
+  for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); ++i) {
+    if (small[i].wg_x * small[i].wg_y <= caps->max_workgroup_invocations &&
+        kiln_kernel_gemm_shared_bytes(&small[i]) <= caps->max_shared_memory_bytes) {
+      *out_tiling = small[i];
+      break;
+    }
+  }
+  return kiln_ok_status();
+}

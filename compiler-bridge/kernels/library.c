@@ -91,6 +91,11 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_RECURRENT, "recurrent", "main", 4,
      {RO(0, "gates_x"), RO(1, "params"), RW(2, "state"), RW(3, "y")},
      sizeof(kiln_kernel_recurrent_params_t), 1, V(FP32)},
+    // gemm's blobs with the small-output tiling (see kiln_lower_gemm_kernel).
+    {KILN_KERNEL_GEMM_SMALL, "gemm_small", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -164,7 +169,9 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
   }
   // gemv shares gemm's ABI; on CPU devices gemm_cpu (which has its own
   // one-row loop) serves both, so its blob is not embedded twice.
-  const char* base = id == KILN_KERNEL_GEMV && variant == KILN_KERNEL_VARIANT_CPU
+  // gemm_small is gemm's blobs under another tiling.
+  const char* base = (id == KILN_KERNEL_GEMV && variant == KILN_KERNEL_VARIANT_CPU) ||
+                             id == KILN_KERNEL_GEMM_SMALL
                          ? kKernels[KILN_KERNEL_GEMM].name
                          : desc->name;
   char blob_name[64];

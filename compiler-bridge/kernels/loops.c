@@ -195,6 +195,7 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
   const kiln_kernel_conv2d_params_t* conv = params;
   switch (config->kernel) {
     case KILN_KERNEL_GEMM:
+    case KILN_KERNEL_GEMM_SMALL:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_tiled(config, gemm->k);
       return kiln_ok_status();

@@ -250,7 +250,11 @@ kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
                                            const kiln_lower_reduction_t* r) {
   const uint64_t limit = kiln_emit_range_limit(l->program);
   if (kiln_big_fits(desc, limit)) return kiln_lower_add_reduction(l, desc, r);
-  if (desc->kernel == KILN_KERNEL_GEMM) return kiln_big_gemm(l, desc, r, limit);
+  // gemv and gemm_small share gemm's ABI, so its blocks apply to them.
+  if (desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL ||
+      desc->kernel == KILN_KERNEL_GEMV) {
+    return kiln_big_gemm(l, desc, r, limit);
+  }
   return kiln_big_conv(l, desc, r, limit);
 }
 

@@ -87,10 +87,17 @@ static bool kiln_lower_gpu_only(const kiln_lower_t* l) {
   return true;
 }
 
-// One-row products (batch-1 linear layers) take gemv, everything else the
-// tiled gemm; both have gemm's ABI.
+// Below this many 128x128 output blocks a desktop GPU's big tiling leaves
+// most of it idle (two waves of an H100's 132 SMs).
+#define KILN_GEMM_SMALL_BLOCKS 256
+
+// One-row products (batch-1 linear layers) take gemv, products with few
+// output blocks gemm_small, the rest the tiled gemm; all have gemm's ABI
+// (and on CPU-like and mobile targets gemm and gemm_small tile alike).
 static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_kernel_gemm_params_t* p) {
-  return p->m == 1 ? KILN_KERNEL_GEMV : KILN_KERNEL_GEMM;
+  if (p->m == 1) return KILN_KERNEL_GEMV;
+  uint64_t blocks = ((uint64_t)p->m + 127) / 128 * (((uint64_t)p->n + 127) / 128) * p->batch;
+  return blocks < KILN_GEMM_SMALL_BLOCKS ? KILN_KERNEL_GEMM_SMALL : KILN_KERNEL_GEMM;
 }
 
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).

@@ -184,6 +184,7 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
   if (fits) return kiln_split_record(l, &d, r, 0, 1);
   switch (desc->kernel) {
     case KILN_KERNEL_GEMM:
+    case KILN_KERNEL_GEMM_SMALL:
     case KILN_KERNEL_GEMV:
       return kiln_split_gemm(l, desc, r);
     case KILN_KERNEL_CONV2D:

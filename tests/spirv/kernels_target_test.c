@@ -383,15 +383,37 @@ KILN_TEST(KernelTargetTest, GemmTuningTable) {
     kiln_kernel_config_t config;
     memset(&config, 0, sizeof(config));
     KILN_EXPECT_OK(kiln_kernel_gemm_tiling_apply(row, &caps, &config));
-    kiln_kernel_config_t picked;
-    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D_GEMM, &caps,
-                                             KILN_KERNEL_STORAGE_FP32, &picked));
-    KILN_EXPECT_EQ(picked.workgroup_size[0], row->wg_x);
-    KILN_EXPECT_EQ(picked.workgroup_size[1], row->wg_y);
-    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TM, 0), row->tm);
-    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TN, 0), row->tn);
-    KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TK, 0), row->tk);
-    KILN_EXPECT_EQ(picked.shared_memory_bytes, kiln_kernel_gemm_shared_bytes(row));
+    // gemm (fp16 storage: the tiled core on every arch) takes the row;
+    // gemm_small and the implicit-GEMM conv the small tiling, which is the
+    // row unless the row has 8-wide register tiles.
+    kiln_kernel_gemm_tiling_t small;
+    KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_small(&caps, &small));
+    if (row->tm < 8 && row->tn < 8) {
+      KILN_EXPECT_BYTES_EQ(&small, row, sizeof(small));
+    } else {
+      KILN_EXPECT_EQ(small.tm, 4);
+      KILN_EXPECT_EQ(small.tn, 4);
+    }
+    const struct {
+      kiln_kernel_id_t kernel;
+      kiln_kernel_storage_t storage;
+      const kiln_kernel_gemm_tiling_t* want;
+    } picks[] = {{KILN_KERNEL_CONV2D_GEMM, KILN_KERNEL_STORAGE_FP32, &small},
+                 {KILN_KERNEL_GEMM_SMALL, KILN_KERNEL_STORAGE_FP16, &small},
+                 {KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP16, row}};
+    for (size_t p = 0; p < sizeof(picks) / sizeof(picks[0]); ++p) {
+      if (picks[p].storage == KILN_KERNEL_STORAGE_FP16 && !caps.fp16_storage) continue;
+      kiln_kernel_config_t picked;
+      KILN_ASSERT_OK(kiln_kernel_config_select(picks[p].kernel, &caps, picks[p].storage,
+                                               &picked));
+      const kiln_kernel_gemm_tiling_t* want = picks[p].want;
+      KILN_EXPECT_EQ(picked.workgroup_size[0], want->wg_x);
+      KILN_EXPECT_EQ(picked.workgroup_size[1], want->wg_y);
+      KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TM, 0), want->tm);
+      KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TN, 0), want->tn);
+      KILN_EXPECT_EQ(kiln_kernel_config_spec(&picked, KILN_SPEC_GEMM_TK, 0), want->tk);
+      KILN_EXPECT_EQ(picked.shared_memory_bytes, kiln_kernel_gemm_shared_bytes(want));
+    }
   }
   KILN_EXPECT_TRUE(kiln_kernel_gemm_tuning("volta") == NULL);
   KILN_EXPECT_TRUE(kiln_kernel_gemm_tuning(NULL) == NULL);

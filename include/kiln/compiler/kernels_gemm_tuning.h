@@ -47,6 +47,15 @@ kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* til
 kiln_status_t kiln_kernel_gemm_tiling_select(const kiln_kernel_arch_caps_t* caps,
                                              kiln_kernel_gemm_tiling_t* out_tiling);
 
+// The tiling for products with few output tiles (gemm_small, and the
+// implicit-GEMM convs of batch-1 CNNs): where the arch's row has 8-wide
+// register tiles, 16x16 invocations of 4x4 (64x64 blocks) at TK 16 when
+// they fit, else the row. On the H100 that tiling ran 2-3x faster than the
+// 128x128 row on ResNet-50's 1x1 convs and 128-token linear layers, which
+// give too few 128x128 blocks to fill the GPU (kiln-kernels-bench --sweep).
+kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t* caps,
+                                                   kiln_kernel_gemm_tiling_t* out_tiling);
+
 #ifdef __cplusplus
 }
 #endif
