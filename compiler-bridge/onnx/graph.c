@@ -12,6 +12,9 @@ size_t kiln_graph_dtype_size(kiln_graph_dtype_t dtype) {
     case KILN_GRAPH_DTYPE_I64: return 8;
     case KILN_GRAPH_DTYPE_I32: return 4;
     case KILN_GRAPH_DTYPE_BOOL: return 1;
+    case KILN_GRAPH_DTYPE_F16: return 2;
+    case KILN_GRAPH_DTYPE_I8: return 1;
+    case KILN_GRAPH_DTYPE_U8: return 1;
     default: return 0;
   }
 }
@@ -22,6 +25,9 @@ const char* kiln_graph_dtype_name(kiln_graph_dtype_t dtype) {
     case KILN_GRAPH_DTYPE_I64: return "int64";
     case KILN_GRAPH_DTYPE_I32: return "int32";
     case KILN_GRAPH_DTYPE_BOOL: return "bool";
+    case KILN_GRAPH_DTYPE_F16: return "float16";
+    case KILN_GRAPH_DTYPE_I8: return "int8";
+    case KILN_GRAPH_DTYPE_U8: return "uint8";
     default: return "invalid";
   }
 }

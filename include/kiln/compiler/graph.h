@@ -24,6 +24,10 @@ typedef enum kiln_graph_dtype_e {
   KILN_GRAPH_DTYPE_I64,
   KILN_GRAPH_DTYPE_I32,
   KILN_GRAPH_DTYPE_BOOL,
+  // Reduced-precision and quantized types (issues 15 and 17).
+  KILN_GRAPH_DTYPE_F16,
+  KILN_GRAPH_DTYPE_I8,
+  KILN_GRAPH_DTYPE_U8,
 } kiln_graph_dtype_t;
 
 size_t kiln_graph_dtype_size(kiln_graph_dtype_t dtype);
