@@ -199,7 +199,8 @@ static kiln_status_t kiln_onnx_add_input(kiln_onnx_import_t* import,
   if (dtype == KILN_GRAPH_DTYPE_INVALID) {
     return kiln_make_status(
         KILN_STATUS_UNIMPLEMENTED,
-        "%s: input '%s' has dtype %s; supported: FLOAT, INT64, INT32, BOOL",
+        "%s: input '%s' has dtype %s; supported: FLOAT, INT64, INT32, BOOL, "
+        "INT8, UINT8",
         import->source, name,
         kiln_onnx_proto_dtype_name(tensor_type->elem_type));
   }

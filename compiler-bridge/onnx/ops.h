@@ -76,6 +76,9 @@ kiln_status_t kiln_op_require_input(const kiln_op_infer_args_t* args,
 #define KILN_OP_I64 (1u << KILN_GRAPH_DTYPE_I64)
 #define KILN_OP_I32 (1u << KILN_GRAPH_DTYPE_I32)
 #define KILN_OP_BOOL (1u << KILN_GRAPH_DTYPE_BOOL)
+#define KILN_OP_I8 (1u << KILN_GRAPH_DTYPE_I8)
+#define KILN_OP_U8 (1u << KILN_GRAPH_DTYPE_U8)
+#define KILN_OP_QUANT (KILN_OP_I8 | KILN_OP_U8)
 #define KILN_OP_INDEX (KILN_OP_I64 | KILN_OP_I32)
 #define KILN_OP_NUMERIC (KILN_OP_F32 | KILN_OP_I64 | KILN_OP_I32)
 #define KILN_OP_ANY (KILN_OP_NUMERIC | KILN_OP_BOOL)
@@ -102,6 +105,13 @@ kiln_status_t kiln_op_broadcast(const kiln_op_infer_args_t* args,
                                 const kiln_graph_shape_t* a,
                                 const kiln_graph_shape_t* b,
                                 kiln_graph_shape_t* out_shape);
+
+// MatMul's output shape (numpy: 1-D promotion, broadcast batch dims) for
+// any operand dtypes (MatMul, MatMulInteger, QLinearMatMul).
+kiln_status_t kiln_op_matmul_shape(const kiln_op_infer_args_t* args,
+                                   const kiln_graph_value_t* a,
+                                   const kiln_graph_value_t* b,
+                                   kiln_graph_shape_t* out_shape);
 
 // Newer op versions rewritten into the forms kiln handles (ops_versions.c).
 // Replaces input `index` with a new 1-D constant of `count` values; this may
@@ -173,5 +183,6 @@ extern const kiln_op_def_t kiln_ops_trilu[];
 extern const kiln_op_def_t kiln_ops_attention[];
 extern const kiln_op_def_t kiln_ops_arg[];
 extern const kiln_op_def_t kiln_ops_versions[];
+extern const kiln_op_def_t kiln_ops_quant[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

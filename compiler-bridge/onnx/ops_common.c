@@ -60,7 +60,7 @@ const kiln_graph_value_t* kiln_op_input(const kiln_op_infer_args_t* args,
 
 static void kiln_op_mask_names(unsigned mask, char* buffer, size_t size) {
   buffer[0] = 0;
-  for (int d = KILN_GRAPH_DTYPE_F32; d <= KILN_GRAPH_DTYPE_BOOL; ++d) {
+  for (int d = KILN_GRAPH_DTYPE_F32; d <= KILN_GRAPH_DTYPE_U8; ++d) {
     if (!(mask & (1u << d))) continue;
     size_t used = strlen(buffer);
     snprintf(buffer + used, size - used, "%s%s", used ? ", " : "",

@@ -83,11 +83,10 @@ static kiln_status_t kiln_run_gemm(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
-static kiln_status_t kiln_infer_matmul(const kiln_op_infer_args_t* args) {
-  const kiln_graph_value_t* a = NULL;
-  const kiln_graph_value_t* b = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &a));
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_F32, &b));
+kiln_status_t kiln_op_matmul_shape(const kiln_op_infer_args_t* args,
+                                   const kiln_graph_value_t* a,
+                                   const kiln_graph_value_t* b,
+                                   kiln_graph_shape_t* out_shape) {
   if (a->shape.rank == 0 || b->shape.rank == 0) {
     return kiln_op_invalid(args, "MatMul inputs must have rank >= 1");
   }
@@ -106,6 +105,17 @@ static kiln_status_t kiln_infer_matmul(const kiln_op_infer_args_t* args) {
   KILN_RETURN_IF_ERROR(kiln_op_broadcast(args, &ba, &bb, &shape));
   if (a->shape.rank != 1) shape.dims[shape.rank++] = sa.dims[sa.rank - 2];
   if (b->shape.rank != 1) shape.dims[shape.rank++] = sb.dims[sb.rank - 1];
+  *out_shape = shape;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_infer_matmul(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* a = NULL;
+  const kiln_graph_value_t* b = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &a));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_F32, &b));
+  kiln_graph_shape_t shape;
+  KILN_RETURN_IF_ERROR(kiln_op_matmul_shape(args, a, b, &shape));
   KILN_RETURN_IF_ERROR(kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape));
   return kiln_op_check_epilogue(args);
 }
