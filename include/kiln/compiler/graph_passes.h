@@ -48,6 +48,13 @@ kiln_status_t kiln_graph_fuse_gelu(kiln_graph_t* graph);
 // the second addend as input 3 with kiln.residual=3.
 kiln_status_t kiln_graph_fuse_residual_norm(kiln_graph_t* graph);
 
+// DequantizeLinear on constant inputs (int8 weights, int32 biases) folded
+// to fp32 constants: the swap point for in-kernel weight dequantization.
+kiln_status_t kiln_graph_qdq_fold_weight_dequantize(kiln_graph_t* graph);
+// DequantizeLinear(QuantizeLinear(x)) with equal constant parameters -> one
+// fp32 kiln.QuantizeDequantize node (exactly the pair's arithmetic).
+kiln_status_t kiln_graph_fuse_qdq(kiln_graph_t* graph);
+
 // Marks nodes and values no graph output depends on as removed.
 void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);
 
