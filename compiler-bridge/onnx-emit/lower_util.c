@@ -228,6 +228,10 @@ static const kiln_lowering_t kLowerings[] = {
     {"Where", kiln_lower_where, NULL, 0, "constant condition"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
+    {"kiln.QuantizeDequantize", kiln_lower_quantize_dequantize, NULL, 0,
+     "QDQ pairs, fused by the compiler"},
+    {"QuantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs"},
+    {"DequantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs, of constants"},
 };
 #undef PLAIN
 #undef CODED

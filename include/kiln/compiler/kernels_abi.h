@@ -92,6 +92,16 @@ typedef struct kiln_kernel_unary_params_t {
 } kiln_kernel_unary_params_t;
 _Static_assert(sizeof(kiln_kernel_unary_params_t) == 12, "unary push constants");
 
+// quantize_dequantize: bindings 0 x, 1 scale, 2 zero point (float values;
+// bound to the scale when has_zero_point is 0), 3 y. y = (clamp(round_even(
+// x / scale) + zp, qmin, qmax) - zp) * scale, the channel of element i being
+// (i / inner) % channels. Grid: linear over count.
+typedef struct kiln_kernel_quantize_params_t {
+  uint32_t count, inner, channels, has_zero_point;
+  float qmin, qmax;
+} kiln_kernel_quantize_params_t;
+_Static_assert(sizeof(kiln_kernel_quantize_params_t) == 24, "quantize push constants");
+
 // copy: bindings 0 in (ro), 1 out. Grid: linear over count.
 typedef struct kiln_kernel_copy_params_t {
   uint32_t count;

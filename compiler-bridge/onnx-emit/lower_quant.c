@@ -1,0 +1,53 @@
+// Quantization on the GPU: the QDQ pass's kiln.QuantizeDequantize (fp32 in
+// and out, constant per-tensor or per-axis parameters) as one
+// quantize_dequantize dispatch. Ops that keep int8 / uint8 tensors at run
+// time are refused here, naming what runs: they run in the reference
+// executor, and QDQ pairs are fused before lowering.
+#include <string.h>
+
+#include "lower_util.h"
+
+kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* zero = kiln_lower_in(l, 2);
+  if (!scale->data || (zero && !zero->data)) {
+    return kiln_lower_refuse(l, "scale and zero point must be constants");
+  }
+  uint64_t count = kiln_lower_count(&x->shape);
+  uint64_t channels = kiln_lower_count(&scale->shape);
+  if (count * sizeof(float) > kiln_emit_range_limit(l->program)) {
+    return kiln_lower_refuse(l, "%llu values exceed one binding of the smallest "
+                             "target", (unsigned long long)count);
+  }
+  int64_t axis = 1, qmin = 0, qmax = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 1, &axis));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "kiln.qmin", 0, &qmin));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "kiln.qmax", 0, &qmax));
+  if (axis < 0) axis += x->shape.rank;
+  uint64_t inner = 1;
+  for (int32_t d = (int32_t)axis + 1; channels > 1 && d < x->shape.rank; ++d) {
+    inner *= (uint64_t)x->shape.dims[d];
+  }
+  kiln_kernel_quantize_params_t p = {(uint32_t)count, (uint32_t)inner,
+                                     (uint32_t)channels, zero ? 1u : 0u,
+                                     (float)qmin, (float)qmax};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_QUANTIZE_DEQUANTIZE,
+                                    .push = &p, .binding_count = 4,
+                                    .written_mask = 8u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = count};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, zero ? 2 : 1, &desc.bindings[2]));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l) {
+  return kiln_lower_refuse(
+      l, "int8 / uint8 tensors at run time are not lowered to the GPU (the "
+         "reference executor runs them); supported: QuantizeLinear read only by "
+         "a DequantizeLinear with the same constant parameters (a QDQ pair, "
+         "fused), DequantizeLinear of constants (folded)");
+}

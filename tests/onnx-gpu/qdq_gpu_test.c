@@ -1,0 +1,169 @@
+// QDQ models written by onnxruntime's quantize_static (QDQ format; int8
+// weights per tensor and per channel, uint8 and int8 activations),
+// committed under tests/data/qdq/<name>/ by scripts/make_qdq_models.py with
+// onnxruntime's output of the literal QDQ chain (graph optimizations off).
+// Each runs through the reference executor as imported (the literal chain)
+// and compiled for the default device (QDQ pairs fused into
+// kiln.QuantizeDequantize, weights folded to fp32).
+//
+// Tolerance, in steps of the output's quantization scale: the reference
+// executor and onnxruntime compute the same chain but sum the fp32
+// Conv/Gemm products in a different order, so a value that lands within
+// rounding of a .5 boundary may quantize one step apart, and a flip inside
+// the network moves the output by a fraction of a step per flipped input.
+// Measured (lavapipe): see the printed lines; the bound is 2 steps.
+//
+// The fused kernel itself is checked bit for bit against the reference on
+// hand-made ties, saturation, NaN/inf and per-axis parameters.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/graph_reference.h"
+#include "kiln/compiler/onnx.h"
+#include "kiln_test.h"
+#include "npy_util.h"
+#include "onnx_gpu_util.h"
+
+#define KILN_QDQ_MAX_STEPS 2.0
+
+static const char* kiln_qdq_dir(void) {
+  const char* dir = getenv("KILN_QDQ_MODELS_DIR");
+  return dir ? dir : "tests/data/qdq";
+}
+
+// max |a - e| in units of `step` (INFINITY on a shape mismatch or NaN).
+static double kiln_qdq_steps(const kiln_graph_tensor_t* a, const kiln_graph_tensor_t* e,
+                             float step) {
+  if (!kiln_graph_shape_equal(&a->shape, &e->shape)) return INFINITY;
+  double worst = 0.0;
+  for (size_t i = 0; i < e->byte_size / sizeof(float); ++i) {
+    double d = fabs((double)((const float*)a->data)[i] - ((const float*)e->data)[i]);
+    if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+  }
+  return worst / step;
+}
+
+static void kiln_check_qdq_model(const char* name) {
+  char path[1024], file[1024];
+  kiln_graph_tensor_t input, expected, fp32, scale, cpu, gpu;
+  snprintf(file, sizeof(file), "%s/%s/input_0.npy", kiln_qdq_dir(), name);
+  KILN_ASSERT_OK(kiln_test_read_npy_f32(file, &input));
+  snprintf(file, sizeof(file), "%s/%s/output_0.npy", kiln_qdq_dir(), name);
+  KILN_ASSERT_OK(kiln_test_read_npy_f32(file, &expected));
+  snprintf(file, sizeof(file), "%s/%s/output_fp32.npy", kiln_qdq_dir(), name);
+  KILN_ASSERT_OK(kiln_test_read_npy_f32(file, &fp32));
+  snprintf(file, sizeof(file), "%s/%s/out_scale.npy", kiln_qdq_dir(), name);
+  KILN_ASSERT_OK(kiln_test_read_npy_f32(file, &scale));
+  float step = *(const float*)scale.data;
+  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_qdq_dir(), name);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_graph_t graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  KILN_ASSERT_OK(kiln_graph_reference_run(&graph, &input, 1, NULL, kiln_allocator_system(), &cpu));
+  double cpu_steps = kiln_qdq_steps(&cpu, &expected, step);
+  kiln_graph_deinitialize(&graph);
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &stats));
+  double gpu_steps = kiln_qdq_steps(&gpu, &expected, step);
+  double fp32_steps = kiln_qdq_steps(&gpu, &fp32, step);
+  printf("%s: reference %.3g steps, device %.3g steps from onnxruntime (step %.3g); "
+         "%.3g steps from the fp32 model\n",
+         name, cpu_steps, gpu_steps, step, fp32_steps);
+  KILN_EXPECT_LE(cpu_steps, KILN_QDQ_MAX_STEPS);
+  KILN_EXPECT_LE(gpu_steps, KILN_QDQ_MAX_STEPS);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&fp32);
+  kiln_graph_tensor_deinit(&scale);
+  kiln_graph_tensor_deinit(&cpu);
+  kiln_graph_tensor_deinit(&gpu);
+  kiln_graph_deinitialize(&graph);
+}
+
+KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsMatchOnnxruntime) {
+  static const char* const kModels[] = {"mlp_u8_tensor", "mlp_s8_channel",
+                                        "cnn_u8_channel", "cnn_s8_tensor"};
+  for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
+    kiln_check_qdq_model(kModels[i]);
+  }
+}
+
+// x [4, 3, 8] -> QuantizeLinear -> DequantizeLinear, parameters per tensor
+// or per axis 0 / 1 / 2, int8 (negative zero points) and uint8.
+static void kiln_check_fused_kernel(int32_t axis, bool s8) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "qdq_kernel", &g);
+  g.opset = 13;
+  kiln_graph_shape_t shape = {3, {4, 3, 8}};
+  int32_t x = -1, scale = -1, zp = -1, q = -1, y = -1, node = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &shape, &x));
+  size_t channels = axis < 0 ? 1 : (size_t)shape.dims[axis];
+  float scales[8];
+  int8_t zp_s8[8];
+  uint8_t zp_u8[8];
+  static const float kScales[] = {0.1f, 0.5f, 1.0f, 0.3f, 2.0f, 0.25f, 0.07f, 1.5f};
+  for (size_t c = 0; c < channels; ++c) {
+    scales[c] = kScales[c];
+    zp_s8[c] = (int8_t)(c * 37 % 256 - 128);
+    zp_u8[c] = (uint8_t)(c * 91 % 256);
+  }
+  kiln_graph_shape_t ps = {axis < 0 ? 0 : 1, {(int64_t)channels}};
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "s", KILN_GRAPH_DTYPE_F32, &ps, scales, &scale));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "z", s8 ? KILN_GRAPH_DTYPE_I8 : KILN_GRAPH_DTYPE_U8,
+                                         &ps, s8 ? (const void*)zp_s8 : (const void*)zp_u8,
+                                         &zp));
+  kiln_graph_attr_t attr = {.name = "axis", .type = KILN_GRAPH_ATTR_INT, .i = axis};
+  int32_t inputs[3] = {x, scale, zp};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "QuantizeLinear", inputs, 3, &node, &q));
+  if (axis >= 0) KILN_ASSERT_OK(kiln_graph_node_set_attr(&g, node, &attr));
+  inputs[0] = q;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "DequantizeLinear", inputs, 3, &node, &y));
+  if (axis >= 0) KILN_ASSERT_OK(kiln_graph_node_set_attr(&g, node, &attr));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
+  kiln_graph_tensor_t input, cpu, gpu;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &shape, &input));
+  float* px = (float*)input.data;
+  for (size_t i = 0; i < 96; ++i) {
+    // Ties at .5 of several scales, values past both saturation ends.
+    px[i] = ((float)i - 48.0f) * 0.25f * (i % 5 == 0 ? 40.0f : 1.0f) + (i % 7 ? 0.0f : 0.05f);
+  }
+  px[3] = NAN;
+  px[4] = INFINITY;
+  px[5] = -INFINITY;
+  px[6] = 0.15f;  // 0.15 / 0.1 rounds near 1.5 in float32
+  px[7] = -0.05f;
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &cpu));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&g, &options, &input, &gpu, &stats));
+  KILN_EXPECT_EQ(cpu.byte_size, gpu.byte_size);
+  size_t differ = 0;
+  for (size_t i = 0; i < 96; ++i) {
+    float a = ((const float*)gpu.data)[i], e = ((const float*)cpu.data)[i];
+    if (memcmp(&a, &e, sizeof(a)) != 0) {
+      if (differ++ < 4) {
+        KILN_ADD_FAILURE("axis %d %s element %zu: device %.9g, reference %.9g (x %.9g)",
+                         (int)axis, s8 ? "int8" : "uint8", i, a, e, px[i]);
+      }
+    }
+  }
+  KILN_EXPECT_EQ(differ, 0u);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&cpu);
+  kiln_graph_tensor_deinit(&gpu);
+  kiln_graph_deinitialize(&g);
+}
+
+KILN_TEST(OnnxQdqKernelTest, FusedPairMatchesTheReferenceBitForBit) {
+  for (int32_t axis = -1; axis < 3; ++axis) {
+    kiln_check_fused_kernel(axis, true);
+    kiln_check_fused_kernel(axis, false);
+  }
+}
