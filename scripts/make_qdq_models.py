@@ -55,6 +55,30 @@ class Cnn(torch.nn.Module):
         return self.fc(torch.flatten(y, 1))
 
 
+class ConvOnly(torch.nn.Module):
+    """QOperator format: QuantizeLinear, QLinearConv x 2, DequantizeLinear."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 4, 3, stride=2, padding=1, groups=2)
+
+    def forward(self, x):
+        return self.c2(torch.relu(self.c1(x)))
+
+
+class MatMulOnly(torch.nn.Module):
+    """QOperator format: QuantizeLinear, QLinearMatMul x 2, DequantizeLinear."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1 = torch.nn.Parameter(torch.randn(16, 24) * 0.3)
+        self.w2 = torch.nn.Parameter(torch.randn(24, 8) * 0.3)
+
+    def forward(self, x):
+        return torch.matmul(torch.matmul(x, self.w1), self.w2)
+
+
 class Reader(CalibrationDataReader):
     def __init__(self, name, shape, rng):
         self.items = iter([{name: rng.standard_normal(shape).astype(np.float32)}
@@ -77,14 +101,16 @@ def last_quantize_scale(model):
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
     scale = None
     for node in graph.node:
-        if node.op_type == "QuantizeLinear":
-            scale = inits[node.input[1]]
+        if node.op_type in ("QuantizeLinear", "QLinearConv", "QLinearMatMul"):
+            scale = inits[node.input[1 if node.op_type == "QuantizeLinear" else 6]]
     return np.asarray(scale, dtype=np.float32)
 
 
-def make(name, module, shape, per_channel, activation_type, seed):
+def make(name, module, shape, per_channel, activation_type, seed,
+         quant_format=QuantFormat.QDQ):
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
+    module = module()  # the class: its weights come from the seed
     out_dir = os.path.join(ROOT, name)
     os.makedirs(out_dir, exist_ok=True)
     fp32_path = os.path.join(out_dir, "fp32.onnx")
@@ -93,7 +119,7 @@ def make(name, module, shape, per_channel, activation_type, seed):
                       output_names=["y"], opset_version=17, dynamo=False)
     path = os.path.join(out_dir, "model.onnx")
     quantize_static(fp32_path, path, Reader("x", shape, rng),
-                    quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    quant_format=quant_format, per_channel=per_channel,
                     activation_type=activation_type,
                     weight_type=QuantType.QInt8)
     xin = rng.standard_normal(shape).astype(np.float32)
@@ -111,10 +137,14 @@ def make(name, module, shape, per_channel, activation_type, seed):
 
 
 def main():
-    make("mlp_u8_tensor", Mlp(), (4, 16), False, QuantType.QUInt8, 1)
-    make("mlp_s8_channel", Mlp(), (4, 16), True, QuantType.QInt8, 2)
-    make("cnn_u8_channel", Cnn(), (1, 3, 16, 16), True, QuantType.QUInt8, 3)
-    make("cnn_s8_tensor", Cnn(), (1, 3, 16, 16), False, QuantType.QInt8, 4)
+    make("mlp_u8_tensor", Mlp, (4, 16), False, QuantType.QUInt8, 1)
+    make("mlp_s8_channel", Mlp, (4, 16), True, QuantType.QInt8, 2)
+    make("cnn_u8_channel", Cnn, (1, 3, 16, 16), True, QuantType.QUInt8, 3)
+    make("cnn_s8_tensor", Cnn, (1, 3, 16, 16), False, QuantType.QInt8, 4)
+    make("qop_conv_u8_channel", ConvOnly, (1, 3, 12, 12), True,
+         QuantType.QUInt8, 5, QuantFormat.QOperator)
+    make("qop_matmul_s8_tensor", MatMulOnly, (2, 3, 16), False,
+         QuantType.QInt8, 6, QuantFormat.QOperator)
     return 0
 
 
