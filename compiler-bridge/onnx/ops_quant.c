@@ -98,11 +98,11 @@ static kiln_status_t kiln_quant_check_linear(const kiln_op_infer_args_t* args,
   }
   int64_t axis = 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "axis", 1, &axis));
-  if (s->shape.rank == 1) {
+  if (s->shape.rank == 1 && s->shape.dims[0] != 1) {  // one value: per tensor
     int32_t a = 0;
     KILN_RETURN_IF_ERROR_ANNOTATE(kiln_op_axis(args, axis, x->shape.rank, &a),
                                   "(per-axis scale '%s')", s->name);
-    if (s->shape.dims[0] != 1 && s->shape.dims[0] != x->shape.dims[a]) {
+    if (s->shape.dims[0] != x->shape.dims[a]) {
       return kiln_op_invalid(args, "scale '%s' has %lld values but axis %d of "
                              "'%s' has %lld", s->name,
                              (long long)s->shape.dims[0], (int)a, x->name,

@@ -96,9 +96,9 @@ static kiln_status_t kiln_qdq_fuse_one(kiln_graph_t* graph, int32_t dq) {
     for (size_t i = 0; i < count; ++i) {
       values[i] = (float)kiln_quant_load(graph->values[zp].data, qtype, i);
     }
-    KILN_RETURN_IF_ERROR(kiln_graph_add_constant(
-        graph, NULL, KILN_GRAPH_DTYPE_F32, &graph->values[zp].shape, values,
-        &zp_float));
+    kiln_graph_shape_t shape = graph->values[zp].shape;  // values may move
+    KILN_RETURN_IF_ERROR(kiln_graph_add_constant(graph, NULL, KILN_GRAPH_DTYPE_F32,
+                                                 &shape, values, &zp_float));
   }
   int32_t scale_id = qn->inputs[1];
   int32_t qmin = 0, qmax = 0;
