@@ -1,11 +1,13 @@
-// Quantization on the GPU: the QDQ pass's kiln.QuantizeDequantize (fp32 in
-// and out, constant per-tensor or per-axis parameters) as one
-// quantize_dequantize dispatch. Ops that keep int8 / uint8 tensors at run
+// Quantization on the GPU: the QDQ pass's kiln.QuantizeDequantize and the
+// QOperator pass's kiln.Quantize / Dequantize / Requantize (fp32 buffers,
+// integer values as fp32; constant per-tensor or per-axis parameters) as
+// one quantize_dequantize dispatch each. Ops that keep int8 / uint8 tensors at run
 // time are refused here, naming what runs: they run in the reference
 // executor, and QDQ pairs are fused before lowering.
 #include <string.h>
 
 #include "lower_util.h"
+#include "ops.h"
 
 kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
@@ -32,7 +34,10 @@ kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
   kiln_kernel_quantize_params_t p = {(uint32_t)count, (uint32_t)inner,
                                      (uint32_t)channels, zero ? 1u : 0u,
                                      (float)qmin, (float)qmax};
+  kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_QUANT_MODE, (uint32_t)kiln_quant_mode(l->node->op_type)}};
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_QUANTIZE_DEQUANTIZE,
+                                    .ops = ops, .op_count = 1,
                                     .push = &p, .binding_count = 4,
                                     .written_mask = 8u,
                                     .grid = KILN_EMIT_GRID_LINEAR,

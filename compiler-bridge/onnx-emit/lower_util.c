@@ -230,6 +230,9 @@ static const kiln_lowering_t kLowerings[] = {
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
     {"kiln.QuantizeDequantize", kiln_lower_quantize_dequantize, NULL, 0,
      "QDQ pairs, fused by the compiler"},
+    {"kiln.Quantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
+    {"kiln.Dequantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
+    {"kiln.Requantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
     {"QuantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs"},
     {"DequantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs, of constants"},
 };

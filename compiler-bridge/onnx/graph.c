@@ -419,3 +419,27 @@ void kiln_graph_replace_uses(kiln_graph_t* graph, int32_t from, int32_t to) {
     if (graph->outputs[i] == from) graph->outputs[i] = to;
   }
 }
+
+kiln_status_t kiln_graph_place_nodes_after(kiln_graph_t* g, size_t after, size_t from) {
+  size_t count = g->node_count, moved = count - from;
+  if (moved == 0 || from == after + 1) return kiln_ok_status();
+  kiln_graph_node_t* copy = NULL;
+  int32_t* map = NULL;
+  kiln_status_t status =
+      kiln_allocator_malloc(g->allocator, count * sizeof(*copy), (void**)&copy);
+  if (!status) status = kiln_allocator_malloc(g->allocator, count * sizeof(*map), (void**)&map);
+  if (!status) {
+    memcpy(copy, g->nodes, count * sizeof(*copy));
+    size_t next = after + 1;
+    for (size_t i = from; i < count; ++i) map[i] = (int32_t)next++;
+    for (size_t i = after + 1; i < from; ++i) map[i] = (int32_t)next++;
+    for (size_t i = 0; i <= after; ++i) map[i] = (int32_t)i;
+    for (size_t i = 0; i < count; ++i) g->nodes[map[i]] = copy[i];
+    for (size_t v = 0; v < g->value_count; ++v) {
+      if (g->values[v].producer >= 0) g->values[v].producer = map[g->values[v].producer];
+    }
+  }
+  kiln_allocator_free(g->allocator, copy);
+  kiln_allocator_free(g->allocator, map);
+  return status;
+}

@@ -113,6 +113,10 @@ kiln_status_t kiln_op_matmul_shape(const kiln_op_infer_args_t* args,
                                    const kiln_graph_value_t* b,
                                    kiln_graph_shape_t* out_shape);
 
+// KILN_QUANT_* computed by a kiln.Quantize / Dequantize / Requantize /
+// QuantizeDequantize node (ops_quant.c).
+int kiln_quant_mode(const char* op_type);
+
 // Newer op versions rewritten into the forms kiln handles (ops_versions.c).
 // Replaces input `index` with a new 1-D constant of `count` values; this may
 // move graph->values, so callers re-read value pointers afterwards.

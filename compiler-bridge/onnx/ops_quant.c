@@ -228,8 +228,19 @@ static kiln_status_t kiln_run_dequantize(const kiln_op_run_args_t* args) {
 
 // ---------------------------------------------------------------------------
 // kiln.QuantizeDequantize: DequantizeLinear(QuantizeLinear(x)) with the same
-// parameters, fp32 in and out (pass_fuse_qdq.c). Inputs: x, scale, zero
+// parameters, fp32 in and out (pass_fuse_qdq.c). kiln.Quantize,
+// kiln.Dequantize, kiln.Requantize: the int8 / uint8 tensors of QOperator
+// graphs carried as fp32 tensors of their integer values
+// (pass_qoperator.c); Requantize rounds an exact integer sum times the
+// multiplier (input 1) as numpy does in float64. Inputs: x, scale, zero
 // point as float (the integer values); attributes axis, kiln.qmin, kiln.qmax.
+
+int kiln_quant_mode(const char* op_type) {
+  if (strcmp(op_type, "kiln.Quantize") == 0) return KILN_QUANT_QUANTIZE;
+  if (strcmp(op_type, "kiln.Dequantize") == 0) return KILN_QUANT_DEQUANTIZE;
+  if (strcmp(op_type, "kiln.Requantize") == 0) return KILN_QUANT_REQUANTIZE;
+  return KILN_QUANT_QDQ;
+}
 
 static kiln_status_t kiln_infer_quantize_dequantize(
     const kiln_op_infer_args_t* args) {
@@ -248,6 +259,7 @@ static kiln_status_t kiln_infer_quantize_dequantize(
 
 static kiln_status_t kiln_run_quantize_dequantize(const kiln_op_run_args_t* args) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
+  const float* px = (const float*)x->data;
   const float* scale = (const float*)args->inputs[1].data;
   const float* zp = args->input_count > 2 ? (const float*)args->inputs[2].data : NULL;
   float* y = (float*)args->outputs[0].data;
@@ -256,12 +268,19 @@ static kiln_status_t kiln_run_quantize_dequantize(const kiln_op_run_args_t* args
   int64_t qmin = 0, qmax = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "kiln.qmin", 0, &qmin));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "kiln.qmax", 0, &qmax));
+  int mode = kiln_quant_mode(args->node->op_type);
   for (size_t i = 0; i < x->count; ++i) {
     size_t c = kiln_quant_channel(&axis, i);
     int32_t z = zp ? (int32_t)zp[c] : 0;
-    int32_t q = kiln_quantize_value(((const float*)x->data)[i], scale[c], z,
-                                    (int32_t)qmin, (int32_t)qmax);
-    y[i] = kiln_dequantize_value(q, scale[c], z);
+    if (mode == KILN_QUANT_DEQUANTIZE) {
+      y[i] = kiln_dequantize_value((int32_t)px[i], scale[c], z);
+    } else if (mode == KILN_QUANT_REQUANTIZE) {
+      y[i] = (float)kiln_quant_saturate_round((double)px[i] * scale[c] + z,
+                                              (int32_t)qmin, (int32_t)qmax);
+    } else {
+      int32_t q = kiln_quantize_value(px[i], scale[c], z, (int32_t)qmin, (int32_t)qmax);
+      y[i] = mode == KILN_QUANT_QUANTIZE ? (float)q : kiln_dequantize_value(q, scale[c], z);
+    }
   }
   return kiln_ok_status();
 }
@@ -601,6 +620,12 @@ const kiln_op_def_t kiln_ops_quant[] = {
     {"DequantizeLinear", "axis,block_size", 2, 3, 1, 1, kiln_infer_dequantize,
      kiln_run_dequantize, 10},
     {"kiln.QuantizeDequantize", "axis,kiln.qmin,kiln.qmax", 2, 3, 1, 1,
+     kiln_infer_quantize_dequantize, kiln_run_quantize_dequantize},
+    {"kiln.Quantize", "axis,kiln.qmin,kiln.qmax", 2, 3, 1, 1,
+     kiln_infer_quantize_dequantize, kiln_run_quantize_dequantize},
+    {"kiln.Dequantize", "axis,kiln.qmin,kiln.qmax", 2, 3, 1, 1,
+     kiln_infer_quantize_dequantize, kiln_run_quantize_dequantize},
+    {"kiln.Requantize", "axis,kiln.qmin,kiln.qmax", 2, 3, 1, 1,
      kiln_infer_quantize_dequantize, kiln_run_quantize_dequantize},
     {"DynamicQuantizeLinear", "", 1, 1, 1, 3, kiln_infer_dynamic_quantize,
      kiln_run_dynamic_quantize, 11},

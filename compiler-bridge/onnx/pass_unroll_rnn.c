@@ -300,32 +300,6 @@ static void kiln_u_expand(kiln_unroll_t* u, int32_t n, const kiln_rnn_info_t* in
   }
 }
 
-// Moves nodes [from, count) to just after node `after`, keeping both
-// blocks' order, and renumbers producers.
-static kiln_status_t kiln_u_place_after(kiln_graph_t* g, size_t after, size_t from) {
-  size_t count = g->node_count, moved = count - from;
-  if (moved == 0 || from == after + 1) return kiln_ok_status();
-  kiln_graph_node_t* copy = NULL;
-  int32_t* map = NULL;
-  kiln_status_t status =
-      kiln_allocator_malloc(g->allocator, count * sizeof(*copy), (void**)&copy);
-  if (!status) status = kiln_allocator_malloc(g->allocator, count * sizeof(*map), (void**)&map);
-  if (!status) {
-    memcpy(copy, g->nodes, count * sizeof(*copy));
-    size_t next = after + 1;
-    for (size_t i = from; i < count; ++i) map[i] = (int32_t)next++;
-    for (size_t i = after + 1; i < from; ++i) map[i] = (int32_t)next++;
-    for (size_t i = 0; i <= after; ++i) map[i] = (int32_t)i;
-    for (size_t i = 0; i < count; ++i) g->nodes[map[i]] = copy[i];
-    for (size_t v = 0; v < g->value_count; ++v) {
-      if (g->values[v].producer >= 0) g->values[v].producer = map[g->values[v].producer];
-    }
-  }
-  kiln_allocator_free(g->allocator, copy);
-  kiln_allocator_free(g->allocator, map);
-  return status;
-}
-
 static bool kiln_u_constant(const kiln_graph_t* g, const kiln_graph_node_t* node, size_t i) {
   return i < node->input_count && node->inputs[i] >= 0 && g->values[node->inputs[i]].data;
 }
@@ -356,7 +330,7 @@ kiln_status_t kiln_graph_unroll_rnns(kiln_graph_t* graph) {
     kiln_u_expand(&u, (int32_t)n, &info, hs);
     KILN_RETURN_IF_ERROR(u.status);
     size_t added = graph->node_count - first_new;
-    KILN_RETURN_IF_ERROR(kiln_u_place_after(graph, n, first_new));
+    KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, n, first_new));
     n += added;
     changed = true;
   }

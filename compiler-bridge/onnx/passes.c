@@ -7,6 +7,7 @@ kiln_status_t kiln_graph_run_default_passes(kiln_graph_t* graph) {
   KILN_RETURN_IF_ERROR(kiln_graph_qdq_fold_weight_dequantize(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fold_constants(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fuse_qdq(graph));
+  KILN_RETURN_IF_ERROR(kiln_graph_lower_qoperator(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_unroll_rnns(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_remove_identities(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fold_batch_norm(graph));

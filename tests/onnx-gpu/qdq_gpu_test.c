@@ -4,7 +4,10 @@
 // onnxruntime's output of the literal QDQ chain (graph optimizations off).
 // Each runs through the reference executor as imported (the literal chain)
 // and compiled for the default device (QDQ pairs fused into
-// kiln.QuantizeDequantize, weights folded to fp32).
+// kiln.QuantizeDequantize, weights folded to fp32). Two QOperator models
+// (QuantizeLinear -> QLinearConv x 2 / QLinearMatMul x 2 -> DequantizeLinear)
+// run on the device through pass_qoperator.c (int8 values as exact fp32
+// integers, exact fp32 sums, kiln.Requantize).
 //
 // Tolerance, in steps of the output's quantization scale: the reference
 // executor and onnxruntime compute the same chain but sum the fp32
@@ -47,10 +50,7 @@ static double kiln_qdq_steps(const kiln_graph_tensor_t* a, const kiln_graph_tens
   return worst / step;
 }
 
-// QOperator models (QLinearConv / QLinearMatMul between a QuantizeLinear and
-// a DequantizeLinear) run in the reference executor; the device compile
-// refuses their int8 tensors naming the node.
-static void kiln_check_qdq_model(const char* name, bool on_device) {
+static void kiln_check_qdq_model(const char* name) {
   char path[1024], file[1024];
   kiln_graph_tensor_t input, expected, fp32, scale, cpu, gpu;
   snprintf(file, sizeof(file), "%s/%s/input_0.npy", kiln_qdq_dir(), name);
@@ -72,22 +72,6 @@ static void kiln_check_qdq_model(const char* name, bool on_device) {
   kiln_graph_deinitialize(&graph);
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
   kiln_gpu_run_stats_t stats;
-  if (!on_device) {
-    kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &stats);
-    KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
-    KILN_EXPECT_CONTAINS(kiln_status_message(status), "int8 / uint8 tensors at run time");
-    kiln_status_free(status);
-    printf("%s: reference %.3g steps from onnxruntime (step %.3g); device refused\n", name,
-           cpu_steps, step);
-    KILN_EXPECT_LE(cpu_steps, KILN_QDQ_MAX_STEPS);
-    kiln_graph_tensor_deinit(&input);
-    kiln_graph_tensor_deinit(&expected);
-    kiln_graph_tensor_deinit(&fp32);
-    kiln_graph_tensor_deinit(&scale);
-    kiln_graph_tensor_deinit(&cpu);
-    kiln_graph_deinitialize(&graph);
-    return;
-  }
   KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &stats));
   double gpu_steps = kiln_qdq_steps(&gpu, &expected, step);
   double fp32_steps = kiln_qdq_steps(&gpu, &fp32, step);
@@ -106,13 +90,51 @@ static void kiln_check_qdq_model(const char* name, bool on_device) {
 }
 
 KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsMatchOnnxruntime) {
-  static const char* const kModels[] = {"mlp_u8_tensor", "mlp_s8_channel",
-                                        "cnn_u8_channel", "cnn_s8_tensor"};
+  static const char* const kModels[] = {"mlp_u8_tensor",       "mlp_s8_channel",
+                                        "cnn_u8_channel",      "cnn_s8_tensor",
+                                        "qop_conv_u8_channel", "qop_matmul_s8_tensor"};
   for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
-    kiln_check_qdq_model(kModels[i], true);
+    kiln_check_qdq_model(kModels[i]);
   }
-  kiln_check_qdq_model("qop_conv_u8_channel", false);
-  kiln_check_qdq_model("qop_matmul_s8_tensor", false);
+}
+
+// Run-time int8 tensors the passes cannot carry exactly (here a dynamic
+// scale) are refused by the device compile naming the node; the reference
+// executor runs them.
+KILN_TEST(OnnxQdqModelTest, DynamicQuantizationIsRefusedOnTheDevice) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "dynamic_quant", &g);
+  g.opset = 13;
+  kiln_graph_shape_t shape = {2, {2, 8}};
+  int32_t x = -1, node = -1, y = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &shape, &x));
+  int32_t outs[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSERT_OK(kiln_graph_add_value(&g, NULL, KILN_GRAPH_DTYPE_INVALID, &outs[i]));
+  }
+  KILN_ASSERT_OK(kiln_graph_add_node(&g, "DynamicQuantizeLinear", "dql", &x, 1, outs, 3, &node));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "DequantizeLinear", outs, 3, &node, &y));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t input, out;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &shape, &input));
+  for (size_t i = 0; i < 16; ++i) ((float*)input.data)[i] = (float)i * 0.3f - 2.0f;
+  // The reference: y = (q - zp) * scale, within half a step of x.
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &out));
+  for (size_t i = 0; i < 16; ++i) {
+    KILN_EXPECT_NEAR(((float*)out.data)[i], ((float*)input.data)[i], 6.5f / 255.0f);
+  }
+  kiln_graph_tensor_deinit(&out);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, &input, &out, &stats);
+  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
+  KILN_EXPECT_CONTAINS(kiln_status_message(status), "node 'dql'");
+  kiln_status_free(status);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_deinitialize(&g);
 }
 
 // x [4, 3, 8] -> QuantizeLinear -> DequantizeLinear, parameters per tensor

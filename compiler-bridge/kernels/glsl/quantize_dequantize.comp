@@ -1,16 +1,24 @@
-// DequantizeLinear(QuantizeLinear(x)) with the same parameters, fp32 in and
-// out (kiln.QuantizeDequantize, the QDQ pass's fusion): exactly ONNX's
-// float32 arithmetic: x / scale correctly rounded (kiln_div; OpFDiv alone
-// may be 2.5 ULP off and move a tie), round half to even, + zero point,
-// saturate, then (q - zp) * scale. NaN gives qmin as the C reference does.
-// Per tensor (channels 1) or per axis: element i's channel is
-// (i / inner) % channels. Grid: linear, grid-stride.
+// ONNX quantization arithmetic on fp32 buffers, MODE (KILN_QUANT_*):
+//   QDQ         DequantizeLinear(QuantizeLinear(x)) with the same parameters
+//               (kiln.QuantizeDequantize, a fused QDQ pair);
+//   QUANTIZE    QuantizeLinear, the integer result stored as fp32 (exact);
+//   DEQUANTIZE  DequantizeLinear of such integer values;
+//   REQUANTIZE  round(x * m) + zp, saturated, for x an exact integer sum
+//               (QLinearConv / QLinearMatMul; m in the scale binding).
+// Exactly ONNX's arithmetic: x / scale correctly rounded (kiln_div; OpFDiv
+// alone may be 2.5 ULP off and move a tie), round half to even, + zero
+// point, saturate, (q - zp) * scale in one rounding. REQUANTIZE rounds the
+// exact product as numpy's float64 does: the fp32 product plus its fma
+// residual decide a product that rounded onto a .5. NaN gives qmin as the C
+// reference does. Per tensor (channels 1) or per axis: element i's channel
+// is (i / inner) % channels. Grid: linear, grid-stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
 #include "divide.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_QUANT_MODE) const uint MODE = KILN_QUANT_QDQ;
 
 layout(set = 0, binding = 0) readonly buffer XBuffer { float x[]; };
 layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float s[]; };
@@ -23,15 +31,35 @@ layout(push_constant) uniform Params {
   float qmin, qmax;
 } p;
 
+// round_half_even(a * b) of the exact product (|a * b| < 2^23 where it
+// matters; larger values saturate anyway).
+float kiln_round_product(float a, float b) {
+  precise float prod = a * b;
+  precise float err = fma(a, b, -prod);
+  float r = roundEven(prod);
+  if (abs(prod - r) == 0.5 && err != 0.0) r = err > 0.0 ? prod + 0.5 : prod - 0.5;
+  return r;
+}
+
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) {
     uint c = p.channels == 1u ? 0u : (i / p.inner) % p.channels;
     float scale = s[c];
     float zp = p.has_zero_point != 0u ? z[c] : 0.0;
-    float q = kiln_div(x[i], scale);
-    float v = isnan(q) ? p.qmin : clamp(roundEven(q) + zp, p.qmin, p.qmax);
-    precise float d = (v - zp) * scale;
-    y[i] = d;
+    if (MODE == KILN_QUANT_DEQUANTIZE) {
+      precise float d = (x[i] - zp) * scale;
+      y[i] = d;
+      continue;
+    }
+    float q = MODE == KILN_QUANT_REQUANTIZE ? kiln_round_product(x[i], scale)
+                                            : roundEven(kiln_div(x[i], scale));
+    float v = isnan(q) ? p.qmin : clamp(q + zp, p.qmin, p.qmax);
+    if (MODE == KILN_QUANT_QDQ) {
+      precise float d = (v - zp) * scale;
+      y[i] = d;
+    } else {
+      y[i] = v;
+    }
   }
 }

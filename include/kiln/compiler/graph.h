@@ -173,6 +173,10 @@ kiln_status_t kiln_graph_node_attr_ints(const kiln_graph_node_t* node,
 size_t kiln_graph_value_use_count(const kiln_graph_t* graph, int32_t value_id);
 // Replaces every use of `from` (node inputs and graph outputs) by `to`.
 void kiln_graph_replace_uses(kiln_graph_t* graph, int32_t from, int32_t to);
+// Moves nodes [from, node_count) to just after node `after`, keeping both
+// blocks' order, and renumbers producers (passes that expand a node).
+kiln_status_t kiln_graph_place_nodes_after(kiln_graph_t* graph, size_t after,
+                                           size_t from);
 
 // A node's input value (NULL when absent or out of range).
 static inline const kiln_graph_value_t* kiln_graph_node_input(

@@ -54,6 +54,11 @@ kiln_status_t kiln_graph_qdq_fold_weight_dequantize(kiln_graph_t* graph);
 // DequantizeLinear(QuantizeLinear(x)) with equal constant parameters -> one
 // fp32 kiln.QuantizeDequantize node (exactly the pair's arithmetic).
 kiln_status_t kiln_graph_fuse_qdq(kiln_graph_t* graph);
+// QOperator graphs (QuantizeLinear, QLinearConv, QLinearMatMul,
+// DequantizeLinear with constant parameters): int8 values carried as fp32
+// integer values, QLinear ops as Sub + Conv/MatMul + kiln.Requantize, where
+// the fp32 sums are provably exact (pass_qoperator.c); else unchanged.
+kiln_status_t kiln_graph_lower_qoperator(kiln_graph_t* graph);
 
 // Marks nodes and values no graph output depends on as removed.
 void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);

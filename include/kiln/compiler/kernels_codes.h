@@ -139,6 +139,12 @@
 #define KILN_SPEC_ATTN_PHASE 7
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
+// quantize_dequantize: what it computes (KILN_QUANT_*).
+#define KILN_SPEC_QUANT_MODE 3
+#define KILN_QUANT_QDQ 0         // fp32 -> quantize -> dequantize -> fp32
+#define KILN_QUANT_QUANTIZE 1    // fp32 -> integer values (as fp32)
+#define KILN_QUANT_DEQUANTIZE 2  // integer values (as fp32) -> fp32
+#define KILN_QUANT_REQUANTIZE 3  // exact integer sums * multiplier -> integer values
 // argreduce: ArgMin instead of ArgMax; ties to the last index.
 #define KILN_SPEC_ARG_MIN 3
 #define KILN_SPEC_ARG_SELECT_LAST 4
