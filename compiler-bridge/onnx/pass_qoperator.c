@@ -195,8 +195,11 @@ static kiln_status_t kiln_qop_rewrite_linear(kiln_graph_t* g, int32_t id) {
       per_out[c] = ab / kiln_qop_float(g, n, 6, 0);
     }
     status = kiln_qop_constant(g, per_out, scales, NULL, &mult);
+    // y_zero_point, repeated to the multiplier's shape (kiln ops pair them).
+    n = &g->nodes[id];
+    for (size_t c = 0; c < scales; ++c) per_out[c] = (float)kiln_qop_int(g, n, 7, 0);
+    if (kiln_status_is_ok(status)) status = kiln_qop_constant(g, per_out, scales, NULL, &zy);
   }
-  if (kiln_status_is_ok(status)) status = kiln_qop_zero_point(g, id, 7, &zy);
   n = &g->nodes[id];
   int32_t zx = kiln_qop_int(g, n, 2, 0);
   if (kiln_status_is_ok(status) && zx != 0) {

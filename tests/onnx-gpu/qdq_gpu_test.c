@@ -69,6 +69,22 @@ static void kiln_check_qdq_model(const char* name) {
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
   KILN_ASSERT_OK(kiln_graph_reference_run(&graph, &input, 1, NULL, kiln_allocator_system(), &cpu));
   double cpu_steps = kiln_qdq_steps(&cpu, &expected, step);
+  // The passes (QDQ fusion, QOperator rewrite, weight folding) are exact:
+  // the reference gives the same bits after them.
+  kiln_graph_tensor_t passed;
+  KILN_ASSERT_OK(kiln_graph_run_default_passes(&graph));
+  KILN_ASSERT_OK(
+      kiln_graph_reference_run(&graph, &input, 1, NULL, kiln_allocator_system(), &passed));
+  KILN_EXPECT_EQ(passed.byte_size, cpu.byte_size);
+  KILN_EXPECT_BYTES_EQ(passed.data, cpu.data, cpu.byte_size);
+  size_t int8_values = 0;
+  for (size_t v = 0; v < graph.value_count; ++v) {
+    kiln_graph_dtype_t d = graph.values[v].dtype;
+    bool live = graph.values[v].producer >= 0 && !graph.nodes[graph.values[v].producer].removed;
+    int8_values += live && (d == KILN_GRAPH_DTYPE_I8 || d == KILN_GRAPH_DTYPE_U8);
+  }
+  KILN_EXPECT_EQ(int8_values, 0u);  // nothing left for the int8 refusal
+  kiln_graph_tensor_deinit(&passed);
   kiln_graph_deinitialize(&graph);
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
   kiln_gpu_run_stats_t stats;
