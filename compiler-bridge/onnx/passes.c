@@ -6,6 +6,8 @@ kiln_status_t kiln_graph_run_default_passes(kiln_graph_t* graph) {
   KILN_RETURN_IF_ERROR(kiln_graph_remove_identities(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_qdq_fold_weight_dequantize(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fold_constants(graph));
+  // Again for parameters that folding just made constant.
+  KILN_RETURN_IF_ERROR(kiln_graph_qdq_fold_weight_dequantize(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_fuse_qdq(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_lower_qoperator(graph));
   KILN_RETURN_IF_ERROR(kiln_graph_unroll_rnns(graph));
