@@ -9,8 +9,8 @@
 // The Conv / MatMul sums stay exact in fp32 because every partial sum is an
 // integer below 2^24: per output channel (column), 255 * sum|w - w_zp| +
 // |B| < 2^24 is checked here (|x - x_zp| <= 255), in any summation order.
-// kiln.Requantize rounds sum * (x_scale * w_scale / y_scale) as the numpy
-// reference does. The graph is rewritten only when every run-time int8 /
+// kiln.Requantize rounds sum * (x_scale * w_scale / y_scale) + y_zero_point
+// as the numpy reference does (zero point added before rounding). The graph is rewritten only when every run-time int8 /
 // uint8 value is produced and read by these four ops with constant
 // parameters and weights (and is no graph input or output); otherwise it
 // is left as it is (the reference executor runs it; the GPU refuses it).

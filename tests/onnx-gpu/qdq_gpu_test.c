@@ -228,3 +228,71 @@ KILN_TEST(OnnxQdqKernelTest, FusedPairMatchesTheReferenceBitForBit) {
     kiln_check_fused_kernel(axis, false);
   }
 }
+
+// QuantizeLinear -> QLinearMatMul (constant int8 weights) -> DequantizeLinear
+// on the device (pass_qoperator.c) against the reference, bit for bit.
+// multiplier 0.5 makes every odd sum an exact tie (round half to even);
+// the other multiplier is an arbitrary float.
+static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8) {
+  enum { M = 8, K = 64, N = 16 };
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "qlinear_matmul", &g);
+  g.opset = 13;
+  kiln_graph_shape_t shape = {2, {M, K}}, scalar = {0, {0}}, b_shape = {2, {K, N}};
+  int32_t x = -1, node = -1, q = -1, y = -1, out = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &shape, &x));
+  const float sa = 0.05f, sb = 0.02f, sy = sa * sb / y_scale_factor;
+  const uint8_t za_u8 = 128, zy_u8 = 100;
+  const int8_t za_s8 = -3, zy_s8 = 5, zb = 2;
+  int8_t b[K * N];
+  for (int i = 0; i < K * N; ++i) b[i] = (int8_t)((i * 37 + 11) % 61 - 30);
+  kiln_graph_dtype_t at = s8 ? KILN_GRAPH_DTYPE_I8 : KILN_GRAPH_DTYPE_U8;
+  int32_t ids[8];
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "a_scale", KILN_GRAPH_DTYPE_F32, &scalar, &sa, &ids[1]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "a_zp", at, &scalar,
+                                         s8 ? (const void*)&za_s8 : (const void*)&za_u8, &ids[2]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "b", KILN_GRAPH_DTYPE_I8, &b_shape, b, &ids[3]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "b_scale", KILN_GRAPH_DTYPE_F32, &scalar, &sb, &ids[4]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "b_zp", KILN_GRAPH_DTYPE_I8, &scalar, &zb, &ids[5]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "y_scale", KILN_GRAPH_DTYPE_F32, &scalar, &sy, &ids[6]));
+  KILN_ASSERT_OK(kiln_graph_add_constant(&g, "y_zp", at, &scalar,
+                                         s8 ? (const void*)&zy_s8 : (const void*)&zy_u8, &ids[7]));
+  int32_t qin[3] = {x, ids[1], ids[2]};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "QuantizeLinear", qin, 3, &node, &q));
+  ids[0] = q;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "QLinearMatMul", ids, 8, &node, &y));
+  int32_t dq[3] = {y, ids[6], ids[7]};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "DequantizeLinear", dq, 3, &node, &out));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, out));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t input, cpu, gpu;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &shape, &input));
+  for (int i = 0; i < M * K; ++i) ((float*)input.data)[i] = (float)((i * 53) % 97 - 48) * 0.07f;
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &cpu));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&g, &options, &input, &gpu, &stats));
+  KILN_EXPECT_EQ(gpu.byte_size, cpu.byte_size);
+  size_t differ = 0;
+  for (int i = 0; i < M * N; ++i) {
+    float a = ((const float*)gpu.data)[i], e = ((const float*)cpu.data)[i];
+    if (a != e && differ++ < 4) {
+      KILN_ADD_FAILURE("factor %g %s element %d: device %.9g, reference %.9g (step %.9g)",
+                       y_scale_factor, s8 ? "int8" : "uint8", i, a, e, sy);
+    }
+  }
+  KILN_EXPECT_EQ(differ, 0u);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&cpu);
+  kiln_graph_tensor_deinit(&gpu);
+  kiln_graph_deinitialize(&g);
+}
+
+KILN_TEST(OnnxQdqKernelTest, QLinearMatMulRequantizesLikeTheReference) {
+  kiln_check_qlinear_matmul(0.5f, false);
+  kiln_check_qlinear_matmul(0.5f, true);
+  kiln_check_qlinear_matmul(0.3137f, false);
+  kiln_check_qlinear_matmul(0.3137f, true);
+}

@@ -3,8 +3,9 @@
 //               (kiln.QuantizeDequantize, a fused QDQ pair);
 //   QUANTIZE    QuantizeLinear, the integer result stored as fp32 (exact);
 //   DEQUANTIZE  DequantizeLinear of such integer values;
-//   REQUANTIZE  round(x * m) + zp, saturated, for x an exact integer sum
-//               (QLinearConv / QLinearMatMul; m in the scale binding).
+//   REQUANTIZE  round(x * m + zp), saturated, for x an exact integer sum
+//               (QLinearConv / QLinearMatMul; m in the scale binding; the
+//               zero point is added before rounding, as ONNX's reference).
 // Exactly ONNX's arithmetic: x / scale correctly rounded (kiln_div; OpFDiv
 // alone may be 2.5 ULP off and move a tie), round half to even, + zero
 // point, saturate, (q - zp) * scale in one rounding. REQUANTIZE rounds the
@@ -31,13 +32,17 @@ layout(push_constant) uniform Params {
   float qmin, qmax;
 } p;
 
-// round_half_even(a * b) of the exact product (|a * b| < 2^23 where it
-// matters; larger values saturate anyway).
-float kiln_round_product(float a, float b) {
+// round_half_even(a * b + zp) - zp of the exact product, zp an integer:
+// numpy's QLinearMatMul / QLinearConv add the zero point before rounding,
+// so an exact tie goes to the even value of the sum (|a * b| < 2^22 where
+// it matters; larger values saturate anyway).
+float kiln_round_product(float a, float b, float zp) {
   precise float prod = a * b;
   precise float err = fma(a, b, -prod);
   float r = roundEven(prod);
-  if (abs(prod - r) == 0.5 && err != 0.0) r = err > 0.0 ? prod + 0.5 : prod - 0.5;
+  if (abs(prod - r) == 0.5) {
+    r = err > 0.0 ? prod + 0.5 : err < 0.0 ? prod - 0.5 : roundEven(prod + zp) - zp;
+  }
   return r;
 }
 
@@ -52,7 +57,7 @@ void main() {
       y[i] = d;
       continue;
     }
-    float q = MODE == KILN_QUANT_REQUANTIZE ? kiln_round_product(x[i], scale)
+    float q = MODE == KILN_QUANT_REQUANTIZE ? kiln_round_product(x[i], scale, zp)
                                             : roundEven(kiln_div(x[i], scale));
     float v = isnan(q) ? p.qmin : clamp(q + zp, p.qmin, p.qmax);
     if (MODE == KILN_QUANT_QDQ) {
