@@ -78,6 +78,23 @@ static kiln_status_t kiln_quant_check_zero_point(
   return kiln_ok_status();
 }
 
+// A QLinear op's zero point (input `index`): `dtype`, and a scalar or 1-D of
+// 1 or `n` values (per tensor or per channel, independently of the scale).
+static kiln_status_t kiln_quant_check_zp_vector(const kiln_op_infer_args_t* args,
+                                                size_t index, const char* role,
+                                                int64_t n, kiln_graph_dtype_t dtype,
+                                                const char* of) {
+  const kiln_graph_value_t* z = kiln_op_input(args, index);
+  if (!z) return kiln_ok_status();
+  if (z->dtype != dtype) {
+    return kiln_op_invalid(args, "zero point '%s' is %s but %s is %s", z->name,
+                           kiln_graph_dtype_name(z->dtype), of,
+                           kiln_graph_dtype_name(dtype));
+  }
+  size_t count = 0;
+  return kiln_quant_vector(args, index, role, n, &count);
+}
+
 // QuantizeLinear / DequantizeLinear / kiln.QuantizeDequantize parameters:
 // scale (input 1) and zero point (input 2) per tensor or along `axis`.
 static kiln_status_t kiln_quant_check_linear(const kiln_op_infer_args_t* args,
@@ -422,14 +439,11 @@ static kiln_status_t kiln_infer_matmul_integer(const kiln_op_infer_args_t* args)
   KILN_RETURN_IF_ERROR(kiln_quant_check_matmul_operands(args, 0, 1, &shape, &m, &n));
   const kiln_graph_value_t* a = kiln_op_input(args, 0);
   const kiln_graph_value_t* b = kiln_op_input(args, 1);
-  size_t count = 0;
   if (kiln_op_input(args, 2)) {
-    KILN_RETURN_IF_ERROR(kiln_quant_vector(args, 2, "a_zero_point", m, &count));
-    KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 2, 2, a->dtype, "A"));
+    KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 2, "a_zero_point", m, a->dtype, "A"));
   }
   if (kiln_op_input(args, 3)) {
-    KILN_RETURN_IF_ERROR(kiln_quant_vector(args, 3, "b_zero_point", n, &count));
-    KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 3, 3, b->dtype, "B"));
+    KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 3, "b_zero_point", n, b->dtype, "B"));
   }
   return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_I32, &shape);
 }
@@ -471,10 +485,10 @@ static kiln_status_t kiln_infer_qlinear_matmul(const kiln_op_infer_args_t* args)
   KILN_RETURN_IF_ERROR(kiln_quant_vector(args, 6, "y_scale", 0, &count));
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 2, KILN_OP_QUANT, &yz));
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 5, KILN_OP_QUANT, &yz));
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 2, 1, a->dtype, "a"));
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 5, 4, b->dtype, "b"));
   yz = kiln_op_input(args, 7);
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 7, 6, yz->dtype, "y"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 2, "a_zero_point", 0, a->dtype, "a"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 5, "b_zero_point", n, b->dtype, "b"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 7, "y_zero_point", 0, yz->dtype, "y"));
   return kiln_op_set_output(args, 0, yz->dtype, &shape);
 }
 
@@ -534,9 +548,9 @@ static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 2, KILN_OP_QUANT, &yz));
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 5, KILN_OP_QUANT, &yz));
   yz = kiln_op_input(args, 7);
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 2, 1, x->dtype, "x"));
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 5, 4, w->dtype, "w"));
-  KILN_RETURN_IF_ERROR(kiln_quant_check_zero_point(args, 7, 6, yz->dtype, "y"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 2, "x_zero_point", 0, x->dtype, "x"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 5, "w_zero_point", m, w->dtype, "w"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 7, "y_zero_point", 0, yz->dtype, "y"));
   if (kiln_op_input(args, 8)) {
     const kiln_graph_value_t* b = NULL;
     KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 8, KILN_OP_I32, &b));

@@ -259,3 +259,61 @@ KILN_TEST(QuantTest, MalformedParametersAreRefusedNamingTheTensor) {
     kiln_graph_deinitialize(&g);
   }
 }
+
+// QLinearMatMul a[2, 4] (uint8) x b[4, 3] (int8) with the given b_scale
+// length, y_scale and b_zero_point dtype; the status of shape inference.
+static kiln_status_t kiln_qlinear_build(size_t b_scales, float y_scale,
+                                        kiln_graph_dtype_t b_zp_dtype, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "qlinear_test", g);
+  g->opset = 13;
+  kiln_graph_shape_t a_shape = {2, {2, 4}}, b_shape = {2, {4, 3}}, scalar = {0, {0}};
+  kiln_graph_shape_t bs_shape = {1, {(int64_t)b_scales}};
+  const float scales[4] = {0.5f, 0.5f, 0.5f, 0.5f};
+  const uint8_t zeros[12] = {0};
+  int32_t ids[8], y = -1, node = -1;
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(g, "a", KILN_GRAPH_DTYPE_U8, &ids[0]));
+  g->values[ids[0]].has_shape = true;
+  g->values[ids[0]].shape = a_shape;
+  g->values[ids[0]].is_input = true;
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "a_scale", KILN_GRAPH_DTYPE_F32, &scalar, scales, &ids[1]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "a_zp", KILN_GRAPH_DTYPE_U8, &scalar, zeros, &ids[2]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "b", KILN_GRAPH_DTYPE_I8, &b_shape, zeros, &ids[3]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "the_b_scale", KILN_GRAPH_DTYPE_F32, &bs_shape, scales, &ids[4]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "the_b_zp", b_zp_dtype, &scalar, zeros, &ids[5]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "the_y_scale", KILN_GRAPH_DTYPE_F32, &scalar, &y_scale, &ids[6]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "y_zp", KILN_GRAPH_DTYPE_U8, &scalar, zeros, &ids[7]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(g, "y", KILN_GRAPH_DTYPE_INVALID, &y));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_node(g, "QLinearMatMul", "qmm", ids, 8, &y, 1, &node));
+  return kiln_graph_infer_shapes(g);
+}
+
+KILN_TEST(QuantTest, MalformedQLinearParametersAreRefusedNamingTheTensor) {
+  struct {
+    size_t b_scales;
+    float y_scale;
+    kiln_graph_dtype_t b_zp;
+    const char* message;
+  } cases[] = {
+      {3, 0.25f, KILN_GRAPH_DTYPE_I8, NULL},  // well formed: per column
+      {1, 0.25f, KILN_GRAPH_DTYPE_I8, NULL},  // well formed: per tensor
+      {2, 0.25f, KILN_GRAPH_DTYPE_I8, "b_scale 'the_b_scale' has shape 2; expected a scalar or [3]"},
+      {3, 0.0f, KILN_GRAPH_DTYPE_I8, "scale 'the_y_scale' element 0 is 0"},
+      {3, INFINITY, KILN_GRAPH_DTYPE_I8, "scale 'the_y_scale' element 0 is inf"},
+      {3, 0.25f, KILN_GRAPH_DTYPE_U8, "zero point 'the_b_zp' is uint8 but b is int8"},
+  };
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); ++k) {
+    kiln_graph_t g;
+    kiln_status_t status = kiln_qlinear_build(cases[k].b_scales, cases[k].y_scale,
+                                              cases[k].b_zp, &g);
+    if (!cases[k].message) {
+      KILN_EXPECT_OK(status);
+    } else {
+      KILN_EXPECT_FALSE(kiln_status_is_ok(status));
+      const char* message = kiln_status_message(status);
+      KILN_EXPECT_CONTAINS(message ? message : "", cases[k].message);
+      KILN_EXPECT_CONTAINS(message ? message : "", "node 'qmm'");
+      kiln_status_free(status);
+    }
+    kiln_graph_deinitialize(&g);
+  }
+}
