@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/qdq/<name>/: small CNN and MLP models quantized by
-onnxruntime's quantize_static (QDQ format), with an input and onnxruntime's
+onnxruntime's quantize_static (QDQ format; and two QOperator-format models:
+QLinearConv and QLinearMatMul chains), with an input and onnxruntime's
 outputs. CI has no onnxruntime, so the files are committed; rerun with
 /work/venv-dynamo/bin/python (onnxruntime 1.32, torch 2.15) to regenerate.
 
