@@ -92,8 +92,8 @@ static void kiln_check_qdq_model(const char* name) {
   double gpu_steps = kiln_qdq_steps(&gpu, &expected, step);
   double fp32_steps = kiln_qdq_steps(&gpu, &fp32, step);
   printf("%s: reference %.3g steps, device %.3g steps from onnxruntime (step %.3g); "
-         "%.3g steps from the fp32 model\n",
-         name, cpu_steps, gpu_steps, step, fp32_steps);
+         "%.3g steps from the fp32 model; compile %.1f ms, second call %.2f ms\n",
+         name, cpu_steps, gpu_steps, step, fp32_steps, stats.compile_ms, stats.second_call_ms);
   KILN_EXPECT_LE(cpu_steps, KILN_QDQ_MAX_STEPS);
   KILN_EXPECT_LE(gpu_steps, KILN_QDQ_MAX_STEPS);
   kiln_graph_tensor_deinit(&input);
