@@ -36,8 +36,8 @@ static kiln_status_t kiln_lower_range(const kiln_lower_t* l, int32_t value_id,
                                       const char* what, size_t index,
                                       kiln_emit_range_t* out) {
   const kiln_graph_value_t* value = &l->graph->values[value_id];
-  if (value->dtype != KILN_GRAPH_DTYPE_F32) {
-    return kiln_lower_refuse(l, "%s %zu ('%s') is %s; GPU kernels take float32",
+  if (value->dtype != KILN_GRAPH_DTYPE_F32 && value->dtype != KILN_GRAPH_DTYPE_F16) {
+    return kiln_lower_refuse(l, "%s %zu ('%s') is %s; GPU kernels take float32 or float16",
                              what, index, value->name,
                              kiln_graph_dtype_name(value->dtype));
   }
@@ -135,10 +135,10 @@ kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
                                    const kiln_emit_range_t* out,
-                                   uint64_t count) {
+                                   uint64_t count, kiln_emit_storage_t storage) {
   kiln_kernel_copy_params_t params = {(uint32_t)count};
   kiln_emit_dispatch_desc_t desc = {
-      .kernel = KILN_KERNEL_COPY, .push = &params, .binding_count = 2,
+      .kernel = KILN_KERNEL_COPY, .storage = storage, .push = &params, .binding_count = 2,
       .bindings = {*in, *out}, .written_mask = 2u,
       .grid = KILN_EMIT_GRID_LINEAR, .grid_count = count};
   return kiln_emit_add_tiled(program, &desc);
