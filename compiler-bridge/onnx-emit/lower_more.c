@@ -208,7 +208,8 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   bool constant = true;
   for (size_t i = 0; i < 4; ++i) {
     params[i] = kiln_lower_in(l, i + 1);
-    if (!params[i] || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
+    if (!params[i] || (params[i]->dtype != KILN_GRAPH_DTYPE_F32 &&
+                       params[i]->dtype != KILN_GRAPH_DTYPE_F16)) {
       return kiln_lower_refuse(l, "scale, B, mean and var must be float tensors");
     }
     constant = constant && params[i]->data;
@@ -429,11 +430,11 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
     return kiln_lower_refuse(l, "Where needs a constant condition and exactly one constant "
                                 "branch (run-time masks are not supported)");
   }
-  if (x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_lower_refuse(l, "Where of non-float data");
   // The select table marks kept values with a NaN bit pattern of f32.
   if (kiln_emit_node_is_f16(l->program)) {
     return kiln_lower_refuse(l, "Where runs in float32 only (compile with --precision=f32)");
   }
+  if (x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_lower_refuse(l, "Where of non-float data");
   bool k_is_x = x->data != NULL;
   const kiln_graph_value_t* k = k_is_x ? x : yv;
   size_t v_index = k_is_x ? 2 : 1;
