@@ -292,7 +292,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
     kiln_emit_range_t in;
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 5 + s, &in));
     kiln_emit_range_t part = kiln_rnn_state_part(&plan, s, state_words);
-    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &in, &part, state_words));
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &in, &part, state_words,
+                                              KILN_EMIT_STORAGE_F32));
   }
   KILN_RETURN_IF_ERROR(kiln_rnn_steps(l, &plan, &p));
   for (uint32_t s = 0; s < state_count; ++s) {
@@ -300,7 +301,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
     kiln_emit_range_t out;
     KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 1 + s, &out));
     kiln_emit_range_t part = kiln_rnn_state_part(&plan, s, state_words);
-    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &part, &out, state_words));
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &part, &out, state_words,
+                                              KILN_EMIT_STORAGE_F32));
   }
   return kiln_ok_status();
 }
