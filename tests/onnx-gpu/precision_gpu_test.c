@@ -113,7 +113,8 @@ static void kiln_run_model(const char* name, const char* input_shape,
 }
 
 // The model at f16 within 1e-2 of max|ref|, and its weights in half the
-// bytes (alignment padding aside).
+// bytes (within 5%: each constant's 256-byte alignment padding and integer
+// constants do not shrink).
 static void kiln_check_f16_model(const char* name, const char* input_shape) {
   kiln_run_model(name, input_shape, KILN_ONNX_PRECISION_F16, 1e-2);
   char path[1024];
@@ -123,7 +124,7 @@ static void kiln_check_f16_model(const char* name, const char* input_shape) {
   printf("%s weights: %llu bytes at f32, %llu at f16\n", name, (unsigned long long)f32,
          (unsigned long long)f16);
   KILN_EXPECT_TRUE(f32 > 0);
-  KILN_EXPECT_TRUE(2 * f16 <= f32 + f32 / 50 && 2 * f16 >= f32 - f32 / 10);
+  KILN_EXPECT_TRUE(f16 * 20 <= f32 * 11 && f16 * 20 >= f32 * 9);
 }
 
 KILN_TEST(OnnxGpuPrecisionTest, MobileNetV2) { kiln_check_f16_model("mobilenet_v2", NULL); }
