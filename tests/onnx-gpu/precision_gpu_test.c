@@ -143,6 +143,11 @@ KILN_TEST(OnnxGpuPrecisionTest, MaskedEncoderTokenIds) {
   kiln_check_f16_model("masked_encoder", NULL);
 }
 
+// Resize (every upsampling flavour) and Pad (reflect) + InstanceNorm.
+KILN_TEST(OnnxGpuPrecisionTest, UNetUpsampling) { kiln_check_f16_model("unet_small", NULL); }
+
+KILN_TEST(OnnxGpuPrecisionTest, StyleTransfer) { kiln_check_f16_model("style_transfer", NULL); }
+
 // fp16 models (float16 initializers, inputs and outputs) from
 // scripts/export_fp16_models.py, against PyTorch's float64 output of the
 // same fp16-rounded weights and input.
