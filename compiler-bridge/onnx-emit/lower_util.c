@@ -270,6 +270,23 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
   kiln_lower_t l = {program, program->graph, &program->graph->nodes[node_id]};
   program->node = l.node;
   const char* op = l.node->op_type;
+  // A node runs one storage (kiln_emit_node_is_f16): float32 and float16
+  // run-time values side by side (a float32 model's own Cast to float16
+  // feeding float32 work) would be read as the wrong type. Casts join them.
+  if (strcmp(op, "Cast") != 0 && strcmp(op, "CastLike") != 0) {
+    bool f32 = false, f16 = false;
+    for (size_t i = 0; i < l.node->input_count + l.node->output_count; ++i) {
+      int32_t id = i < l.node->input_count ? l.node->inputs[i]
+                                           : l.node->outputs[i - l.node->input_count];
+      if (id < 0 || program->graph->values[id].data) continue;
+      f32 = f32 || program->graph->values[id].dtype == KILN_GRAPH_DTYPE_F32;
+      f16 = f16 || program->graph->values[id].dtype == KILN_GRAPH_DTYPE_F16;
+    }
+    if (f32 && f16) {
+      return kiln_lower_refuse(&l, "float32 and float16 tensors meet here; compile with "
+                               "--precision=f16 to store every float tensor in float16");
+    }
+  }
   if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
       l.node->outputs[0] >= 0) {
     kiln_graph_dtype_t dtype = program->graph->values[l.node->outputs[0]].dtype;

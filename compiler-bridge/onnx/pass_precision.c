@@ -106,6 +106,13 @@ static bool kiln_precision_is_output(const kiln_graph_t* graph, int32_t id) {
 }
 
 kiln_status_t kiln_graph_widen_f16(kiln_graph_t* graph) {
+  // Only fp16 models: a float32 model's own Casts to float16 keep their
+  // rounding (and their float16 values, see kiln_emit_lower_node).
+  bool fp16_model = false;
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    fp16_model = fp16_model || graph->values[v].dtype == KILN_GRAPH_DTYPE_F16;
+  }
+  if (!fp16_model) return kiln_ok_status();
   for (size_t v = 0; v < graph->value_count; ++v) {
     kiln_graph_value_t* value = &graph->values[v];
     if (value->dtype != KILN_GRAPH_DTYPE_F16 || !value->data) continue;
