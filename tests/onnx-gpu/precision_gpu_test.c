@@ -233,3 +233,50 @@ KILN_TEST(OnnxGpuPrecisionTest, RecurrentNodeIsRefusedNamingIt) {
   kiln_status_free(status);
   kiln_byte_buffer_deinit(&module);
 }
+
+// y = Cast(Cast(x, to=FLOAT16), to=FLOAT) + x in a float32 model keeps the
+// rounding the Casts ask for: at f32, y = f16(x) + x in fp32 (the casts are
+// cast_f32_to_f16 and back); at --precision=f16 every float tensor is
+// float16: y = f16(f16(x) + f16(x)) = 2 f16(x).
+KILN_TEST(OnnxGpuPrecisionTest, CastToFloat16InFloat32Model) {
+  static const float kX[6] = {1.0f, -2.5f, 3.14159f, 1e-3f, 7000.3f, -0.333333f};
+  for (int precision = 0; precision < 2; ++precision) {
+    kiln_graph_t graph;
+    kiln_graph_initialize(kiln_allocator_system(), "cast-f16", &graph);
+    graph.opset = 13;
+    const kiln_graph_shape_t shape = {.rank = 1, .dims = {6}};
+    int32_t x = -1, h = -1, w = -1, y = -1, node = -1;
+    KILN_ASSERT_OK(kiln_gpu_graph_add_input(&graph, "x", &shape, &x));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Cast", &x, 1, &node, &h));
+    kiln_graph_attr_t to = {.name = "to", .type = KILN_GRAPH_ATTR_INT, .i = 10};
+    KILN_ASSERT_OK(kiln_graph_node_set_attr(&graph, node, &to));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Cast", &h, 1, &node, &w));
+    to.i = 1;
+    KILN_ASSERT_OK(kiln_graph_node_set_attr(&graph, node, &to));
+    const int32_t sum[2] = {w, x};
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Add", sum, 2, &node, &y));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
+    KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+    kiln_onnx_compile_options_t options;
+    kiln_onnx_compile_options_init(&options);
+    options.precision = precision ? KILN_ONNX_PRECISION_F16 : KILN_ONNX_PRECISION_F32;
+    kiln_graph_tensor_t input, output;
+    KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                              &shape, &input));
+    memcpy(input.data, kX, sizeof(kX));
+    kiln_gpu_run_stats_t stats;
+    KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &output, &stats));
+    KILN_EXPECT_EQ((int)output.dtype, (int)KILN_GRAPH_DTYPE_F32);
+    for (size_t i = 0; i < 6; ++i) {
+      // Vulkan lets f32 -> f16 conversion round to nearest or toward zero:
+      // one fp16 ulp of x (two once doubled).
+      float rounded = kiln_f16_to_f32(kiln_f32_to_f16(kX[i]));
+      float want = precision ? 2.0f * rounded : rounded + kX[i];
+      float ulp = ldexpf(1.0f, ilogbf(kX[i]) - 10);
+      KILN_EXPECT_TRUE(fabsf(((const float*)output.data)[i] - want) <= 2.0f * ulp);
+    }
+    kiln_graph_tensor_deinit(&output);
+    kiln_graph_tensor_deinit(&input);
+    kiln_graph_deinitialize(&graph);
+  }
+}
