@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kiln/base/half.h"
+#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx.h"
 #include "kiln/format/module_reader.h"
 #include "kiln_test.h"
