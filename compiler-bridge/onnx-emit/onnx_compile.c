@@ -197,12 +197,27 @@ static kiln_status_t kiln_onnx_compile_f16_targets(const kiln_onnx_compile_optio
     } else if (given) {
       return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                               "target '%s' lacks 16-bit storage (storageBuffer16BitAccess), "
-                              "which f16 tensors need (--precision=f16 or an fp16 model); "
-                              "drop the target or compile an fp32 model with --precision=f32",
+                              "which f16 tensors need (--precision=f16, an fp16 model or a Cast "
+                              "to float16); drop the target or compile an fp32 model with "
+                              "--precision=f32",
                               targets[t]);
     }
   }
   return kiln_ok_status();
+}
+
+// Whether a live node reads or writes a float16 tensor (then every target
+// needs 16-bit storage: f16 builds and casts).
+static bool kiln_onnx_compile_uses_f16(const kiln_graph_t* graph) {
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count + node->output_count; ++i) {
+      int32_t id = i < node->input_count ? node->inputs[i] : node->outputs[i - node->input_count];
+      if (id >= 0 && graph->values[id].dtype == KILN_GRAPH_DTYPE_F16) return true;
+    }
+  }
+  return false;
 }
 
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
@@ -303,7 +318,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
     kiln_graph_memory_plan_print(graph, &plan, options->memory_plan_stream);
   }
   kiln_status_t status = kiln_onnx_compile_program(
-      graph, f16_io || precision == KILN_ONNX_PRECISION_F16, options, &plan, allocator, out);
+      graph, f16_io || kiln_onnx_compile_uses_f16(graph), options, &plan, allocator, out);
   kiln_graph_memory_plan_deinit(&plan);
   return status;
 }
