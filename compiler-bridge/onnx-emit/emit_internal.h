@@ -35,6 +35,7 @@ typedef struct kiln_emit_range_t {
 
 typedef struct kiln_emit_executable_t {
   kiln_kernel_id_t kernel;
+  kiln_kernel_storage_t storage;  // fp16: the kernel's _f16 build
   size_t op_count;
   kiln_kernel_spec_value_t ops[8];
   kiln_kernel_config_t configs[KILN_ONNX_COMPILE_MAX_TARGETS];
@@ -85,6 +86,8 @@ typedef struct kiln_emit_program_t {
   uint64_t weights_size;
   kiln_arena_t weight_copies;
   uint64_t* weight_offsets;     // per value id; UINT64_MAX when not placed
+  // The same for f32 constants placed converted to f16 (bound by f16 nodes).
+  uint64_t* weight_offsets_f16;
   // Scratch of multi-pass lowerings, placed past the plan's transient
   // values (kiln_emit_scratch); the transient buffer grows by this much.
   uint64_t scratch_bytes;
@@ -118,6 +121,19 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
 kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
                                    const void* data, size_t size,
                                    kiln_emit_range_t* out);
+// Places `count` floats made by a lowering (folded scales, zeros): converted
+// to f16 when the node being lowered stores its tensors in f16.
+kiln_status_t kiln_emit_add_float_weight(kiln_emit_program_t* program,
+                                         const float* data, size_t count,
+                                         kiln_emit_range_t* out);
+
+// Precision (docs/precision.md): a node whose float values are f16 (after
+// kiln_graph_pass_precision_f16, or an fp16 model) runs every kernel's _f16
+// build; float32 constants it binds are converted to f16 when placed.
+bool kiln_emit_node_is_f16(const kiln_emit_program_t* program);
+// Bytes per float tensor element of the node being lowered (2 or 4): byte
+// offsets into its tensors (split and tiled bindings) use this.
+uint64_t kiln_emit_float_bytes(const kiln_emit_program_t* program);
 
 // `bytes` of scratch for one node's passes (partial results): a range of the
 // transient buffer past every planned value, shared by all nodes (their
@@ -128,9 +144,18 @@ kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
 // Bytes of transient buffer the program needs: the plan's peak plus scratch.
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program);
 
+// Which build of a kernel a dispatch runs: the node's (fp16 builds for f16
+// nodes; casts excepted) unless set.
+typedef enum kiln_emit_storage_e {
+  KILN_EMIT_STORAGE_NODE = 0,
+  KILN_EMIT_STORAGE_F32 = 1,
+  KILN_EMIT_STORAGE_F16 = 2,
+} kiln_emit_storage_t;
+
 // Describes one dispatch for kiln_emit_add_dispatch.
 typedef struct kiln_emit_dispatch_desc_t {
   kiln_kernel_id_t kernel;
+  kiln_emit_storage_t storage;
   const kiln_kernel_spec_value_t* ops;
   size_t op_count;
   const void* push;  // the kernel's params struct
@@ -145,6 +170,11 @@ typedef struct kiln_emit_dispatch_desc_t {
 kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
                                       const kiln_emit_dispatch_desc_t* desc,
                                       uint32_t out_grid[3]);
+
+// Bytes per value of the float buffers `desc` binds (its storage, else the
+// node's).
+uint64_t kiln_emit_desc_float_bytes(const kiln_emit_program_t* program,
+                                    const kiln_emit_dispatch_desc_t* desc);
 
 // Finds or makes the executable and computes every target's grid.
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,

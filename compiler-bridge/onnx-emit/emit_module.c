@@ -284,10 +284,13 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
   for (size_t i = 0; i < inputs; ++i) {
     const kiln_graph_value_t* value = &graph->values[graph->inputs[i]];
     KILN_RETURN_IF_ERROR(kiln_emit_dims(m, &value->shape, r_list));
-    // check_io admits f32 and, for Gather indices, i64 / i32 inputs.
+    // check_io admits f32, f16 (fp16 models) and, for Gather indices, i64 /
+    // i32 inputs.
     kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64 ? KILN_HAL_ELEMENT_I64
                                       : value->dtype == KILN_GRAPH_DTYPE_I32
                                           ? KILN_HAL_ELEMENT_I32
+                                      : value->dtype == KILN_GRAPH_DTYPE_F16
+                                          ? KILN_HAL_ELEMENT_F16
                                           : KILN_HAL_ELEMENT_F32;
     OP(KILN_VM_OP_CONST_I32, 4, i);
     OP(KILN_VM_OP_CONST_I32, 5, (uint32_t)element);
@@ -339,6 +342,8 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
     OP(KILN_VM_OP_CONST_I64, 4, 0);
     kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64
                                           ? KILN_HAL_ELEMENT_I64
+                                      : value->dtype == KILN_GRAPH_DTYPE_F16
+                                          ? KILN_HAL_ELEMENT_F16
                                           : KILN_HAL_ELEMENT_F32;
     OP(KILN_VM_OP_CONST_I32, 6, (uint32_t)element);
     CALL(KILN_EMIT_IMPORT_VIEW_CREATE, REGS(r_buffer, 4, 6, r_list), REGS(r));

@@ -101,6 +101,13 @@ kiln_status_t kiln_lower_attention(const kiln_lower_t* l) {
       .binding_count = 5, .bindings = {q, k, v, mask, out}, .written_mask = 16u,
       .grid = KILN_EMIT_GRID_ATTENTION};
   if (chunks == 1) return kiln_emit_add_dispatch(l->program, &desc);
+  // The f16 build would keep its partial (max, sum, accumulator) records in
+  // f16 too.
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_lower_refuse(l, "%lld keys need %llu key chunks, which run in float32 only "
+                             "(compile with --precision=f32)",
+                             (long long)a.sk, (unsigned long long)chunks);
+  }
   if (kiln_attention_merge_passes(chunks, d4) > KILN_ATTENTION_PASS_LIMIT) {
     return kiln_lower_refuse(l, "%lld keys need %llu chunks, too many to merge in one pass",
                              (long long)a.sk, (unsigned long long)chunks);

@@ -182,6 +182,14 @@ static bool kiln_big_fits(const kiln_emit_dispatch_desc_t* desc, uint64_t limit)
   return true;
 }
 
+// The block splits below count 4-byte floats; f16 tensors that large are
+// refused rather than split at wrong offsets.
+static kiln_status_t kiln_big_refuse_f16(const kiln_lower_t* l, uint64_t limit) {
+  return kiln_lower_refuse(l, "an f16 tensor larger than the %llu-byte storage-buffer range "
+                           "is not split (compile with --precision=f32)",
+                           (unsigned long long)limit);
+}
+
 // conv2d (one image, one group): blocks of output channels, each binding
 // its rows of the weight, bias, residual and output; the input whole.
 static kiln_status_t kiln_big_conv(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
@@ -250,6 +258,7 @@ kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
                                            const kiln_lower_reduction_t* r) {
   const uint64_t limit = kiln_emit_range_limit(l->program);
   if (kiln_big_fits(desc, limit)) return kiln_lower_add_reduction(l, desc, r);
+  if (kiln_emit_node_is_f16(l->program)) return kiln_big_refuse_f16(l, limit);
   // gemv and gemm_small share gemm's ABI, so its blocks apply to them.
   if (desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL ||
       desc->kernel == KILN_KERNEL_GEMV) {
@@ -265,6 +274,7 @@ kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispa
   const uint64_t limit = kiln_emit_range_limit(l->program);
   if (kiln_big_fits(desc, limit)) return kiln_emit_add_dispatch(l->program, desc);
   const kiln_kernel_gather_params_t* full = desc->push;
+  if (kiln_emit_node_is_f16(l->program)) return kiln_big_refuse_f16(l, limit);
   if (full->outer != 1) {
     return kiln_lower_refuse(l, "a Gather along axis > 0 of a tensor larger than the "
                              "%llu-byte storage-buffer range is not split",
@@ -330,7 +340,8 @@ kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
   uint32_t count = 0;
   memcpy(&count, desc->push, sizeof(count));
   // Whole 256-byte blocks per tile, so every tile's bindings stay aligned.
-  const uint64_t tile = (limit / sizeof(float)) & ~(uint64_t)(KILN_EMIT_ALIGNMENT / 4 - 1);
+  const uint64_t bytes = kiln_emit_desc_float_bytes(program, desc);
+  const uint64_t tile = (limit / bytes) & ~(uint64_t)(KILN_EMIT_ALIGNMENT / bytes - 1);
   for (uint64_t first = 0; first < count; first += tile) {
     const uint64_t n = count - first < tile ? count - first : tile;
     uint8_t push[KILN_KERNEL_MAX_PUSH_CONSTANT_BYTES];
@@ -341,8 +352,8 @@ kiln_status_t kiln_emit_add_tiled(kiln_emit_program_t* program,
     d.push = push;
     d.grid_count = n;
     for (uint32_t b = 0; b < d.binding_count; ++b) {
-      d.bindings[b].offset += first * sizeof(float);
-      d.bindings[b].length = n * sizeof(float);
+      d.bindings[b].offset += first * bytes;
+      d.bindings[b].length = n * bytes;
     }
     KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(program, &d));
   }
@@ -363,6 +374,7 @@ kiln_status_t kiln_lower_add_binary(const kiln_lower_t* l, const kiln_emit_dispa
   const uint64_t limit = kiln_emit_range_limit(l->program);
   if (kiln_big_fits(desc, limit)) return kiln_emit_add_dispatch(l->program, desc);
   const kiln_kernel_binary_params_t* full = desc->push;
+  if (kiln_emit_node_is_f16(l->program)) return kiln_big_refuse_f16(l, limit);
   // Blocks of the outermost dimension larger than 1 (the output is dense).
   int lead = 0;
   while (lead + 1 < KILN_KERNEL_MAX_RANK && full->shape[lead] == 1) ++lead;

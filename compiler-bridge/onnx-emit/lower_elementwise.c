@@ -145,5 +145,7 @@ kiln_status_t kiln_lower_copy(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_lower_emit_copy(l->program, &in, &out, out.length / 4);
+  return kiln_lower_emit_copy(l->program, &in, &out,
+                              out.length / kiln_emit_float_bytes(l->program),
+                              KILN_EMIT_STORAGE_NODE);
 }

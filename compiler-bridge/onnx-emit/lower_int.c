@@ -55,12 +55,34 @@ kiln_status_t kiln_lower_int_passthrough(const kiln_lower_t* l) {
   return kiln_ok_status();
 }
 
+static bool kiln_lower_is_float(const kiln_graph_value_t* value) {
+  return value->dtype == KILN_GRAPH_DTYPE_F32 || value->dtype == KILN_GRAPH_DTYPE_F16;
+}
+
+// Between float32 and float16 buffers: the value dtypes decide (the
+// precision pass makes ONNX's Cast(to=FLOAT) an f16 -> f16 copy).
+static kiln_status_t kiln_lower_cast_float(const kiln_lower_t* l, const kiln_graph_value_t* x,
+                                           const kiln_graph_value_t* y) {
+  if (x->dtype == y->dtype) return kiln_lower_copy(l);
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  kiln_kernel_copy_params_t p = {(uint32_t)kiln_lower_count(&x->shape)};
+  kiln_emit_dispatch_desc_t desc = {
+      .kernel = y->dtype == KILN_GRAPH_DTYPE_F16 ? KILN_KERNEL_CAST_F32_TO_F16
+                                                 : KILN_KERNEL_CAST_F16_TO_F32,
+      .push = &p, .binding_count = 2, .bindings = {in, out}, .written_mask = 2u,
+      .grid = KILN_EMIT_GRID_LINEAR, .grid_count = p.count};
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
 kiln_status_t kiln_lower_cast(const kiln_lower_t* l) {
-  int64_t to = 0;
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "to", 0, &to));
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
-  if (to != 1 /* FLOAT */ || !x) return kiln_lower_refuse(l, "only Cast to float runs");
-  if (x->dtype == KILN_GRAPH_DTYPE_F32) return kiln_lower_copy(l);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (!x || !y || !kiln_lower_is_float(y)) {
+    return kiln_lower_refuse(l, "only Cast to float32 or float16 runs");
+  }
+  if (kiln_lower_is_float(x)) return kiln_lower_cast_float(l, x, y);
   kiln_emit_range_t in, out;
   uint32_t words = 1;
   KILN_RETURN_IF_ERROR(kiln_lower_int_range(l, l->node->inputs[0], &in, &words));

@@ -238,8 +238,8 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
     KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
                                                count * sizeof(float), (void**)&scaled));
     for (size_t i = 0; i < count; ++i) scaled[i] = beta * ((const float*)cv->data)[i];
-    kiln_status_t status = kiln_emit_add_weight(l->program, scaled, count * sizeof(float),
-                                                &desc.bindings[2]);
+    kiln_status_t status = kiln_emit_add_float_weight(l->program, scaled, count,
+                                                      &desc.bindings[2]);
     kiln_allocator_free(l->program->allocator, scaled);
     KILN_RETURN_IF_ERROR(status);
   } else if (cv) {
@@ -249,7 +249,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
     // A run-time C: beta * C into scratch first (one binary dispatch).
     kiln_emit_range_t beta_range, scaled;
     kiln_graph_shape_t scalar = {0};
-    KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &beta, sizeof(beta), &beta_range));
+    KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &beta, 1, &beta_range));
     KILN_RETURN_IF_ERROR(kiln_emit_scratch(
         l->program, kiln_lower_count(&cv->shape) * sizeof(float), &scaled));
     KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &desc.bindings[2],

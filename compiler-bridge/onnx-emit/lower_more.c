@@ -117,7 +117,9 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
     kiln_emit_range_t in;
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
     // A single input: the op is the identity (the mean of one value too).
-    return kiln_lower_emit_copy(l->program, &in, &out, out.length / 4);
+    return kiln_lower_emit_copy(l->program, &in, &out,
+                                out.length / kiln_emit_float_bytes(l->program),
+                                KILN_EMIT_STORAGE_NODE);
   }
   // out = in0 op in1, then out = out op in_k (elementwise in place: each
   // invocation reads and writes only its own element of out).
@@ -139,7 +141,7 @@ kiln_status_t kiln_lower_variadic(const kiln_lower_t* l, uint32_t op, bool mean)
     float scale = 1.0f / (float)count;
     kiln_graph_shape_t scalar = {0};
     kiln_emit_range_t scale_range;
-    KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &scale, sizeof(scale), &scale_range));
+    KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &scale, 1, &scale_range));
     KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, &y->shape,
                                                   &scale_range, &scalar, &out, &y->shape));
   }
@@ -166,8 +168,8 @@ static kiln_status_t kiln_lower_batch_norm_runtime(const kiln_lower_t* l, float 
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const float minus_half = -0.5f;
-  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &epsilon, sizeof(epsilon), &eps));
-  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &minus_half, sizeof(float), &half));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &epsilon, 1, &eps));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &minus_half, 1, &half));
   uint64_t bytes = (uint64_t)x->shape.dims[1] * sizeof(float);
   uint64_t region = (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, region + bytes, &scratch));
@@ -206,7 +208,8 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   bool constant = true;
   for (size_t i = 0; i < 4; ++i) {
     params[i] = kiln_lower_in(l, i + 1);
-    if (!params[i] || params[i]->dtype != KILN_GRAPH_DTYPE_F32) {
+    if (!params[i] || (params[i]->dtype != KILN_GRAPH_DTYPE_F32 &&
+                       params[i]->dtype != KILN_GRAPH_DTYPE_F16)) {
       return kiln_lower_refuse(l, "scale, B, mean and var must be float tensors");
     }
     constant = constant && params[i]->data;
@@ -231,9 +234,9 @@ kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   }
   kiln_emit_range_t s_range, t_range;
   kiln_status_t status =
-      kiln_emit_add_weight(l->program, st, channels * sizeof(float), &s_range);
+      kiln_emit_add_float_weight(l->program, st, channels, &s_range);
   if (!status) {
-    status = kiln_emit_add_weight(l->program, st + channels, channels * sizeof(float), &t_range);
+    status = kiln_emit_add_float_weight(l->program, st + channels, channels, &t_range);
   }
   kiln_allocator_free(l->program->allocator, st);
   KILN_RETURN_IF_ERROR(status);
@@ -426,6 +429,10 @@ kiln_status_t kiln_lower_where(const kiln_lower_t* l) {
   if (!cond || !x || !yv || !out_value || !cond->data || (x->data != NULL) == (yv->data != NULL)) {
     return kiln_lower_refuse(l, "Where needs a constant condition and exactly one constant "
                                 "branch (run-time masks are not supported)");
+  }
+  // The select table marks kept values with a NaN bit pattern of f32.
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_lower_refuse(l, "Where runs in float32 only (compile with --precision=f32)");
   }
   if (x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_lower_refuse(l, "Where of non-float data");
   bool k_is_x = x->data != NULL;

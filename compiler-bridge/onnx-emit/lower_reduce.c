@@ -100,6 +100,12 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     }
     uint64_t chunks = (size + chunk - 1) / chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
+    // f16 partial sums could overflow where the whole (a mean) would not.
+    if (kiln_emit_node_is_f16(l->program) && op != KILN_REDUCE_MAX && op != KILN_REDUCE_MIN) {
+      return kiln_lower_refuse(l, "a sum over %llu values needs f16 partial sums, which could "
+                               "overflow (compile with --precision=f32)",
+                               (unsigned long long)total);
+    }
     if (level == 0) {
       region = kiln_reduce_align(outer * chunks * inner * sizeof(float));
       KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, scratch_offset + 2 * region, &scratch));
@@ -328,7 +334,7 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
     float* zeros = NULL;
     KILN_RETURN_IF_ERROR(kiln_allocator_calloc(l->program->allocator,
                                                params * sizeof(float), (void**)&zeros));
-    kiln_status_t status = kiln_emit_add_weight(l->program, zeros, params * sizeof(float),
+    kiln_status_t status = kiln_emit_add_float_weight(l->program, zeros, params,
                                                 &desc.bindings[2]);
     kiln_allocator_free(l->program->allocator, zeros);
     KILN_RETURN_IF_ERROR(status);

@@ -66,7 +66,8 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   if (!runtime) return kiln_ok_status();
   kiln_emit_range_t constant = plan->params;
   plan->params = plan->runtime;
-  KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &constant, &plan->params, count));
+  KILN_RETURN_IF_ERROR(
+      kiln_lower_emit_copy(l->program, &constant, &plan->params, count, KILN_EMIT_STORAGE_F32));
   if (!r->data) {
     kiln_emit_range_t in;
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &in));
@@ -203,6 +204,10 @@ static kiln_emit_range_t kiln_rnn_state_part(const kiln_rnn_plan_t* plan, uint32
 }
 
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_lower_refuse(l, "the recurrent kernel runs in float32 only (compile with "
+                             "--precision=f32)");
+  }
   kiln_rnn_plan_t plan;
   memset(&plan, 0, sizeof(plan));
   // kiln_rnn_info only reads the graph.
@@ -287,7 +292,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
     kiln_emit_range_t in;
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 5 + s, &in));
     kiln_emit_range_t part = kiln_rnn_state_part(&plan, s, state_words);
-    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &in, &part, state_words));
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &in, &part, state_words,
+                                              KILN_EMIT_STORAGE_F32));
   }
   KILN_RETURN_IF_ERROR(kiln_rnn_steps(l, &plan, &p));
   for (uint32_t s = 0; s < state_count; ++s) {
@@ -295,7 +301,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
     kiln_emit_range_t out;
     KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 1 + s, &out));
     kiln_emit_range_t part = kiln_rnn_state_part(&plan, s, state_words);
-    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &part, &out, state_words));
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(l->program, &part, &out, state_words,
+                                              KILN_EMIT_STORAGE_F32));
   }
   return kiln_ok_status();
 }

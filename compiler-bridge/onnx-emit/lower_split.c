@@ -91,7 +91,16 @@ static kiln_status_t kiln_split_gemm(const kiln_lower_t* l, const kiln_emit_disp
                              "may make even in parts of %u",
                              full->k, KILN_KERNEL_LOOP_PASS_BUDGET, KILN_SPLIT_K_ALIGN);
   }
-  const uint32_t chunk = chunks64 * KILN_SPLIT_K_ALIGN;
+  uint32_t chunk = chunks64 * KILN_SPLIT_K_ALIGN;
+  // f16 operands: k0 * 2 bytes per value must stay 256-byte aligned too.
+  if (kiln_emit_node_is_f16(l->program)) {
+    chunk &= ~(uint32_t)(2 * KILN_SPLIT_K_ALIGN - 1);
+    if (chunk == 0) {
+      return kiln_lower_refuse(l, "a reduction of %u k needs f16 parts of under %u values",
+                               full->k, 2 * KILN_SPLIT_K_ALIGN);
+    }
+  }
+  const uint64_t value_bytes = kiln_emit_float_bytes(l->program);
   const size_t count = (full->k + chunk - 1) / chunk;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t k0 = (uint32_t)i * chunk;
@@ -103,9 +112,9 @@ static kiln_status_t kiln_split_gemm(const kiln_lower_t* l, const kiln_emit_disp
     }
     kiln_emit_dispatch_desc_t d = *desc;
     d.push = &p;
-    // A and B start at k0: bytes k0 * stride * 4, a multiple of 256.
-    const uint64_t a_shift = (uint64_t)k0 * full->a_col_stride * sizeof(float);
-    const uint64_t b_shift = (uint64_t)k0 * full->b_row_stride * sizeof(float);
+    // A and B start at k0: bytes k0 * stride * value bytes, a multiple of 256.
+    const uint64_t a_shift = (uint64_t)k0 * full->a_col_stride * value_bytes;
+    const uint64_t b_shift = (uint64_t)k0 * full->b_row_stride * value_bytes;
     if (a_shift >= d.bindings[0].length || b_shift >= d.bindings[1].length) {
       return kiln_make_status(KILN_STATUS_INTERNAL, "gemm split: part %zu outside its operands",
                               i);

@@ -36,8 +36,8 @@ static kiln_status_t kiln_lower_range(const kiln_lower_t* l, int32_t value_id,
                                       const char* what, size_t index,
                                       kiln_emit_range_t* out) {
   const kiln_graph_value_t* value = &l->graph->values[value_id];
-  if (value->dtype != KILN_GRAPH_DTYPE_F32) {
-    return kiln_lower_refuse(l, "%s %zu ('%s') is %s; GPU kernels take float32",
+  if (value->dtype != KILN_GRAPH_DTYPE_F32 && value->dtype != KILN_GRAPH_DTYPE_F16) {
+    return kiln_lower_refuse(l, "%s %zu ('%s') is %s; GPU kernels take float32 or float16",
                              what, index, value->name,
                              kiln_graph_dtype_name(value->dtype));
   }
@@ -135,10 +135,10 @@ kiln_status_t kiln_lower_activation(const kiln_lower_t* l, const char* name,
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
                                    const kiln_emit_range_t* out,
-                                   uint64_t count) {
+                                   uint64_t count, kiln_emit_storage_t storage) {
   kiln_kernel_copy_params_t params = {(uint32_t)count};
   kiln_emit_dispatch_desc_t desc = {
-      .kernel = KILN_KERNEL_COPY, .push = &params, .binding_count = 2,
+      .kernel = KILN_KERNEL_COPY, .storage = storage, .push = &params, .binding_count = 2,
       .bindings = {*in, *out}, .written_mask = 2u,
       .grid = KILN_EMIT_GRID_LINEAR, .grid_count = count};
   return kiln_emit_add_tiled(program, &desc);
@@ -277,6 +277,23 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
   kiln_lower_t l = {program, program->graph, &program->graph->nodes[node_id]};
   program->node = l.node;
   const char* op = l.node->op_type;
+  // A node runs one storage (kiln_emit_node_is_f16): float32 and float16
+  // run-time values side by side (a float32 model's own Cast to float16
+  // feeding float32 work) would be read as the wrong type. Casts join them.
+  if (strcmp(op, "Cast") != 0 && strcmp(op, "CastLike") != 0) {
+    bool f32 = false, f16 = false;
+    for (size_t i = 0; i < l.node->input_count + l.node->output_count; ++i) {
+      int32_t id = i < l.node->input_count ? l.node->inputs[i]
+                                           : l.node->outputs[i - l.node->input_count];
+      if (id < 0 || program->graph->values[id].data) continue;
+      f32 = f32 || program->graph->values[id].dtype == KILN_GRAPH_DTYPE_F32;
+      f16 = f16 || program->graph->values[id].dtype == KILN_GRAPH_DTYPE_F16;
+    }
+    if (f32 && f16) {
+      return kiln_lower_refuse(&l, "float32 and float16 tensors meet here; compile with "
+                               "--precision=f16 to store every float tensor in float16");
+    }
+  }
   if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
       l.node->outputs[0] >= 0) {
     kiln_graph_dtype_t dtype = program->graph->values[l.node->outputs[0]].dtype;

@@ -17,7 +17,7 @@ kiln_status_t kiln_lower_refuse(const kiln_lower_t* l, const char* format, ...)
 // Input/output values (NULL when absent).
 const kiln_graph_value_t* kiln_lower_in(const kiln_lower_t* l, size_t index);
 const kiln_graph_value_t* kiln_lower_out(const kiln_lower_t* l, size_t index);
-// The range of input/output `index`; refuses non-f32 runtime tensors.
+// The range of input/output `index`; refuses non-float runtime tensors.
 kiln_status_t kiln_lower_in_range(const kiln_lower_t* l, size_t index,
                                   kiln_emit_range_t* out);
 kiln_status_t kiln_lower_out_range(const kiln_lower_t* l, size_t index,
@@ -166,10 +166,11 @@ kiln_status_t kiln_lower_broadcast_copy(const kiln_lower_t* l, const kiln_emit_r
                                         const kiln_emit_range_t* out,
                                         const kiln_graph_shape_t* y);
 
-// Records a plain copy of `count` 32-bit words from `in` to `out`.
+// Records a plain copy of `count` values from `in` to `out`: 32-bit words
+// at F32, halves at F16 (NODE: the node's float storage).
 kiln_status_t kiln_lower_emit_copy(kiln_emit_program_t* program,
                                    const kiln_emit_range_t* in,
                                    const kiln_emit_range_t* out,
-                                   uint64_t count);
+                                   uint64_t count, kiln_emit_storage_t storage);
 
 #endif  // KILN_COMPILER_ONNX_EMIT_LOWER_UTIL_H_

@@ -8,6 +8,7 @@
 #include "lower_util.h"
 #include "kiln/compiler/assembler.h"
 #include "kiln/compiler/graph_passes.h"
+#include "kiln/hal/target_triple.h"
 
 const char* const kiln_onnx_compile_default_targets[] = {
     "cpu-llvmpipe-linux", "hopper-h100-linux", "valhall-g78-android30",
@@ -17,6 +18,19 @@ const size_t kiln_onnx_compile_default_target_count = 4;
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
   memset(options, 0, sizeof(*options));
   options->function_name = "predict";
+}
+
+kiln_status_t kiln_onnx_precision_parse(const char* text, kiln_onnx_precision_t* out) {
+  *out = KILN_ONNX_PRECISION_DEFAULT;
+  if (text && strcmp(text, "f32") == 0) {
+    *out = KILN_ONNX_PRECISION_F32;
+  } else if (text && strcmp(text, "f16") == 0) {
+    *out = KILN_ONNX_PRECISION_F16;
+  } else {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "unknown precision '%s' (known: f32, f16)", text ? text : "(null)");
+  }
+  return kiln_ok_status();
 }
 
 // Integer graph input data reaches the GPU only as Gather indices or
@@ -69,8 +83,8 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
   return kiln_ok_status();
 }
 
-// Graph inputs cross the ABI as f32 buffer views, or i64/i32 ones for token
-// ids; outputs as f32.
+// Graph inputs cross the ABI as f32 buffer views (f16 for fp16 models), or
+// i64/i32 ones for token ids; outputs as f32 (f16).
 static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
   if (graph->output_count == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "'%s': the graph has no outputs",
@@ -88,11 +102,12 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     bool is_arg = producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
                   (strcmp(producer->op_type, "ArgMax") == 0 ||
                    strcmp(producer->op_type, "ArgMin") == 0);
-    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg) {
+    if (value->dtype != KILN_GRAPH_DTYPE_F32 && value->dtype != KILN_GRAPH_DTYPE_F16 &&
+        !is_index && !is_arg) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
-                              "'%s': %s '%s' is %s; compiled models take float32, int64 "
-                              "or int32 inputs and return float32 outputs (int64 from "
-                              "ArgMax/ArgMin)",
+                              "'%s': %s '%s' is %s; compiled models take float32, float16, "
+                              "int64 or int32 inputs and return float32 or float16 outputs "
+                              "(int64 from ArgMax/ArgMin)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
@@ -125,7 +140,10 @@ static kiln_status_t kiln_onnx_compile_passthrough(kiln_emit_program_t* program)
     size_t size = 0;
     KILN_RETURN_IF_ERROR(kiln_graph_value_byte_size(value, &size));
     kiln_emit_range_t target = {KILN_EMIT_SPACE_OUTPUT, (uint32_t)o, 0, size};
-    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(program, &source, &target, size / 4));
+    bool half = value->dtype == KILN_GRAPH_DTYPE_F16;
+    KILN_RETURN_IF_ERROR(kiln_lower_emit_copy(program, &source, &target, size / (half ? 2 : 4),
+                                              half ? KILN_EMIT_STORAGE_F16
+                                                   : KILN_EMIT_STORAGE_F32));
   }
   return kiln_ok_status();
 }
@@ -150,14 +168,71 @@ static kiln_status_t kiln_onnx_compile_sink(void* user, kiln_const_byte_span_t p
   return kiln_ok_status();
 }
 
+// f16 buffers need 16-bit storage on every target (a module keeps one
+// storage per tensor, so a target without it cannot get an f32 path):
+// the default triples are filtered to those that have it; a given triple
+// without it is refused, naming it.
+static kiln_status_t kiln_onnx_compile_f16_targets(const kiln_onnx_compile_options_t* options,
+                                                   const char** out_targets,
+                                                   size_t* out_count) {
+  const bool given = options->target_count != 0;
+  const char* const* targets = given ? options->targets : kiln_onnx_compile_default_targets;
+  size_t count = given ? options->target_count : kiln_onnx_compile_default_target_count;
+  *out_count = 0;
+  if (count > KILN_ONNX_COMPILE_MAX_TARGETS) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "%zu target triples given; 1 to %d are allowed", count,
+                            KILN_ONNX_COMPILE_MAX_TARGETS);
+  }
+  for (size_t t = 0; t < count; ++t) {
+    kiln_target_triple_t triple;
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_target_triple_parse(kiln_make_cstring_view(targets[t]), &triple),
+        "target triple '%s'", targets[t]);
+    kiln_kernel_arch_caps_t caps;
+    KILN_RETURN_IF_ERROR_ANNOTATE(kiln_kernel_arch_caps_for_arch(triple.arch, &caps),
+                                  "target triple '%s'", targets[t]);
+    if (caps.fp16_storage) {
+      out_targets[(*out_count)++] = targets[t];
+    } else if (given) {
+      return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                              "target '%s' lacks 16-bit storage (storageBuffer16BitAccess), "
+                              "which f16 tensors need (--precision=f16, an fp16 model or a Cast "
+                              "to float16); drop the target or compile an fp32 model with "
+                              "--precision=f32",
+                              targets[t]);
+    }
+  }
+  return kiln_ok_status();
+}
+
+// Whether a live node reads or writes a float16 tensor (then every target
+// needs 16-bit storage: f16 builds and casts).
+static bool kiln_onnx_compile_uses_f16(const kiln_graph_t* graph) {
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count + node->output_count; ++i) {
+      int32_t id = i < node->input_count ? node->inputs[i] : node->outputs[i - node->input_count];
+      if (id >= 0 && graph->values[id].dtype == KILN_GRAPH_DTYPE_F16) return true;
+    }
+  }
+  return false;
+}
+
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
+                                               bool needs_16bit_storage,
                                                const kiln_onnx_compile_options_t* options,
                                                kiln_graph_memory_plan_t* plan,
                                                kiln_allocator_t allocator,
                                                kiln_byte_buffer_t* out) {
   const char* const* targets = options->targets;
   size_t target_count = options->target_count;
-  if (target_count == 0) {
+  const char* f16_targets[KILN_ONNX_COMPILE_MAX_TARGETS];
+  if (needs_16bit_storage) {
+    KILN_RETURN_IF_ERROR(kiln_onnx_compile_f16_targets(options, f16_targets, &target_count));
+    targets = f16_targets;
+  } else if (target_count == 0) {
     targets = kiln_onnx_compile_default_targets;
     target_count = kiln_onnx_compile_default_target_count;
   }
@@ -222,7 +297,19 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
     options = &defaults;
   }
   kiln_onnx_compile_report(options, "passes", 0, 0, 0);
+  const bool f16_io = kiln_graph_has_f16_io(graph);
+  kiln_onnx_precision_t precision = options->precision;
+  if (precision == KILN_ONNX_PRECISION_DEFAULT) {
+    precision = f16_io ? KILN_ONNX_PRECISION_F16 : KILN_ONNX_PRECISION_F32;
+  }
+  if (precision != KILN_ONNX_PRECISION_F32 && precision != KILN_ONNX_PRECISION_F16) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "unknown precision %d",
+                            (int)precision);
+  }
   KILN_RETURN_IF_ERROR(kiln_graph_run_default_passes(graph));
+  if (precision == KILN_ONNX_PRECISION_F16) {
+    KILN_RETURN_IF_ERROR(kiln_graph_precision_f16(graph));
+  }
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;
   KILN_RETURN_IF_ERROR(
@@ -230,7 +317,8 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
   if (options->memory_plan_stream) {
     kiln_graph_memory_plan_print(graph, &plan, options->memory_plan_stream);
   }
-  kiln_status_t status = kiln_onnx_compile_program(graph, options, &plan, allocator, out);
+  kiln_status_t status = kiln_onnx_compile_program(
+      graph, f16_io || kiln_onnx_compile_uses_f16(graph), options, &plan, allocator, out);
   kiln_graph_memory_plan_deinit(&plan);
   return status;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "emit_internal.h"
+#include "kiln/base/half.h"
 #include "kiln/base/size_math.h"
 #include "kiln/hal/target_triple.h"
 
@@ -37,8 +38,16 @@ kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
       allocator, graph->value_count * sizeof(uint64_t) + 1,
       (void**)&program.weight_offsets));
+  kiln_status_t status = kiln_allocator_malloc(
+      allocator, graph->value_count * sizeof(uint64_t) + 1,
+      (void**)&program.weight_offsets_f16);
+  if (status) {
+    kiln_allocator_free(allocator, program.weight_offsets);
+    return status;
+  }
   for (size_t v = 0; v < graph->value_count; ++v) {
     program.weight_offsets[v] = UINT64_MAX;
+    program.weight_offsets_f16[v] = UINT64_MAX;
   }
   kiln_arena_init(&program.weight_copies, allocator, 64u << 10);
   *out_program = program;
@@ -49,6 +58,7 @@ void kiln_emit_program_deinit(kiln_emit_program_t* program) {
   kiln_allocator_free(program->allocator, program->executables);
   kiln_allocator_free(program->allocator, program->dispatches);
   kiln_allocator_free(program->allocator, program->weight_offsets);
+  kiln_allocator_free(program->allocator, program->weight_offsets_f16);
   kiln_allocator_free(program->allocator, program->weight_pieces);
   kiln_arena_deinit(&program->weight_copies);
   memset(program, 0, sizeof(*program));
@@ -113,6 +123,49 @@ kiln_status_t kiln_emit_add_weight(kiln_emit_program_t* program,
   return kiln_emit_add_weight_reference(program, copy, size, out);
 }
 
+bool kiln_emit_node_is_f16(const kiln_emit_program_t* program) {
+  const kiln_graph_node_t* node = program->node;
+  if (!node) return false;
+  const kiln_graph_t* graph = program->graph;
+  for (size_t i = 0; i < node->input_count + node->output_count; ++i) {
+    int32_t id = i < node->input_count ? node->inputs[i] : node->outputs[i - node->input_count];
+    if (id >= 0 && graph->values[id].dtype == KILN_GRAPH_DTYPE_F16) return true;
+  }
+  return false;
+}
+
+uint64_t kiln_emit_float_bytes(const kiln_emit_program_t* program) {
+  return kiln_emit_node_is_f16(program) ? 2 : 4;
+}
+
+// `count` floats as halves, in the weight arena (alive until the module is
+// written).
+static kiln_status_t kiln_emit_halves(kiln_emit_program_t* program, const float* data,
+                                      size_t count, uint16_t** out) {
+  *out = NULL;
+  if (!count) return kiln_ok_status();
+  KILN_RETURN_IF_ERROR(
+      kiln_arena_allocate(&program->weight_copies, count * sizeof(uint16_t), (void**)out));
+  for (size_t i = 0; i < count; ++i) {
+    float value;
+    memcpy(&value, (const uint8_t*)data + i * sizeof(float), sizeof(value));
+    (*out)[i] = kiln_f32_to_f16(value);
+  }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_add_float_weight(kiln_emit_program_t* program,
+                                         const float* data, size_t count,
+                                         kiln_emit_range_t* out) {
+  if (!kiln_emit_node_is_f16(program)) {
+    return kiln_emit_add_weight(program, data, count * sizeof(float), out);
+  }
+  memset(out, 0, sizeof(*out));
+  uint16_t* halves = NULL;
+  KILN_RETURN_IF_ERROR(kiln_emit_halves(program, data, count, &halves));
+  return kiln_emit_add_weight_reference(program, halves, count * sizeof(uint16_t), out);
+}
+
 kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
                                     int32_t value_id, kiln_emit_range_t* out) {
   memset(out, 0, sizeof(*out));
@@ -131,6 +184,22 @@ kiln_status_t kiln_emit_value_range(kiln_emit_program_t* program,
       *out = (kiln_emit_range_t){KILN_EMIT_SPACE_INPUT, (uint32_t)i, 0, size};
       return kiln_ok_status();
     }
+  }
+  if (value->data && value->dtype == KILN_GRAPH_DTYPE_F32 && kiln_emit_node_is_f16(program)) {
+    // An f16 node reads its float32 constants (weights) as halves.
+    size_t count = size / sizeof(float);
+    if (program->weight_offsets_f16[value_id] == UINT64_MAX) {
+      uint16_t* halves = NULL;
+      KILN_RETURN_IF_ERROR(kiln_emit_halves(program, (const float*)value->data, count, &halves));
+      kiln_emit_range_t placed;
+      KILN_RETURN_IF_ERROR(kiln_emit_add_weight_reference(program, halves,
+                                                          count * sizeof(uint16_t), &placed));
+      program->weight_offsets_f16[value_id] = placed.offset;
+    }
+    size = count * sizeof(uint16_t);
+    *out = (kiln_emit_range_t){KILN_EMIT_SPACE_WEIGHTS, 0,
+                               program->weight_offsets_f16[value_id], size < 4 ? 4 : size};
+    return kiln_ok_status();
   }
   if (value->data) {
     if (program->weight_offsets[value_id] == UINT64_MAX) {
@@ -195,10 +264,11 @@ uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
 // spec constants (spec constants are per executable variant).
 static kiln_status_t kiln_emit_find_executable(
     kiln_emit_program_t* program, const kiln_emit_dispatch_desc_t* desc,
-    uint32_t* out_index) {
+    kiln_kernel_storage_t storage, uint32_t* out_index) {
   for (size_t e = 0; e < program->executable_count; ++e) {
     const kiln_emit_executable_t* exe = &program->executables[e];
-    if (exe->kernel == desc->kernel && exe->op_count == desc->op_count &&
+    if (exe->kernel == desc->kernel && exe->storage == storage &&
+        exe->op_count == desc->op_count &&
         (desc->op_count == 0 ||
          memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0)) {
       *out_index = (uint32_t)e;
@@ -214,19 +284,22 @@ static kiln_status_t kiln_emit_find_executable(
   kiln_emit_executable_t* exe = &program->executables[program->executable_count];
   memset(exe, 0, sizeof(*exe));
   exe->kernel = desc->kernel;
+  exe->storage = storage;
   exe->op_count = desc->op_count;
   if (desc->op_count) memcpy(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0]));
-  int length = snprintf(exe->name, sizeof(exe->name), "%s",
-                        kiln_kernel_desc(desc->kernel)->name);
+  int length = snprintf(exe->name, sizeof(exe->name), "%s%s",
+                        kiln_kernel_desc(desc->kernel)->name,
+                        storage == KILN_KERNEL_STORAGE_FP16 ? "_f16" : "");
   for (size_t i = 0; i < desc->op_count && length < (int)sizeof(exe->name); ++i) {
     length += snprintf(exe->name + length, sizeof(exe->name) - (size_t)length,
                        "_%u", desc->ops[i].value);
   }
   for (size_t t = 0; t < program->target_count; ++t) {
     KILN_RETURN_IF_ERROR_ANNOTATE(
-        kiln_kernel_config_select(desc->kernel, &program->caps[t],
-                                  KILN_KERNEL_STORAGE_FP32, &exe->configs[t]),
-        "target '%s'", program->targets[t]);
+        kiln_kernel_config_select(desc->kernel, &program->caps[t], storage,
+                                  &exe->configs[t]),
+        "node '%s' (op %s), target '%s'", program->node ? program->node->name : "(output copy)",
+        program->node ? program->node->op_type : "-", program->targets[t]);
     for (size_t i = 0; i < desc->op_count; ++i) {
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(
           &exe->configs[t], desc->ops[i].id, desc->ops[i].value));
@@ -258,6 +331,13 @@ kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
   return kiln_make_status(KILN_STATUS_INTERNAL, "unknown grid kind %d", (int)desc->grid);
 }
 
+uint64_t kiln_emit_desc_float_bytes(const kiln_emit_program_t* program,
+                                    const kiln_emit_dispatch_desc_t* desc) {
+  if (desc->storage == KILN_EMIT_STORAGE_F16) return 2;
+  if (desc->storage == KILN_EMIT_STORAGE_F32) return 4;
+  return kiln_emit_float_bytes(program);
+}
+
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                                      const kiln_emit_dispatch_desc_t* desc) {
   const kiln_kernel_desc_t* kernel = kiln_kernel_desc(desc->kernel);
@@ -281,8 +361,16 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                               (unsigned long long)limit);
     }
   }
+  // Casts join f32 and f16 buffers themselves: they have one build.
+  bool cast = desc->kernel == KILN_KERNEL_CAST_F32_TO_F16 ||
+              desc->kernel == KILN_KERNEL_CAST_F16_TO_F32;
+  kiln_kernel_storage_t storage =
+      desc->storage == KILN_EMIT_STORAGE_F16 ||
+              (desc->storage == KILN_EMIT_STORAGE_NODE && !cast && kiln_emit_node_is_f16(program))
+          ? KILN_KERNEL_STORAGE_FP16
+          : KILN_KERNEL_STORAGE_FP32;
   uint32_t executable = 0;
-  KILN_RETURN_IF_ERROR(kiln_emit_find_executable(program, desc, &executable));
+  KILN_RETURN_IF_ERROR(kiln_emit_find_executable(program, desc, storage, &executable));
   KILN_RETURN_IF_ERROR(kiln_emit_grow(
       program->allocator, (void**)&program->dispatches, program->dispatch_count,
       &program->dispatch_capacity, sizeof(kiln_emit_dispatch_t)));

@@ -533,11 +533,19 @@ static kiln_status_t kiln_onnx_import_model(kiln_onnx_import_t* import,
     }
     graph->values[id].is_output = true;
     graph->outputs[graph->output_count++] = id;
+    // A float16 output: kiln_graph_widen_f16 joins it to the float32 graph.
+    const Onnx__TypeProto* type = proto->output[i]->type;
+    if (type && type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && type->tensor_type &&
+        type->tensor_type->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
+        graph->values[id].producer >= 0 && !graph->values[id].data) {
+      graph->values[id].dtype = KILN_GRAPH_DTYPE_F16;
+    }
   }
   if (graph->output_count == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "%s: graph has no outputs", import->source);
   }
+  KILN_RETURN_IF_ERROR(kiln_graph_widen_f16(graph));
   KILN_RETURN_IF_ERROR_ANNOTATE(kiln_graph_infer_shapes(graph), "%s",
                                 import->source);
   return kiln_ok_status();

@@ -17,6 +17,7 @@ kiln_graph_dtype_t kiln_onnx_dtype_from_proto(int32_t data_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return KILN_GRAPH_DTYPE_BOOL;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return KILN_GRAPH_DTYPE_I8;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return KILN_GRAPH_DTYPE_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return KILN_GRAPH_DTYPE_F16;
     default: return KILN_GRAPH_DTYPE_INVALID;
   }
 }
@@ -194,10 +195,13 @@ kiln_status_t kiln_onnx_tensor_decode(const Onnx__TensorProto* proto,
     } else if (count) {
       memcpy(out_tensor->data, proto->int64_data, count * sizeof(int64_t));
     }
-  } else {  // INT32, BOOL, INT8 and UINT8 all live in int32_data.
+  } else {  // INT32, BOOL, INT8, UINT8 and FLOAT16 (bits) live in int32_data.
     if (proto->n_int32_data != count) {
       status = kiln_onnx_count_mismatch(source, name, "int32_data",
                                         proto->n_int32_data, count);
+    } else if (dtype == KILN_GRAPH_DTYPE_F16) {
+      uint16_t* halves = (uint16_t*)out_tensor->data;
+      for (size_t i = 0; i < count; ++i) halves[i] = (uint16_t)proto->int32_data[i];
     } else if (dtype == KILN_GRAPH_DTYPE_I32) {
       if (count) {
         memcpy(out_tensor->data, proto->int32_data, count * sizeof(int32_t));

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kiln/base/half.h"
 #include "ops.h"
 
 // ---- unary ---------------------------------------------------------------
@@ -289,6 +290,7 @@ static kiln_status_t kiln_run_dropout(const kiln_op_run_args_t* args) {
 static kiln_graph_dtype_t kiln_cast_target(int64_t to) {
   switch (to) {
     case 1: return KILN_GRAPH_DTYPE_F32;
+    case 10: return KILN_GRAPH_DTYPE_F16;
     case 6: return KILN_GRAPH_DTYPE_I32;
     case 7: return KILN_GRAPH_DTYPE_I64;
     case 9: return KILN_GRAPH_DTYPE_BOOL;
@@ -298,13 +300,15 @@ static kiln_graph_dtype_t kiln_cast_target(int64_t to) {
 
 static kiln_status_t kiln_infer_cast(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  // float16: the Casts joining an fp16 model's inputs to its float32 graph.
+  KILN_RETURN_IF_ERROR(
+      kiln_op_require_input(args, 0, KILN_OP_ANY | (1u << KILN_GRAPH_DTYPE_F16), &x));
   int64_t to = 0;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "to", 0, &to));
   kiln_graph_dtype_t dtype = kiln_cast_target(to);
   if (dtype == KILN_GRAPH_DTYPE_INVALID) {
     return kiln_op_unsupported(args, "to=%lld is not supported; supported: "
-                               "FLOAT(1), INT32(6), INT64(7), BOOL(9)",
+                               "FLOAT(1), INT32(6), INT64(7), BOOL(9), FLOAT16(10)",
                                (long long)to);
   }
   return kiln_op_set_output(args, 0, dtype, &x->shape);
@@ -313,6 +317,7 @@ static kiln_status_t kiln_infer_cast(const kiln_op_infer_args_t* args) {
 static double kiln_load_as_double(const kiln_ref_tensor_t* t, size_t i) {
   switch (t->dtype) {
     case KILN_GRAPH_DTYPE_F32: return ((const float*)t->data)[i];
+    case KILN_GRAPH_DTYPE_F16: return kiln_f16_to_f32(((const uint16_t*)t->data)[i]);
     case KILN_GRAPH_DTYPE_I64: return (double)((const int64_t*)t->data)[i];
     case KILN_GRAPH_DTYPE_I32: return ((const int32_t*)t->data)[i];
     default: return ((const uint8_t*)t->data)[i];
@@ -324,7 +329,7 @@ static kiln_status_t kiln_run_cast(const kiln_op_run_args_t* args) {
   kiln_ref_tensor_t* y = &args->outputs[0];
   for (size_t i = 0; i < y->count; ++i) {
     // Integers go through int64 directly so large values stay exact.
-    bool integral = x->dtype != KILN_GRAPH_DTYPE_F32;
+    bool integral = x->dtype != KILN_GRAPH_DTYPE_F32 && x->dtype != KILN_GRAPH_DTYPE_F16;
     int64_t iv = integral ? (x->dtype == KILN_GRAPH_DTYPE_I64
                                  ? ((const int64_t*)x->data)[i]
                                  : (int64_t)kiln_load_as_double(x, i))
@@ -332,6 +337,7 @@ static kiln_status_t kiln_run_cast(const kiln_op_run_args_t* args) {
     double dv = kiln_load_as_double(x, i);
     switch (y->dtype) {
       case KILN_GRAPH_DTYPE_F32: ((float*)y->data)[i] = (float)dv; break;
+      case KILN_GRAPH_DTYPE_F16: ((uint16_t*)y->data)[i] = kiln_f32_to_f16((float)dv); break;
       case KILN_GRAPH_DTYPE_I64:
         if (integral) {
           ((int64_t*)y->data)[i] = iv;

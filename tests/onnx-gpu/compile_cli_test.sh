@@ -31,3 +31,22 @@ grep -q "MaxPool" "$dir/err.txt" || fail "refusal does not name the op: $(cat "$
 [ -e "$dir/bad.kiln" ] && fail "a refused model left a module"
 [ -e "$dir/bad.kiln.partial" ] && fail "a refused model left a partial file"
 echo "ok: refusal"
+
+# --precision: f16 compiles (its executables are the _f16 builds, the
+# portable target without 16-bit storage is dropped from the defaults); a
+# named target without 16-bit storage and an unknown precision are refused.
+conv=$nodes/test_conv_with_strides_padding/model.onnx
+"$compile" "$conv" -o "$dir/f16.kiln" --precision=f16 --dump-assembly="$dir/f16.kasm" \
+    || fail "--precision=f16"
+grep -q "conv2d_f16" "$dir/f16.kasm" || fail "--precision=f16: no conv2d_f16 executable"
+grep -q "unknown-unknown-unknown" "$dir/f16.kasm" && fail "--precision=f16: portable target kept"
+if "$compile" "$conv" -o "$dir/f16bad.kiln" --precision f16 \
+    --target-triple=unknown-unknown-unknown 2> "$dir/err.txt"; then
+  fail "f16 compiled for a target without 16-bit storage"
+fi
+grep -q "lacks 16-bit storage" "$dir/err.txt" || fail "f16 refusal: $(cat "$dir/err.txt")"
+if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
+  fail "--precision=f8 accepted"
+fi
+grep -q "unknown precision 'f8'" "$dir/err.txt" || fail "precision refusal: $(cat "$dir/err.txt")"
+echo "ok: --precision"

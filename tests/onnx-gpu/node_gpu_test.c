@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kiln/base/half.h"
 #include "kiln/base/time.h"
 #include "kiln/compiler/onnx.h"
 #include "kiln_test.h"
@@ -57,19 +58,24 @@ static bool kiln_gpu_compare(const kiln_graph_tensor_t* actual,
     }
     return true;
   }
-  if (actual->dtype != KILN_GRAPH_DTYPE_F32) {
+  const bool half = actual->dtype == KILN_GRAPH_DTYPE_F16;  // fp16 models' outputs
+  if (actual->dtype != KILN_GRAPH_DTYPE_F32 && !half) {
     snprintf(message, message_size, "no comparison for %s outputs",
              kiln_graph_dtype_name(actual->dtype));
     return false;
   }
-  const float* x = (const float*)actual->data;
-  const float* y = (const float*)expected->data;
-  for (size_t i = 0; i < actual->byte_size / sizeof(float); ++i) {
-    if (isnan(y[i]) && isnan(x[i])) continue;
-    if (isinf(y[i]) && x[i] == y[i]) continue;
-    double diff = fabs((double)x[i] - y[i]);
-    if (!(diff <= atol + rtol * fabs((double)y[i]))) {
-      snprintf(message, message_size, "element %zu: %.9g, expected %.9g", i, x[i], y[i]);
+  const size_t count = actual->byte_size / (half ? sizeof(uint16_t) : sizeof(float));
+  for (size_t i = 0; i < count; ++i) {
+    float x = half ? kiln_f16_to_f32(((const uint16_t*)actual->data)[i])
+                   : ((const float*)actual->data)[i];
+    float y = half ? kiln_f16_to_f32(((const uint16_t*)expected->data)[i])
+                   : ((const float*)expected->data)[i];
+    if (isnan(y) && isnan(x)) continue;
+    if (isinf(y) && x == y) continue;
+    double diff = fabs((double)x - y);
+    // fp16 outputs: one fp16 rounding (2^-11 relative) on top.
+    if (!(diff <= atol + (half ? rtol + 1.0 / 2048 : rtol) * fabs((double)y))) {
+      snprintf(message, message_size, "element %zu: %.9g, expected %.9g", i, x, y);
       return false;
     }
   }

@@ -38,6 +38,7 @@ kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function
     // Token ids go in as the integer views the module asserts.
     kiln_hal_element_type_t element = t->dtype == KILN_GRAPH_DTYPE_I64   ? KILN_HAL_ELEMENT_I64
                                       : t->dtype == KILN_GRAPH_DTYPE_I32 ? KILN_HAL_ELEMENT_I32
+                                      : t->dtype == KILN_GRAPH_DTYPE_F16 ? KILN_HAL_ELEMENT_F16
                                                                          : KILN_HAL_ELEMENT_F32;
     kiln_hal_buffer_view_t* view = NULL;
     status = kiln_session_buffer_view_from_host(session, element,

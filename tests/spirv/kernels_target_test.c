@@ -174,9 +174,26 @@ KILN_TEST(KernelTargetTest, VariantSelection) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "kernel 'gemm': fp16 storage",
                              kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,
                                                        KILN_KERNEL_STORAGE_FP16, &config));
-  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "kernel 'softmax' has no fp16",
-                             kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &adreno,
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "kernel 'recurrent' has no fp16",
+                             kiln_kernel_config_select(KILN_KERNEL_RECURRENT, &adreno,
                                                        KILN_KERNEL_STORAGE_FP16, &config));
+  // fp16 storage wins over subgroup arithmetic (the f16 builds have none).
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &adreno,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  KILN_EXPECT_EQ(config.required_features, KILN_KERNEL_FEATURE_FP16_STORAGE);
+  // Every fp16-storage build is refused on an arch without 16-bit storage,
+  // naming the kernel and the missing feature.
+  for (unsigned k = 0; k < KILN_KERNEL_COUNT; ++k) {
+    const kiln_kernel_desc_t* desc = kiln_kernel_desc((kiln_kernel_id_t)k);
+    if (!(desc->variant_mask & (1u << KILN_KERNEL_VARIANT_FP16_STORAGE))) continue;
+    kiln_status_t status = kiln_kernel_config_select((kiln_kernel_id_t)k, &unknown,
+                                                     KILN_KERNEL_STORAGE_FP16, &config);
+    KILN_EXPECT_EQ((int)kiln_status_code(status), (int)KILN_STATUS_FAILED_PRECONDITION);
+    KILN_EXPECT_TRUE(strstr(kiln_status_message(status), "16-bit storage") != NULL);
+    KILN_EXPECT_TRUE(strstr(kiln_status_message(status), desc->name) != NULL);
+    kiln_status_free(status);
+  }
   kiln_kernel_arch_caps_t broken = {0, 0, 0, false, false, false, false};
   KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
                      kiln_kernel_config_select(KILN_KERNEL_GEMM, &broken,

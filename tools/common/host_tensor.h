@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kiln/base/allocator.h"
+#include "kiln/base/half.h"  // kiln_f32_to_f16 etc.
 #include "kiln/base/status.h"
 #include "kiln/base/views.h"
 
@@ -87,11 +88,5 @@ void kiln_host_tensor_set_i64(kiln_host_tensor_t* tensor, size_t index,
 // "2x3xf32" (no trailing "x" for rank 0: "f32").
 void kiln_host_tensor_format_shape(const kiln_host_tensor_t* tensor,
                                    char* buffer, size_t buffer_size);
-
-// IEEE half and bfloat16 conversions (round to nearest even).
-float kiln_f16_to_f32(uint16_t bits);
-uint16_t kiln_f32_to_f16(float value);
-float kiln_bf16_to_f32(uint16_t bits);
-uint16_t kiln_f32_to_bf16(float value);
 
 #endif  // KILN_TOOLS_COMMON_HOST_TENSOR_H_

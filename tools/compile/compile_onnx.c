@@ -29,6 +29,11 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "  --max-storage-range=B    plan bindings of at most B bytes (default: the\n"
           "                           targets' storage-buffer ranges; larger tensors\n"
           "                           are split)\n"
+          "  --precision=f32|f16      tensor storage: f16 stores weights and\n"
+          "                           activations in fp16 (math in fp32; inputs and\n"
+          "                           outputs keep the model's dtype; needs 16-bit\n"
+          "                           storage). Default: the model's (f16 for fp16\n"
+          "                           models), see docs/precision.md\n"
           "  --help                   this text\n");
 }
 
@@ -159,6 +164,11 @@ int kiln_compile_onnx_main(int argc, char** argv) {
         return 2;
       }
       options.max_storage_buffer_range = bytes;
+    } else if (strncmp(arg, "--precision=", 12) == 0 ||
+               (strcmp(arg, "--precision") == 0 && i + 1 < argc)) {
+      const char* value = arg[11] == '=' ? arg + 12 : argv[++i];
+      kiln_status_t status = kiln_onnx_precision_parse(value, &options.precision);
+      if (status) return kiln_compile_onnx_fail(status);
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {

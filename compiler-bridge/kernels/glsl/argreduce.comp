@@ -8,12 +8,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_ARG_MIN) const uint ARG_MIN = 0;
 layout(constant_id = KILN_SPEC_ARG_SELECT_LAST) const uint SELECT_LAST = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
 layout(set = 0, binding = 1) writeonly buffer OutBuffer { uint y[]; };
 
 // Mirrors kiln_kernel_reduce_params_t (chunk and divisor unused).
@@ -34,10 +35,10 @@ void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < count; i += stride) {
     uint base = (i / p.inner) * p.size * p.inner + i % p.inner;
-    float best = x[base];
+    float best = LOAD(x[base]);
     uint at = 0;
     for (uint r = 1; r < p.size; ++r) {
-      float v = x[base + r * p.inner];
+      float v = LOAD(x[base + r * p.inner]);
       if (better(v, best)) {
         best = v;
         at = r;

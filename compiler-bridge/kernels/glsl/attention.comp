@@ -19,6 +19,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_ATTN_DIM4) const uint D4 = 16;  // vec4s per q/k/v row (capacity)
@@ -27,11 +28,11 @@ layout(constant_id = KILN_SPEC_ATTN_MASK) const uint MASK = KILN_ATTN_MASK_NONE;
 layout(constant_id = KILN_SPEC_ATTN_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = KILN_SPEC_ATTN_PHASE) const uint PHASE = KILN_ATTN_PHASE_FULL;
 
-layout(set = 0, binding = 0) readonly buffer QBuffer { float q[]; };
-layout(set = 0, binding = 1) readonly buffer KBuffer { float k[]; };
-layout(set = 0, binding = 2) readonly buffer VBuffer { float v[]; };
-layout(set = 0, binding = 3) readonly buffer MaskBuffer { float mask[]; };
-layout(set = 0, binding = 4) writeonly buffer OutBuffer { float o[]; };
+layout(set = 0, binding = 0) readonly buffer QBuffer { STORAGE_T q[]; };
+layout(set = 0, binding = 1) readonly buffer KBuffer { STORAGE_T k[]; };
+layout(set = 0, binding = 2) readonly buffer VBuffer { STORAGE_T v[]; };
+layout(set = 0, binding = 3) readonly buffer MaskBuffer { STORAGE_T mask[]; };
+layout(set = 0, binding = 4) writeonly buffer OutBuffer { STORAGE_T o[]; };
 
 // Mirrors kiln_kernel_attention_params_t.
 layout(push_constant) uniform Params {
@@ -60,7 +61,7 @@ void kiln_store_row(uint b, uint h, uint i, vec4 acc[D4], float inv_l) {
   for (uint e = 0; e < D4; ++e) {
     vec4 value = acc[e] * inv_l;
     for (uint c = 0; c < 4; ++c) {
-      if (e * 4 + c < p.dv) o[base + e * 4 + c] = value[c];
+      if (e * 4 + c < p.dv) o[base + e * 4 + c] = STORE(value[c]);
     }
   }
 }
@@ -69,8 +70,8 @@ void kiln_merge(uint b, uint h, uint i) {
   float m = kNegInf;
   bool nan_row = false;
   for (uint c = 0; c < p.chunks; ++c) {
-    float mc = q[kiln_scratch_index(b, h, i, c)];
-    if (isnan(q[kiln_scratch_index(b, h, i, c) + 1])) nan_row = true;
+    float mc = LOAD(q[kiln_scratch_index(b, h, i, c)]);
+    if (isnan(LOAD(q[kiln_scratch_index(b, h, i, c) + 1]))) nan_row = true;
     m = max(m, mc);
   }
   vec4 acc[D4];
@@ -78,14 +79,14 @@ void kiln_merge(uint b, uint h, uint i) {
   float l = 0.0;
   for (uint c = 0; c < p.chunks; ++c) {
     uint at = kiln_scratch_index(b, h, i, c);
-    float mc = q[at];
+    float mc = LOAD(q[at]);
     // A chunk with every key masked contributes nothing.
     float w = mc == kNegInf ? 0.0 : exp(mc - m);
-    l += w * q[at + 1];
+    l += w * LOAD(q[at + 1]);
     for (uint e = 0; e < D4; ++e) {
       vec4 part = vec4(0.0);
       for (uint x = 0; x < 4; ++x) {
-        if (e * 4 + x < p.dv) part[x] = q[at + 2 + e * 4 + x];
+        if (e * 4 + x < p.dv) part[x] = LOAD(q[at + 2 + e * 4 + x]);
       }
       acc[e] += w * part;
     }
@@ -109,7 +110,7 @@ void main() {
   for (uint e = 0; e < D4; ++e) {
     vec4 value = vec4(0.0);
     for (uint c = 0; c < 4; ++c) {
-      if (e * 4 + c < p.d) value[c] = q[q_base + e * 4 + c];
+      if (e * 4 + c < p.d) value[c] = LOAD(q[q_base + e * 4 + c]);
     }
     qr[e] = value * p.scale;
     acc[e] = vec4(0.0);
@@ -130,8 +131,8 @@ void main() {
         uint kb = p.k_off + b * p.k_sb + h * p.k_sh + (t0 + r) * p.k_ss + dd;
         uint vb = p.v_off + b * p.v_sb + h * p.v_sh + (t0 + r) * p.v_ss + dd;
         for (uint c = 0; c < 4; ++c) {
-          if (dd + c < p.d) kv[c] = k[kb + c];
-          if (dd + c < p.dv) vv[c] = v[vb + c];
+          if (dd + c < p.d) kv[c] = LOAD(k[kb + c]);
+          if (dd + c < p.dv) vv[c] = LOAD(v[vb + c]);
         }
       }
       k_tile[e] = kv;
@@ -145,9 +146,9 @@ void main() {
       float s = 0.0;
       for (uint e = 0; e < D4; ++e) s += dot(qr[e], k_tile[r * D4 + e]);
       if (MASK == KILN_ATTN_MASK_ADD) {
-        s += mask[mask_base + j * p.m_sj];
+        s += LOAD(mask[mask_base + j * p.m_sj]);
       } else if (MASK == KILN_ATTN_MASK_SELECT) {
-        float fill = mask[mask_base + j * p.m_sj];
+        float fill = LOAD(mask[mask_base + j * p.m_sj]);
         if (floatBitsToUint(fill) != KILN_SELECT_KEEP_BITS) s = fill;
       }
       if (CAUSAL && j > i) s = kNegInf;
@@ -165,11 +166,11 @@ void main() {
   if (!live) return;
   if (PHASE == KILN_ATTN_PHASE_PARTIAL) {
     uint at = kiln_scratch_index(b, h, i, chunk);
-    o[at] = m;
-    o[at + 1] = nan_row ? uintBitsToFloat(0x7fc00000u) : l;
+    o[at] = STORE(m);
+    o[at + 1] = STORE(nan_row ? uintBitsToFloat(0x7fc00000u) : l);
     for (uint e = 0; e < D4; ++e) {
       for (uint c = 0; c < 4; ++c) {
-        if (e * 4 + c < p.dv) o[at + 2 + e * 4 + c] = acc[e][c];
+        if (e * 4 + c < p.dv) o[at + 2 + e * 4 + c] = STORE(acc[e][c]);
       }
     }
     return;

@@ -13,13 +13,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_GATHER_INDEX_WORDS) const uint INDEX_WORDS = 1;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
 layout(set = 0, binding = 1) readonly buffer IndexBuffer { int indices[]; };
-layout(set = 0, binding = 2) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 2) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_gather_params_t.
 layout(push_constant) uniform Params {
@@ -40,9 +41,9 @@ void main() {
     valid = valid && k >= 0 && k < int(p.axis_size);
     const int row = k - int(p.axis_begin);
     if (valid && row >= 0 && row < int(rows)) {
-      y[index] = x[(o * rows + uint(row)) * p.inner + i];
+      y[index] = STORE(LOAD(x[(o * rows + uint(row)) * p.inner + i]));
     } else if (!valid && p.axis_begin == 0) {
-      y[index] = 0.0;
+      y[index] = STORE(0.0);
     }
   }
 }

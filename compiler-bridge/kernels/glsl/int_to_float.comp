@@ -6,12 +6,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_CAST_INT_WORDS) const uint INT_WORDS = 1;
 
 layout(set = 0, binding = 0) readonly buffer InBuffer { int x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_copy_params_t.
 layout(push_constant) uniform Params { uint count; } p;
@@ -23,6 +24,6 @@ void main() {
     int hi = INT_WORDS == 1 ? (lo >> 31) : x[i * INT_WORDS + 1];
     // In int32 range (hi is lo's sign): convert lo alone, exactly as C
     // does; hi * 2^32 + uint(lo) would cancel catastrophically for -1.
-    y[i] = hi == (lo >> 31) ? float(lo) : float(hi) * 4294967296.0 + float(uint(lo));
+    y[i] = STORE(hi == (lo >> 31) ? float(lo) : float(hi) * 4294967296.0 + float(uint(lo)));
   }
 }

@@ -12,21 +12,22 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 // After the layout: the helper sizes its scratch by gl_WorkGroupSize.
 #include "workgroup_reduce.glsl"
 layout(constant_id = KILN_SPEC_NORM_KIND) const uint KIND = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float scale[]; };
-layout(set = 0, binding = 2) readonly buffer BiasBuffer { float bias[]; };
-layout(set = 0, binding = 3) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) readonly buffer ScaleBuffer { STORAGE_T scale[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_T bias[]; };
+layout(set = 0, binding = 3) writeonly buffer OutBuffer { STORAGE_T y[]; };
 #ifdef KILN_NORM_RESIDUAL
-layout(set = 0, binding = 4) readonly buffer ResidualBuffer { float residual[]; };
-float kiln_x(uint i) { return x[i] + residual[i]; }
+layout(set = 0, binding = 4) readonly buffer ResidualBuffer { STORAGE_T residual[]; };
+float kiln_x(uint i) { return LOAD(x[i]) + LOAD(residual[i]); }
 #else
-float kiln_x(uint i) { return x[i]; }
+float kiln_x(uint i) { return LOAD(x[i]); }
 #endif
 
 // Mirrors kiln_kernel_norm_params_t.
@@ -53,7 +54,7 @@ void main() {
     float inv_std = inversesqrt(var + p.epsilon);
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
       uint k = (KIND == KILN_NORM_INSTANCE) ? row % p.channels : r;
-      y[base + r] = ((kiln_x(base + r) - shift) - mean) * inv_std * scale[k] + bias[k];
+      y[base + r] = STORE(((kiln_x(base + r) - shift) - mean) * inv_std * LOAD(scale[k]) + LOAD(bias[k]));
     }
   }
 }

@@ -4,12 +4,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_PAD_MODE) const uint MODE = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_pad_params_t.
 layout(push_constant) uniform Params {
@@ -48,6 +49,6 @@ void main() {
       src += uint(c) * in_stride;
       in_stride *= uint(n);
     }
-    y[index] = outside ? p.value : x[src];
+    y[index] = STORE(outside ? p.value : LOAD(x[src]));
   }
 }

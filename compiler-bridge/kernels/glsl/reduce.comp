@@ -10,14 +10,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 // After the layout: the helper sizes its scratch by gl_WorkGroupSize.
 #include "workgroup_reduce.glsl"
 layout(constant_id = KILN_SPEC_REDUCE_OP) const uint OP = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_reduce_params_t.
 layout(push_constant) uniform Params {
@@ -41,11 +42,11 @@ void main() {
     uint end = min(p.size, (c + 1) * chunk);
     float acc = identity;
     for (uint r = c * chunk + gl_LocalInvocationID.x; r < end; r += gl_WorkGroupSize.x) {
-      acc = kiln_combine(combine, acc, x[base + r * p.inner]);
+      acc = kiln_combine(combine, acc, LOAD(x[base + r * p.inner]));
     }
     acc = kiln_workgroup_reduce(combine, acc);
     if (gl_LocalInvocationID.x == 0) {
-      y[out_index] = (OP == KILN_REDUCE_MEAN) ? acc / divisor : acc;
+      y[out_index] = STORE((OP == KILN_REDUCE_MEAN) ? acc / divisor : acc);
     }
   }
 }

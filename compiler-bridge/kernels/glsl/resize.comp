@@ -5,6 +5,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_RESIZE_MODE) const uint MODE = 0;
@@ -13,8 +14,8 @@ layout(constant_id = KILN_SPEC_RESIZE_NEAREST) const uint NEAREST = 0;
 layout(constant_id = KILN_SPEC_RESIZE_CUBIC_A) const uint CUBIC_A_BITS = 0xbf400000u;  // -0.75
 layout(constant_id = KILN_SPEC_RESIZE_EXCLUDE_OUTSIDE) const uint EXCLUDE_OUTSIDE = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_resize_params_t.
 layout(push_constant) uniform Params {
@@ -92,7 +93,7 @@ float cubic(uint base, float ch, float cw) {
     float row = 0.0;
     for (int j = 0; j < 4; ++j) {
       uint w = uint(clamp(w0 + j, 0, int(p.in_width) - 1));
-      row += ww[j] * x[base + h * p.in_width + w];
+      row += ww[j] * LOAD(x[base + h * p.in_width + w]);
     }
     sum += wh[i] * row;
   }
@@ -110,19 +111,19 @@ void main() {
     float ch = source_coord(oh, p.scale_h, p.in_height, p.out_height);
     float cw = source_coord(ow, p.scale_w, p.in_width, p.out_width);
     if (MODE == KILN_RESIZE_CUBIC) {
-      y[index] = cubic(base, ch, cw);
+      y[index] = STORE(cubic(base, ch, cw));
     } else if (MODE == KILN_RESIZE_NEAREST) {
-      y[index] = x[base + nearest_index(ch, p.in_height) * p.in_width +
-                   nearest_index(cw, p.in_width)];
+      y[index] = STORE(LOAD(x[base + nearest_index(ch, p.in_height) * p.in_width +
+                   nearest_index(cw, p.in_width)]));
     } else {
       ch = clamp(ch, 0.0, float(p.in_height - 1));
       cw = clamp(cw, 0.0, float(p.in_width - 1));
       uint h0 = uint(floor(ch)), w0 = uint(floor(cw));
       uint h1 = min(h0 + 1, p.in_height - 1), w1 = min(w0 + 1, p.in_width - 1);
       float fh = ch - float(h0), fw = cw - float(w0);
-      float top = mix(x[base + h0 * p.in_width + w0], x[base + h0 * p.in_width + w1], fw);
-      float bottom = mix(x[base + h1 * p.in_width + w0], x[base + h1 * p.in_width + w1], fw);
-      y[index] = mix(top, bottom, fh);
+      float top = mix(LOAD(x[base + h0 * p.in_width + w0]), LOAD(x[base + h0 * p.in_width + w1]), fw);
+      float bottom = mix(LOAD(x[base + h1 * p.in_width + w0]), LOAD(x[base + h1 * p.in_width + w1]), fw);
+      y[index] = STORE(mix(top, bottom, fh));
     }
   }
 }

@@ -15,6 +15,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 // After the layout: the helper sizes its scratch by gl_WorkGroupSize.
@@ -22,11 +23,11 @@ layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_ROWS_KIND) const uint KIND = 0;
 layout(constant_id = KILN_SPEC_ROWS_PHASE) const uint PHASE = 0;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float scale[]; };
-layout(set = 0, binding = 2) readonly buffer BiasBuffer { float bias[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) readonly buffer ScaleBuffer { STORAGE_T scale[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_T bias[]; };
 layout(set = 0, binding = 3) buffer StatsBuffer { float stats[]; };
-layout(set = 0, binding = 4) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 4) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_rows_split_params_t.
 layout(push_constant) uniform Params {
@@ -42,14 +43,14 @@ void partial(uint row, uint base, uint begin, uint end, uint item) {
   if (SOFTMAX) {
     float m = NEG_INF;
     for (uint r = begin + tid; r < end; r += gl_WorkGroupSize.x) {
-      m = kiln_max_nan(m, x[base + r * p.inner]);
+      m = kiln_max_nan(m, LOAD(x[base + r * p.inner]));
     }
     m = kiln_workgroup_reduce(KILN_COMBINE_MAX, m);
     float s = 0.0;
     // An all -inf chunk adds nothing (exp(-inf - -inf) would be NaN).
     if (m != NEG_INF) {
       for (uint r = begin + tid; r < end; r += gl_WorkGroupSize.x) {
-        s += exp(x[base + r * p.inner] - m);
+        s += exp(LOAD(x[base + r * p.inner]) - m);
       }
     }
     s = kiln_workgroup_reduce(KILN_COMBINE_SUM, s);
@@ -58,14 +59,14 @@ void partial(uint row, uint base, uint begin, uint end, uint item) {
       stats[3 * item + 1] = s;
     }
   } else {
-    float shift = x[base];
+    float shift = LOAD(x[base]);
     float n = float(end - begin);
     float s = 0.0;
-    for (uint r = begin + tid; r < end; r += gl_WorkGroupSize.x) s += x[base + r] - shift;
+    for (uint r = begin + tid; r < end; r += gl_WorkGroupSize.x) s += LOAD(x[base + r]) - shift;
     float mean = kiln_workgroup_reduce(KILN_COMBINE_SUM, s) / n;
     float q = 0.0;
     for (uint r = begin + tid; r < end; r += gl_WorkGroupSize.x) {
-      float d = (x[base + r] - shift) - mean;
+      float d = (LOAD(x[base + r]) - shift) - mean;
       q += d * d;
     }
     q = kiln_workgroup_reduce(KILN_COMBINE_SUM, q);
@@ -121,14 +122,14 @@ void apply(uint row, uint base, uint begin, uint end, uint final_at) {
   if (SOFTMAX) {
     float log_s = log(b), inv_s = 1.0 / b;
     for (uint r = begin + gl_LocalInvocationID.x; r < end; r += gl_WorkGroupSize.x) {
-      float d = x[base + r * p.inner] - a;
-      y[base + r * p.inner] = (KIND == KILN_ROWS_LOG_SOFTMAX) ? d - log_s : exp(d) * inv_s;
+      float d = LOAD(x[base + r * p.inner]) - a;
+      y[base + r * p.inner] = STORE((KIND == KILN_ROWS_LOG_SOFTMAX) ? d - log_s : exp(d) * inv_s);
     }
   } else {
-    float shift = x[base];
+    float shift = LOAD(x[base]);
     for (uint r = begin + gl_LocalInvocationID.x; r < end; r += gl_WorkGroupSize.x) {
       uint k = (KIND == KILN_ROWS_INSTANCE_NORM) ? row % p.channels : r;
-      y[base + r] = ((x[base + r] - shift) - a) * b * scale[k] + bias[k];
+      y[base + r] = STORE(((LOAD(x[base + r]) - shift) - a) * b * LOAD(scale[k]) + LOAD(bias[k]));
     }
   }
 }

@@ -6,14 +6,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 // After the layout: the helper sizes its scratch by gl_WorkGroupSize.
 #include "workgroup_reduce.glsl"
 layout(constant_id = KILN_SPEC_SOFTMAX_LOG) const bool LOG = false;
 
-layout(set = 0, binding = 0) readonly buffer InBuffer { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer OutBuffer { float y[]; };
+layout(set = 0, binding = 0) readonly buffer InBuffer { STORAGE_T x[]; };
+layout(set = 0, binding = 1) writeonly buffer OutBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_softmax_params_t.
 layout(push_constant) uniform Params { uint outer, size, inner; } p;
@@ -25,18 +26,18 @@ void main() {
     uint base = o * p.size * p.inner + i;
     float m = uintBitsToFloat(0xff800000u);
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      m = kiln_max_nan(m, x[base + r * p.inner]);
+      m = kiln_max_nan(m, LOAD(x[base + r * p.inner]));
     }
     m = kiln_workgroup_reduce(KILN_COMBINE_MAX, m);
     float s = 0.0;
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      s += exp(x[base + r * p.inner] - m);
+      s += exp(LOAD(x[base + r * p.inner]) - m);
     }
     s = kiln_workgroup_reduce(KILN_COMBINE_SUM, s);
     float log_s = log(s), inv_s = 1.0 / s;
     for (uint r = gl_LocalInvocationID.x; r < p.size; r += gl_WorkGroupSize.x) {
-      float d = x[base + r * p.inner] - m;
-      y[base + r * p.inner] = LOG ? d - log_s : exp(d) * inv_s;
+      float d = LOAD(x[base + r * p.inner]) - m;
+      y[base + r * p.inner] = STORE(LOG ? d - log_s : exp(d) * inv_s);
     }
   }
 }

@@ -63,6 +63,17 @@ kiln_status_t kiln_graph_lower_qoperator(kiln_graph_t* graph);
 // Marks nodes and values no graph output depends on as removed.
 void kiln_graph_remove_dead_nodes(kiln_graph_t* graph);
 
+// Precision (pass_precision.c, docs/precision.md). At import, before shape
+// inference: float16 constants -> float32, Cast to float16 -> Cast to float,
+// float16 inputs and outputs (outputs marked F16 by the importer) joined to
+// the float32 graph by Casts.
+kiln_status_t kiln_graph_widen_f16(kiln_graph_t* graph);
+// Whether a graph input or output is float16 (an fp16 model).
+bool kiln_graph_has_f16_io(const kiln_graph_t* graph);
+// After the passes: float32 run-time values -> float16, with Casts from
+// float32 inputs and to float32 outputs; constants keep their float32 data.
+kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph);
+
 // Runs the standard pipeline: identities, constant folding, batch-norm
 // folding, epilogue fusion, dead-node removal.
 kiln_status_t kiln_graph_run_default_passes(kiln_graph_t* graph);

@@ -20,6 +20,16 @@ extern "C" {
 
 #define KILN_ONNX_COMPILE_MAX_TARGETS 8
 
+// Storage precision of the compiled graph's tensors (docs/precision.md).
+typedef enum kiln_onnx_precision_e {
+  KILN_ONNX_PRECISION_DEFAULT = 0,  // the model's: f16 for fp16 models, else f32
+  KILN_ONNX_PRECISION_F32 = 1,
+  // Weights and activations in f16 buffers, arithmetic and accumulation in
+  // f32; graph inputs and outputs keep the model's dtype. Every target
+  // needs 16-bit storage.
+  KILN_ONNX_PRECISION_F16 = 2,
+} kiln_onnx_precision_t;
+
 typedef struct kiln_onnx_compile_options_t {
   const char* function_name;  // NULL: "predict"
   // Full or partial target triples, one executable variant each, in this
@@ -42,11 +52,16 @@ typedef struct kiln_onnx_compile_options_t {
   // Non-zero: plan bindings for at most this many bytes even where a
   // target allows more (tests of the large-tensor splits at small sizes).
   uint64_t max_storage_buffer_range;
+  kiln_onnx_precision_t precision;
 } kiln_onnx_compile_options_t;
+
+// Parses "f32" / "f16" (for --precision).
+kiln_status_t kiln_onnx_precision_parse(const char* text, kiln_onnx_precision_t* out);
 
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);
 
 // The default triples: portable fallback, lavapipe, an NVIDIA and a Mali.
+// At f16 precision the defaults are those of them with 16-bit storage.
 extern const char* const kiln_onnx_compile_default_targets[];
 extern const size_t kiln_onnx_compile_default_target_count;
 

@@ -174,3 +174,65 @@ KILN_TEST(GpuFp16Test, PoolAndMoves) {
   free(got);
   free(want);
 }
+
+// The row kernels' fp16-storage builds (--precision=f16): fp16 in and out,
+// statistics in fp32, so the result is the fp32 reference on the rounded
+// inputs rounded once: atol 1e-3 + rtol 2^-10. A row sum of 2048 values near
+// 30 (about 61000, just under fp16's 65504) shows the sum is not kept in fp16.
+KILN_TEST(GpuFp16Test, SoftmaxReduceLayerNorm) {
+  if (!have_fp16()) return;
+  const size_t outer = 3, size = 2048, inner = 2, count = outer * size * inner;
+  uint16_t *hx, *hscale, *hbias;
+  float *x, *scale, *bias;
+  random_half(count, 210, 28, 32, &hx, &x);
+  random_half(size, 211, 0.5f, 1.5f, &hscale, &scale);
+  random_half(size, 212, -1, 1, &hbias, &bias);
+  uint16_t* hout = malloc(count * 2 + 2);
+  float* got = gpu_alloc(count);
+  float* want = gpu_alloc(count);
+  KILN_ASSERT_TRUE(hout != NULL);
+  uint32_t grid[3];
+
+  kiln_kernel_softmax_params_t sp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner};
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_SOFTMAX, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
+  gpu_arg_t sargs[2] = {{hx, count * 2}, {NULL, count * 2}};
+  gpu_run(KILN_KERNEL_SOFTMAX, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &sp, sizeof(sp), sargs,
+          2, 1, hout, count * 2, grid);
+  halves_to_floats(hout, count, got);
+  ref_softmax(false, outer, size, inner, x, want);
+  gpu_expect_close("softmax_f16", got, want, count, 1e-3, 1.0 / 1024);
+
+  kiln_kernel_reduce_params_t rp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0, 0.0f};
+  config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_SUM));
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
+  gpu_arg_t rargs[2] = {{hx, count * 2}, {NULL, outer * inner * 2}};
+  gpu_run(KILN_KERNEL_REDUCE, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &rp, sizeof(rp), rargs,
+          2, 1, hout, outer * inner * 2, grid);
+  halves_to_floats(hout, outer * inner, got);
+  ref_reduce(KILN_REDUCE_SUM, outer, size, inner, x, want);
+  gpu_expect_close("reduce_f16 sum", got, want, outer * inner, 1e-3, 1.0 / 1024);
+
+  const size_t rows = outer * inner;  // [rows, size] rows of the same data
+  kiln_kernel_norm_params_t np = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
+  config = gpu_config(KILN_KERNEL_NORM, KILN_KERNEL_STORAGE_FP16);
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+  gpu_arg_t nargs[4] = {{hx, count * 2}, {hscale, size * 2}, {hbias, size * 2},
+                        {NULL, count * 2}};
+  gpu_run(KILN_KERNEL_NORM, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &np, sizeof(np), nargs, 4,
+          3, hout, count * 2, grid);
+  halves_to_floats(hout, count, got);
+  ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+  gpu_expect_close("norm_f16 layer norm", got, want, count, 1e-3, 1.0 / 1024);
+  free(hx);
+  free(x);
+  free(hscale);
+  free(scale);
+  free(hbias);
+  free(bias);
+  free(hout);
+  free(got);
+  free(want);
+}

@@ -1,0 +1,205 @@
+// Precision rewrites (docs/precision.md).
+//
+// kiln_graph_widen_f16 (at import, before shape inference): an fp16 model
+// (model.half() exports) becomes a float32 graph whose float16 inputs and
+// outputs are joined to it by Casts: float16 constants widen exactly to
+// float32, Casts to float16 inside the graph become Casts to float. The
+// passes and lowerings then see the float32 graph they know.
+//
+// kiln_graph_precision_f16 (after the passes): every float32 run-time value
+// is stored as float16; graph inputs and outputs keep their dtype through
+// Casts at the edges. Constants stay float32 in the graph (lowerings read
+// some on the host); the emitter converts those it binds.
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln/base/half.h"
+#include "kiln/compiler/graph_passes.h"
+
+// Moves node `id` to the front, keeping the node array topologically
+// ordered (the memory plan's levels assume producers come first).
+static void kiln_precision_move_first(kiln_graph_t* graph, int32_t id) {
+  kiln_graph_node_t node = graph->nodes[id];
+  memmove(&graph->nodes[1], &graph->nodes[0], (size_t)id * sizeof(node));
+  graph->nodes[0] = node;
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    int32_t* producer = &graph->values[v].producer;
+    if (*producer == id) {
+      *producer = 0;
+    } else if (*producer >= 0 && *producer < id) {
+      ++*producer;
+    }
+  }
+}
+
+// A Cast node `from` -> `to` (ONNX dtype code `onnx_to`); `first` puts it
+// before every other node.
+static kiln_status_t kiln_precision_add_cast(kiln_graph_t* graph, int32_t from, int32_t to,
+                                             int64_t onnx_to, bool first) {
+  char name[160];
+  snprintf(name, sizeof(name), "kiln.precision/%s", graph->values[to].name);
+  int32_t node_id = -1;
+  KILN_RETURN_IF_ERROR(kiln_graph_add_node(graph, "Cast", name, &from, 1, &to, 1, &node_id));
+  kiln_graph_attr_t attr = {.name = "to", .type = KILN_GRAPH_ATTR_INT, .i = onnx_to};
+  KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(graph, node_id, &attr));
+  if (first) kiln_precision_move_first(graph, node_id);
+  return kiln_ok_status();
+}
+
+// Node inputs reading `from` read `to` instead (graph outputs unchanged).
+static void kiln_precision_redirect_inputs(kiln_graph_t* graph, int32_t from, int32_t to) {
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] == from) node->inputs[i] = to;
+    }
+  }
+}
+
+// A new value named `<name><suffix>` like `id` (shape copied when known).
+static kiln_status_t kiln_precision_twin(kiln_graph_t* graph, int32_t id, const char* suffix,
+                                         kiln_graph_dtype_t dtype, int32_t* out_id) {
+  char name[160];
+  snprintf(name, sizeof(name), "%s%s", graph->values[id].name, suffix);
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(graph, name, dtype, out_id));
+  kiln_graph_value_t* twin = &graph->values[*out_id];
+  const kiln_graph_value_t* value = &graph->values[id];
+  twin->shape = value->shape;
+  twin->has_shape = value->has_shape;
+  return kiln_ok_status();
+}
+
+// Graph input `id` of `dtype` is read as `inner_dtype` through a first Cast.
+static kiln_status_t kiln_precision_cast_input(kiln_graph_t* graph, int32_t id,
+                                               kiln_graph_dtype_t inner_dtype, int64_t onnx_to) {
+  int32_t inner = -1;
+  KILN_RETURN_IF_ERROR(kiln_precision_twin(
+      graph, id, inner_dtype == KILN_GRAPH_DTYPE_F16 ? ".f16" : ".f32", inner_dtype, &inner));
+  kiln_precision_redirect_inputs(graph, id, inner);
+  return kiln_precision_add_cast(graph, id, inner, onnx_to, true);
+}
+
+// Graph output `id` (a node's result) is computed as a new `inner_dtype`
+// value and cast to `id` at the end.
+static kiln_status_t kiln_precision_cast_output(kiln_graph_t* graph, int32_t id,
+                                                kiln_graph_dtype_t inner_dtype,
+                                                int64_t onnx_to) {
+  int32_t inner = -1;
+  KILN_RETURN_IF_ERROR(kiln_precision_twin(
+      graph, id, inner_dtype == KILN_GRAPH_DTYPE_F16 ? ".f16" : ".f32", inner_dtype, &inner));
+  int32_t producer = graph->values[id].producer;
+  kiln_graph_node_t* node = &graph->nodes[producer];
+  for (size_t o = 0; o < node->output_count; ++o) {
+    if (node->outputs[o] == id) node->outputs[o] = inner;
+  }
+  graph->values[inner].producer = producer;
+  kiln_precision_redirect_inputs(graph, id, inner);
+  return kiln_precision_add_cast(graph, inner, id, onnx_to, false);
+}
+
+static bool kiln_precision_is_output(const kiln_graph_t* graph, int32_t id) {
+  for (size_t o = 0; o < graph->output_count; ++o) {
+    if (graph->outputs[o] == id) return true;
+  }
+  return false;
+}
+
+kiln_status_t kiln_graph_widen_f16(kiln_graph_t* graph) {
+  // Only fp16 models: a float32 model's own Casts to float16 keep their
+  // rounding (and their float16 values, see kiln_emit_lower_node).
+  bool fp16_model = false;
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    fp16_model = fp16_model || graph->values[v].dtype == KILN_GRAPH_DTYPE_F16;
+  }
+  if (!fp16_model) return kiln_ok_status();
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    kiln_graph_value_t* value = &graph->values[v];
+    if (value->dtype != KILN_GRAPH_DTYPE_F16 || !value->data) continue;
+    size_t count = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&value->shape, &count));
+    void* wide = NULL;
+    KILN_RETURN_IF_ERROR(kiln_arena_allocate(&graph->arena, count * sizeof(float) + 1, &wide));
+    for (size_t i = 0; i < count; ++i) {
+      uint16_t bits;
+      memcpy(&bits, (const uint8_t*)value->data + 2 * i, sizeof(bits));
+      ((float*)wide)[i] = kiln_f16_to_f32(bits);
+    }
+    value->data = wide;
+    value->dtype = KILN_GRAPH_DTYPE_F32;
+  }
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed || strcmp(node->op_type, "Cast") != 0) continue;
+    for (size_t a = 0; a < node->attr_count; ++a) {
+      kiln_graph_attr_t* attr = &node->attrs[a];
+      if (strcmp(attr->name, "to") == 0 && attr->type == KILN_GRAPH_ATTR_INT && attr->i == 10) {
+        attr->i = 1;
+      }
+    }
+  }
+  for (size_t i = 0; i < graph->input_count; ++i) {
+    int32_t id = graph->inputs[i];
+    if (graph->values[id].dtype != KILN_GRAPH_DTYPE_F16) continue;
+    KILN_RETURN_IF_ERROR(kiln_precision_cast_input(graph, id, KILN_GRAPH_DTYPE_F32, 1));
+  }
+  // The importer marks outputs declared FLOAT16 with that dtype before
+  // inference sets the real one.
+  for (size_t o = 0; o < graph->output_count; ++o) {
+    int32_t id = graph->outputs[o];
+    kiln_graph_value_t* value = &graph->values[id];
+    if (value->dtype != KILN_GRAPH_DTYPE_F16 || value->data || value->is_input) continue;
+    if (value->producer < 0) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': float16 output '%s' is not computed by a node",
+                              graph->source, value->name);
+    }
+    value->dtype = KILN_GRAPH_DTYPE_INVALID;  // the Cast's inference sets it
+    value->has_shape = false;
+    KILN_RETURN_IF_ERROR(
+        kiln_precision_cast_output(graph, id, KILN_GRAPH_DTYPE_INVALID, 10));
+  }
+  return kiln_ok_status();
+}
+
+bool kiln_graph_has_f16_io(const kiln_graph_t* graph) {
+  for (size_t i = 0; i < graph->input_count + graph->output_count; ++i) {
+    int32_t id = i < graph->input_count ? graph->inputs[i]
+                                        : graph->outputs[i - graph->input_count];
+    if (graph->values[id].dtype == KILN_GRAPH_DTYPE_F16) return true;
+  }
+  return false;
+}
+
+kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
+  for (size_t i = 0; i < graph->input_count; ++i) {
+    int32_t id = graph->inputs[i];
+    if (graph->values[id].dtype != KILN_GRAPH_DTYPE_F32) continue;
+    if (kiln_precision_is_output(graph, id)) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': input '%s' is also an output; --precision=f16 "
+                              "does not take such graphs",
+                              graph->source, graph->values[id].name);
+    }
+    KILN_RETURN_IF_ERROR(kiln_precision_cast_input(graph, id, KILN_GRAPH_DTYPE_F16, 10));
+  }
+  for (size_t o = 0; o < graph->output_count; ++o) {
+    int32_t id = graph->outputs[o];
+    const kiln_graph_value_t* value = &graph->values[id];
+    bool first = true;
+    for (size_t p = 0; p < o; ++p) first = first && graph->outputs[p] != id;
+    if (!first || value->dtype != KILN_GRAPH_DTYPE_F32 || value->data || value->producer < 0) {
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(kiln_precision_cast_output(graph, id, KILN_GRAPH_DTYPE_F16, 1));
+  }
+  for (size_t v = 0; v < graph->value_count; ++v) {
+    kiln_graph_value_t* value = &graph->values[v];
+    if (value->dtype != KILN_GRAPH_DTYPE_F32 || value->data || value->is_input ||
+        kiln_precision_is_output(graph, (int32_t)v)) {
+      continue;
+    }
+    value->dtype = KILN_GRAPH_DTYPE_F16;
+  }
+  return kiln_ok_status();
+}
