@@ -25,6 +25,11 @@ int32_t kiln_lower_int_input_root(const kiln_graph_t* graph, int32_t value_id) {
     if (value->is_input) return value_id;
     if (value->data || value->producer < 0) return -1;
     const kiln_graph_node_t* node = &graph->nodes[value->producer];
+    // TopK's indices, written by the host op, are int64 data in place.
+    if (strcmp(node->op_type, "TopK") == 0 && node->output_count > 1 &&
+        node->outputs[1] == value_id) {
+      return value_id;
+    }
     if (!kiln_lower_is_int_passthrough(node->op_type) || node->input_count == 0) return -1;
     value_id = node->inputs[0];
   }

@@ -228,6 +228,9 @@ static const kiln_lowering_t kLowerings[] = {
     {"Where", kiln_lower_where, NULL, 0, "constant condition"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
+    {"TopK", kiln_lower_host, NULL, 0, "on the host"},
+    {"NonZero", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
+    {"NonMaxSuppression", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
 };
 #undef PLAIN
 #undef CODED

@@ -82,17 +82,22 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     const kiln_graph_value_t* value = &graph->values[id];
     bool is_index = is_input && (value->dtype == KILN_GRAPH_DTYPE_I64 ||
                                  value->dtype == KILN_GRAPH_DTYPE_I32);
-    // ArgMax/ArgMin indices leave as an i64 buffer view.
+    // ArgMax/ArgMin/TopK indices, NonZero and NonMaxSuppression results
+    // leave as an i64 buffer view.
     const kiln_graph_node_t* producer =
         !is_input && value->producer >= 0 ? &graph->nodes[value->producer] : NULL;
-    bool is_arg = producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
-                  (strcmp(producer->op_type, "ArgMax") == 0 ||
-                   strcmp(producer->op_type, "ArgMin") == 0);
+    static const char* const kIndexOps[] = {"ArgMax", "ArgMin", "TopK", "NonZero",
+                                            "NonMaxSuppression"};
+    bool is_arg = false;
+    for (size_t k = 0; producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
+                       k < sizeof(kIndexOps) / sizeof(kIndexOps[0]); ++k) {
+      if (strcmp(producer->op_type, kIndexOps[k]) == 0) is_arg = true;
+    }
     if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, int64 "
                               "or int32 inputs and return float32 outputs (int64 from "
-                              "ArgMax/ArgMin)",
+                              "ArgMax/ArgMin/TopK/NonZero/NonMaxSuppression)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
@@ -176,6 +181,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
       *range = options->max_storage_buffer_range;
     }
   }
+  program.no_fallback = options->no_fallback;
   kiln_status_t status = kiln_ok_status();
   // Level by level (node order within a level): the order the memory plan's
   // lifetimes assume, so a range is reused only after its last reader.

@@ -1,6 +1,7 @@
 // kiln-compile model.onnx -o model.kiln [--target-triple=T]...
 // [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
 // [--print-memory-plan] [--dump-assembly=FILE] [--max-storage-range=BYTES]
+// [--no-fallback]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "  --max-storage-range=B    plan bindings of at most B bytes (default: the\n"
           "                           targets' storage-buffer ranges; larger tensors\n"
           "                           are split)\n"
+          "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
+          "                           running them on the host between GPU segments\n"
+          "                           (TopK, NonZero, NonMaxSuppression)\n"
           "  --help                   this text\n");
 }
 
@@ -159,6 +163,8 @@ int kiln_compile_onnx_main(int argc, char** argv) {
         return 2;
       }
       options.max_storage_buffer_range = bytes;
+    } else if (strcmp(arg, "--no-fallback") == 0) {
+      options.no_fallback = true;
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {

@@ -237,6 +237,7 @@ typedef struct kiln_run_hook_state_t {
   // timestamps are read after the call, outside its timed wall time.
   kiln_vm_ref_object_t* submitted[8];
   size_t submitted_count;
+  uint64_t submissions;  // every submit_and_wait of every call (GPU segments)
   size_t executable_count;
   const void* executable_refs[64];
   char executable_names[64][48];
@@ -331,6 +332,7 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
   kiln_run_hook_state_t* hook = user_data;
   if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
     if (strcmp(export_name, "device.submit_and_wait") == 0) {
+      hook->submissions++;
       if (hook->submitted_count < 8) {
         kiln_vm_ref_retain(args[1].ref);
         hook->submitted[hook->submitted_count++] = args[1].ref;
@@ -601,6 +603,16 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             "command to last; its dispatches alone: %.3f ms)\n",
             gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
     kiln_run_print_top_dispatches(&run->hook, calls);
+    // The GPU/host split of a partitioned model (docs/partitioning.md).
+    kiln_cpu_ops_stats_t host = kiln_session_cpu_ops_stats(run->session);
+    fprintf(run->out,
+            "[statistics] split per call: %.1f GPU segments (submissions), %.1f host ops; "
+            "host time %.3f ms, bytes moved %.1f KiB (device->host %.1f, host->device "
+            "%.1f)\n",
+            (double)run->hook.submissions / calls, (double)host.calls / calls,
+            host.host_ns / 1e6 / calls,
+            (host.bytes_read + host.bytes_written) / 1024.0 / calls,
+            host.bytes_read / 1024.0 / calls, host.bytes_written / 1024.0 / calls);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
     fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",

@@ -42,6 +42,9 @@ typedef struct kiln_onnx_compile_options_t {
   // Non-zero: plan bindings for at most this many bytes even where a
   // target allows more (tests of the large-tensor splits at small sizes).
   uint64_t max_storage_buffer_range;
+  // Refuse nodes that would run on the host between GPU segments (TopK,
+  // NonZero, NonMaxSuppression; docs/partitioning.md) instead of splitting.
+  bool no_fallback;
 } kiln_onnx_compile_options_t;
 
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);
