@@ -6,7 +6,10 @@
 // grid for the variant the device chose from the `grids` table, and records
 // all dispatches with barriers where the program put them. `predict`
 // asserts the inputs, records on the first call, allocates the outputs and
-// submits once with the inputs and outputs as binding slots.
+// submits once with the inputs and outputs as binding slots. A program with
+// host ops (lower_host.c) records one command buffer per GPU segment (ref
+// globals 0, 3, 4, ...) and `predict` submits each in turn, calling the cpu
+// native module's op after each (docs/partitioning.md).
 // kiln-compile --dump-assembly disassembles the result (docs/assembly.md).
 #include <string.h>
 
@@ -194,6 +197,60 @@ static kiln_status_t kiln_emit_rodata(kiln_emit_module_t* m) {
   return kiln_ok_status();
 }
 
+// Records dispatch k into the command buffer in r3 (executables in r16..).
+static kiln_status_t kiln_emit_record_dispatch(kiln_emit_module_t* m, size_t k) {
+  const kiln_emit_program_t* program = m->program;
+  const size_t targets = program->target_count;
+  const kiln_emit_dispatch_t* d = &program->dispatches[k];
+  uint16_t e = (uint16_t)(16 + d->executable);
+  if (d->barrier_before) CALL0(KILN_EMIT_IMPORT_BARRIER, REGS(3));
+  // Grid words at ((k * targets) + variant) * 12 in `grids`.
+  OP(KILN_VM_OP_CONST_I32, 0, k * targets);
+  OP(KILN_VM_OP_ADD_I32, 0, 0, e);
+  OP(KILN_VM_OP_CONST_I32, 1, 12);
+  OP(KILN_VM_OP_MUL_I32, 0, 0, 1);
+  OP(KILN_VM_OP_SEXT_I32_I64, 2, 0);
+  OP(KILN_VM_OP_BUFFER_LOAD_I32, 4, 5, 2);
+  OP(KILN_VM_OP_CONST_I64, 6, 4);
+  OP(KILN_VM_OP_ADD_I64, 2, 2, 6);
+  OP(KILN_VM_OP_BUFFER_LOAD_I32, 8, 5, 2);
+  OP(KILN_VM_OP_ADD_I64, 2, 2, 6);
+  OP(KILN_VM_OP_BUFFER_LOAD_I32, 9, 5, 2);
+  OP(KILN_VM_OP_CONST_I32, 10, d->binding_count);
+  OP(KILN_VM_OP_LIST_ALLOC, 6, KILN_VM_LIST_REF, 10);
+  OP(KILN_VM_OP_LIST_RESIZE, 6, 10);
+  OP(KILN_VM_OP_CONST_I32, 10, 3 * d->binding_count);
+  OP(KILN_VM_OP_LIST_ALLOC, 7, KILN_VM_LIST_I64, 10);
+  OP(KILN_VM_OP_LIST_RESIZE, 7, 10);
+  for (uint32_t b = 0; b < d->binding_count; ++b) {
+    const kiln_emit_range_t* range = &d->bindings[b];
+    uint64_t slot = 0;
+    switch (range->space) {
+      case KILN_EMIT_SPACE_INPUT:
+        slot = range->index;
+        break;
+      case KILN_EMIT_SPACE_OUTPUT:
+        slot = program->graph->input_count + range->index;
+        break;
+      case KILN_EMIT_SPACE_TRANSIENT:
+      case KILN_EMIT_SPACE_WEIGHTS:
+        OP(KILN_VM_OP_CONST_I32, 10, b);
+        OP(KILN_VM_OP_LIST_SET_REF, 6, 10, range->space == KILN_EMIT_SPACE_WEIGHTS ? 1 : 2);
+        break;
+    }
+    uint64_t values[3] = {range->offset, range->length, slot};
+    for (uint32_t v = 0; v < 3; ++v) {
+      OP(KILN_VM_OP_CONST_I32, 10, 3 * b + v);
+      OP(KILN_VM_OP_CONST_I64, 12, values[v]);
+      OP(KILN_VM_OP_LIST_SET_I64, 7, 10, 12);
+    }
+  }
+  OP(KILN_VM_OP_BUFFER_RODATA, 8, m->pushes + k);
+  OP(KILN_VM_OP_CONST_I32, 11, 0);
+  CALL0(KILN_EMIT_IMPORT_DISPATCH, REGS(3, e, 11, 4, 8, 9, 6, 7, 8));
+  return kiln_ok_status();
+}
+
 // record(device r0, weights r1, transient r2) -> command buffer r3.
 // Executable e lives in r(16+e), its chosen variant in i(16+e).
 static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
@@ -212,66 +269,17 @@ static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
     CALL(KILN_EMIT_IMPORT_LOOKUP, REGS(0, 4), REGS(r));
     CALL(KILN_EMIT_IMPORT_VARIANT, REGS(r), REGS(r));
   }
-  const size_t targets = program->target_count;
   // One command buffer per GPU segment (host ops sit between them); the
   // first always exists, an empty later one is not made.
   for (size_t s = 0; s <= program->host_op_count; ++s) {
-  size_t begin = 0, end = 0;
-  kiln_emit_segment(program, s, &begin, &end);
-  if (s > 0 && begin == end) continue;
-  OP(KILN_VM_OP_CONST_I32, 0, 0);
-  CALL(KILN_EMIT_IMPORT_CB_CREATE, REGS(0, 0), REGS(3));
-  for (size_t k = begin; k < end; ++k) {
-    const kiln_emit_dispatch_t* d = &program->dispatches[k];
-    uint16_t e = (uint16_t)(16 + d->executable);
-    if (d->barrier_before) CALL0(KILN_EMIT_IMPORT_BARRIER, REGS(3));
-    // Grid words at ((k * targets) + variant) * 12 in `grids`.
-    OP(KILN_VM_OP_CONST_I32, 0, k * targets);
-    OP(KILN_VM_OP_ADD_I32, 0, 0, e);
-    OP(KILN_VM_OP_CONST_I32, 1, 12);
-    OP(KILN_VM_OP_MUL_I32, 0, 0, 1);
-    OP(KILN_VM_OP_SEXT_I32_I64, 2, 0);
-    OP(KILN_VM_OP_BUFFER_LOAD_I32, 4, 5, 2);
-    OP(KILN_VM_OP_CONST_I64, 6, 4);
-    OP(KILN_VM_OP_ADD_I64, 2, 2, 6);
-    OP(KILN_VM_OP_BUFFER_LOAD_I32, 8, 5, 2);
-    OP(KILN_VM_OP_ADD_I64, 2, 2, 6);
-    OP(KILN_VM_OP_BUFFER_LOAD_I32, 9, 5, 2);
-    OP(KILN_VM_OP_CONST_I32, 10, d->binding_count);
-    OP(KILN_VM_OP_LIST_ALLOC, 6, KILN_VM_LIST_REF, 10);
-    OP(KILN_VM_OP_LIST_RESIZE, 6, 10);
-    OP(KILN_VM_OP_CONST_I32, 10, 3 * d->binding_count);
-    OP(KILN_VM_OP_LIST_ALLOC, 7, KILN_VM_LIST_I64, 10);
-    OP(KILN_VM_OP_LIST_RESIZE, 7, 10);
-    for (uint32_t b = 0; b < d->binding_count; ++b) {
-      const kiln_emit_range_t* range = &d->bindings[b];
-      uint64_t slot = 0;
-      switch (range->space) {
-        case KILN_EMIT_SPACE_INPUT:
-          slot = range->index;
-          break;
-        case KILN_EMIT_SPACE_OUTPUT:
-          slot = program->graph->input_count + range->index;
-          break;
-        case KILN_EMIT_SPACE_TRANSIENT:
-        case KILN_EMIT_SPACE_WEIGHTS:
-          OP(KILN_VM_OP_CONST_I32, 10, b);
-          OP(KILN_VM_OP_LIST_SET_REF, 6, 10, range->space == KILN_EMIT_SPACE_WEIGHTS ? 1 : 2);
-          break;
-      }
-      uint64_t values[3] = {range->offset, range->length, slot};
-      for (uint32_t v = 0; v < 3; ++v) {
-        OP(KILN_VM_OP_CONST_I32, 10, 3 * b + v);
-        OP(KILN_VM_OP_CONST_I64, 12, values[v]);
-        OP(KILN_VM_OP_LIST_SET_I64, 7, 10, 12);
-      }
-    }
-    OP(KILN_VM_OP_BUFFER_RODATA, 8, m->pushes + k);
-    OP(KILN_VM_OP_CONST_I32, 11, 0);
-    CALL0(KILN_EMIT_IMPORT_DISPATCH, REGS(3, e, 11, 4, 8, 9, 6, 7, 8));
-  }
-  CALL0(KILN_EMIT_IMPORT_FINALIZE, REGS(3));
-  OP(KILN_VM_OP_GLOBAL_STORE_REF, kiln_emit_segment_global(s), 3);
+    size_t begin = 0, end = 0;
+    kiln_emit_segment(program, s, &begin, &end);
+    if (s > 0 && begin == end) continue;
+    OP(KILN_VM_OP_CONST_I32, 0, 0);
+    CALL(KILN_EMIT_IMPORT_CB_CREATE, REGS(0, 0), REGS(3));
+    for (size_t k = begin; k < end; ++k) KILN_RETURN_IF_ERROR(kiln_emit_record_dispatch(m, k));
+    CALL0(KILN_EMIT_IMPORT_FINALIZE, REGS(3));
+    OP(KILN_VM_OP_GLOBAL_STORE_REF, kiln_emit_segment_global(s), 3);
   }
   OP(KILN_VM_OP_GLOBAL_LOAD_REF, 3, 0);
   OP(KILN_VM_OP_RETURN, 3);
@@ -420,10 +428,13 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
   for (size_t i = 0; i < inputs; ++i) {
     const kiln_graph_value_t* value = &graph->values[graph->inputs[i]];
     KILN_RETURN_IF_ERROR(kiln_emit_dims(m, &value->shape, r_list));
-    // check_io admits f32 and, for Gather indices, i64 / i32 inputs.
+    // check_io admits f32, i64 / i32 (Gather indices, NonZero) and bool
+    // (NonZero) inputs.
     kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64 ? KILN_HAL_ELEMENT_I64
                                       : value->dtype == KILN_GRAPH_DTYPE_I32
                                           ? KILN_HAL_ELEMENT_I32
+                                      : value->dtype == KILN_GRAPH_DTYPE_BOOL
+                                          ? KILN_HAL_ELEMENT_BOOL
                                           : KILN_HAL_ELEMENT_F32;
     OP(KILN_VM_OP_CONST_I32, 4, i);
     OP(KILN_VM_OP_CONST_I32, 5, (uint32_t)element);

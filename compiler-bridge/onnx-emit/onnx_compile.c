@@ -39,6 +39,7 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
       if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
+      if (strcmp(node->op_type, "NonZero") == 0) continue;  // read on the host
       if (strcmp(node->op_type, "Cast") == 0) {
         int64_t to = 0;
         KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "to", 0, &to));
@@ -69,8 +70,24 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
   return kiln_ok_status();
 }
 
+// Whether every reader of value `id` is a NonZero node (run on the host,
+// which reads bool data as is).
+static bool kiln_onnx_compile_feeds_host_only(const kiln_graph_t* graph, int32_t id) {
+  bool read = false;
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] != id) continue;
+      if (strcmp(node->op_type, "NonZero") != 0) return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
 // Graph inputs cross the ABI as f32 buffer views, or i64/i32 ones for token
-// ids; outputs as f32.
+// ids, or bool ones read only on the host; outputs as f32 (or i64 indices).
 static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
   if (graph->output_count == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "'%s': the graph has no outputs",
@@ -82,6 +99,8 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     const kiln_graph_value_t* value = &graph->values[id];
     bool is_index = is_input && (value->dtype == KILN_GRAPH_DTYPE_I64 ||
                                  value->dtype == KILN_GRAPH_DTYPE_I32);
+    bool is_host_bool = is_input && value->dtype == KILN_GRAPH_DTYPE_BOOL &&
+                        kiln_onnx_compile_feeds_host_only(graph, id);
     // ArgMax/ArgMin/TopK indices, NonZero and NonMaxSuppression results
     // leave as an i64 buffer view.
     const kiln_graph_node_t* producer =
@@ -93,10 +112,11 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
                        k < sizeof(kIndexOps) / sizeof(kIndexOps[0]); ++k) {
       if (strcmp(producer->op_type, kIndexOps[k]) == 0) is_arg = true;
     }
-    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg) {
+    if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg && !is_host_bool) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, int64 "
-                              "or int32 inputs and return float32 outputs (int64 from "
+                              "or int32 inputs (bool ones only into NonZero) and return "
+                              "float32 outputs (int64 from "
                               "ArgMax/ArgMin/TopK/NonZero/NonMaxSuppression)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
