@@ -125,9 +125,10 @@ static const void* kiln_lower_scalar(const kiln_lower_t* l, size_t index) {
 
 static kiln_status_t kiln_lower_nms(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_host_allowed(l));
+  // Boxes or scores may be constants (read from the weights); both are
+  // not, or the node would have folded.
   const kiln_graph_value_t* boxes = kiln_lower_in(l, 0);
   const kiln_graph_value_t* scores = kiln_lower_in(l, 1);
-  if (boxes->data || scores->data) return kiln_lower_refuse(l, "constant boxes or scores");
   kiln_emit_host_op_t op = {.kind = KILN_EMIT_HOST_NMS, .range_count = 3, .count_dim = 0};
   KILN_RETURN_IF_ERROR(kiln_lower_dynamic_output(l, 0, &op.count_output));
   KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->inputs[0], &op.ranges[0]));

@@ -137,7 +137,8 @@ static kiln_status_t kiln_nms_scalar(const kiln_op_infer_args_t* args, size_t in
   KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&(*out)->shape, &count));
   if (count != 1) return kiln_op_invalid(args, "input %zu must hold one value", index);
   if (!(*out)->data) {
-    return kiln_op_unsupported(args, "input %zu computed at run time (only constants)", index);
+    return kiln_op_unsupported(args, "input %zu must be a constant (it is a parameter of the "
+                                     "host op)", index);
   }
   return kiln_ok_status();
 }
