@@ -73,15 +73,20 @@ typedef enum kiln_emit_host_kind_e {
   KILN_EMIT_HOST_TOPK,     // ranges: x, values, indices
   KILN_EMIT_HOST_NONZERO,  // ranges: x, out
   KILN_EMIT_HOST_NMS,      // ranges: boxes, scores, out
+  KILN_EMIT_HOST_ELEMENTWISE,  // ranges: out, a, b, c (compare, logic, Where)
 } kiln_emit_host_kind_t;
 
 typedef struct kiln_emit_host_op_t {
   kiln_emit_host_kind_t kind;
   size_t first_dispatch;  // dispatches before it: its GPU segment and earlier ones
   uint32_t range_count;
-  kiln_emit_range_t ranges[3];
+  kiln_emit_range_t ranges[4];
   int64_t ints[8];  // TOPK: outer, n, inner, k, flags; NONZERO: element, bound;
-                    // NMS: batches, spatial, classes, max_per_class, flags
+                    // NMS: batches, spatial, classes, max_per_class, flags;
+                    // ELEMENTWISE: op, element
+  // ELEMENTWISE: [rank, dims, strides of a, b, c] (cpu.elementwise's list).
+  int64_t broadcast[1 + 4 * KILN_GRAPH_MAX_RANK];
+  uint32_t broadcast_size;
   float floats[2];  // NMS: iou and score thresholds
   kiln_graph_shape_t shape;  // NONZERO: the input's dims
   // The graph output whose dim `count_dim` is the count the op returns

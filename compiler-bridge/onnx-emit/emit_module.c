@@ -37,6 +37,7 @@ typedef enum kiln_emit_import_e {
   KILN_EMIT_IMPORT_CPU_TOPK,
   KILN_EMIT_IMPORT_CPU_NONZERO,
   KILN_EMIT_IMPORT_CPU_NMS,
+  KILN_EMIT_IMPORT_CPU_ELEMENTWISE,
   KILN_EMIT_IMPORT_COUNT,
 } kiln_emit_import_t;
 #define KILN_EMIT_IMPORT_FIRST_HOST KILN_EMIT_IMPORT_VIEW_BUFFER
@@ -63,6 +64,7 @@ static const struct {
     {"cpu.topk", "rIrIrIIIIIi_v"},
     {"cpu.nonzero", "rIirrII_I"},
     {"cpu.nms", "rIrIrIIIIIffi_I"},
+    {"cpu.elementwise", "rIrIrIrIiir_v"},
 };
 
 // The ref global holding GPU segment s's command buffer: 0 for the first
@@ -286,20 +288,26 @@ static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
   return kiln_function_builder_end(m->body, (uint32_t)(16 + e_count), (uint32_t)(16 + e_count));
 }
 
-// Builds an i64 dims list of `shape` in ref register `list`.
-static kiln_status_t kiln_emit_dims(kiln_emit_module_t* m, const kiln_graph_shape_t* shape,
-                                    uint16_t list) {
+// Builds an i64 list of `count` values in ref register `list`.
+static kiln_status_t kiln_emit_i64_list(kiln_emit_module_t* m, const int64_t* values,
+                                        size_t count, uint16_t list) {
   // Capacity at least 1, so a scalar's empty list still has storage.
-  OP(KILN_VM_OP_CONST_I32, 0, shape->rank ? shape->rank : 1);
+  OP(KILN_VM_OP_CONST_I32, 0, count ? count : 1);
   OP(KILN_VM_OP_LIST_ALLOC, list, KILN_VM_LIST_I64, 0);
-  OP(KILN_VM_OP_CONST_I32, 0, shape->rank);
+  OP(KILN_VM_OP_CONST_I32, 0, count);
   OP(KILN_VM_OP_LIST_RESIZE, list, 0);
-  for (int32_t d = 0; d < shape->rank; ++d) {
-    OP(KILN_VM_OP_CONST_I32, 0, d);
-    OP(KILN_VM_OP_CONST_I64, 2, shape->dims[d]);
+  for (size_t i = 0; i < count; ++i) {
+    OP(KILN_VM_OP_CONST_I32, 0, i);
+    OP(KILN_VM_OP_CONST_I64, 2, (uint64_t)values[i]);
     OP(KILN_VM_OP_LIST_SET_I64, list, 0, 2);
   }
   return kiln_ok_status();
+}
+
+// Builds an i64 dims list of `shape` in ref register `list`.
+static kiln_status_t kiln_emit_dims(kiln_emit_module_t* m, const kiln_graph_shape_t* shape,
+                                    uint16_t list) {
+  return kiln_emit_i64_list(m, shape->dims, (size_t)shape->rank, list);
 }
 
 // Registers of predict beyond its inputs (see kiln_emit_predict).
@@ -307,7 +315,7 @@ typedef struct kiln_emit_predict_regs_t {
   uint16_t device, out_buffers, host_refs, dynamic_views, list;
 } kiln_emit_predict_regs_t;
 
-// Int registers of a host call: the operands' byte offsets (I32, I34, I36),
+// Int registers of a host call: the operands' byte offsets (I32 .. I38),
 // sizes (I44 .. I50), flags/element (i52), the count it returns (I54), the
 // thresholds (i56, i57); I40 is scratch.
 enum { KILN_EMIT_HOST_OFFSETS = 32, KILN_EMIT_HOST_SIZES = 44, KILN_EMIT_HOST_FLAGS = 52,
@@ -356,14 +364,14 @@ static uint64_t kiln_emit_f32_bits(float value) {
 // view of its real shape (register dynamic_views + output index).
 static kiln_status_t kiln_emit_host_call(kiln_emit_module_t* m, const kiln_emit_predict_regs_t* r,
                                          const kiln_emit_host_op_t* h) {
-  uint16_t refs[3] = {0, 0, 0};
+  uint16_t refs[4] = {0, 0, 0, 0};
   for (uint32_t j = 0; j < h->range_count; ++j) {
     KILN_RETURN_IF_ERROR(kiln_emit_host_operand(m, r, &h->ranges[j], j, &refs[j]));
   }
   for (uint32_t i = 0; i < 4; ++i) {
     OP(KILN_VM_OP_CONST_I64, KILN_EMIT_HOST_SIZES + 2 * i, (uint64_t)h->ints[i]);
   }
-  const uint16_t o0 = KILN_EMIT_HOST_OFFSETS, o1 = o0 + 2, o2 = o0 + 4;
+  const uint16_t o0 = KILN_EMIT_HOST_OFFSETS, o1 = o0 + 2, o2 = o0 + 4, o3 = o0 + 6;
   const uint16_t s0 = KILN_EMIT_HOST_SIZES, s1 = s0 + 2, s2 = s0 + 4, s3 = s0 + 6;
   const uint16_t flags = KILN_EMIT_HOST_FLAGS, count = KILN_EMIT_HOST_COUNT;
   switch (h->kind) {
@@ -390,6 +398,15 @@ static kiln_status_t kiln_emit_host_call(kiln_emit_module_t* m, const kiln_emit_
            REGS(count));
       break;
     }
+    case KILN_EMIT_HOST_ELEMENTWISE: {
+      const uint16_t element = flags + 1;
+      OP(KILN_VM_OP_CONST_I32, flags, (uint32_t)h->ints[0]);
+      OP(KILN_VM_OP_CONST_I32, element, (uint32_t)h->ints[1]);
+      KILN_RETURN_IF_ERROR(kiln_emit_i64_list(m, h->broadcast, h->broadcast_size, r->list));
+      CALL0(KILN_EMIT_IMPORT_CPU_ELEMENTWISE, REGS(refs[0], o0, refs[1], o1, refs[2], o2,
+                                                  refs[3], o3, flags, element, r->list));
+      break;
+    }
   }
   if (h->count_output < 0) return kiln_ok_status();
   // The output's view with the count in place of the bound.
@@ -414,11 +431,11 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
   const uint16_t r_device = base, r_cb = base + 1, r_weights = base + 2,
                  r_transient = base + 3, r_bytes = base + 4, r_list = base + 5,
                  r_table = base + 6, r_buffer = base + 7, r_out = base + 8;
-  // Host ops need each output's buffer, three operand buffers and the views
+  // Host ops need each output's buffer, four operand buffers and the views
   // of data-dependent outputs.
   const kiln_emit_predict_regs_t regs = {
       r_device, (uint16_t)(r_out + outputs), (uint16_t)(r_out + 2 * outputs),
-      (uint16_t)(r_out + 2 * outputs + 3), r_list};
+      (uint16_t)(r_out + 2 * outputs + 4), r_list};
   const bool host = program->host_op_count > 0;
   KILN_RETURN_IF_ERROR(kiln_function_builder_begin(m->body, ordinal));
   uint32_t first_call = 0, ready = 0;
@@ -487,6 +504,8 @@ static kiln_status_t kiln_emit_predict(kiln_emit_module_t* m, uint32_t ordinal) 
     OP(KILN_VM_OP_CONST_I64, 4, 0);
     kiln_hal_element_type_t element = value->dtype == KILN_GRAPH_DTYPE_I64
                                           ? KILN_HAL_ELEMENT_I64
+                                      : value->dtype == KILN_GRAPH_DTYPE_BOOL
+                                          ? KILN_HAL_ELEMENT_BOOL
                                           : KILN_HAL_ELEMENT_F32;
     OP(KILN_VM_OP_CONST_I32, 6, (uint32_t)element);
     CALL(KILN_EMIT_IMPORT_VIEW_CREATE, REGS(buffer, 4, 6, r_list), REGS(r));

@@ -1,6 +1,7 @@
 // Nodes the GPU path does not take, lowered to host ops between GPU
 // segments (kiln_emit_host_op_t; the module calls the "cpu" native module,
-// kiln/modules/cpu_ops_module.h): TopK (no GPU kernel yet), NonZero and
+// kiln/modules/cpu_ops_module.h): TopK (no GPU kernel yet), comparisons,
+// logic and Where on run-time masks (no bool kernels), NonZero and
 // NonMaxSuppression (data-dependent output shapes). A data-dependent output
 // is placed at its static upper bound; the op returns the real count and
 // the module returns the output with that count as its shape, so such an
@@ -149,8 +150,82 @@ static kiln_status_t kiln_lower_nms(const kiln_lower_t* l) {
   return kiln_emit_add_host_op(l->program, &op);
 }
 
+// The cpu module's element code of a dtype (-1: none).
+static int64_t kiln_lower_host_element(kiln_graph_dtype_t dtype) {
+  switch (dtype) {
+    case KILN_GRAPH_DTYPE_F32: return 0;
+    case KILN_GRAPH_DTYPE_I64: return 1;
+    case KILN_GRAPH_DTYPE_I32: return 2;
+    case KILN_GRAPH_DTYPE_BOOL: return 3;
+    default: return -1;
+  }
+}
+
+// Comparisons, logic and Where on run-time data (masks): kiln has no GPU
+// kernels for bool tensors, so they run on the host with numpy
+// broadcasting (cpu.elementwise). Their bool results feed host ops or
+// leave as graph outputs; a GPU node reading one is refused by its own
+// lowering (non-f32 run-time tensor).
+static kiln_status_t kiln_lower_host_elementwise(const kiln_lower_t* l, int64_t code) {
+  KILN_RETURN_IF_ERROR(kiln_lower_host_allowed(l));
+  const kiln_graph_value_t* out = kiln_lower_out(l, 0);
+  if (!out) return kiln_lower_refuse(l, "an absent output");
+  const size_t arity = code == 5 ? 1 : code == 9 ? 3 : 2;
+  kiln_emit_host_op_t op = {.kind = KILN_EMIT_HOST_ELEMENTWISE, .range_count = 4,
+                            .count_output = -1};
+  KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->outputs[0], &op.ranges[0]));
+  const kiln_graph_shape_t* shape = &out->shape;
+  int32_t rank = shape->rank;
+  if (rank > 8) return kiln_lower_refuse(l, "rank %d > 8", rank);
+  op.broadcast[0] = rank;
+  for (int32_t d = 0; d < rank; ++d) op.broadcast[1 + d] = shape->dims[d];
+  for (size_t k = 0; k < 3; ++k) {
+    size_t operand = k < arity ? k : 0;  // unused operands repeat the first
+    const kiln_graph_value_t* v = kiln_lower_in(l, operand);
+    if (!v) return kiln_lower_refuse(l, "input %zu is absent", operand);
+    KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->inputs[operand],
+                                               &op.ranges[1 + k]));
+    // Numpy broadcasting: dims aligned at the right; a dim of 1 repeats.
+    int64_t stride = 1;
+    for (int32_t d = rank; d-- > 0;) {
+      int32_t dv = d - (rank - v->shape.rank);
+      int64_t dim = dv >= 0 ? v->shape.dims[dv] : 1;
+      op.broadcast[1 + (k + 1) * (size_t)rank + (size_t)d] =
+          dim == 1 && shape->dims[d] != 1 ? 0 : stride;
+      stride *= dim;
+    }
+  }
+  op.broadcast_size = 1 + 4 * (uint32_t)rank;
+  // The operands' kind: compare and Where read theirs (Where: the branches),
+  // logic ops bool.
+  const kiln_graph_value_t* typed = kiln_lower_in(l, code == 9 ? 1 : 0);
+  op.ints[0] = code;
+  op.ints[1] = kiln_lower_host_element(typed->dtype);
+  if (op.ints[1] < 0) {
+    return kiln_lower_refuse(l, "%s operands", kiln_graph_dtype_name(typed->dtype));
+  }
+  return kiln_emit_add_host_op(l->program, &op);
+}
+
+kiln_status_t kiln_lower_where_any(const kiln_lower_t* l) {
+  const kiln_graph_value_t* cond = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* x = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* y = kiln_lower_in(l, 2);
+  // A constant mask with one constant branch is one GPU select dispatch.
+  if (cond && x && y && cond->data && (x->data != NULL) != (y->data != NULL) &&
+      x->dtype == KILN_GRAPH_DTYPE_F32) {
+    return kiln_lower_where(l);
+  }
+  return kiln_lower_host_elementwise(l, 9);
+}
+
 kiln_status_t kiln_lower_host(const kiln_lower_t* l) {
   const char* op = l->node->op_type;
+  static const char* const kElementwise[] = {"Equal", "Less", "Greater", "LessOrEqual",
+                                             "GreaterOrEqual", "Not", "And", "Or", "Xor"};
+  for (size_t i = 0; i < sizeof(kElementwise) / sizeof(kElementwise[0]); ++i) {
+    if (strcmp(op, kElementwise[i]) == 0) return kiln_lower_host_elementwise(l, (int64_t)i);
+  }
   if (strcmp(op, "TopK") == 0) return kiln_lower_topk(l);
   if (strcmp(op, "NonZero") == 0) return kiln_lower_nonzero(l);
   if (strcmp(op, "NonMaxSuppression") == 0) return kiln_lower_nms(l);

@@ -225,12 +225,21 @@ static const kiln_lowering_t kLowerings[] = {
     {"LSTM", kiln_lower_rnn, NULL, 0, "no peepholes"},
     {"GRU", kiln_lower_rnn, NULL, 0, NULL},
     {"RNN", kiln_lower_rnn, NULL, 0, NULL},
-    {"Where", kiln_lower_where, NULL, 0, "constant condition"},
+    {"Where", kiln_lower_where_any, NULL, 0, "run-time condition on the host"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
     {"TopK", kiln_lower_host, NULL, 0, "on the host"},
     {"NonZero", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
     {"NonMaxSuppression", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
+    {"Equal", kiln_lower_host, NULL, 0, "on the host"},
+    {"Less", kiln_lower_host, NULL, 0, "on the host"},
+    {"Greater", kiln_lower_host, NULL, 0, "on the host"},
+    {"LessOrEqual", kiln_lower_host, NULL, 0, "on the host"},
+    {"GreaterOrEqual", kiln_lower_host, NULL, 0, "on the host"},
+    {"Not", kiln_lower_host, NULL, 0, "on the host"},
+    {"And", kiln_lower_host, NULL, 0, "on the host"},
+    {"Or", kiln_lower_host, NULL, 0, "on the host"},
+    {"Xor", kiln_lower_host, NULL, 0, "on the host"},
 };
 #undef PLAIN
 #undef CODED

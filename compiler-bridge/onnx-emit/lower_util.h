@@ -116,8 +116,11 @@ kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
 kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
-// TopK, NonZero, NonMaxSuppression as host ops (lower_host.c).
+// TopK, NonZero, NonMaxSuppression, comparisons and logic as host ops
+// (lower_host.c); Where on the GPU when its mask is a constant, else on
+// the host.
 kiln_status_t kiln_lower_host(const kiln_lower_t* l);
+kiln_status_t kiln_lower_where_any(const kiln_lower_t* l);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 

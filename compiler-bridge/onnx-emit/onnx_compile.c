@@ -19,6 +19,16 @@ void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
   options->function_name = "predict";
 }
 
+// Ops that read integer and bool run-time data on the host (lower_host.c).
+static bool kiln_onnx_compile_is_host_reader(const char* op) {
+  static const char* const kOps[] = {"NonZero", "Equal", "Less", "Greater", "LessOrEqual",
+                                     "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where"};
+  for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i) {
+    if (strcmp(op, kOps[i]) == 0) return true;
+  }
+  return false;
+}
+
 // Integer graph input data reaches the GPU only as Gather indices or
 // through a Cast to float, possibly after reshape-family nodes (lower_int.c);
 // any other use is refused here, naming the input and the consumer.
@@ -39,7 +49,7 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
       if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
-      if (strcmp(node->op_type, "NonZero") == 0) continue;  // read on the host
+      if (kiln_onnx_compile_is_host_reader(node->op_type)) continue;  // read on the host
       if (strcmp(node->op_type, "Cast") == 0) {
         int64_t to = 0;
         KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "to", 0, &to));
@@ -70,8 +80,8 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
   return kiln_ok_status();
 }
 
-// Whether every reader of value `id` is a NonZero node (run on the host,
-// which reads bool data as is).
+// Whether every reader of value `id` runs on the host (which reads bool
+// data as is).
 static bool kiln_onnx_compile_feeds_host_only(const kiln_graph_t* graph, int32_t id) {
   bool read = false;
   for (size_t n = 0; n < graph->node_count; ++n) {
@@ -79,7 +89,7 @@ static bool kiln_onnx_compile_feeds_host_only(const kiln_graph_t* graph, int32_t
     if (node->removed) continue;
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
-      if (strcmp(node->op_type, "NonZero") != 0) return false;
+      if (!kiln_onnx_compile_is_host_reader(node->op_type)) return false;
       read = true;
     }
   }
@@ -112,12 +122,21 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
                        k < sizeof(kIndexOps) / sizeof(kIndexOps[0]); ++k) {
       if (strcmp(producer->op_type, kIndexOps[k]) == 0) is_arg = true;
     }
+    // Bool masks (and Where's int64 selections) computed on the host leave
+    // as views of their type.
+    if (producer && (value->dtype == KILN_GRAPH_DTYPE_BOOL ||
+                     (value->dtype == KILN_GRAPH_DTYPE_I64 &&
+                      strcmp(producer->op_type, "Where") == 0)) &&
+        kiln_onnx_compile_is_host_reader(producer->op_type)) {
+      is_arg = true;
+    }
     if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg && !is_host_bool) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, int64 "
-                              "or int32 inputs (bool ones only into NonZero) and return "
+                              "or int32 inputs (bool ones only into host ops) and return "
                               "float32 outputs (int64 from "
-                              "ArgMax/ArgMin/TopK/NonZero/NonMaxSuppression)",
+                              "ArgMax/ArgMin/TopK/NonZero/NonMaxSuppression, bool from "
+                              "host comparisons)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }

@@ -174,3 +174,76 @@ size_t kiln_cpu_nms(const float* boxes, const float* scores, size_t batches, siz
   }
   return rows;
 }
+
+size_t kiln_cpu_elementwise_arity(kiln_cpu_elementwise_t op) {
+  return op == KILN_CPU_NOT ? 1 : op == KILN_CPU_WHERE ? 3 : 2;
+}
+
+// a <op> b for one element kind; NaN compares false (Equal too).
+static bool kiln_cpu_compare(kiln_cpu_elementwise_t op, const void* a, const void* b,
+                             kiln_cpu_element_t element, size_t ia, size_t ib) {
+  int order = 0;  // -1, 0, 1; 2: unordered (NaN)
+  if (element == KILN_CPU_ELEMENT_F32) {
+    float x = ((const float*)a)[ia], y = ((const float*)b)[ib];
+    order = isnan(x) || isnan(y) ? 2 : x < y ? -1 : x > y;
+  } else if (element == KILN_CPU_ELEMENT_I64) {
+    int64_t x = ((const int64_t*)a)[ia], y = ((const int64_t*)b)[ib];
+    order = x < y ? -1 : x > y;
+  } else if (element == KILN_CPU_ELEMENT_I32) {
+    int32_t x = ((const int32_t*)a)[ia], y = ((const int32_t*)b)[ib];
+    order = x < y ? -1 : x > y;
+  } else {
+    uint8_t x = ((const uint8_t*)a)[ia] != 0, y = ((const uint8_t*)b)[ib] != 0;
+    order = x < y ? -1 : x > y;
+  }
+  if (order == 2) return false;
+  switch (op) {
+    case KILN_CPU_EQUAL: return order == 0;
+    case KILN_CPU_LESS: return order < 0;
+    case KILN_CPU_GREATER: return order > 0;
+    case KILN_CPU_LESS_OR_EQUAL: return order <= 0;
+    default: return order >= 0;
+  }
+}
+
+void kiln_cpu_elementwise(kiln_cpu_elementwise_t op, const kiln_cpu_broadcast_t* shape,
+                          kiln_cpu_element_t element, const void* const operands[3],
+                          void* out) {
+  size_t count = 1;
+  for (size_t d = 0; d < shape->rank; ++d) count *= (size_t)shape->dims[d];
+  int64_t coords[8] = {0};
+  size_t offsets[3] = {0, 0, 0};
+  const size_t size = kiln_cpu_element_size(element);
+  const uint8_t* const* in = (const uint8_t* const*)operands;
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* bool_out = (uint8_t*)out + i;
+    switch (op) {
+      case KILN_CPU_NOT:
+        *bool_out = in[0][offsets[0]] == 0;
+        break;
+      case KILN_CPU_AND:
+      case KILN_CPU_OR:
+      case KILN_CPU_XOR: {
+        bool a = in[0][offsets[0]] != 0, b = in[1][offsets[1]] != 0;
+        *bool_out = op == KILN_CPU_AND ? (a && b) : op == KILN_CPU_OR ? (a || b) : (a != b);
+        break;
+      }
+      case KILN_CPU_WHERE:
+        memcpy((uint8_t*)out + i * size,
+               in[0][offsets[0]] ? in[1] + offsets[1] * size : in[2] + offsets[2] * size, size);
+        break;
+      default:
+        *bool_out = kiln_cpu_compare(op, in[0], in[1], element, offsets[0], offsets[1]);
+        break;
+    }
+    // Odometer over out's dims, moving each operand by its strides.
+    for (size_t d = shape->rank; d-- > 0;) {
+      for (size_t k = 0; k < 3; ++k) offsets[k] += (size_t)shape->strides[k][d];
+      if (++coords[d] < shape->dims[d]) break;
+      for (size_t k = 0; k < 3; ++k) {
+        offsets[k] -= (size_t)(shape->strides[k][d] * shape->dims[d]);
+      }
+      coords[d] = 0;
+    }
+  }
+}

@@ -42,4 +42,35 @@ size_t kiln_cpu_nms(const float* boxes, const float* scores, size_t batches, siz
                     bool has_score_threshold, float score_threshold, bool center_point_box,
                     int64_t* out, size_t capacity, int64_t* order, int64_t* selected);
 
+// Comparisons, logic and selection with numpy broadcasting (the `op`
+// argument of cpu.elementwise): compare ops read two operands of one
+// element kind and write bool bytes; Not/And/Or/Xor read and write bool
+// bytes; Where reads a bool condition and two operands of the output's kind.
+typedef enum kiln_cpu_elementwise_e {
+  KILN_CPU_EQUAL = 0,
+  KILN_CPU_LESS,
+  KILN_CPU_GREATER,
+  KILN_CPU_LESS_OR_EQUAL,
+  KILN_CPU_GREATER_OR_EQUAL,
+  KILN_CPU_NOT,
+  KILN_CPU_AND,
+  KILN_CPU_OR,
+  KILN_CPU_XOR,
+  KILN_CPU_WHERE,
+  KILN_CPU_ELEMENTWISE_COUNT,
+} kiln_cpu_elementwise_t;
+// Operands of `op` (1 to 3).
+size_t kiln_cpu_elementwise_arity(kiln_cpu_elementwise_t op);
+
+// One pass over out's `dims` (rank <= 8); operand k's element at out
+// coordinate c is at sum(c[d] * strides[k][d]) (0 on broadcast dims).
+typedef struct kiln_cpu_broadcast_t {
+  size_t rank;
+  int64_t dims[8];
+  int64_t strides[3][8];
+} kiln_cpu_broadcast_t;
+void kiln_cpu_elementwise(kiln_cpu_elementwise_t op, const kiln_cpu_broadcast_t* shape,
+                          kiln_cpu_element_t element, const void* const operands[3],
+                          void* out);
+
 #endif  // KILN_MODULES_CPU_OPS_CPU_KERNELS_H_

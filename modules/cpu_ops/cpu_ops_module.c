@@ -272,10 +272,117 @@ static kiln_status_t kiln_cpu_nms_fn(kiln_vm_context_t* context, void* state,
   return status;
 }
 
+// The broadcast description of cpu.elementwise: an i64 list [rank, dims,
+// strides of a, b, c] (each rank long).
+static kiln_status_t kiln_cpu_arg_broadcast(const kiln_vm_value_t* args, size_t index,
+                                            kiln_cpu_broadcast_t* out, uint64_t* out_count) {
+  KILN_RETURN_IF_ERROR(kiln_vm_ref_check(args[index].ref, &kiln_vm_list_type,
+                                         "argument 10 (shape) of cpu.elementwise"));
+  const kiln_vm_list_t* list = (const kiln_vm_list_t*)args[index].ref;
+  const int64_t* v = (const int64_t*)list->data;
+  if (list->element_type != KILN_VM_LIST_I64 || list->size == 0 || v[0] < 0 || v[0] > 8 ||
+      list->size != 1 + 4 * (uint32_t)v[0]) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "argument 10 (shape) of cpu.elementwise must be an i64 list "
+                            "[rank <= 8, dims, strides of 3 operands]");
+  }
+  memset(out, 0, sizeof(*out));
+  out->rank = (size_t)v[0];
+  uint64_t count = 1;
+  for (size_t d = 0; d < out->rank; ++d) {
+    out->dims[d] = v[1 + d];
+    if (out->dims[d] < 1 || !kiln_u64_mul(count, (uint64_t)out->dims[d], &count) ||
+        count > ((uint64_t)1 << 40)) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "cpu.elementwise: dim %zu (%lld) is not positive or the shape "
+                              "overflows",
+                              d, (long long)out->dims[d]);
+    }
+    for (size_t k = 0; k < 3; ++k) {
+      out->strides[k][d] = v[1 + (k + 1) * out->rank + d];
+      if (out->strides[k][d] < 0 || out->strides[k][d] > ((int64_t)1 << 40)) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "cpu.elementwise: stride %lld of operand %zu is outside 0..2^40",
+                                (long long)out->strides[k][d], k);
+      }
+    }
+  }
+  *out_count = count;
+  return kiln_ok_status();
+}
+
+// Elements operand k spans: one past its largest offset (strides <= 2^40
+// and dims <= 2^40 keep every term and the sum of 8 below 2^84: checked).
+static kiln_status_t kiln_cpu_extent(const kiln_cpu_broadcast_t* shape, size_t k,
+                                     uint64_t* out) {
+  uint64_t extent = 1;
+  for (size_t d = 0; d < shape->rank; ++d) {
+    uint64_t term = 0;
+    if (!kiln_u64_mul((uint64_t)(shape->dims[d] - 1), (uint64_t)shape->strides[k][d], &term) ||
+        !kiln_u64_add(extent, term, &extent)) {
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "cpu.elementwise: operand %zu overflows",
+                              k);
+    }
+  }
+  *out = extent;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_cpu_elementwise_fn(kiln_vm_context_t* context, void* state,
+                                             const kiln_vm_value_t* args,
+                                             kiln_vm_value_t* results) {
+  (void)context;
+  (void)results;
+  kiln_cpu_ops_t* ops = state;
+  int64_t start = kiln_time_now_ns();
+  int32_t op = args[8].i32, element = args[9].i32;
+  if (op < 0 || op >= KILN_CPU_ELEMENTWISE_COUNT) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "argument 8 (op) of cpu.elementwise is %d; expected 0 to %d", op,
+                            KILN_CPU_ELEMENTWISE_COUNT - 1);
+  }
+  if (element < 0 || element >= KILN_CPU_ELEMENT_COUNT) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "argument 9 (element) of cpu.elementwise is %d; expected 0 to 3",
+                            element);
+  }
+  kiln_cpu_broadcast_t shape;
+  uint64_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_cpu_arg_broadcast(args, 10, &shape, &count));
+  const size_t arity = kiln_cpu_elementwise_arity(op);
+  const uint64_t size = kiln_cpu_element_size(element);
+  bool logic = op >= KILN_CPU_NOT && op <= KILN_CPU_XOR;
+  kiln_cpu_range_t out, in[3];
+  KILN_RETURN_IF_ERROR(kiln_cpu_arg_range(args, 0, "elementwise", count,
+                                          op == KILN_CPU_WHERE ? size : 1, &out));
+  for (size_t k = 0; k < arity; ++k) {
+    uint64_t extent = 0;
+    KILN_RETURN_IF_ERROR(kiln_cpu_extent(&shape, k, &extent));
+    // Bool bytes: logic operands and Where's condition.
+    uint64_t element_size = logic || (op == KILN_CPU_WHERE && k == 0) ? 1 : size;
+    KILN_RETURN_IF_ERROR(kiln_cpu_arg_range(args, 2 + 2 * k, "elementwise", extent,
+                                            element_size, &in[k]));
+  }
+  void* data[3] = {NULL, NULL, NULL};
+  void* result = NULL;
+  kiln_status_t status = kiln_ok_status();
+  for (size_t k = 0; k < arity && !status; ++k) status = kiln_cpu_read(ops, &in[k], &data[k]);
+  if (!status) status = kiln_allocator_malloc(ops->allocator, (size_t)out.length, &result);
+  if (!status) {
+    kiln_cpu_elementwise(op, &shape, element, (const void* const*)data, result);
+    status = kiln_cpu_write(ops, &out, result, out.length);
+  }
+  kiln_allocator_free(ops->allocator, result);
+  for (size_t k = 0; k < 3; ++k) kiln_allocator_free(ops->allocator, data[k]);
+  kiln_cpu_note(ops, start);
+  return status;
+}
+
 static const kiln_vm_native_export_t kiln_cpu_exports[] = {
     {"topk", "rIrIrIIIIIi_v", kiln_cpu_topk_fn},
     {"nonzero", "rIirrII_I", kiln_cpu_nonzero_fn},
     {"nms", "rIrIrIIIIIffi_I", kiln_cpu_nms_fn},
+    {"elementwise", "rIrIrIrIiir_v", kiln_cpu_elementwise_fn},
 };
 
 static kiln_status_t kiln_cpu_create_state(void* user_data, kiln_vm_context_t* context,

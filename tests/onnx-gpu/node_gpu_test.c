@@ -57,6 +57,19 @@ static bool kiln_gpu_compare(const kiln_graph_tensor_t* actual,
     }
     return true;
   }
+  if (actual->dtype == KILN_GRAPH_DTYPE_BOOL) {
+    // Masks (comparisons, logic) must match exactly.
+    const uint8_t* xb = (const uint8_t*)actual->data;
+    const uint8_t* yb = (const uint8_t*)expected->data;
+    for (size_t i = 0; i < actual->byte_size; ++i) {
+      if ((xb[i] != 0) != (yb[i] != 0)) {
+        snprintf(message, message_size, "element %zu: %d, expected %d", i, xb[i] != 0,
+                 yb[i] != 0);
+        return false;
+      }
+    }
+    return true;
+  }
   if (actual->dtype != KILN_GRAPH_DTYPE_F32) {
     snprintf(message, message_size, "no comparison for %s outputs",
              kiln_graph_dtype_name(actual->dtype));

@@ -14,6 +14,10 @@
 //                batches, spatial, classes, max_per_class, iou, score,
 //                flags: 1 center_point_box, 2 score threshold given)
 //                -> rows; out is int64 [rows][3]
+//   cpu.elementwise rIrIrIrIiir_v (out, off, a, off, b, off, c, off, op,
+//                element, shape: i64 list [rank, dims, strides of a, b, c]);
+//                op 0-4 Equal Less Greater LessOrEqual GreaterOrEqual (bool
+//                out), 5-8 Not And Or Xor (bool), 9 Where (bool condition)
 #ifndef KILN_MODULES_CPU_OPS_MODULE_H_
 #define KILN_MODULES_CPU_OPS_MODULE_H_
 
