@@ -243,3 +243,65 @@ KILN_TEST(OnnxFallbackTest, NonMaxSuppressionAfterGpuWork) {
   kiln_graph_tensor_deinit(&inputs[1]);
   kiln_graph_deinitialize(&graph);
 }
+
+// A run-time mask as masked_fill exports it: Equal on int64 token ids
+// (host) -> Where(mask, -100, relu(x)) with the constant broadcast (host,
+// after the GPU's Relu) -> +1 on the GPU; the bool mask leaves as an output.
+KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
+  kiln_graph_t graph;
+  kiln_graph_initialize(kiln_allocator_system(), "fallback-mask", &graph);
+  graph.opset = 13;
+  const int64_t dims[2] = {2, 6};
+  int32_t x = kiln_add_input(&graph, "x", 2, dims);
+  int32_t ids = kiln_add_input(&graph, "ids", 2, dims);
+  graph.values[ids].dtype = KILN_GRAPH_DTYPE_I64;
+  int32_t zero = -1, fill = -1, r = -1, mask = -1, w = -1, y = -1;
+  const int64_t zero_value = 0;
+  const float fill_value = -100.0f, one_value = 1.0f;
+  kiln_graph_shape_t scalar = {.rank = 0};
+  KILN_ASSERT_OK(
+      kiln_graph_add_constant(&graph, "zero", KILN_GRAPH_DTYPE_I64, &scalar, &zero_value, &zero));
+  KILN_ASSERT_OK(
+      kiln_graph_add_constant(&graph, "fill", KILN_GRAPH_DTYPE_F32, &scalar, &fill_value, &fill));
+  int32_t one = kiln_add_f32(&graph, "one", one_value);
+  kiln_add(&graph, "Relu", "relu", &x, 1, &r, 1);
+  kiln_add(&graph, "Equal", "is_pad", (const int32_t[]){ids, zero}, 2, &mask, 1);
+  kiln_add(&graph, "Where", "masked", (const int32_t[]){mask, fill, r}, 3, &w, 1);
+  kiln_add(&graph, "Add", "plus_one", (const int32_t[]){w, one}, 2, &y, 1);
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, mask));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_graph_tensor_t inputs[2], outputs[2];
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &graph.values[x].shape, &inputs[0]));
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_I64,
+                                            &graph.values[ids].shape, &inputs[1]));
+  float* xs = (float*)inputs[0].data;
+  int64_t* id = (int64_t*)inputs[1].data;
+  for (int i = 0; i < 12; ++i) {
+    xs[i] = (float)(i % 5) - 1.5f;
+    id[i] = i % 4 == 3 ? 0 : (INT64_C(1) << 33) + i;  // the high word alone is not zero
+  }
+  char* text = NULL;
+  size_t text_size = 0;
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.assembly_stream = open_memstream(&text, &text_size);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, inputs, outputs, &stats);
+  fclose(options.assembly_stream);
+  KILN_ASSERT_OK(status);
+  KILN_EXPECT_EQ(kiln_count(text, "call.import cpu.elementwise "), 2u);
+  free(text);
+  KILN_ASSERT_EQ(outputs[1].dtype, KILN_GRAPH_DTYPE_BOOL);
+  const float* ys = (const float*)outputs[0].data;
+  const uint8_t* ms = (const uint8_t*)outputs[1].data;
+  for (int i = 0; i < 12; ++i) {
+    bool pad = id[i] == 0;
+    KILN_EXPECT_EQ(ms[i] != 0, pad);
+    KILN_EXPECT_EQ(ys[i], (pad ? -100.0f : fmaxf(xs[i], 0.0f)) + 1.0f);
+  }
+  for (int o = 0; o < 2; ++o) kiln_graph_tensor_deinit(&outputs[o]);
+  for (int i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_deinitialize(&graph);
+}

@@ -198,3 +198,36 @@ KILN_TEST(CpuOpsMisuse, SignatureMismatchIsRefusedAtLink) {
       kiln_run_program("import cpu.topk \"r_v\"\nfunc f \"v_v\"\n  ref.null r0\n"
                        "  call.import cpu.topk r0\n  return\nend\nexport f\n"));
 }
+
+// cpu.elementwise: the op code, the broadcast list and each operand's
+// extent (its largest strided offset) are checked.
+#define KILN_CPU_ELEMENTWISE(op, list_setup)                                       \
+  KILN_CPU_PRELUDE list_setup "  const.i32 i17 " #op "\n  const.i32 i18 0\n"       \
+  "  call.import cpu.elementwise r1 I6 r1 I6 r1 I6 r1 I6 i17 i18 r2\n"             \
+  "  return\nend\nexport f\n"
+// [rank 1, dim 16, strides 1 1 1] and [rank 1, dim 16, stride 2 for a].
+#define KILN_CPU_LIST(stride_a)                                                    \
+  "  const.i32 i19 5\n  list.alloc r2 i64 i19\n  list.resize r2 i19\n"             \
+  "  const.i32 i19 0\n  list.set.i64 r2 i19 I8\n  const.i32 i19 1\n"               \
+  "  list.set.i64 r2 i19 I10\n  const.i64 I20 " #stride_a "\n  const.i32 i19 2\n"  \
+  "  list.set.i64 r2 i19 I20\n  const.i32 i19 3\n  list.set.i64 r2 i19 I8\n"      \
+  "  const.i32 i19 4\n  list.set.i64 r2 i19 I8\n"
+
+KILN_TEST(CpuOpsMisuse, ElementwiseOpsListsAndExtents) {
+  KILN_EXPECT_OK(kiln_run_program(KILN_CPU_ELEMENTWISE(1, KILN_CPU_LIST(1))));
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "argument 8 (op) of cpu.elementwise is 10",
+      kiln_run_program(KILN_CPU_ELEMENTWISE(10, KILN_CPU_LIST(1))));
+  // Operand a read with stride 2 over 16 elements: 31 floats in 64 bytes.
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_OUT_OF_RANGE, "argument 2 of cpu.elementwise: 31 elements of 4 bytes",
+      kiln_run_program(KILN_CPU_ELEMENTWISE(1, KILN_CPU_LIST(2))));
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "stride -1 of operand 0",
+      kiln_run_program(KILN_CPU_ELEMENTWISE(1, KILN_CPU_LIST(-1))));
+  // A list of the wrong length.
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "argument 10 (shape) of cpu.elementwise must be an i64 list",
+      kiln_run_program(KILN_CPU_ELEMENTWISE(
+          1, "  list.alloc r2 i64 i16\n  list.resize r2 i16\n  list.set.i64 r2 i0 I8\n")));
+}
