@@ -118,6 +118,7 @@ KILN_TEST(HalModuleMisuse, SignatureMismatchIsCaughtAtContextCreation) {
   "import hal.device \"v_r\"\nimport hal.buffer.allocate \"riiI_r\"\n"       \
   "import cpu.topk \"rIrIrIIIIIi_v\"\nimport cpu.nonzero \"rIirrII_I\"\n"    \
   "import cpu.nms \"rIrIrIIIIIffi_I\"\n"                                    \
+  "import cpu.elementwise \"rIrIrIrIiir_v\"\n"                               \
   "func f \"v_v\"\n  call.import hal.device -> r0\n  const.i32 i0 0\n"       \
   "  const.i64 I2 64\n  call.import hal.buffer.allocate r0 i0 i0 I2 -> r1\n" \
   "  const.i64 I6 0\n  const.i64 I8 1\n  const.i64 I10 16\n"                 \
