@@ -108,13 +108,24 @@ static kiln_status_t kiln_infer_nonzero(const kiln_op_infer_args_t* args) {
   return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_I64, &shape);
 }
 
-// Reference: [rank][N] coordinates of the first N nonzero elements in
-// row-major order (N: the output's second dim).
+// Reference: [rank][N] coordinates of the nonzero elements in row-major
+// order, when there are exactly N (the output's second dim: a folded
+// constant input's count).
 static kiln_status_t kiln_run_nonzero(const kiln_op_run_args_t* args) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
   kiln_graph_value_t view = {.dtype = x->dtype, .data = x->data};
   size_t n = (size_t)args->outputs[0].shape.dims[1], j = 0;
   int64_t* out = (int64_t*)args->outputs[0].data;
+  size_t found = 0;
+  for (size_t i = 0; i < x->count; ++i) found += kiln_nonzero_at(&view, i);
+  if (found != n) {
+    // Only a constant input's exact count is a static shape.
+    return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                            "node '%s': NonZero found %zu elements but its static shape holds "
+                            "%zu; the reference executor has static shapes only (compiled "
+                            "modules return the real count)",
+                            args->node->name, found, n);
+  }
   for (size_t i = 0; i < x->count && j < n; ++i) {
     if (!kiln_nonzero_at(&view, i)) continue;
     size_t rest = i;
