@@ -170,7 +170,7 @@ static kiln_status_t kiln_lower_host_elementwise(const kiln_lower_t* l, int64_t 
   KILN_RETURN_IF_ERROR(kiln_lower_host_allowed(l));
   const kiln_graph_value_t* out = kiln_lower_out(l, 0);
   if (!out) return kiln_lower_refuse(l, "an absent output");
-  const size_t arity = code == 5 ? 1 : code == 9 ? 3 : 2;
+  const size_t arity = code == 5 || code == 10 ? 1 : code == 9 ? 3 : 2;
   kiln_emit_host_op_t op = {.kind = KILN_EMIT_HOST_ELEMENTWISE, .range_count = 4,
                             .count_output = -1};
   KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->outputs[0], &op.ranges[0]));
@@ -185,11 +185,13 @@ static kiln_status_t kiln_lower_host_elementwise(const kiln_lower_t* l, int64_t 
     if (!v) return kiln_lower_refuse(l, "input %zu is absent", operand);
     KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->inputs[operand],
                                                &op.ranges[1 + k]));
-    // Numpy broadcasting: dims aligned at the right; a dim of 1 repeats.
+    // Numpy broadcasting: dims aligned at the right; a dim of 1 repeats. A
+    // copy (reshape) walks its operand in out's order.
+    const kiln_graph_shape_t* in_shape = code == 10 ? shape : &v->shape;
     int64_t stride = 1;
     for (int32_t d = rank; d-- > 0;) {
-      int32_t dv = d - (rank - v->shape.rank);
-      int64_t dim = dv >= 0 ? v->shape.dims[dv] : 1;
+      int32_t dv = d - (rank - in_shape->rank);
+      int64_t dim = dv >= 0 ? in_shape->dims[dv] : 1;
       op.broadcast[1 + (k + 1) * (size_t)rank + (size_t)d] =
           dim == 1 && shape->dims[d] != 1 ? 0 : stride;
       stride *= dim;
@@ -204,6 +206,37 @@ static kiln_status_t kiln_lower_host_elementwise(const kiln_lower_t* l, int64_t 
   if (op.ints[1] < 0) {
     return kiln_lower_refuse(l, "%s operands", kiln_graph_dtype_name(typed->dtype));
   }
+  return kiln_emit_add_host_op(l->program, &op);
+}
+
+kiln_status_t kiln_lower_host_bool_copy(const kiln_lower_t* l) {
+  return kiln_lower_host_elementwise(l, 10);
+}
+
+// Cast of run-time bool data to float (a mask entering float math): a host
+// Where(x, 1, 0) whose f32 result goes back to the GPU.
+kiln_status_t kiln_lower_host_bool_to_float(const kiln_lower_t* l) {
+  KILN_RETURN_IF_ERROR(kiln_lower_host_allowed(l));
+  const kiln_graph_value_t* out = kiln_lower_out(l, 0);
+  if (!out || out->shape.rank > 8) return kiln_lower_refuse(l, "an absent or rank > 8 output");
+  kiln_emit_host_op_t op = {.kind = KILN_EMIT_HOST_ELEMENTWISE, .range_count = 4,
+                            .count_output = -1};
+  static const float kOne = 1.0f, kZero = 0.0f;
+  KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->outputs[0], &op.ranges[0]));
+  KILN_RETURN_IF_ERROR(kiln_emit_value_range(l->program, l->node->inputs[0], &op.ranges[1]));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &kOne, 4, &op.ranges[2]));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, &kZero, 4, &op.ranges[3]));
+  const int32_t rank = out->shape.rank;
+  op.broadcast[0] = rank;
+  int64_t stride = 1;
+  for (int32_t d = rank; d-- > 0;) {
+    op.broadcast[1 + d] = out->shape.dims[d];
+    op.broadcast[1 + rank + d] = stride;  // the mask, element by element
+    stride *= out->shape.dims[d];
+  }
+  op.broadcast_size = 1 + 4 * (uint32_t)rank;  // the constants' strides stay 0
+  op.ints[0] = 9;  // Where
+  op.ints[1] = 0;  // f32 branches
   return kiln_emit_add_host_op(l->program, &op);
 }
 

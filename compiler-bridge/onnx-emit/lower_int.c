@@ -66,6 +66,7 @@ kiln_status_t kiln_lower_cast(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   if (to != 1 /* FLOAT */ || !x) return kiln_lower_refuse(l, "only Cast to float runs");
   if (x->dtype == KILN_GRAPH_DTYPE_F32) return kiln_lower_copy(l);
+  if (x->dtype == KILN_GRAPH_DTYPE_BOOL) return kiln_lower_host_bool_to_float(l);
   kiln_emit_range_t in, out;
   uint32_t words = 1;
   KILN_RETURN_IF_ERROR(kiln_lower_int_range(l, l->node->inputs[0], &in, &words));

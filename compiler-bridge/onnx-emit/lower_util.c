@@ -288,6 +288,7 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
     if (dtype == KILN_GRAPH_DTYPE_I64 || dtype == KILN_GRAPH_DTYPE_I32) {
       return kiln_lower_int_passthrough(&l);
     }
+    if (dtype == KILN_GRAPH_DTYPE_BOOL) return kiln_lower_host_bool_copy(&l);
   }
   for (size_t i = 0; i < kiln_lowering_count(); ++i) {
     const kiln_lowering_t* row = &kLowerings[i];

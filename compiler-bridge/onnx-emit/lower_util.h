@@ -121,6 +121,9 @@ kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
 // the host.
 kiln_status_t kiln_lower_host(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where_any(const kiln_lower_t* l);
+// Reshape-family nodes and Cast to float on run-time bool data (host).
+kiln_status_t kiln_lower_host_bool_copy(const kiln_lower_t* l);
+kiln_status_t kiln_lower_host_bool_to_float(const kiln_lower_t* l);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 

@@ -89,7 +89,11 @@ static bool kiln_onnx_compile_feeds_host_only(const kiln_graph_t* graph, int32_t
     if (node->removed) continue;
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
-      if (!kiln_onnx_compile_is_host_reader(node->op_type)) return false;
+      // Reshapes and Cast of bool data run on the host too.
+      if (!kiln_onnx_compile_is_host_reader(node->op_type) &&
+          !kiln_lower_is_int_passthrough(node->op_type) && strcmp(node->op_type, "Cast") != 0) {
+        return false;
+      }
       read = true;
     }
   }
@@ -127,7 +131,8 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     if (producer && (value->dtype == KILN_GRAPH_DTYPE_BOOL ||
                      (value->dtype == KILN_GRAPH_DTYPE_I64 &&
                       strcmp(producer->op_type, "Where") == 0)) &&
-        kiln_onnx_compile_is_host_reader(producer->op_type)) {
+        (kiln_onnx_compile_is_host_reader(producer->op_type) ||
+         kiln_lower_is_int_passthrough(producer->op_type))) {
       is_arg = true;
     }
     if (value->dtype != KILN_GRAPH_DTYPE_F32 && !is_index && !is_arg && !is_host_bool) {

@@ -176,7 +176,7 @@ size_t kiln_cpu_nms(const float* boxes, const float* scores, size_t batches, siz
 }
 
 size_t kiln_cpu_elementwise_arity(kiln_cpu_elementwise_t op) {
-  return op == KILN_CPU_NOT ? 1 : op == KILN_CPU_WHERE ? 3 : 2;
+  return op == KILN_CPU_NOT || op == KILN_CPU_COPY ? 1 : op == KILN_CPU_WHERE ? 3 : 2;
 }
 
 // a <op> b for one element kind; NaN compares false (Equal too).
@@ -228,6 +228,9 @@ void kiln_cpu_elementwise(kiln_cpu_elementwise_t op, const kiln_cpu_broadcast_t*
         *bool_out = op == KILN_CPU_AND ? (a && b) : op == KILN_CPU_OR ? (a || b) : (a != b);
         break;
       }
+      case KILN_CPU_COPY:
+        memcpy((uint8_t*)out + i * size, in[0] + offsets[0] * size, size);
+        break;
       case KILN_CPU_WHERE:
         memcpy((uint8_t*)out + i * size,
                in[0][offsets[0]] ? in[1] + offsets[1] * size : in[2] + offsets[2] * size, size);

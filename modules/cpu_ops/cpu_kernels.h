@@ -57,6 +57,7 @@ typedef enum kiln_cpu_elementwise_e {
   KILN_CPU_OR,
   KILN_CPU_XOR,
   KILN_CPU_WHERE,
+  KILN_CPU_COPY,  // operand a as is (a bool Reshape, by out's strides)
   KILN_CPU_ELEMENTWISE_COUNT,
 } kiln_cpu_elementwise_t;
 // Operands of `op` (1 to 3).

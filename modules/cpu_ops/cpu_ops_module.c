@@ -353,8 +353,9 @@ static kiln_status_t kiln_cpu_elementwise_fn(kiln_vm_context_t* context, void* s
   const uint64_t size = kiln_cpu_element_size(element);
   bool logic = op >= KILN_CPU_NOT && op <= KILN_CPU_XOR;
   kiln_cpu_range_t out, in[3];
-  KILN_RETURN_IF_ERROR(kiln_cpu_arg_range(args, 0, "elementwise", count,
-                                          op == KILN_CPU_WHERE ? size : 1, &out));
+  const bool typed_out = op == KILN_CPU_WHERE || op == KILN_CPU_COPY;
+  KILN_RETURN_IF_ERROR(kiln_cpu_arg_range(args, 0, "elementwise", count, typed_out ? size : 1,
+                                          &out));
   for (size_t k = 0; k < arity; ++k) {
     uint64_t extent = 0;
     KILN_RETURN_IF_ERROR(kiln_cpu_extent(&shape, k, &extent));

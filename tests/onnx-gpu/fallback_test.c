@@ -305,3 +305,50 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
   for (int i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
   kiln_graph_deinitialize(&graph);
 }
+
+// A bool graph input reshaped and cast to float on the host, then used by
+// GPU math (x * mask); its negation leaves as a bool output.
+KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
+  kiln_graph_t graph;
+  kiln_graph_initialize(kiln_allocator_system(), "fallback-bool", &graph);
+  graph.opset = 13;
+  const int64_t x_dims[2] = {2, 3}, m_dims[1] = {6}, target[2] = {2, 3};
+  int32_t x = kiln_add_input(&graph, "x", 2, x_dims);
+  int32_t m = kiln_add_input(&graph, "m", 1, m_dims);
+  graph.values[m].dtype = KILN_GRAPH_DTYPE_BOOL;
+  kiln_graph_shape_t shape_of_shape = {.rank = 1, .dims = {2}};
+  int32_t shape = -1, m2 = -1, mf = -1, y = -1, not_m = -1;
+  KILN_ASSERT_OK(kiln_graph_add_constant(&graph, "shape", KILN_GRAPH_DTYPE_I64, &shape_of_shape,
+                                         target, &shape));
+  kiln_add(&graph, "Reshape", "mask_2d", (const int32_t[]){m, shape}, 2, &m2, 1);
+  int32_t cast = kiln_add(&graph, "Cast", "mask_f", &m2, 1, &mf, 1);
+  kiln_set_int(&graph, cast, "to", 1);
+  kiln_add(&graph, "Mul", "masked", (const int32_t[]){x, mf}, 2, &y, 1);
+  kiln_add(&graph, "Not", "keep", &m2, 1, &not_m, 1);
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, not_m));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_graph_tensor_t inputs[2], outputs[2];
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &graph.values[x].shape, &inputs[0]));
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_BOOL,
+                                            &graph.values[m].shape, &inputs[1]));
+  float* xs = (float*)inputs[0].data;
+  uint8_t* ms = (uint8_t*)inputs[1].data;
+  for (int i = 0; i < 6; ++i) {
+    xs[i] = 0.5f + (float)i;
+    ms[i] = (uint8_t)(i % 3 != 1);
+  }
+  kiln_gpu_run_stats_t stats;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, NULL, inputs, outputs, &stats));
+  const float* ys = (const float*)outputs[0].data;
+  const uint8_t* keep = (const uint8_t*)outputs[1].data;
+  KILN_ASSERT_EQ(outputs[1].byte_size, 6u);
+  for (int i = 0; i < 6; ++i) {
+    KILN_EXPECT_EQ(ys[i], ms[i] ? xs[i] : 0.0f);
+    KILN_EXPECT_EQ(keep[i] != 0, ms[i] == 0);
+  }
+  for (int o = 0; o < 2; ++o) kiln_graph_tensor_deinit(&outputs[o]);
+  for (int i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_deinitialize(&graph);
+}

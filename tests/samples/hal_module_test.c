@@ -217,8 +217,8 @@ KILN_TEST(CpuOpsMisuse, SignatureMismatchIsRefusedAtLink) {
 KILN_TEST(CpuOpsMisuse, ElementwiseOpsListsAndExtents) {
   KILN_EXPECT_OK(kiln_run_program(KILN_CPU_ELEMENTWISE(1, KILN_CPU_LIST(1))));
   KILN_EXPECT_STATUS_MESSAGE(
-      KILN_STATUS_INVALID_ARGUMENT, "argument 8 (op) of cpu.elementwise is 10",
-      kiln_run_program(KILN_CPU_ELEMENTWISE(10, KILN_CPU_LIST(1))));
+      KILN_STATUS_INVALID_ARGUMENT, "argument 8 (op) of cpu.elementwise is 11",
+      kiln_run_program(KILN_CPU_ELEMENTWISE(11, KILN_CPU_LIST(1))));
   // Operand a read with stride 2 over 16 elements: 31 floats in 64 bytes.
   KILN_EXPECT_STATUS_MESSAGE(
       KILN_STATUS_OUT_OF_RANGE, "argument 2 of cpu.elementwise: 31 elements of 4 bytes",

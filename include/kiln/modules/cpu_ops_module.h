@@ -17,7 +17,8 @@
 //   cpu.elementwise rIrIrIrIiir_v (out, off, a, off, b, off, c, off, op,
 //                element, shape: i64 list [rank, dims, strides of a, b, c]);
 //                op 0-4 Equal Less Greater LessOrEqual GreaterOrEqual (bool
-//                out), 5-8 Not And Or Xor (bool), 9 Where (bool condition)
+//                out), 5-8 Not And Or Xor (bool), 9 Where (bool condition),
+//                10 copy (a reshape of bool data)
 #ifndef KILN_MODULES_CPU_OPS_MODULE_H_
 #define KILN_MODULES_CPU_OPS_MODULE_H_
 
