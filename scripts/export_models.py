@@ -449,6 +449,29 @@ def mlp_softmax(generator):
     return model, torch.rand(4, 1, 8, 8, generator=generator), 13, None
 
 
+class DetectorTail(torch.nn.Module):
+    """A detector's tail split across GPU and host: conv head (GPU) ->
+    per-location scores -> TopK (host, kiln's CPU fallback) -> Gather of the
+    chosen boxes and a scale by their scores (GPU again)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.head = torch.nn.Conv2d(8, 5, 1)
+
+    def forward(self, x):
+        h = self.head(torch.relu(self.body(x))).flatten(2)[0]  # [5, 64]
+        scores = torch.sigmoid(h[4])
+        boxes = h[:4].t()
+        top, index = torch.topk(scores, 10)
+        return boxes[index] * top.unsqueeze(1)
+
+
+def detector_tail(generator):
+    torch.manual_seed(31)
+    return DetectorTail(), torch.rand(1, 3, 8, 8, generator=generator), 13, None
+
+
 class ShapeOps(torch.nn.Module):
     """Shape arithmetic as traced code emits it: Shape/Gather/Concat chains,
     int64 index tensors, bool masks and Where/Equal/Expand that the
@@ -601,6 +624,7 @@ MODELS = {
     "text_classifier": text_classifier,
     "tiny_bert": tiny_bert,
     "masked_encoder": masked_encoder,
+    "detector_tail": detector_tail,
 }
 
 

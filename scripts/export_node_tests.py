@@ -404,7 +404,7 @@ def main():
     fill = np.array([0.5, -1.5, 2.0, 3.0], np.float32)
     write(out, "where_runtime_true_branch", [helper.make_node("Where", ["k", "x", "f"], ["y"])],
           [("x", x)], [("y", np.where(keep, x, fill))], [("k", keep), ("f", fill)])
-    # Both branches at run time: refused on the GPU (the reference runs it).
+    # Both branches at run time: Where runs on the host (docs/partitioning.md).
     write(out, "where_two_runtime_branches", [helper.make_node("Where", ["k", "x", "z"], ["y"])],
           [("x", x), ("z", fill.reshape(1, 4) + x)], [("y", np.where(keep, x, fill + x))],
           [("k", keep)])

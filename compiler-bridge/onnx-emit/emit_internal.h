@@ -67,6 +67,34 @@ typedef struct kiln_emit_dispatch_t {
   bool barrier_before;  // set by kiln_emit_program_schedule
 } kiln_emit_dispatch_t;
 
+// An op run on the host between GPU segments (lower_host.c): the module
+// submits the dispatches before `first_dispatch`, waits, calls the cpu
+// native module's import, then goes on recording (docs/partitioning.md).
+typedef enum kiln_emit_host_kind_e {
+  KILN_EMIT_HOST_TOPK,     // ranges: x, values, indices
+  KILN_EMIT_HOST_NONZERO,  // ranges: x, out
+  KILN_EMIT_HOST_NMS,      // ranges: boxes, scores, out
+  KILN_EMIT_HOST_ELEMENTWISE,  // ranges: out, a, b, c (compare, logic, Where)
+} kiln_emit_host_kind_t;
+
+typedef struct kiln_emit_host_op_t {
+  kiln_emit_host_kind_t kind;
+  size_t first_dispatch;  // dispatches before it: its GPU segment and earlier ones
+  uint32_t range_count;
+  kiln_emit_range_t ranges[4];
+  int64_t ints[8];  // TOPK: outer, n, inner, k, flags; NONZERO: element, bound;
+                    // NMS: batches, spatial, classes, max_per_class, flags;
+                    // ELEMENTWISE: op, element
+  // ELEMENTWISE: [rank, dims, strides of a, b, c] (cpu.elementwise's list).
+  int64_t broadcast[1 + 4 * KILN_GRAPH_MAX_RANK];
+  uint32_t broadcast_size;
+  float floats[2];  // NMS: iou and score thresholds
+  kiln_graph_shape_t shape;  // NONZERO: the input's dims
+  // The graph output whose dim `count_dim` is the count the op returns
+  // (a data-dependent shape); -1 when the shape is static.
+  int32_t count_output, count_dim;
+} kiln_emit_host_op_t;
+
 typedef struct kiln_emit_program_t {
   kiln_allocator_t allocator;
   const kiln_graph_t* graph;
@@ -99,6 +127,11 @@ typedef struct kiln_emit_program_t {
   // Copied into each dispatch added (see kiln_emit_dispatch_t); lowerings
   // set it around dispatches that write disjoint parts of one output.
   uint32_t disjoint_group;
+  // Host ops in program order (each closes a GPU segment); none unless a
+  // node has no GPU lowering and fallback is allowed.
+  kiln_emit_host_op_t* host_ops;
+  size_t host_op_count, host_op_capacity;
+  bool no_fallback;  // kiln_onnx_compile_options_t.no_fallback
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
@@ -180,8 +213,16 @@ uint64_t kiln_emit_desc_float_bytes(const kiln_emit_program_t* program,
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                                      const kiln_emit_dispatch_desc_t* desc);
 
+// Appends a host op closing the current GPU segment (lower_host.c).
+kiln_status_t kiln_emit_add_host_op(kiln_emit_program_t* program,
+                                    const kiln_emit_host_op_t* op);
+// Bounds of GPU segment `s` (0 .. host_op_count): dispatches [begin, end).
+void kiln_emit_segment(const kiln_emit_program_t* program, size_t s, size_t* begin,
+                       size_t* end);
+
 // Orders the dispatches by hazard level and places one barrier between
-// levels (schedule.c); run once, after the last dispatch is added.
+// levels (schedule.c), within each GPU segment (host ops stay between
+// them); run once, after the last dispatch is added.
 kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program);
 
 // Lowers one live node into dispatches; UNIMPLEMENTED names node and op.

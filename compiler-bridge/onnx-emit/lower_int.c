@@ -25,6 +25,11 @@ int32_t kiln_lower_int_input_root(const kiln_graph_t* graph, int32_t value_id) {
     if (value->is_input) return value_id;
     if (value->data || value->producer < 0) return -1;
     const kiln_graph_node_t* node = &graph->nodes[value->producer];
+    // TopK's indices, written by the host op, are int64 data in place.
+    if (strcmp(node->op_type, "TopK") == 0 && node->output_count > 1 &&
+        node->outputs[1] == value_id) {
+      return value_id;
+    }
     if (!kiln_lower_is_int_passthrough(node->op_type) || node->input_count == 0) return -1;
     value_id = node->inputs[0];
   }
@@ -83,6 +88,12 @@ kiln_status_t kiln_lower_cast(const kiln_lower_t* l) {
     return kiln_lower_refuse(l, "only Cast to float32 or float16 runs");
   }
   if (kiln_lower_is_float(x)) return kiln_lower_cast_float(l, x, y);
+  if (x->dtype == KILN_GRAPH_DTYPE_BOOL) {
+    if (y->dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_lower_refuse(l, "Cast of bool runs on the host, to float32 only (not at f16)");
+    }
+    return kiln_lower_host_bool_to_float(l);
+  }
   kiln_emit_range_t in, out;
   uint32_t words = 1;
   KILN_RETURN_IF_ERROR(kiln_lower_int_range(l, l->node->inputs[0], &in, &words));

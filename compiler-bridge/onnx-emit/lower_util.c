@@ -225,7 +225,7 @@ static const kiln_lowering_t kLowerings[] = {
     {"LSTM", kiln_lower_rnn, NULL, 0, "no peepholes"},
     {"GRU", kiln_lower_rnn, NULL, 0, NULL},
     {"RNN", kiln_lower_rnn, NULL, 0, NULL},
-    {"Where", kiln_lower_where, NULL, 0, "constant condition"},
+    {"Where", kiln_lower_where_any, NULL, 0, "run-time condition on the host"},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
     {"kiln.QuantizeDequantize", kiln_lower_quantize_dequantize, NULL, 0,
@@ -235,6 +235,18 @@ static const kiln_lowering_t kLowerings[] = {
     {"kiln.Requantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
     {"QuantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs"},
     {"DequantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs, of constants"},
+    {"TopK", kiln_lower_host, NULL, 0, "on the host"},
+    {"NonZero", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
+    {"NonMaxSuppression", kiln_lower_host, NULL, 0, "on the host, as a graph output"},
+    {"Equal", kiln_lower_host, NULL, 0, "on the host"},
+    {"Less", kiln_lower_host, NULL, 0, "on the host"},
+    {"Greater", kiln_lower_host, NULL, 0, "on the host"},
+    {"LessOrEqual", kiln_lower_host, NULL, 0, "on the host"},
+    {"GreaterOrEqual", kiln_lower_host, NULL, 0, "on the host"},
+    {"Not", kiln_lower_host, NULL, 0, "on the host"},
+    {"And", kiln_lower_host, NULL, 0, "on the host"},
+    {"Or", kiln_lower_host, NULL, 0, "on the host"},
+    {"Xor", kiln_lower_host, NULL, 0, "on the host"},
 };
 #undef PLAIN
 #undef CODED
@@ -300,6 +312,7 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
     if (dtype == KILN_GRAPH_DTYPE_I64 || dtype == KILN_GRAPH_DTYPE_I32) {
       return kiln_lower_int_passthrough(&l);
     }
+    if (dtype == KILN_GRAPH_DTYPE_BOOL) return kiln_lower_host_bool_copy(&l);
   }
   for (size_t i = 0; i < kiln_lowering_count(); ++i) {
     const kiln_lowering_t* row = &kLowerings[i];

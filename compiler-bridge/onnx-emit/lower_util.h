@@ -116,6 +116,14 @@ kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
 kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
+// TopK, NonZero, NonMaxSuppression, comparisons and logic as host ops
+// (lower_host.c); Where on the GPU when its mask is a constant, else on
+// the host.
+kiln_status_t kiln_lower_host(const kiln_lower_t* l);
+kiln_status_t kiln_lower_where_any(const kiln_lower_t* l);
+// Reshape-family nodes and Cast to float on run-time bool data (host).
+kiln_status_t kiln_lower_host_bool_copy(const kiln_lower_t* l);
+kiln_status_t kiln_lower_host_bool_to_float(const kiln_lower_t* l);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 // kiln.QuantizeDequantize; the int8 run-time ops' refusal (lower_quant.c).

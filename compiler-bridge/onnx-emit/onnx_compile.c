@@ -33,6 +33,16 @@ kiln_status_t kiln_onnx_precision_parse(const char* text, kiln_onnx_precision_t*
   return kiln_ok_status();
 }
 
+// Ops that read integer and bool run-time data on the host (lower_host.c).
+static bool kiln_onnx_compile_is_host_reader(const char* op) {
+  static const char* const kOps[] = {"NonZero", "Equal", "Less", "Greater", "LessOrEqual",
+                                     "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where"};
+  for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); ++i) {
+    if (strcmp(op, kOps[i]) == 0) return true;
+  }
+  return false;
+}
+
 // Integer graph input data reaches the GPU only as Gather indices or
 // through a Cast to float, possibly after reshape-family nodes (lower_int.c);
 // any other use is refused here, naming the input and the consumer.
@@ -53,6 +63,7 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
     for (size_t i = 0; i < node->input_count; ++i) {
       if (node->inputs[i] != id) continue;
       if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
+      if (kiln_onnx_compile_is_host_reader(node->op_type)) continue;  // read on the host
       if (strcmp(node->op_type, "Cast") == 0) {
         int64_t to = 0;
         KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "to", 0, &to));
@@ -83,8 +94,29 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
   return kiln_ok_status();
 }
 
+// Whether every reader of value `id` runs on the host (which reads bool
+// data as is).
+static bool kiln_onnx_compile_feeds_host_only(const kiln_graph_t* graph, int32_t id) {
+  bool read = false;
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    for (size_t i = 0; i < node->input_count; ++i) {
+      if (node->inputs[i] != id) continue;
+      // Reshapes and Cast of bool data run on the host too.
+      if (!kiln_onnx_compile_is_host_reader(node->op_type) &&
+          !kiln_lower_is_int_passthrough(node->op_type) && strcmp(node->op_type, "Cast") != 0) {
+        return false;
+      }
+      read = true;
+    }
+  }
+  return read;
+}
+
 // Graph inputs cross the ABI as f32 buffer views (f16 for fp16 models), or
-// i64/i32 ones for token ids; outputs as f32 (f16).
+// i64/i32 ones for token ids, or bool ones read only on the host; outputs as
+// f32 (f16), or i64 indices.
 static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
   if (graph->output_count == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "'%s': the graph has no outputs",
@@ -96,18 +128,36 @@ static kiln_status_t kiln_onnx_compile_check_io(const kiln_graph_t* graph) {
     const kiln_graph_value_t* value = &graph->values[id];
     bool is_index = is_input && (value->dtype == KILN_GRAPH_DTYPE_I64 ||
                                  value->dtype == KILN_GRAPH_DTYPE_I32);
-    // ArgMax/ArgMin indices leave as an i64 buffer view.
+    bool is_host_bool = is_input && value->dtype == KILN_GRAPH_DTYPE_BOOL &&
+                        kiln_onnx_compile_feeds_host_only(graph, id);
+    // ArgMax/ArgMin/TopK indices, NonZero and NonMaxSuppression results
+    // leave as an i64 buffer view.
     const kiln_graph_node_t* producer =
         !is_input && value->producer >= 0 ? &graph->nodes[value->producer] : NULL;
-    bool is_arg = producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
-                  (strcmp(producer->op_type, "ArgMax") == 0 ||
-                   strcmp(producer->op_type, "ArgMin") == 0);
+    static const char* const kIndexOps[] = {"ArgMax", "ArgMin", "TopK", "NonZero",
+                                            "NonMaxSuppression"};
+    bool is_arg = false;
+    for (size_t k = 0; producer && value->dtype == KILN_GRAPH_DTYPE_I64 &&
+                       k < sizeof(kIndexOps) / sizeof(kIndexOps[0]); ++k) {
+      if (strcmp(producer->op_type, kIndexOps[k]) == 0) is_arg = true;
+    }
+    // Bool masks (and Where's int64 selections) computed on the host leave
+    // as views of their type.
+    if (producer && (value->dtype == KILN_GRAPH_DTYPE_BOOL ||
+                     (value->dtype == KILN_GRAPH_DTYPE_I64 &&
+                      strcmp(producer->op_type, "Where") == 0)) &&
+        (kiln_onnx_compile_is_host_reader(producer->op_type) ||
+         kiln_lower_is_int_passthrough(producer->op_type))) {
+      is_arg = true;
+    }
     if (value->dtype != KILN_GRAPH_DTYPE_F32 && value->dtype != KILN_GRAPH_DTYPE_F16 &&
-        !is_index && !is_arg) {
+        !is_index && !is_arg && !is_host_bool) {
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s '%s' is %s; compiled models take float32, float16, "
-                              "int64 or int32 inputs and return float32 or float16 outputs "
-                              "(int64 from ArgMax/ArgMin)",
+                              "int64 or int32 inputs (bool ones only into host ops) and return "
+                              "float32 or float16 outputs (int64 from "
+                              "ArgMax/ArgMin/TopK/NonZero/NonMaxSuppression, bool from "
+                              "host comparisons)",
                               graph->source, is_input ? "input" : "output", value->name,
                               kiln_graph_dtype_name(value->dtype));
     }
@@ -251,6 +301,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
       *range = options->max_storage_buffer_range;
     }
   }
+  program.no_fallback = options->no_fallback;
   kiln_status_t status = kiln_ok_status();
   // Level by level (node order within a level): the order the memory plan's
   // lifetimes assume, so a range is reused only after its last reader.

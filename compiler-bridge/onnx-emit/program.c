@@ -60,6 +60,7 @@ void kiln_emit_program_deinit(kiln_emit_program_t* program) {
   kiln_allocator_free(program->allocator, program->weight_offsets);
   kiln_allocator_free(program->allocator, program->weight_offsets_f16);
   kiln_allocator_free(program->allocator, program->weight_pieces);
+  kiln_allocator_free(program->allocator, program->host_ops);
   kiln_arena_deinit(&program->weight_copies);
   memset(program, 0, sizeof(*program));
 }
@@ -390,4 +391,22 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
   dispatch->disjoint_group = program->disjoint_group;
   ++program->dispatch_count;
   return kiln_ok_status();
+}
+
+kiln_status_t kiln_emit_add_host_op(kiln_emit_program_t* program,
+                                    const kiln_emit_host_op_t* op) {
+  KILN_RETURN_IF_ERROR(kiln_emit_grow(program->allocator, (void**)&program->host_ops,
+                                      program->host_op_count, &program->host_op_capacity,
+                                      sizeof(*program->host_ops)));
+  kiln_emit_host_op_t* added = &program->host_ops[program->host_op_count++];
+  *added = *op;
+  added->first_dispatch = program->dispatch_count;
+  return kiln_ok_status();
+}
+
+void kiln_emit_segment(const kiln_emit_program_t* program, size_t s, size_t* begin,
+                       size_t* end) {
+  *begin = s == 0 ? 0 : program->host_ops[s - 1].first_dispatch;
+  *end = s < program->host_op_count ? program->host_ops[s].first_dispatch
+                                    : program->dispatch_count;
 }

@@ -41,8 +41,8 @@ static bool kiln_emit_covers(const kiln_emit_range_t* outer, const kiln_emit_ran
 // nothing: the group's other dispatches do not see it. Reads of the
 // weights order nothing unless some dispatch writes them, and are then
 // not kept.
-static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* levels,
-                                      uint32_t* out_max_level) {
+static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, size_t begin, size_t end,
+                                      uint32_t* levels, uint32_t* out_max_level) {
   kiln_allocator_t allocator = program->allocator;
   kiln_emit_access_t* live = NULL;
   size_t live_count = 0, live_capacity = 0;
@@ -57,7 +57,7 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
     }
   }
   kiln_status_t status = kiln_ok_status();
-  for (size_t k = 0; k < program->dispatch_count && !status; ++k) {
+  for (size_t k = begin; k < end && !status; ++k) {
     const kiln_emit_dispatch_t* d = &program->dispatches[k];
     uint32_t level = 0;
     for (uint32_t b = 0; b < d->binding_count; ++b) {
@@ -70,7 +70,7 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
         }
       }
     }
-    levels[k] = level;
+    levels[k - begin] = level;
     if (level > max_level) max_level = level;
     for (uint32_t b = 0; b < d->binding_count && !status; ++b) {
       bool writes = (d->written_mask >> b) & 1;
@@ -100,9 +100,10 @@ static kiln_status_t kiln_emit_levels(kiln_emit_program_t* program, uint32_t* le
   return status;
 }
 
-kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program) {
-  size_t n = program->dispatch_count;
-  program->barrier_count = 0;
+// Schedules dispatches [begin, end): one GPU segment.
+static kiln_status_t kiln_emit_schedule_segment(kiln_emit_program_t* program, size_t begin,
+                                                size_t end) {
+  size_t n = end - begin;
   if (n == 0) return kiln_ok_status();
   kiln_allocator_t allocator = program->allocator;
   uint32_t* levels = NULL;
@@ -113,7 +114,7 @@ kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program) {
   if (!status) {
     status = kiln_allocator_realloc_array(allocator, n, sizeof(*sorted), (void**)&sorted);
   }
-  if (!status) status = kiln_emit_levels(program, levels, &max_level);
+  if (!status) status = kiln_emit_levels(program, begin, end, levels, &max_level);
   if (!status) {
     // Stable by level: within a level, the lowering's order.
     size_t out = 0;
@@ -121,16 +122,26 @@ kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program) {
       bool first = true;
       for (size_t k = 0; k < n; ++k) {
         if (levels[k] != level) continue;
-        sorted[out] = program->dispatches[k];
+        sorted[out] = program->dispatches[begin + k];
         sorted[out].barrier_before = first && level > 0;
         first = false;
         ++out;
       }
     }
-    memcpy(program->dispatches, sorted, n * sizeof(*sorted));
-    program->barrier_count = max_level;
+    memcpy(program->dispatches + begin, sorted, n * sizeof(*sorted));
+    program->barrier_count += max_level;
   }
   kiln_allocator_free(allocator, sorted);
   kiln_allocator_free(allocator, levels);
   return status;
+}
+
+kiln_status_t kiln_emit_program_schedule(kiln_emit_program_t* program) {
+  program->barrier_count = 0;
+  for (size_t s = 0; s <= program->host_op_count; ++s) {
+    size_t begin = 0, end = 0;
+    kiln_emit_segment(program, s, &begin, &end);
+    KILN_RETURN_IF_ERROR(kiln_emit_schedule_segment(program, begin, end));
+  }
+  return kiln_ok_status();
 }

@@ -188,5 +188,6 @@ extern const kiln_op_def_t kiln_ops_attention[];
 extern const kiln_op_def_t kiln_ops_arg[];
 extern const kiln_op_def_t kiln_ops_versions[];
 extern const kiln_op_def_t kiln_ops_quant[];
+extern const kiln_op_def_t kiln_ops_host[];
 
 #endif  // KILN_COMPILER_BRIDGE_ONNX_OPS_H_

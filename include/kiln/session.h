@@ -82,6 +82,7 @@
 #include "kiln/hal/buffer_view.h"
 #include "kiln/hal/device.h"
 #include "kiln/modules/hal_module.h"
+#include "kiln/modules/cpu_ops_module.h"
 #include "kiln/vm/context.h"
 #include "kiln/vm/instance.h"
 #include "kiln/vm/module.h"
@@ -172,6 +173,8 @@ kiln_hal_device_t* kiln_session_device(const kiln_session_t* session);
 kiln_allocator_t kiln_session_allocator(const kiln_session_t* session);
 // Host and device bytes the session holds now (what the budget counts).
 uint64_t kiln_session_memory_in_use(const kiln_session_t* session);
+// What the session's "cpu" module (host ops between GPU segments) did.
+kiln_cpu_ops_stats_t kiln_session_cpu_ops_stats(const kiln_session_t* session);
 
 // Modules join in order (dependencies first), before the first lookup.
 kiln_status_t kiln_session_add_native_module(

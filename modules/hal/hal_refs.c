@@ -115,3 +115,10 @@ kiln_status_t kiln_hal_module_unwrap_command_buffer(
   return kiln_hal_ref_unwrap(ref, &kiln_hal_command_buffer_ref_type, what,
                              (void**)out_command_buffer);
 }
+
+kiln_status_t kiln_hal_module_unwrap_buffer(kiln_vm_ref_object_t* ref,
+                                            const char* what,
+                                            kiln_hal_buffer_t** out_buffer) {
+  return kiln_hal_ref_unwrap(ref, &kiln_hal_buffer_ref_type, what,
+                             (void**)out_buffer);
+}

@@ -6,7 +6,7 @@
 #include "kiln/vm/module.h"
 #include "model_internal.h"
 
-enum { KILN_MODEL_MAX_MODULES = 31 };  // a session adds hal in front
+enum { KILN_MODEL_MAX_MODULES = 30 };  // a session adds hal and cpu in front
 
 struct kiln_model_t {
   uint32_t references;  // atomic

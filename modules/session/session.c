@@ -31,7 +31,9 @@ struct kiln_session_t {
   kiln_model_t* model;
   bool shared_model;  // options.model: nothing may be added
   kiln_vm_module_t* hal_module;  // this session's, on the model's cache
-  // [0] = hal, then the model's modules (borrowed), set with the context.
+  kiln_vm_module_t* cpu_module;  // host ops between GPU segments
+  kiln_cpu_ops_stats_t cpu_stats;
+  // [0] = hal, [1] = cpu, then the model's modules (borrowed), set with the context.
   kiln_vm_module_t* modules[KILN_SESSION_MAX_MODULES];
   size_t module_count;
   kiln_vm_context_t* context;  // made on first lookup
@@ -126,6 +128,10 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
         session->instance, session->device, &module_options,
         &session->hal_module);
   }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_cpu_ops_module_create(session->instance, &session->cpu_stats,
+                                        &session->cpu_module);
+  }
   if (!kiln_status_is_ok(status)) {
     kiln_session_destroy(session);
     return status;
@@ -138,6 +144,7 @@ void kiln_session_destroy(kiln_session_t* session) {
   if (!session) return;
   kiln_vm_context_destroy(session->context);
   kiln_vm_module_release(session->hal_module);
+  kiln_vm_module_release(session->cpu_module);
   kiln_model_release(session->model);  // safe while other sessions use it
   kiln_hal_device_release(session->device);
   kiln_vm_instance_destroy(session->instance);
@@ -158,6 +165,9 @@ kiln_hal_device_t* kiln_session_device(const kiln_session_t* session) {
 }
 kiln_model_t* kiln_session_model(const kiln_session_t* session) {
   return session->model;
+}
+kiln_cpu_ops_stats_t kiln_session_cpu_ops_stats(const kiln_session_t* session) {
+  return session->cpu_stats;
 }
 kiln_allocator_t kiln_session_allocator(const kiln_session_t* session) {
   return session->allocator;
@@ -227,8 +237,9 @@ static kiln_status_t kiln_session_lookup_locked(
     size_t count = 0;
     kiln_model_freeze(session->model, &modules, &count);
     session->modules[0] = session->hal_module;
-    for (size_t i = 0; i < count; ++i) session->modules[i + 1] = modules[i];
-    session->module_count = count + 1;
+    session->modules[1] = session->cpu_module;
+    for (size_t i = 0; i < count; ++i) session->modules[i + 2] = modules[i];
+    session->module_count = count + 2;
     KILN_RETURN_IF_ERROR(kiln_vm_context_create(
         session->instance, session->modules, session->module_count, NULL,
         &session->context));

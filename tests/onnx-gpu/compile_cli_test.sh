@@ -50,3 +50,16 @@ if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
 fi
 grep -q "unknown precision 'f8'" "$dir/err.txt" || fail "precision refusal: $(cat "$dir/err.txt")"
 echo "ok: --precision"
+# NonZero runs on the host (docs/partitioning.md): the module calls
+# cpu.nonzero; --no-fallback refuses it instead, naming node and flag.
+nz=$nodes/test_nonzero_example/model.onnx
+"$compile" "$nz" -o "$dir/nz.kiln" --dump-assembly="$dir/nz.kasm" 2> "$dir/err.txt" ||
+  fail "NonZero with the fallback: $(cat "$dir/err.txt")"
+grep -q "call.import cpu.nonzero" "$dir/nz.kasm" || fail "no cpu.nonzero call in the dump"
+if "$compile" "$nz" -o "$dir/strict.kiln" --no-fallback 2> "$dir/err.txt"; then
+  fail "--no-fallback compiled a host op"
+fi
+grep -q "(op NonZero, opset .*--no-fallback forbids" "$dir/err.txt" ||
+  fail "--no-fallback refusal: $(cat "$dir/err.txt")"
+[ -e "$dir/strict.kiln" ] && fail "a refused model left a module"
+echo "ok: --no-fallback"

@@ -201,3 +201,10 @@ KILN_TEST(OnnxGpuModelTest, TinyBertTokenAndPositionEmbeddings) {
 KILN_TEST(OnnxGpuModelTest, MaskedEncoderAttentionMask) {
   kiln_check_model_on_gpu("masked_encoder", NULL);
 }
+
+// conv -> scores (GPU) -> TopK (host, docs/partitioning.md) -> Gather and
+// Mul (GPU again) against PyTorch; the dispatch count covers both GPU
+// segments.
+KILN_TEST(OnnxGpuModelTest, DetectorTailSplitAroundTopK) {
+  kiln_check_model_dispatches("detector_tail", NULL, 11);
+}

@@ -36,10 +36,11 @@ kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function
   for (size_t i = 0; i < in_count && !status; ++i) {
     const kiln_graph_tensor_t* t = &inputs[i];
     // Token ids go in as the integer views the module asserts.
-    kiln_hal_element_type_t element = t->dtype == KILN_GRAPH_DTYPE_I64   ? KILN_HAL_ELEMENT_I64
-                                      : t->dtype == KILN_GRAPH_DTYPE_I32 ? KILN_HAL_ELEMENT_I32
-                                      : t->dtype == KILN_GRAPH_DTYPE_F16 ? KILN_HAL_ELEMENT_F16
-                                                                         : KILN_HAL_ELEMENT_F32;
+    kiln_hal_element_type_t element = t->dtype == KILN_GRAPH_DTYPE_I64    ? KILN_HAL_ELEMENT_I64
+                                      : t->dtype == KILN_GRAPH_DTYPE_I32  ? KILN_HAL_ELEMENT_I32
+                                      : t->dtype == KILN_GRAPH_DTYPE_F16  ? KILN_HAL_ELEMENT_F16
+                                      : t->dtype == KILN_GRAPH_DTYPE_BOOL ? KILN_HAL_ELEMENT_BOOL
+                                                                          : KILN_HAL_ELEMENT_F32;
     kiln_hal_buffer_view_t* view = NULL;
     status = kiln_session_buffer_view_from_host(session, element,
                                                 (size_t)t->shape.rank, t->shape.dims,
@@ -53,10 +54,20 @@ kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function
   if (!status) status = kiln_session_invoke(session, function, args, in_count, results, out_count);
   for (size_t o = 0; o < out_count && !status; ++o) {
     const kiln_graph_value_t* value = &graph->values[graph->outputs[o]];
-    status = kiln_graph_tensor_allocate(kiln_allocator_system(), value->dtype, &value->shape,
-                                        &outputs[o]);
     kiln_hal_buffer_view_t* view = NULL;
-    if (!status) status = kiln_hal_module_unwrap_buffer_view(results[o].ref, "result", &view);
+    status = kiln_hal_module_unwrap_buffer_view(results[o].ref, "result", &view);
+    // The view's shape: a data-dependent output (NonZero, NMS) has fewer
+    // rows than the graph's bound.
+    kiln_graph_shape_t shape = value->shape;
+    if (!status && kiln_hal_buffer_view_rank(view) == (size_t)shape.rank) {
+      for (int32_t d = 0; d < shape.rank; ++d) {
+        shape.dims[d] = kiln_hal_buffer_view_dim(view, (size_t)d);
+      }
+    }
+    if (!status) {
+      status = kiln_graph_tensor_allocate(kiln_allocator_system(), value->dtype, &shape,
+                                          &outputs[o]);
+    }
     if (!status) {
       status = kiln_session_buffer_view_to_host(session, view, outputs[o].data,
                                                 outputs[o].byte_size);

@@ -217,6 +217,19 @@ static kiln_node_test_result_t kiln_run_data_set(
     kiln_status_free(status);
     goto done;
   }
+  // Data-dependent output shapes (NonZero, NonMaxSuppression on run-time
+  // data): the reference executor has static shapes only; compiled modules
+  // run these on the host (tests/onnx-gpu, docs/partitioning.md).
+  for (size_t n = 0; n < optimized.node_count; ++n) {
+    const kiln_graph_node_t* node = &optimized.nodes[n];
+    if (!node->removed && (strcmp(node->op_type, "NonZero") == 0 ||
+                           strcmp(node->op_type, "NonMaxSuppression") == 0)) {
+      snprintf(message, message_size, "%s has a data-dependent output shape",
+               node->op_type);
+      result = KILN_NODE_TEST_UNSUPPORTED;
+      goto done;
+    }
+  }
   if (kiln_run_and_compare(&raw, NULL, inputs, input_count, expected,
                            expected_count, "raw graph", rtol, atol, message,
                            message_size) &&

@@ -1,6 +1,7 @@
 // kiln-compile model.onnx -o model.kiln [--target-triple=T]...
 // [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
 // [--print-memory-plan] [--dump-assembly=FILE] [--max-storage-range=BYTES]
+// [--no-fallback]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,9 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "                           outputs keep the model's dtype; needs 16-bit\n"
           "                           storage). Default: the model's (f16 for fp16\n"
           "                           models), see docs/precision.md\n"
+          "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
+          "                           running them on the host between GPU segments\n"
+          "                           (TopK, NonZero, NonMaxSuppression)\n"
           "  --help                   this text\n");
 }
 
@@ -169,6 +173,8 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       const char* value = arg[11] == '=' ? arg + 12 : argv[++i];
       kiln_status_t status = kiln_onnx_precision_parse(value, &options.precision);
       if (status) return kiln_compile_onnx_fail(status);
+    } else if (strcmp(arg, "--no-fallback") == 0) {
+      options.no_fallback = true;
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {

@@ -220,7 +220,9 @@ enum { KILN_RUN_MAX_TRACKED = 1024 };
 
 // What --print_statistics learns about dispatches: the executable names
 // (from executable.lookup), each recorded dispatch of the first command
-// buffer recorded, and GPU time summed per dispatch over all calls.
+// buffers recorded into before the first submission (one per GPU segment of
+// a model with host ops, docs/partitioning.md), and GPU time summed per
+// dispatch over all calls.
 typedef struct kiln_run_dispatch_t {
   char executable[48];
   int32_t grid[3];
@@ -237,21 +239,34 @@ typedef struct kiln_run_hook_state_t {
   // timestamps are read after the call, outside its timed wall time.
   kiln_vm_ref_object_t* submitted[8];
   size_t submitted_count;
+  uint64_t submissions;  // every submit_and_wait of every call (GPU segments)
   size_t executable_count;
   const void* executable_refs[64];
   char executable_names[64][48];
-  const void* tracked_command_buffer;  // the first one recorded into
+  // The first command buffers recorded into, each with its dispatches at
+  // [first, first + count) of `dispatches` (recorded one after the other).
+  const void* tracked[8];
+  size_t tracked_first[8], tracked_count[8], tracked_buffers;
   size_t dispatch_count;
   kiln_run_dispatch_t dispatches[KILN_RUN_MAX_TRACKED];
 } kiln_run_hook_state_t;
 
 static void kiln_run_note_dispatch(kiln_run_hook_state_t* hook,
                                    const kiln_vm_value_t* args) {
-  if (!hook->tracked_command_buffer) hook->tracked_command_buffer = args[0].ref;
-  if (args[0].ref != hook->tracked_command_buffer ||
-      hook->dispatch_count == KILN_RUN_MAX_TRACKED) {
-    return;
+  size_t t = 0;
+  while (t < hook->tracked_buffers && hook->tracked[t] != args[0].ref) ++t;
+  if (t == hook->tracked_buffers) {
+    // Buffers recorded before the first submission (a compiled model's
+    // segments); a program recording anew each call keeps its first.
+    if (t == 8 || (t > 0 && hook->submissions > 0)) return;
+    hook->tracked[t] = args[0].ref;
+    hook->tracked_first[t] = hook->dispatch_count;
+    hook->tracked_count[t] = 0;
+    hook->tracked_buffers++;
   }
+  // Only the last buffer tracked may still grow (recording is sequential).
+  if (t + 1 != hook->tracked_buffers || hook->dispatch_count == KILN_RUN_MAX_TRACKED) return;
+  hook->tracked_count[t]++;
   kiln_run_dispatch_t* dispatch = &hook->dispatches[hook->dispatch_count++];
   snprintf(dispatch->executable, sizeof(dispatch->executable), "?");
   for (size_t i = 0; i < hook->executable_count; ++i) {
@@ -306,13 +321,14 @@ static void kiln_run_add_gpu_time(kiln_run_hook_state_t* hook,
       kiln_hal_module_unwrap_command_buffer(ref, "statistics", &command_buffer);
   uint32_t count =
       status ? 0 : kiln_hal_command_buffer_dispatch_count(command_buffer);
-  bool tracked = ref == hook->tracked_command_buffer &&
-                 count == hook->dispatch_count;
+  size_t t = 0;
+  while (t < hook->tracked_buffers && hook->tracked[t] != ref) ++t;
+  bool tracked = t < hook->tracked_buffers && count == hook->tracked_count[t];
   for (uint32_t i = 0; i < count && !status; ++i) {
     double ns = 0;
     status = kiln_hal_command_buffer_dispatch_time_ns(command_buffer, i, &ns);
     hook->dispatch_ns += ns;
-    if (tracked) hook->dispatches[i].total_ns += ns;
+    if (tracked) hook->dispatches[hook->tracked_first[t] + i].total_ns += ns;
   }
   double total_ns = 0;
   if (!status) status = kiln_hal_command_buffer_total_time_ns(command_buffer, &total_ns);
@@ -331,6 +347,7 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
   kiln_run_hook_state_t* hook = user_data;
   if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
     if (strcmp(export_name, "device.submit_and_wait") == 0) {
+      hook->submissions++;
       if (hook->submitted_count < 8) {
         kiln_vm_ref_retain(args[1].ref);
         hook->submitted[hook->submitted_count++] = args[1].ref;
@@ -601,6 +618,16 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             "command to last; its dispatches alone: %.3f ms)\n",
             gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
     kiln_run_print_top_dispatches(&run->hook, calls);
+    // The GPU/host split of a partitioned model (docs/partitioning.md).
+    kiln_cpu_ops_stats_t host = kiln_session_cpu_ops_stats(run->session);
+    fprintf(run->out,
+            "[statistics] split per call: %.1f GPU segments (submissions), %.1f host ops; "
+            "host time %.3f ms, bytes moved %.1f KiB (device->host %.1f, host->device "
+            "%.1f)\n",
+            (double)run->hook.submissions / calls, (double)host.calls / calls,
+            host.host_ns / 1e6 / calls,
+            (host.bytes_read + host.bytes_written) / 1024.0 / calls,
+            host.bytes_read / 1024.0 / calls, host.bytes_written / 1024.0 / calls);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
     fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",

@@ -53,6 +53,9 @@ typedef struct kiln_onnx_compile_options_t {
   // target allows more (tests of the large-tensor splits at small sizes).
   uint64_t max_storage_buffer_range;
   kiln_onnx_precision_t precision;
+  // Refuse nodes that would run on the host between GPU segments (TopK,
+  // NonZero, NonMaxSuppression; docs/partitioning.md) instead of splitting.
+  bool no_fallback;
 } kiln_onnx_compile_options_t;
 
 // Parses "f32" / "f16" (for --precision).

@@ -106,6 +106,11 @@ kiln_status_t kiln_hal_module_unwrap_buffer_view(
     kiln_vm_ref_object_t* ref, const char* what,
     kiln_hal_buffer_view_t** out_view);
 
+// The buffer inside a hal.buffer ref (borrowed), or an error naming `what`.
+kiln_status_t kiln_hal_module_unwrap_buffer(kiln_vm_ref_object_t* ref,
+                                            const char* what,
+                                            kiln_hal_buffer_t** out_buffer);
+
 // The command buffer inside a hal.command_buffer ref (borrowed).
 kiln_status_t kiln_hal_module_unwrap_command_buffer(
     kiln_vm_ref_object_t* ref, const char* what,
