@@ -96,6 +96,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
      KILN_CPU_TEXEL_INPUTS},
+    // gemm's ABI; f16 x f16 -> f32 on 16x16 cooperative matrices
+    // (SPV_NV_cooperative_matrix, shaderFloat16). The fp32 build stages f32
+    // A/B as f16; the fp16-storage build reads and writes f16.
+    {KILN_KERNEL_GEMM_COOPMAT, "gemm_coopmat", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
+     KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -75,10 +75,14 @@ const uint B_VECS = BK * BN / 8;
 const uint A_SLOTS = (A_VECS + THREADS - 1) / THREADS;
 const uint B_SLOTS = (B_VECS + THREADS - 1) / THREADS;
 
-shared uvec4 kiln_a_sh[2 * A_SIZE];
-shared uvec4 kiln_b_sh[2 * B_SIZE];
-// One 16x16 f32 tile per subgroup on its way to the epilogue.
-shared float kiln_c_sh[WARPS * 256];
+// All shared memory in one array of a fixed length (so the runtime's
+// robust-access clamp can bound each cooperative-matrix load and store by
+// its stride, hal/spirv_clamp_local.c): two A buffers, two B buffers, and
+// after the main loop one 16x16 f32 tile per subgroup on its way to the
+// epilogue. KILN_COOPMAT_SHARED_VEC4 (kernels_codes.h) is the most any
+// tiling may use; kiln_kernel_coopmat_tiling_apply checks it.
+shared uvec4 kiln_sh[KILN_COOPMAT_SHARED_VEC4];
+const uint B_SH0 = 2 * A_SIZE;  // first B buffer
 
 uint a_base, b_base;
 bool a_fast, b_fast, b_rows;  // b_rows: uvec4s of B run along n
@@ -154,14 +158,14 @@ void kiln_stage(uint buf) {
   const uint tid = gl_LocalInvocationID.x;
   [[unroll]] for (uint s = 0; s < A_SLOTS; ++s) {
     const uint q = tid + s * THREADS;
-    if (q < A_VECS) kiln_a_sh[buf * A_SIZE + (q / BK8) * A_S8 + q % BK8] = kiln_a_stage[s];
+    if (q < A_VECS) kiln_sh[buf * A_SIZE + (q / BK8) * A_S8 + q % BK8] = kiln_a_stage[s];
   }
   [[unroll]] for (uint s = 0; s < B_SLOTS; ++s) {
     const uint q = tid + s * THREADS;
     if (q < B_VECS) {
       const uint at = b_rows ? (q / (BN / 8)) * BR_S8 + q % (BN / 8)
                              : (q / BK8) * BC_S8 + q % BK8;
-      kiln_b_sh[buf * B_SIZE + at] = kiln_b_stage[s];
+      kiln_sh[B_SH0 + buf * B_SIZE + at] = kiln_b_stage[s];
     }
   }
 }
@@ -206,19 +210,19 @@ void main() {
     const bool more = t + 1 < steps;
     if (more) kiln_fetch(row0, col0, (t + 1) * BK);
     const uint a0 = (t & 1) * A_SIZE + wm * WM * A_S8;
-    const uint b0 = (t & 1) * B_SIZE;
+    const uint b0 = B_SH0 + (t & 1) * B_SIZE;
     [[unroll]] for (uint kk = 0; kk < BK / 16; ++kk) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[TILES_M];
       [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
-        coopMatLoadNV(ma[i], kiln_a_sh, a0 + i * 16 * A_S8 + kk * 2, A_S8, false);
+        coopMatLoadNV(ma[i], kiln_sh, a0 + i * 16 * A_S8 + kk * 2, A_S8, false);
       }
       [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb;
         const uint n = wn * WN + j * 16;
         if (b_rows) {
-          coopMatLoadNV(mb, kiln_b_sh, b0 + kk * 16 * BR_S8 + n / 8, BR_S8, false);
+          coopMatLoadNV(mb, kiln_sh, b0 + kk * 16 * BR_S8 + n / 8, BR_S8, false);
         } else {
-          coopMatLoadNV(mb, kiln_b_sh, b0 + n * BC_S8 + kk * 2, BC_S8, true);
+          coopMatLoadNV(mb, kiln_sh, b0 + n * BC_S8 + kk * 2, BC_S8, true);
         }
         [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
           acc[i * TILES_N + j] = coopMatMulAddNV(ma[i], mb, acc[i * TILES_N + j]);
@@ -229,23 +233,22 @@ void main() {
     barrier();
   }
 
-  // Each subgroup passes its tiles through its 16x16 of shared memory to
+  // Each subgroup passes its tiles through its 16x16 f32 of shared memory
+  // (64 uvec4s of the staging array, free after the loop's last barrier) to
   // gemm's epilogue, a quad of columns per invocation at a time.
   const uint lane = gl_SubgroupInvocationID;
   [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
     [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
       const uint gm0 = row0 + wm * WM + i * 16, gn0 = col0 + wn * WN + j * 16;
       if (gm0 >= p.m || gn0 >= p.n) continue;  // uniform in the subgroup
-      coopMatStoreNV(acc[i * TILES_N + j], kiln_c_sh, warp * 256, 16, false);
+      coopMatStoreNV(acc[i * TILES_N + j], kiln_sh, warp * 64, 4, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint q = lane; q < 64; q += SG) {
         const uint r = q / 4, c = (q % 4) * 4;
         const uint gm = gm0 + r, gn = gn0 + c;
         if (gm < p.m && gn < p.n) {
-          const uint at = warp * 256 + r * 16 + c;
-          kiln_gemm_epilogue(gm, gn, vec4(kiln_c_sh[at], kiln_c_sh[at + 1],
-                                          kiln_c_sh[at + 2], kiln_c_sh[at + 3]));
+          kiln_gemm_epilogue(gm, gn, uintBitsToFloat(kiln_sh[warp * 64 + r * 4 + c / 4]));
         }
       }
       subgroupBarrier();

@@ -112,6 +112,9 @@
 #define KILN_SPEC_COOPMAT_TILES_M 11
 #define KILN_SPEC_COOPMAT_TILES_N 12
 #define KILN_SPEC_COOPMAT_BK 13
+// gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
+// 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
+#define KILN_COOPMAT_SHARED_VEC4 2624
 // conv2d / depthwise / conv_transpose.
 #define KILN_SPEC_CONV_CO_BLOCK 3  // output channels per invocation (conv2d)
 #define KILN_SPEC_CONV_ACTIVATION 4
