@@ -5,6 +5,7 @@
 // added, unlike SPIRV-Tools' pass, which the no-robustness device still
 // gets). The clamps' run-time effect is tested on a device by
 // KernelInterfaceTest.OutOfBoundsSharedIndexRunsSafely.
+#include <stdlib.h>
 #include <string.h>
 
 #include "hal_internal.h"
@@ -99,4 +100,101 @@ KILN_TEST(RobustClampTest, MalformedInputIsLeftToTheFullPass) {
                      kiln_hal_spirv_clamp_local(&info, kiln_allocator_system(), header_only, 5,
                                                 &out, &out_count));
   KILN_EXPECT_TRUE(out == NULL);
+}
+
+enum { kOpIMul = 132, kOpCooperativeMatrixLoadNV = 5359, kOpCooperativeMatrixStoreNV = 5360 };
+
+// gemm_coopmat's cooperative-matrix loads and stores (workgroup memory)
+// each get their extent clamp (an OpIMul of stride by rows - 1, see
+// spirv_clamp_local.c) and the rewrite validates.
+KILN_TEST(RobustClampTest, CooperativeMatrixAccessesAreBoundedByExtent) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  kiln_allocator_t allocator = kiln_allocator_system();
+  const kiln_kernel_variant_t variants[] = {KILN_KERNEL_VARIANT_FP32,
+                                            KILN_KERNEL_VARIANT_FP16_STORAGE};
+  for (size_t v = 0; v < 2; ++v) {
+    kiln_kernel_spirv_t spirv;
+    KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, variants[v], &spirv));
+    KILN_EXPECT_TRUE(kiln_hal_spirv_uses_cooperative_matrix(spirv.words, spirv.word_count));
+    size_t accesses = count_opcode(spirv.words, spirv.word_count, kOpCooperativeMatrixLoadNV) +
+                      count_opcode(spirv.words, spirv.word_count, kOpCooperativeMatrixStoreNV);
+    KILN_EXPECT_GE(accesses, 3);  // A, B (two layouts) loads and the C store
+    uint32_t* out = NULL;
+    size_t out_count = 0;
+    KILN_ASSERT_OK(kiln_hal_spirv_make_robust(&info, spirv.blob_name, 0, allocator, spirv.words,
+                                              spirv.word_count, &out, &out_count));
+    KILN_EXPECT_EQ(count_opcode(out, out_count, kOpIMul),
+                   count_opcode(spirv.words, spirv.word_count, kOpIMul) + accesses);
+    KILN_EXPECT_OK(kiln_hal_spirv_validate(&info, spirv.blob_name, 0, out, out_count));
+    kiln_allocator_free(allocator, out);
+  }
+}
+
+// The full pass knows nothing of cooperative-matrix accesses: a device
+// without robustBufferAccess refuses such a kernel, by name.
+KILN_TEST(RobustClampTest, CooperativeMatrixNeedsRobustBufferAccess) {
+  kiln_hal_device_info_t info;
+  device_info(&info, false);
+  kiln_kernel_spirv_t spirv;
+  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &spirv));
+  uint32_t* out = NULL;
+  size_t out_count = 0;
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix",
+      kiln_hal_spirv_make_robust(&info, "gemm_coopmat", 0, kiln_allocator_system(), spirv.words,
+                                 spirv.word_count, &out, &out_count));
+  KILN_EXPECT_TRUE(out == NULL);
+}
+
+// Forms the extent clamp cannot bound are refused, not passed on: a layout
+// operand that is not a constant, and a load straight from a buffer on a
+// device without cooperativeMatrixRobustBufferAccess (the load's pointer
+// swapped for a storage-buffer one of the same module).
+KILN_TEST(RobustClampTest, UnboundableCooperativeMatrixFormsAreRefused) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  kiln_kernel_spirv_t spirv;
+  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &spirv));
+  uint32_t* words = malloc(spirv.word_count * sizeof(uint32_t));
+  KILN_ASSERT_TRUE(words != NULL);
+  size_t load_at = 0;
+  for (size_t at = 5; at < spirv.word_count && (spirv.words[at] >> 16); at += spirv.words[at] >> 16) {
+    if ((spirv.words[at] & 0xffff) == kOpCooperativeMatrixLoadNV) {
+      load_at = at;
+      break;
+    }
+  }
+  KILN_ASSERT_GT(load_at, 0);
+  memcpy(words, spirv.words, spirv.word_count * sizeof(uint32_t));
+  words[load_at + 5] = words[load_at + 4];  // column-major := the stride id
+  uint32_t* out = NULL;
+  size_t out_count = 0;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "cooperative-matrix",
+                             kiln_hal_spirv_make_robust(&info, "bad", 0, kiln_allocator_system(),
+                                                        words, spirv.word_count, &out,
+                                                        &out_count));
+  // A pointer into a storage buffer: any access chain of one (the A vec4s).
+  enum { kOpAccessChain = 65, kOpTypePointer = 32, kStorageStorageBuffer = 12 };
+  uint32_t buffer_chain = 0;
+  for (size_t at = 5; at < spirv.word_count && (spirv.words[at] >> 16) && !buffer_chain;
+       at += spirv.words[at] >> 16) {
+    if ((spirv.words[at] & 0xffff) != kOpAccessChain) continue;
+    uint32_t type = spirv.words[at + 1];
+    for (size_t t = 5; t < spirv.word_count && (spirv.words[t] >> 16); t += spirv.words[t] >> 16) {
+      if ((spirv.words[t] & 0xffff) == kOpTypePointer && spirv.words[t + 1] == type &&
+          spirv.words[t + 2] == kStorageStorageBuffer) {
+        buffer_chain = spirv.words[at + 2];
+        break;
+      }
+    }
+  }
+  KILN_ASSERT_GT(buffer_chain, 0);
+  memcpy(words, spirv.words, spirv.word_count * sizeof(uint32_t));
+  words[load_at + 3] = buffer_chain;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "cooperativeMatrixRobustBufferAccess",
+                             kiln_hal_spirv_make_robust(&info, "bad", 0, kiln_allocator_system(),
+                                                        words, spirv.word_count, &out,
+                                                        &out_count));
+  free(words);
 }
