@@ -480,8 +480,9 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
     const char* arch = kiln_target_arch_at(i)->name;
     kiln_kernel_arch_caps_t caps = caps_for(arch);
     kiln_kernel_config_t config;
-    kiln_status_t status = kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &caps,
-                                                     KILN_KERNEL_STORAGE_FP16, &config);
+    kiln_status_t status = kiln_kernel_config_select(
+        KILN_KERNEL_GEMM_COOPMAT, &caps,
+        caps.cooperative_matrix ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32, &config);
     if (!caps.cooperative_matrix) {
       KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
       continue;
