@@ -18,7 +18,6 @@ typedef struct kiln_coopmat_tuning_row_t {
 static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
     {"turing", {2, 2, 4, 4, 32}}, {"ampere", {2, 2, 4, 4, 32}},
     {"ada", {2, 2, 4, 4, 32}},    {"hopper", {2, 2, 4, 4, 32}},
-    {"rdna3", {2, 2, 4, 4, 32}},
 };
 
 // 128x128 (4 or 8 subgroups, BK 32 / 16), 128x64, 64x128, 64x64.
