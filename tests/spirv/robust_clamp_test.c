@@ -10,6 +10,7 @@
 
 #include "hal_internal.h"
 #include "kiln/compiler/kernels.h"
+#include "kiln/compiler/kernels_target.h"
 #include "kiln_test.h"
 
 enum { kOpExtInst = 12, kOpArrayLength = 68, kOpVariable = 59, kStorageWorkgroup = 4 };
@@ -197,4 +198,55 @@ KILN_TEST(RobustClampTest, UnboundableCooperativeMatrixFormsAreRefused) {
                                                         words, spirv.word_count, &out,
                                                         &out_count));
   free(words);
+}
+
+// What the runtime does to gemm_coopmat before a driver sees it, on an
+// H200-like device description (no device needed): validation for Vulkan
+// 1.3, the interface check (bindings, push constants, specialized
+// workgroup size, shared memory within 48 KiB), then the robust rewrite.
+KILN_TEST(RobustClampTest, CoopmatPassesTheLoaderChecks) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  info.api_minor = 3;
+  info.limits.subgroup_size = 32;
+  info.limits.max_workgroup_invocations = 1024;
+  info.limits.max_shared_memory_bytes = 48 * 1024;
+  info.limits.max_push_constant_bytes = 256;
+  info.features = KILN_TARGET_FEATURE_COOPERATIVE_MATRIX | KILN_TARGET_FEATURE_FP16 |
+                  KILN_TARGET_FEATURE_STORAGE_16BIT;
+  for (uint32_t i = 0; i < 3; ++i) info.max_workgroup_size[i] = 1024;
+  kiln_kernel_arch_caps_t hopper;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &hopper));
+  const kiln_kernel_storage_t storages[] = {KILN_KERNEL_STORAGE_FP32, KILN_KERNEL_STORAGE_FP16};
+  for (size_t s = 0; s < 2; ++s) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &hopper, storages[s],
+                                             &config));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, 1));
+    kiln_kernel_spirv_t spirv;
+    KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, config.variant, &spirv));
+    kiln_hal_binding_layout_t bindings[5];
+    for (uint32_t b = 0; b < 5; ++b) {
+      bindings[b] = (kiln_hal_binding_layout_t){0, b, b < 4, KILN_HAL_BINDING_STORAGE_BUFFER};
+    }
+    kiln_hal_specialization_constant_t constants[KILN_KERNEL_MAX_SPEC_VALUES];
+    for (size_t i = 0; i < config.spec_count; ++i) {
+      constants[i] = (kiln_hal_specialization_constant_t){config.spec[i].id, config.spec[i].value};
+    }
+    kiln_hal_entry_point_spec_t entry = {
+        "main", {config.workgroup_size[0], 1, 1}, sizeof(kiln_kernel_gemm_params_t), bindings, 5,
+        0};
+    kiln_target_limits_t limits = {0, config.workgroup_size[0], config.shared_memory_bytes,
+                                   sizeof(kiln_kernel_gemm_params_t), 0};
+    kiln_hal_executable_variant_spec_t variant = {
+        "hopper", info.features, limits, spirv.words, spirv.word_count, &entry, 1,
+        constants, (uint32_t)config.spec_count};
+    kiln_hal_executable_spec_t spec = {"gemm_coopmat", &variant, 1};
+    KILN_EXPECT_OK(kiln_hal_executable_check_variant(&info, &spec, 0, kiln_allocator_system()));
+    uint32_t* out = NULL;
+    size_t out_count = 0;
+    KILN_EXPECT_OK(kiln_hal_spirv_make_robust(&info, spirv.blob_name, 0, kiln_allocator_system(),
+                                              spirv.words, spirv.word_count, &out, &out_count));
+    kiln_allocator_free(kiln_allocator_system(), out);
+  }
 }
