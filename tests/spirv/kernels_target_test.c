@@ -527,6 +527,12 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   KILN_EXPECT_EQ(grid[0], 33u);  // 128-column blocks
   KILN_EXPECT_EQ(grid[1], 32u);
   KILN_EXPECT_EQ(grid[2], 3u);
+  // The loop model covers it (steps of BK 32 grow with k).
+  uint64_t passes = 0, longer = 0;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &passes));
+  p.k = 8192;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &longer));
+  KILN_EXPECT_GT(longer, passes + 4096 / 32);
   kiln_kernel_coopmat_tiling_t small;
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select(&hopper, true, &small));
   KILN_EXPECT_EQ(small.warps_m * small.tiles_m * 16, 64u);
