@@ -20,10 +20,12 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
     {"ada", {2, 2, 4, 4, 32}},    {"hopper", {2, 2, 4, 4, 32}},
 };
 
-// 128x128 (4 or 8 subgroups, BK 32 / 16), 128x64, 64x128, 64x64.
+// 128x128 (4 or 8 subgroups, BK 32 / 16), 128x64, 64x128, 64x64, then
+// 128x256 and 256x128 (8 subgroups of 64x64, BK 16).
 static const kiln_kernel_coopmat_tiling_t kCoopmatCandidates[] = {
     {2, 2, 4, 4, 32}, {2, 2, 4, 4, 16}, {2, 4, 4, 2, 16}, {4, 2, 2, 4, 16},
     {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32}, {2, 2, 2, 2, 32}, {2, 2, 2, 2, 16},
+    {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16},
 };
 
 // Small products: 64x64 blocks.
