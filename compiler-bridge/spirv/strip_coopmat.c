@@ -76,7 +76,7 @@ kiln_status_t kiln_spirv_strip_cooperative_matrix(const char* kernel_name,
     at += length;
     if (in_body) {
       if (opcode == kOpFunctionParameter) {
-        if (KILN_DROPPED(in[1])) bad = true;
+        if (length != 3 || KILN_DROPPED(in[1])) bad = true;
         memcpy(&out[o], in, length * sizeof(uint32_t));
         o += length;
       } else if (opcode == kOpFunctionEnd) {
