@@ -43,6 +43,9 @@ kiln_status_t kiln_hal_spirv_check_interface(
     const kiln_hal_executable_spec_t* spec, uint32_t variant_index,
     kiln_allocator_t allocator, uint64_t* out_shared_bytes);
 
+// True when the SPIR-V declares a cooperative-matrix capability (NV or KHR).
+bool kiln_hal_spirv_uses_cooperative_matrix(const uint32_t* words, size_t word_count);
+
 // Makes validated SPIR-V safe to run (result allocated from `allocator`):
 // where `info->robust_buffer_access`, the local clamp; otherwise, or where
 // the local clamp leaves a form to it, SPIRV-Tools' robust-access pass.
@@ -61,7 +64,8 @@ kiln_status_t kiln_hal_spirv_graphics_robust_access(
 // Clamps the indices of access chains into memory that robustBufferAccess
 // does not bound (workgroup, private, function, push-constant, ...).
 // UNIMPLEMENTED: the SPIR-V has a form it does not handle (the caller runs
-// the full pass instead).
+// the full pass instead). Cooperative-matrix loads/stores are bounded by
+// their extent or refused (INVALID_ARGUMENT), never left to the full pass.
 kiln_status_t kiln_hal_spirv_clamp_local(const kiln_hal_device_info_t* info,
                                          kiln_allocator_t allocator, const uint32_t* words,
                                          size_t word_count, uint32_t** out_words,

@@ -15,6 +15,18 @@
 // full pass. That covers pointer access chains, runtime arrays outside
 // buffers, non-32-bit indices and lengths, and pointers whose storage class
 // cannot be traced.
+//
+// Cooperative-matrix loads and stores (SPV_NV_cooperative_matrix) reach
+// rows x stride elements past their pointer, which an index clamp alone
+// does not bound. A workgroup one must take its pointer from a one-index
+// access chain into a fixed-length array of L elements; its stride s is
+// clamped to (L - minor) / (major - 1) and the index to
+// (L - minor) - (major - 1) * s, where major is the matrix's row count
+// (columns when column-major) and minor the elements one row spans, so the
+// whole access stays in the array. A buffer one is left to the device only
+// where cooperativeMatrixRobustBufferAccess is on. Anything else is refused
+// (kiln_hal_spirv_cooperative_matrix_status): the full pass knows nothing
+// of these instructions.
 #define kDefaultMaxIdBound kiln_hal_spirv_clamp_max_id_bound
 #include <spirv-tools/libspirv.h>
 #undef kDefaultMaxIdBound
@@ -43,6 +55,19 @@ enum {
   kOpPtrAccessChain = 67,
   kOpInBoundsPtrAccessChain = 70,
   kOpISub = 130,
+  kOpIMul = 132,
+  kOpTypeFloat = 22,
+  kOpConstantTrue = 41,
+  kOpConstantFalse = 42,
+  kOpVariable = 59,
+  kOpTypeCooperativeMatrixKHR = 4456,
+  kOpCooperativeMatrixLoadKHR = 4457,
+  kOpCooperativeMatrixStoreKHR = 4458,
+  kOpTypeCooperativeMatrixNV = 5358,
+  kOpCooperativeMatrixLoadNV = 5359,
+  kOpCooperativeMatrixStoreNV = 5360,
+  kStorageWorkgroup = 4,
+  kMaxCoopOps = 512,
   kGlslUMin = 38,
   kStorageUniform = 2,
   kStorageStorageBuffer = 12,
@@ -70,6 +95,16 @@ typedef struct kiln_clamp_t {
   uint32_t type, bound, id;
 } kiln_clamp_t;
 
+// One workgroup cooperative-matrix load/store and the clamps planned for it.
+typedef struct kiln_coop_patch_t {
+  size_t chain_at;     // the one-index access chain giving its pointer
+  size_t op_at;        // the load / store
+  size_t stride_word;  // word offset of its stride operand
+  uint32_t type;       // the 32-bit int type of index and stride
+  uint32_t stride_max, major_less_one, room;  // constants (ids)
+  uint32_t stride_id, product_id, bound_id, index_id;
+} kiln_coop_patch_t;
+
 typedef struct kiln_clamp_state_t {
   kiln_allocator_t allocator;
   const uint32_t* words;
@@ -84,6 +119,11 @@ typedef struct kiln_clamp_state_t {
   uint32_t constant_count;
   kiln_clamp_t* clamps;
   uint32_t clamp_count, clamp_capacity;
+  size_t coop_ops[kMaxCoopOps];  // word offsets of the NV loads / stores
+  uint32_t coop_op_count;
+  kiln_coop_patch_t coop_patches[kMaxCoopOps];
+  uint32_t coop_patch_count;
+  const char* coop_refusal;  // set: refuse the module, with this reason
 } kiln_clamp_state_t;
 
 static spv_result_t kiln_clamp_record(void* user, const spv_parsed_instruction_t* parsed) {
@@ -106,6 +146,19 @@ static spv_result_t kiln_clamp_record(void* user, const spv_parsed_instruction_t
       break;
     case kOpFunction:
       if (!s->first_function_at) s->first_function_at = at;
+      break;
+    case kOpCooperativeMatrixLoadNV:
+    case kOpCooperativeMatrixStoreNV:
+      if (s->coop_op_count == kMaxCoopOps) {
+        s->coop_refusal = "more cooperative-matrix loads and stores than the clamp plans";
+      } else {
+        s->coop_ops[s->coop_op_count++] = at;
+      }
+      break;
+    case kOpTypeCooperativeMatrixKHR:
+    case kOpCooperativeMatrixLoadKHR:
+    case kOpCooperativeMatrixStoreKHR:
+      s->coop_refusal = "SPV_KHR_cooperative_matrix is not bounded by kiln's clamp";
       break;
     case kOpImageTexelPointer:
     case kOpPtrAccessChain:
@@ -266,6 +319,141 @@ static void kiln_clamp_plan_chain(kiln_clamp_state_t* s, size_t at) {
   }
 }
 
+// Bytes of a scalar or vector numeric type, 0 for anything else.
+static uint32_t kiln_clamp_type_bytes(const kiln_clamp_state_t* s, uint32_t type) {
+  const uint32_t* def = kiln_clamp_def(s, type);
+  uint32_t opcode = kiln_clamp_opcode(def);
+  if ((opcode == kOpTypeInt || opcode == kOpTypeFloat) && def[2] % 8 == 0) return def[2] / 8;
+  if (opcode == kOpTypeVector && (def[0] >> 16) == 4 && def[3] <= 16) {
+    return kiln_clamp_type_bytes(s, def[2]) * def[3];
+  }
+  return 0;
+}
+
+// The value of an OpConstant 32-bit integer, or false.
+static bool kiln_clamp_constant_value(const kiln_clamp_state_t* s, uint32_t id,
+                                      uint32_t* out_value) {
+  const uint32_t* def = kiln_clamp_def(s, id);
+  if (kiln_clamp_opcode(def) != kOpConstant || (def[0] >> 16) != 4 ||
+      !kiln_clamp_is_int32(s, def[1])) {
+    return false;
+  }
+  *out_value = def[3];
+  return true;
+}
+
+// Plans the clamps of the cooperative-matrix load/store at word `at` (see
+// the top of the file), or sets coop_refusal.
+static void kiln_clamp_plan_coop(kiln_clamp_state_t* s, const kiln_hal_device_info_t* info,
+                                 size_t at) {
+  const uint32_t* op = &s->words[at];
+  bool load = (op[0] & 0xffff) == kOpCooperativeMatrixLoadNV;
+  if ((op[0] >> 16) < (load ? 6u : 5u)) {
+    s->coop_refusal = "a malformed cooperative-matrix instruction";
+    return;
+  }
+  uint32_t pointer = load ? op[3] : op[1];
+  uint32_t stride = load ? op[4] : op[3];
+  uint32_t column_major = load ? op[5] : op[4];
+  uint32_t matrix_type = load ? op[1] : (op[2] < s->bound ? s->type_of[op[2]] : 0);
+  const uint32_t* pointer_type =
+      kiln_clamp_def(s, pointer < s->bound ? s->type_of[pointer] : 0);
+  if (kiln_clamp_opcode(pointer_type) != kOpTypePointer) {
+    s->coop_refusal = "a cooperative-matrix pointer of unknown type";
+    return;
+  }
+  uint32_t storage = pointer_type[2];
+  if (storage == kStorageStorageBuffer || storage == kStorageUniform) {
+    if (!info->cooperative_matrix_robust_buffer_access) {
+      s->coop_refusal = "a cooperative-matrix buffer access on a device without "
+                        "cooperativeMatrixRobustBufferAccess";
+    }
+    return;
+  }
+  if (storage != kStorageWorkgroup) {
+    s->coop_refusal = "a cooperative-matrix access outside workgroup and buffer memory";
+    return;
+  }
+  const uint32_t* chain = kiln_clamp_def(s, pointer);
+  uint32_t chain_opcode = kiln_clamp_opcode(chain);
+  const uint32_t* variable = chain ? kiln_clamp_def(s, chain[3]) : NULL;
+  const uint32_t* variable_type =
+      variable ? kiln_clamp_def(s, s->type_of[chain[3]]) : NULL;
+  const uint32_t* array =
+      kiln_clamp_opcode(variable_type) == kOpTypePointer ? kiln_clamp_def(s, variable_type[3])
+                                                         : NULL;
+  uint32_t length = 0;
+  if ((chain_opcode != kOpAccessChain && chain_opcode != kOpInBoundsAccessChain) ||
+      (chain[0] >> 16) != 5 || kiln_clamp_opcode(variable) != kOpVariable ||
+      kiln_clamp_opcode(array) != kOpTypeArray ||
+      !kiln_clamp_constant_value(s, array[3], &length)) {
+    s->coop_refusal = "a workgroup cooperative-matrix pointer that is not one index into "
+                      "a fixed-length array variable";
+    return;
+  }
+  const uint32_t* matrix = kiln_clamp_def(s, matrix_type);
+  uint32_t rows = 0, columns = 0;
+  const uint32_t* flag = kiln_clamp_def(s, column_major);
+  uint32_t element_bytes = kiln_clamp_type_bytes(s, array[2]);
+  uint32_t component_bytes =
+      kiln_clamp_opcode(matrix) == kOpTypeCooperativeMatrixNV && (matrix[0] >> 16) == 6
+          ? kiln_clamp_type_bytes(s, matrix[2])
+          : 0;
+  if (!component_bytes || !element_bytes ||
+      !kiln_clamp_constant_value(s, matrix[4], &rows) ||
+      !kiln_clamp_constant_value(s, matrix[5], &columns) || rows == 0 || columns == 0 ||
+      rows > 1024 || columns > 1024 ||
+      (kiln_clamp_opcode(flag) != kOpConstantTrue && kiln_clamp_opcode(flag) != kOpConstantFalse)) {
+    s->coop_refusal = "a cooperative-matrix shape, element type or layout the clamp "
+                      "cannot read as constants";
+    return;
+  }
+  bool by_column = kiln_clamp_opcode(flag) == kOpConstantTrue;
+  uint32_t major = by_column ? columns : rows;
+  uint32_t minor_bytes = (by_column ? rows : columns) * component_bytes;
+  uint32_t minor = (minor_bytes + element_bytes - 1) / element_bytes;
+  uint32_t type = s->type_of[chain[4]];
+  if (!kiln_clamp_is_int32(s, type) || stride >= s->bound || s->type_of[stride] != type) {
+    s->coop_refusal = "a cooperative-matrix index or stride that is not a 32-bit integer "
+                      "of one type";
+    return;
+  }
+  if (length < minor) {
+    s->coop_refusal = "a cooperative-matrix access larger than its array";
+    return;
+  }
+  for (uint32_t i = 0; i < s->coop_patch_count; ++i) {
+    if (s->coop_patches[i].chain_at == s->def_at[pointer]) {
+      s->coop_refusal = "one pointer shared by several cooperative-matrix accesses";
+      return;
+    }
+  }
+  kiln_coop_patch_t* patch = &s->coop_patches[s->coop_patch_count++];
+  patch->chain_at = s->def_at[pointer];
+  patch->op_at = at;
+  patch->stride_word = at + (load ? 4 : 3);
+  patch->type = type;
+  uint32_t room = length - minor;
+  patch->room = kiln_clamp_constant(s, type, room);
+  patch->major_less_one = kiln_clamp_constant(s, type, major - 1);
+  patch->stride_max = kiln_clamp_constant(s, type, major > 1 ? room / (major - 1) : room);
+  patch->stride_id = kiln_clamp_new_id(s);
+  patch->product_id = kiln_clamp_new_id(s);
+  patch->bound_id = kiln_clamp_new_id(s);
+  patch->index_id = kiln_clamp_new_id(s);
+}
+
+// The patch whose chain (or, `op`, whose load / store) is at `at`, or NULL.
+static const kiln_coop_patch_t* kiln_clamp_coop_at(const kiln_clamp_state_t* s, size_t at,
+                                                   bool op) {
+  for (uint32_t i = 0; i < s->coop_patch_count; ++i) {
+    if ((op ? s->coop_patches[i].op_at : s->coop_patches[i].chain_at) == at) {
+      return &s->coop_patches[i];
+    }
+  }
+  return NULL;
+}
+
 static void kiln_clamp_emit(uint32_t** out, uint32_t word) { *(*out)++ = word; }
 
 // Writes the module with the planned clamps into `out` (sized by the caller).
@@ -320,12 +508,44 @@ static size_t kiln_clamp_write(const kiln_clamp_state_t* s, uint32_t glsl_import
       kiln_clamp_emit(&o, s->words[c->word]);
       kiln_clamp_emit(&o, c->bound);
     }
+    const kiln_coop_patch_t* chain = kiln_clamp_coop_at(s, at, false);
+    if (chain) {
+      // s' = UMin(s, stride_max); bound = room - (major - 1) * s';
+      // index' = UMin(index, bound).
+      kiln_clamp_emit(&o, (7u << 16) | kOpExtInst);
+      kiln_clamp_emit(&o, chain->type);
+      kiln_clamp_emit(&o, chain->stride_id);
+      kiln_clamp_emit(&o, glsl_import);
+      kiln_clamp_emit(&o, kGlslUMin);
+      kiln_clamp_emit(&o, s->words[chain->stride_word]);
+      kiln_clamp_emit(&o, chain->stride_max);
+      kiln_clamp_emit(&o, (5u << 16) | kOpIMul);
+      kiln_clamp_emit(&o, chain->type);
+      kiln_clamp_emit(&o, chain->product_id);
+      kiln_clamp_emit(&o, chain->stride_id);
+      kiln_clamp_emit(&o, chain->major_less_one);
+      kiln_clamp_emit(&o, (5u << 16) | kOpISub);
+      kiln_clamp_emit(&o, chain->type);
+      kiln_clamp_emit(&o, chain->bound_id);
+      kiln_clamp_emit(&o, chain->room);
+      kiln_clamp_emit(&o, chain->product_id);
+      kiln_clamp_emit(&o, (7u << 16) | kOpExtInst);
+      kiln_clamp_emit(&o, chain->type);
+      kiln_clamp_emit(&o, chain->index_id);
+      kiln_clamp_emit(&o, glsl_import);
+      kiln_clamp_emit(&o, kGlslUMin);
+      kiln_clamp_emit(&o, s->words[at + 4]);
+      kiln_clamp_emit(&o, chain->bound_id);
+    }
+    const kiln_coop_patch_t* op = kiln_clamp_coop_at(s, at, true);
     uint32_t* instruction = o;
     memcpy(o, &s->words[at], length * sizeof(uint32_t));
     o += length;
     for (uint32_t i = first; i < next_clamp; ++i) {
       instruction[s->clamps[i].word - at] = s->clamps[i].id;
     }
+    if (chain) instruction[4] = chain->index_id;
+    if (op) instruction[op->stride_word - at] = op->stride_id;
     at += length;
   }
   return (size_t)(o - out);
@@ -364,17 +584,27 @@ kiln_status_t kiln_hal_spirv_clamp_local(const kiln_hal_device_info_t* info,
   }
   if (context) spvContextDestroy(context);
   if (!status && (!s->memory_model_at || !s->first_function_at)) s->unsupported = true;
-  // Plan: every access chain in the functions.
+  // Plan: the cooperative-matrix accesses, then every other access chain
+  // in the functions.
+  for (uint32_t i = 0; !status && !s->unsupported && !s->coop_refusal && i < s->coop_op_count;
+       ++i) {
+    kiln_clamp_plan_coop(s, info, s->coop_ops[i]);
+  }
+  if (!status && s->coop_refusal) {
+    status = kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                              "SPIR-V refused: %s (docs/security.md)", s->coop_refusal);
+  }
   uint32_t glsl_import = s->glsl_import;
   bool add_import = false;
   for (size_t at = s->first_function_at; !status && !s->unsupported && at && at < word_count;
        at += words[at] >> 16) {
     uint32_t opcode = words[at] & 0xffff;
-    if (opcode == kOpAccessChain || opcode == kOpInBoundsAccessChain) {
+    if ((opcode == kOpAccessChain || opcode == kOpInBoundsAccessChain) &&
+        !kiln_clamp_coop_at(s, at, false)) {
       kiln_clamp_plan_chain(s, at);
     }
   }
-  if (!status && !s->unsupported && s->clamp_count > 0 && !glsl_import) {
+  if (!status && !s->unsupported && s->clamp_count + s->coop_patch_count > 0 && !glsl_import) {
     glsl_import = kiln_clamp_new_id(s);
     add_import = true;
   }
@@ -385,7 +615,7 @@ kiln_status_t kiln_hal_spirv_clamp_local(const kiln_hal_device_info_t* info,
   uint32_t* out = NULL;
   if (!status) {
     size_t extra = (add_import ? 6 : 0) + (size_t)s->constant_count * 6 +
-                   (size_t)s->clamp_count * 7;
+                   (size_t)s->clamp_count * 7 + (size_t)s->coop_patch_count * 24;
     status = kiln_allocator_malloc(allocator, (word_count + extra) * sizeof(uint32_t),
                                    (void**)&out);
   }

@@ -10,6 +10,15 @@ kiln_status_t kiln_hal_spirv_make_robust(
     size_t word_count, uint32_t** out_words, size_t* out_word_count) {
   *out_words = NULL;
   *out_word_count = 0;
+  // SPIRV-Tools' pass does not bound cooperative-matrix loads and stores
+  // (they read rows x stride past their pointer): only the local clamp does.
+  const bool cooperative_matrix = kiln_hal_spirv_uses_cooperative_matrix(words, word_count);
+  if (cooperative_matrix && !info->robust_buffer_access) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "executable '%s' variant %u uses cooperative matrix, which kiln "
+                            "runs only on devices with robustBufferAccess",
+                            executable_name, variant_index);
+  }
   if (info->robust_buffer_access) {
     uint32_t* clamped = NULL;
     size_t clamped_count = 0;
@@ -26,7 +35,10 @@ kiln_status_t kiln_hal_spirv_make_robust(
       *out_word_count = clamped_count;
       return kiln_ok_status();
     }
-    if (kiln_status_code(status) != KILN_STATUS_UNIMPLEMENTED) return status;
+    if (kiln_status_code(status) != KILN_STATUS_UNIMPLEMENTED || cooperative_matrix) {
+      return kiln_status_annotate(status, "executable '%s' variant %u", executable_name,
+                                  variant_index);
+    }
     kiln_status_free(status);
   }
   return kiln_hal_spirv_graphics_robust_access(info, executable_name, variant_index, allocator,

@@ -8,6 +8,9 @@
 enum {
   kSpirvMagic = 0x07230203,
   kOpEntryPoint = 15,
+  kOpCapability = 17,
+  kCapabilityCooperativeMatrixNV = 5357,
+  kCapabilityCooperativeMatrixKHR = 6022,
   kExecutionModelGLCompute = 5,
 };
 
@@ -32,6 +35,21 @@ bool kiln_hal_spirv_has_compute_entry_point(const uint32_t* words,
           memcmp(text, name, name_length) == 0) {
         return true;
       }
+    }
+    at += length;
+  }
+  return false;
+}
+
+bool kiln_hal_spirv_uses_cooperative_matrix(const uint32_t* words, size_t word_count) {
+  if (!words || word_count < 5) return false;
+  for (size_t at = 5; at < word_count;) {
+    uint32_t length = words[at] >> 16;
+    if (length == 0 || length > word_count - at) return false;
+    if ((words[at] & 0xffff) == kOpCapability && length == 2 &&
+        (words[at + 1] == kCapabilityCooperativeMatrixNV ||
+         words[at + 1] == kCapabilityCooperativeMatrixKHR)) {
+      return true;
     }
     at += length;
   }

@@ -148,6 +148,14 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       kiln_config_gemv(caps, &config);
       break;
+    case KILN_KERNEL_GEMM_COOPMAT: {
+      // Never on devices without cooperative matrix (lavapipe): refused
+      // with the missing feature named; callers fall back to gemm.
+      kiln_kernel_coopmat_tiling_t tiling;
+      KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select(caps, false, &tiling));
+      KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_apply(&tiling, caps, &config));
+      break;
+    }
     case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),
                                     "selecting a %s tiling", desc->name);

@@ -35,6 +35,18 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
                                     const kiln_kernel_gemm_params_t* params,
                                     uint32_t out_grid[3]) {
   KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  // gemm_coopmat: subgroups x 16x16 tiles along each dimension.
+  if (config->kernel == KILN_KERNEL_GEMM_COOPMAT) {
+    uint64_t block_n = 16ull * kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_N, 0) *
+                       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_N, 0);
+    uint64_t block_m = 16ull * kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_M, 0) *
+                       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_M, 0);
+    if (block_n == 0 || block_m == 0) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm_coopmat: zero block size");
+    }
+    return kiln_grid_store("gemm_coopmat", kiln_ceil_div(params->n, block_n),
+                           kiln_ceil_div(params->m, block_m), params->batch, out_grid);
+  }
   uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
   uint64_t tile_m = (uint64_t)config->workgroup_size[1] *

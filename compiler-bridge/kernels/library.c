@@ -99,6 +99,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_QUANTIZE_DEQUANTIZE, "quantize_dequantize", "main", 4,
      {RO(0, "x"), RO(1, "scale"), RO(2, "zero_point"), RW(3, "y")},
      sizeof(kiln_kernel_quantize_params_t), 1, V(FP32)},
+    // gemm's ABI; f16 x f16 -> f32 on 16x16 cooperative matrices
+    // (SPV_NV_cooperative_matrix, shaderFloat16). The fp32 build stages f32
+    // A/B as f16; the fp16-storage build reads and writes f16.
+    {KILN_KERNEL_GEMM_COOPMAT, "gemm_coopmat", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
+     KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

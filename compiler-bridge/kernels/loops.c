@@ -59,6 +59,34 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
          KILN_LOOPS_EPILOGUE;
 }
 
+// gemm_coopmat (never run on llvmpipe, whose devices lack cooperative
+// matrix; modelled so the lowering's split treats it like gemm): the
+// accumulator reset, the first fetch and stage, per step of BK the fetch
+// and stage slot loops and the BK / 16 compute loop holding the A-load,
+// B and MMA loops; the epilogue's tile loops, each tile's quad loop
+// holding the epilogue's 3 four-trip loops. Every loop counted.
+static uint64_t kiln_loops_coopmat(const kiln_kernel_config_t* config, uint64_t k) {
+  const uint64_t warps_m = kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_M, 2);
+  const uint64_t warps_n = kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_N, 2);
+  const uint64_t tiles_m = kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_M, 4);
+  const uint64_t tiles_n = kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_N, 4);
+  const uint64_t bk = kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_BK, 32);
+  const uint64_t threads = config->workgroup_size[0] ? config->workgroup_size[0] : 1;
+  const uint64_t sg = kiln_loops_ceil_div(threads, warps_m * warps_n);
+  const uint64_t a_slots = kiln_loops_ceil_div(warps_m * tiles_m * 16 * bk / 8, threads);
+  const uint64_t b_slots = kiln_loops_ceil_div(warps_n * tiles_n * 16 * bk / 8, threads);
+  const uint64_t slots = kiln_loops_loop(a_slots, 0, 0) + kiln_loops_loop(b_slots, 0, 0);
+  const uint64_t inner = kiln_loops_loop(tiles_m, 0, 0) +
+                         kiln_loops_loop(tiles_n, kiln_loops_loop(tiles_m, 0, 0), 1);
+  const uint64_t step = 2 * slots + kiln_loops_loop(bk / 16, inner, 2);
+  const uint64_t steps = kiln_loops_ceil_div(k, bk ? bk : 1);
+  const uint64_t tile = kiln_loops_loop(kiln_loops_ceil_div(64, sg ? sg : 1),
+                                        3 * kiln_loops_loop(4, 0, 0), 3);
+  return kiln_loops_loop(tiles_m * tiles_n, 0, 0) + 2 * slots + kiln_loops_loop(steps, step, 5) +
+         kiln_loops_loop(tiles_m, kiln_loops_loop(tiles_n, tile, 1), 1) + KILN_LOOPS_MASKED +
+         KILN_LOOPS_EPILOGUE;
+}
+
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
 // path) all counted in full, the log2(WG_Y) slice reduction, and the
 // epilogue's loops.
@@ -198,6 +226,9 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
     case KILN_KERNEL_GEMM_SMALL:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_tiled(config, gemm->k);
+      return kiln_ok_status();
+    case KILN_KERNEL_GEMM_COOPMAT:
+      *out_passes = kiln_loops_coopmat(config, gemm->k);
       return kiln_ok_status();
     case KILN_KERNEL_GEMV:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "kiln/compiler/spirv.h"
+#include "spirv_internal.h"
 
 static void kiln_spirv_copy_name(char* dst, const char* src) {
   snprintf(dst, KILN_SPIRV_MAX_NAME_LENGTH + 1, "%s", src ? src : "");
@@ -309,7 +310,19 @@ kiln_status_t kiln_spirv_reflect(const char* kernel_name,
   kiln_status_t status = kiln_ok_status();
   spvc_parsed_ir ir = NULL;
   spvc_compiler compiler = NULL;
-  if (spvc_context_parse_spirv(context, words, word_count, &ir) != SPVC_SUCCESS) {
+  // SPIRV-Cross does not know SPV_NV_cooperative_matrix: it reads the
+  // module's interface from a copy without it.
+  uint32_t* stripped = NULL;
+  size_t stripped_count = 0;
+  if (kiln_spirv_uses_nv_cooperative_matrix(words, word_count)) {
+    status = kiln_spirv_strip_cooperative_matrix(kernel_name, words, word_count, &stripped,
+                                                 &stripped_count);
+    words = stripped;
+    word_count = stripped_count;
+  }
+  if (!kiln_status_is_ok(status)) {
+    // reported below
+  } else if (spvc_context_parse_spirv(context, words, word_count, &ir) != SPVC_SUCCESS) {
     status = kiln_spirv_cross_status(context, kernel_name, "parse");
   } else if (spvc_context_create_compiler(context, SPVC_BACKEND_NONE, ir,
                                           SPVC_CAPTURE_MODE_TAKE_OWNERSHIP,
@@ -330,6 +343,7 @@ kiln_status_t kiln_spirv_reflect(const char* kernel_name,
     status = kiln_spirv_reflect_spec_constants(compiler, kernel_name, &reflection);
   }
   spvc_context_destroy(context);
+  free(stripped);
   if (kiln_status_is_ok(status)) *out_reflection = reflection;
   return status;
 }

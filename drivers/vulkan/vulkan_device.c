@@ -155,12 +155,20 @@ static void drop_features_the_layer_predates(kiln_vk_device_t* device) {
   if (device->instance.validation && device->support.cooperative_matrix &&
       device->instance.validation_layer_version < cooperative_matrix_header) {
     device->support.cooperative_matrix = false;
-    device->base.info.features &= ~KILN_TARGET_FEATURE_COOPERATIVE_MATRIX;
-    device->base.info.cooperative_matrix_shape_count = 0;
+    // Only the KHR shapes go; the NV extension (kiln's kernels) predates
+    // the layer's header and stays.
+    kiln_hal_device_info_t* info = &device->base.info;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < info->cooperative_matrix_shape_count; ++i) {
+      if (info->cooperative_matrix_shapes[i].nv) {
+        info->cooperative_matrix_shapes[kept++] = info->cooperative_matrix_shapes[i];
+      }
+    }
+    info->cooperative_matrix_shape_count = kept;
     size_t used = strlen(device->base.info.triple_reason);
     snprintf(device->base.info.triple_reason + used,
              sizeof(device->base.info.triple_reason) - used,
-             "; cooperative matrix off: the validation layer predates it");
+             "; VK_KHR_cooperative_matrix off: the validation layer predates it");
   }
 }
 
@@ -189,6 +197,9 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   }
   if (s->cooperative_matrix) {
     extensions[extension_count++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+  }
+  if (s->cooperative_matrix_nv) {
+    extensions[extension_count++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
   }
   if (s->portability_subset) {
     extensions[extension_count++] = "VK_KHR_portability_subset";
@@ -247,6 +258,11 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
       .cooperativeMatrix = VK_TRUE,
   };
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_nv = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+      .cooperativeMatrix = VK_TRUE,
+      .cooperativeMatrixRobustBufferAccess = s->cooperative_matrix_nv_robust,
+  };
   VkPhysicalDeviceRobustness2FeaturesEXT robustness2 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT,
       .robustBufferAccess2 = s->robust_buffer_access2,
@@ -277,6 +293,10 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   if (s->cooperative_matrix) {
     coop.pNext = chain;
     chain = &coop;
+  }
+  if (s->cooperative_matrix_nv) {
+    coop_nv.pNext = chain;
+    chain = &coop_nv;
   }
   features.pNext = chain;
 

@@ -72,6 +72,52 @@ static void query_cooperative_matrix(VkInstance instance,
   free(shapes);
 }
 
+// The NV shapes, and whether one is gemm_coopmat's (16x16x16 f16 x f16 ->
+// f32, subgroup scope).
+static bool query_cooperative_matrix_nv(VkInstance instance,
+                                        VkPhysicalDevice physical_device,
+                                        kiln_hal_device_info_t* info) {
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+      (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+          instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  if (!get) return false;
+  uint32_t count = 0;
+  if (get(physical_device, &count, NULL) != VK_SUCCESS || count == 0) return false;
+  VkCooperativeMatrixPropertiesNV* shapes = calloc(count, sizeof(*shapes));
+  if (!shapes) return false;
+  for (uint32_t i = 0; i < count; ++i) {
+    shapes[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  }
+  bool kernel_shape = false;
+  if (get(physical_device, &count, shapes) == VK_SUCCESS) {
+    for (uint32_t i = 0; i < count; ++i) {
+      const VkCooperativeMatrixPropertiesNV* p = &shapes[i];
+      if (p->scope != VK_SCOPE_SUBGROUP_NV) continue;
+      if (p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
+          p->AType == VK_COMPONENT_TYPE_FLOAT16_NV && p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+          p->CType == VK_COMPONENT_TYPE_FLOAT32_NV && p->DType == VK_COMPONENT_TYPE_FLOAT32_NV) {
+        kernel_shape = true;
+      }
+      if (info->cooperative_matrix_shape_count == KILN_HAL_MAX_COOPERATIVE_MATRIX_SHAPES) continue;
+      kiln_hal_cooperative_matrix_shape_t* shape =
+          &info->cooperative_matrix_shapes[info->cooperative_matrix_shape_count];
+      shape->m = p->MSize;
+      shape->n = p->NSize;
+      shape->k = p->KSize;
+      // The NV component types are the KHR ones' values (the KHR enum aliases them).
+      shape->a_type = component_to_element((VkComponentTypeKHR)p->AType);
+      shape->c_type = component_to_element((VkComponentTypeKHR)p->DType);
+      shape->nv = true;
+      if (shape->a_type != KILN_HAL_ELEMENT_TYPE_COUNT &&
+          shape->c_type != KILN_HAL_ELEMENT_TYPE_COUNT) {
+        info->cooperative_matrix_shape_count++;
+      }
+    }
+  }
+  free(shapes);
+  return kernel_shape;
+}
+
 static void format_uuid(const uint8_t uuid[16], char* out, size_t size) {
   snprintf(out, size,
            "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
@@ -135,6 +181,7 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
 #define HAS(name) (!api_cap && has_extension(extensions, extension_count, name))
   support->push_descriptors = HAS(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   support->cooperative_matrix = HAS(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  support->cooperative_matrix_nv = HAS(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   // Required wherever the device lists it, cap or not.
   support->portability_subset =
       has_extension(extensions, extension_count, "VK_KHR_portability_subset");
@@ -176,6 +223,8 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   // the KHR timeline struct on a 1.1 device.
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop_features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_nv_features = {
+      .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline_features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   VkPhysicalDevice16BitStorageFeatures storage16 = {
@@ -206,6 +255,10 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   if (support->cooperative_matrix) {
     coop_features.pNext = chain;
     chain = &coop_features;
+  }
+  if (support->cooperative_matrix_nv) {
+    coop_nv_features.pNext = chain;
+    chain = &coop_nv_features;
   }
   if (support->robustness2) {
     robustness2.pNext = chain;
@@ -238,6 +291,15 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
       support->robust_buffer_access2 || support->robust_image_access2;
   support->cooperative_matrix =
       support->cooperative_matrix && coop_features.cooperativeMatrix;
+  // gemm_coopmat's SPIR-V also declares Float16 and VulkanMemoryModel.
+  support->cooperative_matrix_nv = support->cooperative_matrix_nv &&
+                                   coop_nv_features.cooperativeMatrix &&
+                                   support->v12.shaderFloat16 &&
+                                   support->v12.vulkanMemoryModel;
+  support->cooperative_matrix_nv_robust =
+      support->cooperative_matrix_nv &&
+      coop_nv_features.cooperativeMatrixRobustBufferAccess &&
+      support->core_features.robustBufferAccess;
   support->subgroup_size_control =
       (v13 || size_control_ext) && support->v13.subgroupSizeControl &&
       (size_props.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
@@ -313,7 +375,6 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   if (support->subgroup_size_control) {
     f |= KILN_TARGET_FEATURE_SUBGROUP_SIZE_CONTROL;
   }
-  if (support->cooperative_matrix) f |= KILN_TARGET_FEATURE_COOPERATIVE_MATRIX;
   if (support->timeline_semaphore) f |= KILN_TARGET_FEATURE_TIMELINE_SEMAPHORE;
   if (support->push_descriptors) f |= KILN_TARGET_FEATURE_PUSH_DESCRIPTORS;
   info->features = f;
@@ -344,6 +405,17 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   if (support->cooperative_matrix) {
     query_cooperative_matrix(instance, physical_device, info);
   }
+  // Kiln's cooperative-matrix kernels are SPV_NV_cooperative_matrix (the
+  // form Debian's glslang and SPIRV-Tools build and validate), so the
+  // target feature means the NV extension with their 16x16x16 shape.
+  if (support->cooperative_matrix_nv &&
+      !query_cooperative_matrix_nv(instance, physical_device, info)) {
+    support->cooperative_matrix_nv = support->cooperative_matrix_nv_robust = false;
+  }
+  if (support->cooperative_matrix_nv) {
+    info->features |= KILN_TARGET_FEATURE_COOPERATIVE_MATRIX;
+  }
+  info->cooperative_matrix_robust_buffer_access = support->cooperative_matrix_nv_robust;
   info->memory_heap_count = support->memory.memoryHeapCount;
   if (info->memory_heap_count > KILN_HAL_MAX_MEMORY_HEAPS) {
     info->memory_heap_count = KILN_HAL_MAX_MEMORY_HEAPS;

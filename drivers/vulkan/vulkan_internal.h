@@ -64,7 +64,12 @@ typedef struct kiln_vk_device_support_t {
   bool timeline_semaphore;
   bool timeline_is_khr;  // 1.1 device: use the KHR entry points
   bool subgroup_size_control;
-  bool cooperative_matrix;
+  bool cooperative_matrix;  // VK_KHR_cooperative_matrix (reported, enabled)
+  // VK_NV_cooperative_matrix with what gemm_coopmat needs (16x16x16 f16 ->
+  // f32 subgroup shape, shaderFloat16, vulkanMemoryModel): enabled, and
+  // what KILN_TARGET_FEATURE_COOPERATIVE_MATRIX means.
+  bool cooperative_matrix_nv;
+  bool cooperative_matrix_nv_robust;  // cooperativeMatrixRobustBufferAccess
   bool portability_subset;
   bool driver_properties;
   // VK_EXT_robustness2 (untrusted kernels): bounds-checked to the exact

@@ -70,9 +70,10 @@ static const kiln_target_arch_info_t kArchTable[] = {
      kRdna1Products, R_4G},
     {"rdna2", "amd", 64, 1024, 64 * 1024, DESKTOP_BASE | F(FP16) | F(INT8_DOT),
      "", kRdna2Products, R_4G},
-    {"rdna3", "amd", 64, 1024, 64 * 1024,
-     DESKTOP_BASE | F(FP16) | F(INT8_DOT) | F(COOPERATIVE_MATRIX),
-     "16x16x16 f16", kRdna3Products, R_4G},
+    // RDNA3's cooperative matrix is VK_KHR_cooperative_matrix only; kiln's
+    // feature bit is the NV route its kernels take (docs/vulkan.md).
+    {"rdna3", "amd", 64, 1024, 64 * 1024, DESKTOP_BASE | F(FP16) | F(INT8_DOT),
+     "16x16x16 f16 (KHR only)", kRdna3Products, R_4G},
     {"pascal", "nvidia", 32, 1024, 48 * 1024, DESKTOP_BASE | F(FP16), "",
      kPascalProducts, R_4G},
     {"turing", "nvidia", 32, 1024, 48 * 1024,

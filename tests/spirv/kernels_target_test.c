@@ -93,6 +93,11 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
                                    status);
         continue;
       }
+      if (k == KILN_KERNEL_GEMM_COOPMAT && !caps.cooperative_matrix) {
+        // Never chosen without the feature; refused by name.
+        KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
+        continue;
+      }
       KILN_ASSERT_OK(status);
       uint32_t invocations = config.workgroup_size[0] * config.workgroup_size[1] *
                              config.workgroup_size[2];
@@ -482,4 +487,70 @@ KILN_TEST(KernelTargetTest, GemmCoreLoopModel) {
   g.k = 1u << 20;
   KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
   KILN_EXPECT_GT(passes, KILN_KERNEL_LOOP_PASS_BUDGET);
+}
+
+// gemm_coopmat: chosen only where the arch has cooperative matrix (and
+// fp16), refused by name elsewhere (lavapipe's "cpu"); every candidate
+// fits the NVIDIA rows; the grid follows the block.
+KILN_TEST(KernelTargetTest, CoopmatTilings) {
+  for (size_t i = 0; i < kiln_target_arch_count(); ++i) {
+    const char* arch = kiln_target_arch_at(i)->name;
+    kiln_kernel_arch_caps_t caps = caps_for(arch);
+    kiln_kernel_config_t config;
+    kiln_status_t status = kiln_kernel_config_select(
+        KILN_KERNEL_GEMM_COOPMAT, &caps,
+        caps.cooperative_matrix ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32, &config);
+    if (!caps.cooperative_matrix) {
+      KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
+      continue;
+    }
+    KILN_ASSERT_OK(status);
+    KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+    KILN_EXPECT_TRUE(config.required_features & KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX);
+    KILN_EXPECT_TRUE(config.required_features & KILN_FORMAT_FEATURE_STORAGE_16BIT);
+    const kiln_kernel_coopmat_tiling_t* row = kiln_kernel_coopmat_tuning(arch);
+    KILN_ASSERT_TRUE(row != NULL);
+    KILN_EXPECT_EQ(config.workgroup_size[0], row->warps_m * row->warps_n * caps.subgroup_size);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_WORKGROUP_X, 0),
+                   config.workgroup_size[0]);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_COOPMAT_BK, 0), row->bk);
+    KILN_EXPECT_LE(config.shared_memory_bytes, caps.max_shared_memory_bytes);
+  }
+  kiln_kernel_arch_caps_t cpu = caps_for("cpu");
+  kiln_kernel_config_t config;
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_FAILED_PRECONDITION, "VK_NV_cooperative_matrix",
+      kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &cpu, KILN_KERNEL_STORAGE_FP32,
+                                &config));
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  for (size_t i = 0; i < kiln_kernel_coopmat_candidate_count(); ++i) {
+    const kiln_kernel_coopmat_tiling_t* t = kiln_kernel_coopmat_candidate(i);
+    memset(&config, 0, sizeof(config));
+    config.kernel = KILN_KERNEL_GEMM_COOPMAT;
+    KILN_EXPECT_OK(kiln_kernel_coopmat_tiling_apply(t, &hopper, &config));
+    KILN_EXPECT_LE(kiln_kernel_coopmat_shared_bytes(t), KILN_COOPMAT_SHARED_VEC4 * 16u);
+  }
+  const kiln_kernel_coopmat_tiling_t too_big = {2, 2, 4, 4, 64};
+  KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
+                     kiln_kernel_coopmat_tiling_apply(&too_big, &hopper, &config));
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &hopper,
+                                           KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = 4096, p.n = 4097, p.k = 4096, p.batch = 3;
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  KILN_EXPECT_EQ(grid[0], 33u);  // 128-column blocks
+  KILN_EXPECT_EQ(grid[1], 32u);
+  KILN_EXPECT_EQ(grid[2], 3u);
+  // The loop model covers it (steps of BK 32 grow with k).
+  uint64_t passes = 0, longer = 0;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &passes));
+  p.k = 8192;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &longer));
+  KILN_EXPECT_GT(longer, passes + 4096 / 32);
+  kiln_kernel_coopmat_tiling_t small;
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select(&hopper, true, &small));
+  KILN_EXPECT_EQ(small.warps_m * small.tiles_m * 16, 64u);
 }

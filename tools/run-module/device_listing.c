@@ -107,10 +107,17 @@ void kiln_run_dump_device_info(const kiln_hal_device_info_t* info, FILE* out) {
   for (uint32_t i = 0; i < info->cooperative_matrix_shape_count; ++i) {
     const kiln_hal_cooperative_matrix_shape_t* s =
         &info->cooperative_matrix_shapes[i];
-    fprintf(out, "    %ux%ux%u %s -> %s\n", s->m, s->n, s->k,
+    fprintf(out, "    %ux%ux%u %s -> %s (%s)\n", s->m, s->n, s->k,
             kiln_hal_element_type_name(s->a_type),
-            kiln_hal_element_type_name(s->c_type));
+            kiln_hal_element_type_name(s->c_type), s->nv ? "NV" : "KHR");
   }
+  fprintf(out, "  %-34s %s\n", "cooperative matrix kernels",
+          (info->features & KILN_TARGET_FEATURE_COOPERATIVE_MATRIX)
+              ? (info->cooperative_matrix_robust_buffer_access
+                     ? "yes (VK_NV_cooperative_matrix, robust buffer access)"
+                     : "yes (VK_NV_cooperative_matrix)")
+              : "no (needs VK_NV_cooperative_matrix with 16x16x16 f16 -> f32, "
+                "shaderFloat16, vulkanMemoryModel)");
   for (uint32_t i = 0; i < info->memory_heap_count; ++i) {
     char label[64];
     snprintf(label, sizeof(label), "memory heap %u%s", i,

@@ -28,21 +28,13 @@ layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]
 layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
 KILN_OUTPUT_BUFFER(4)
 
-// Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).
-layout(push_constant) uniform Params {
-  uint m, n, k, batch;
-  uint a_batch_stride, a_row_stride, a_col_stride;
-  uint b_batch_stride, b_row_stride, b_col_stride;
-  uint c_batch_stride, c_row_stride;
-  uint bias_batch_stride, bias_row_stride, bias_col_stride;
-  uint residual_batch_stride, residual_row_stride;
-  float scale, alpha, beta;
-} p;
+#include "gemm_params.glsl"
 
 #include "gemm_tile.glsl"
+#include "gemm_epilogue.glsl"
 
-uint a_base, b_base, batch;
-bool a_vec4, b_vec4, c_vec4;
+uint a_base, b_base;
+bool a_vec4, b_vec4;
 
 float a_at(uint i) { return LOAD_AT(a4, i); }
 float b_at(uint i) { return LOAD_AT(b4, i); }
@@ -79,40 +71,6 @@ vec4 kiln_gemm_load_b(uint gk, uint gn) {
   const uint s = p.b_col_stride;
   return vec4(gn < p.n ? b_at(at) : 0.0, gn + 1 < p.n ? b_at(at + s) : 0.0,
               gn + 2 < p.n ? b_at(at + 2 * s) : 0.0, gn + 3 < p.n ? b_at(at + 3 * s) : 0.0);
-}
-
-// Columns past n (not stored) read column n - 1: no read outside the bias.
-float bias_at(uint gm, uint gn) {
-  const uint i = batch * p.bias_batch_stride + gm * p.bias_row_stride +
-                 min(gn, p.n - 1) * p.bias_col_stride;
-  return LOAD_AT(bias4, i);
-}
-
-void kiln_gemm_epilogue(uint gm, uint gn, vec4 v) {
-  v *= p.scale;
-  if (HAS_BIAS) {
-    v += vec4(bias_at(gm, gn), bias_at(gm, gn + 1), bias_at(gm, gn + 2), bias_at(gm, gn + 3));
-  }
-  const uint r = batch * p.residual_batch_stride + gm * p.residual_row_stride + gn;
-  const uint o = batch * p.c_batch_stride + gm * p.c_row_stride + gn;
-  const bool whole = c_vec4 && gn + 3 < p.n;
-  if (HAS_RESIDUAL) {
-    if (whole) {
-      v += LOAD4(residual4[r >> 2]);
-    } else {
-      for (uint j = 0; j < 4; ++j) {
-        if (gn + j < p.n) v[j] += LOAD_AT(residual4, r + j);
-      }
-    }
-  }
-  for (uint j = 0; j < 4; ++j) v[j] = kiln_activate(ACTIVATION, v[j], p.alpha, p.beta);
-  if (whole) {
-    kiln_store4(o, v);
-  } else {
-    for (uint j = 0; j < 4; ++j) {
-      if (gn + j < p.n) kiln_store1(o + j, v[j]);
-    }
-  }
 }
 
 void main() {

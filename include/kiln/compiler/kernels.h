@@ -47,6 +47,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_RECURRENT,        // LSTM / GRU / RNN steps in one dispatch
   KILN_KERNEL_GEMM_SMALL,       // gemm's blobs and ABI, tiled for few output tiles
   KILN_KERNEL_QUANTIZE_DEQUANTIZE,  // fp32 QDQ pair (kiln.QuantizeDequantize)
+  KILN_KERNEL_GEMM_COOPMAT,     // gemm's ABI on cooperative matrices (f16 products)
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 

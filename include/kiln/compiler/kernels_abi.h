@@ -38,6 +38,9 @@ extern "C" {
 // addressed by its three strides (0 to broadcast: per-row bias of a 1x1
 // conv is bias_row_stride = 1, others 0).
 // Grid: (ceil(N / (WG_X*TN)), ceil(M / (WG_Y*TM)), batch).
+// gemm_coopmat takes the same bindings and push constants; its grid is
+// (ceil(N / BN), ceil(M / BM), batch), BN = WARPS_N*TILES_N*16 and BM =
+// WARPS_M*TILES_M*16 (KILN_SPEC_COOPMAT_*).
 typedef struct kiln_kernel_gemm_params_t {
   uint32_t m, n, k, batch;
   uint32_t a_batch_stride, a_row_stride, a_col_stride;

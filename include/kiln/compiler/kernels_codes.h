@@ -104,6 +104,17 @@
 #define KILN_SPEC_GEMM_ACTIVATION 6
 #define KILN_SPEC_GEMM_HAS_BIAS 7
 #define KILN_SPEC_GEMM_HAS_RESIDUAL 8
+// gemm_coopmat (same ids 6..8 for the epilogue): WARPS_M x WARPS_N
+// subgroups, each TILES_M x TILES_N 16x16 accumulator tiles; k staged BK
+// (a multiple of 16) at a time. Block = (WARPS_M*TILES_M*16) x (WARPS_N*TILES_N*16).
+#define KILN_SPEC_COOPMAT_WARPS_M 9
+#define KILN_SPEC_COOPMAT_WARPS_N 10
+#define KILN_SPEC_COOPMAT_TILES_M 11
+#define KILN_SPEC_COOPMAT_TILES_N 12
+#define KILN_SPEC_COOPMAT_BK 13
+// gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
+// 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
+#define KILN_COOPMAT_SHARED_VEC4 2624
 // conv2d / depthwise / conv_transpose.
 #define KILN_SPEC_CONV_CO_BLOCK 3  // output channels per invocation (conv2d)
 #define KILN_SPEC_CONV_ACTIVATION 4

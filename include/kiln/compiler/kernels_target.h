@@ -21,9 +21,9 @@ typedef struct kiln_kernel_arch_caps_t {
   uint32_t max_workgroup_invocations;
   uint32_t max_shared_memory_bytes;
   bool fp16_storage;        // 16-bit storage buffer access
-  bool fp16_arithmetic;     // shaderFloat16 (no kernel needs it yet)
+  bool fp16_arithmetic;     // shaderFloat16 (gemm_coopmat)
   bool subgroup_arithmetic; // subgroup add/min/max in compute
-  bool cooperative_matrix;  // no kernel uses it yet
+  bool cooperative_matrix;  // VK_NV_cooperative_matrix 16x16x16 f16 (gemm_coopmat)
   // Largest storage-buffer binding in bytes (0: Vulkan's 128 MiB minimum).
   uint64_t max_storage_buffer_range;
   // The arch's name in the target table (keys gemm_tuning.c), or NULL for

@@ -25,6 +25,9 @@ typedef struct kiln_hal_cooperative_matrix_shape_t {
   uint32_t m, n, k;
   kiln_hal_element_type_t a_type;
   kiln_hal_element_type_t c_type;
+  // Reported by VK_NV_cooperative_matrix (the route kiln's gemm_coopmat
+  // takes: SPV_NV_cooperative_matrix) rather than VK_KHR_cooperative_matrix.
+  bool nv;
 } kiln_hal_cooperative_matrix_shape_t;
 
 typedef struct kiln_hal_device_info_t {
@@ -62,6 +65,9 @@ typedef struct kiln_hal_device_info_t {
   // robustBufferAccess is on: the device bounds storage/uniform buffer
   // accesses, so the HAL clamps only the other indices (docs/security.md).
   bool robust_buffer_access;
+  // VK_NV_cooperative_matrix's cooperativeMatrixRobustBufferAccess is on:
+  // cooperative-matrix loads/stores of buffers are bounded like the others.
+  bool cooperative_matrix_robust_buffer_access;
 } kiln_hal_device_info_t;
 
 typedef struct kiln_hal_device_options_t {

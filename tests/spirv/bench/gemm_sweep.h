@@ -10,4 +10,17 @@
 kiln_status_t kiln_bench_gemm_sweep(kiln_hal_device_t* device, double max_gflop,
                                     int* out_failures);
 
+// Median GPU time (timestamps where the device has them, else wall clock)
+// of SWEEP_REPS submissions of one dispatch of `kernel` binding buffers[0..4].
+kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
+                                    const kiln_kernel_executable_t* kernel, const void* push,
+                                    uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                    const uint32_t grid[3], double* out_ns);
+
+// kiln-kernels-bench --coopmat (coopmat_sweep.c): gemm_coopmat (f16 and
+// f32 buffers) over its tilings on MatMul 4096^3 and the bench models'
+// GEMM shapes, timed and checked; refuses on devices without the feature.
+kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gflop,
+                                       int* out_failures);
+
 #endif  // KILN_TESTS_SPIRV_BENCH_GEMM_SWEEP_H_

@@ -7,7 +7,9 @@
 // reference (single-threaded, double accumulation: a floor, not a rival).
 // `--sweep [--max-gflop=X]` instead runs every GEMM tiling of the tuning
 // table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
-// non-zero when a result fails its check.
+// non-zero when a result fails its check; `--coopmat` the same for
+// gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
+// matrix).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,23 +171,26 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 }
 
 int main(int argc, char** argv) {
-  bool sweep = false;
+  bool sweep = false, coopmat = false;
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sweep") == 0) {
       sweep = true;
+    } else if (strcmp(argv[i], "--coopmat") == 0) {
+      coopmat = true;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
-      fprintf(stderr, "usage: kiln-kernels-bench [--sweep [--max-gflop=X]]\n");
+      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X]\n");
       return 2;
     }
   }
   kiln_hal_device_t* device = NULL;
   kiln_status_t status = kiln_kernel_test_device_create(&device);
   int failures = 0;
-  if (!status && sweep) {
-    status = kiln_bench_gemm_sweep(device, max_gflop, &failures);
+  if (!status && (sweep || coopmat)) {
+    status = coopmat ? kiln_bench_coopmat_sweep(device, max_gflop, &failures)
+                     : kiln_bench_gemm_sweep(device, max_gflop, &failures);
     kiln_hal_device_release(device);
   } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);

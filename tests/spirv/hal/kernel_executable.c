@@ -34,6 +34,10 @@ static kiln_target_features_t kiln_kernel_hal_features(uint32_t kernel_features)
   if (kernel_features & KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC) {
     features |= KILN_TARGET_FEATURE_SUBGROUP_OPS;
   }
+  if (kernel_features & KILN_FORMAT_FEATURE_FP16) features |= KILN_TARGET_FEATURE_FP16;
+  if (kernel_features & KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX) {
+    features |= KILN_TARGET_FEATURE_COOPERATIVE_MATRIX;
+  }
   return features;
 }
 

@@ -1,0 +1,148 @@
+// Tilings of gemm_coopmat (kernels_gemm_tuning.h): one row per arch whose
+// target-table caps say cooperative matrix, and the sweep's candidates.
+//
+// Why these numbers (a first guess until `kiln-kernels-bench --coopmat` has
+// run on each device): NVIDIA gives Vulkan 48 KiB of shared memory, which
+// holds a double-buffered 128x128 block at BK 32 for 4 subgroups of 64x64
+// (16 accumulators each, the ratio of 8 matrix loads per 16 MMAs that
+// NVIDIA's own cooperative-matrix samples use); 8 subgroups need BK 16 to fit.
+#include <string.h>
+
+#include "kiln/compiler/kernels_gemm_tuning.h"
+
+typedef struct kiln_coopmat_tuning_row_t {
+  const char* arch;
+  kiln_kernel_coopmat_tiling_t tiling;
+} kiln_coopmat_tuning_row_t;
+
+static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
+    {"turing", {2, 2, 4, 4, 32}}, {"ampere", {2, 2, 4, 4, 32}},
+    {"ada", {2, 2, 4, 4, 32}},    {"hopper", {2, 2, 4, 4, 32}},
+};
+
+// 128x128 (4 or 8 subgroups, BK 32 / 16), 128x64, 64x128, 64x64, then
+// 128x256 and 256x128 (8 subgroups of 64x64, BK 16).
+static const kiln_kernel_coopmat_tiling_t kCoopmatCandidates[] = {
+    {2, 2, 4, 4, 32}, {2, 2, 4, 4, 16}, {2, 4, 4, 2, 16}, {4, 2, 2, 4, 16},
+    {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32}, {2, 2, 2, 2, 32}, {2, 2, 2, 2, 16},
+    {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16},
+};
+
+// Small products: 64x64 blocks.
+static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
+
+// The kernel's device needs, named so that a refusal says what is missing.
+static kiln_status_t kiln_coopmat_check_caps(const kiln_kernel_arch_caps_t* caps) {
+  if (!caps->cooperative_matrix || !caps->fp16_arithmetic) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "gemm_coopmat needs cooperative matrix "
+                            "(VK_NV_cooperative_matrix, 16x16x16 f16 -> f32) and fp16 "
+                            "arithmetic, which the %s lacks",
+                            caps->arch ? caps->arch : "device");
+  }
+  return kiln_ok_status();
+}
+
+const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_tuning(const char* arch) {
+  if (!arch) return NULL;
+  for (size_t i = 0; i < sizeof(kCoopmatTuning) / sizeof(kCoopmatTuning[0]); ++i) {
+    if (strcmp(kCoopmatTuning[i].arch, arch) == 0) return &kCoopmatTuning[i].tiling;
+  }
+  return NULL;
+}
+
+size_t kiln_kernel_coopmat_candidate_count(void) {
+  return sizeof(kCoopmatCandidates) / sizeof(kCoopmatCandidates[0]);
+}
+
+const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index) {
+  return index < kiln_kernel_coopmat_candidate_count() ? &kCoopmatCandidates[index] : NULL;
+}
+
+uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* t) {
+  // Mirrors gemm_coopmat.comp: 2 * (A_SIZE + B_SIZE) uvec4s, reused after
+  // the loop for WARPS 16x16 f32 tiles (64 uvec4s each).
+  const uint32_t bm = t->warps_m * t->tiles_m * 16, bn = t->warps_n * t->tiles_n * 16;
+  const uint32_t a_size = bm * (t->bk / 8 + 1);
+  const uint32_t b_size = t->bk * bn / 8 + t->bk + bn;
+  const uint32_t staged = 2u * (a_size + b_size), tiles = t->warps_m * t->warps_n * 64u;
+  return (staged > tiles ? staged : tiles) * 16u;
+}
+
+kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_t* t,
+                                               const kiln_kernel_arch_caps_t* caps,
+                                               kiln_kernel_config_t* config) {
+  if (!t || !caps || !config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "coopmat tiling: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_coopmat_check_caps(caps));
+  if (t->warps_m == 0 || t->warps_n == 0 || t->tiles_m == 0 || t->tiles_n == 0 ||
+      t->warps_m * t->warps_n > 16 || t->tiles_m * t->tiles_n > 16) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "coopmat tiling: %u x %u subgroups of %u x %u tiles (each "
+                            "product must be in [1, 16])",
+                            t->warps_m, t->warps_n, t->tiles_m, t->tiles_n);
+  }
+  if (t->bk != 16 && t->bk != 32 && t->bk != 64) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "coopmat tiling: BK %u must be 16, 32 or 64", t->bk);
+  }
+  const uint32_t threads = t->warps_m * t->warps_n * caps->subgroup_size;
+  if (caps->subgroup_size < 16 || threads > caps->max_workgroup_invocations) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "coopmat tiling: %u subgroups of %u invocations exceed the "
+                            "arch's %u (or the subgroup is under 16)",
+                            t->warps_m * t->warps_n, caps->subgroup_size,
+                            caps->max_workgroup_invocations);
+  }
+  // The kernel declares its whole array whatever the tiling uses of it.
+  const uint32_t used = kiln_kernel_coopmat_shared_bytes(t);
+  const uint32_t declared = KILN_COOPMAT_SHARED_VEC4 * 16u;
+  if (used > declared || declared > caps->max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "coopmat tiling %ux%u x %ux%u BK %u: uses %u bytes of the "
+                            "kernel's %u of shared memory (the arch has %u)",
+                            t->warps_m, t->warps_n, t->tiles_m, t->tiles_n, t->bk, used,
+                            declared, caps->max_shared_memory_bytes);
+  }
+  config->workgroup_size[0] = threads;
+  config->workgroup_size[1] = 1;
+  config->shared_memory_bytes = declared;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_WARPS_M, t->warps_m));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_WARPS_N, t->warps_n));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_TILES_M, t->tiles_m));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_TILES_N, t->tiles_n));
+  return kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_BK, t->bk);
+}
+
+static bool kiln_coopmat_fits(const kiln_kernel_coopmat_tiling_t* t,
+                              const kiln_kernel_arch_caps_t* caps) {
+  return t->warps_m * t->warps_n * caps->subgroup_size <= caps->max_workgroup_invocations &&
+         kiln_kernel_coopmat_shared_bytes(t) <= KILN_COOPMAT_SHARED_VEC4 * 16u &&
+         KILN_COOPMAT_SHARED_VEC4 * 16u <= caps->max_shared_memory_bytes;
+}
+
+kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
+                                                kiln_kernel_coopmat_tiling_t* out_tiling) {
+  if (!caps || !out_tiling) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "coopmat tiling: NULL argument");
+  }
+  KILN_RETURN_IF_ERROR(kiln_coopmat_check_caps(caps));
+  const kiln_kernel_coopmat_tiling_t* row = kiln_kernel_coopmat_tuning(caps->arch);
+  if (!small && row && kiln_coopmat_fits(row, caps)) {
+    *out_tiling = *row;
+    return kiln_ok_status();
+  }
+  const kiln_kernel_coopmat_tiling_t* order[] = {&kCoopmatCandidates[0], &kCoopmatCandidates[1],
+                                                 &kCoopmatSmall, &kCoopmatCandidates[7]};
+  for (size_t i = small ? 2 : 0; i < sizeof(order) / sizeof(order[0]); ++i) {
+    if (kiln_coopmat_fits(order[i], caps)) {
+      *out_tiling = *order[i];
+      return kiln_ok_status();
+    }
+  }
+  return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                          "gemm_coopmat: no tiling fits %u invocations and %u bytes of "
+                          "shared memory",
+                          caps->max_workgroup_invocations, caps->max_shared_memory_bytes);
+}

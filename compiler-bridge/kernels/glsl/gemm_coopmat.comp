@@ -1,0 +1,257 @@
+// Batched GEMM on tensor cores through GL_NV_cooperative_matrix (SPIR-V
+// SPV_NV_cooperative_matrix, the route Debian's glslang and SPIRV-Tools
+// compile and validate): gemm's ABI (bindings, push constants, epilogue),
+// f16 x f16 products accumulated in f32 16x16 matrices.
+//
+// A workgroup of WARPS_M x WARPS_N subgroups computes a BM x BN block of C;
+// each subgroup a TILES_M x TILES_N grid of 16x16 accumulators. Per step of
+// BK, A (BM x BK) and B (BK x BN) are staged in shared memory as f16, eight
+// per uvec4 (rows padded by one uvec4 against bank conflicts), double
+// buffered as in gemm_tile.glsl: step t+1 is fetched from global memory
+// into registers while step t is multiplied, then stored into the other
+// buffer; one barrier per step.
+// Bounds by construction: the fetch returns zeros outside [0,m) x [0,k) x
+// [0,n) (so partial tiles multiply zeros), and the epilogue writes only
+// inside C: any m, n, k.
+// Storage: built with KILN_FP16_STORAGE every buffer is f16 (A and B read
+// as uvec4 = 8 halves); without it every buffer is f32 and A / B are
+// converted to f16 while staging (fp32 models under --precision=f16).
+// The workgroup is WARPS_M * WARPS_N subgroups of the device's subgroup
+// size (spec id 0 = that product; SPIR-V 1.3 without varying-size flags
+// gets exactly the reported subgroup size).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
+#include "kernels_codes.h"
+#include "activation.glsl"
+#include "storage.glsl"
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
+layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
+layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
+layout(constant_id = KILN_SPEC_COOPMAT_WARPS_M) const uint WARPS_M = 2;
+layout(constant_id = KILN_SPEC_COOPMAT_WARPS_N) const uint WARPS_N = 2;
+layout(constant_id = KILN_SPEC_COOPMAT_TILES_M) const uint TILES_M = 4;
+layout(constant_id = KILN_SPEC_COOPMAT_TILES_N) const uint TILES_N = 4;
+layout(constant_id = KILN_SPEC_COOPMAT_BK) const uint BK = 32;
+
+#ifdef KILN_FP16_STORAGE
+layout(set = 0, binding = 0) readonly buffer ABuffer { uvec4 a8[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { uvec4 b8[]; };
+#else
+layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { vec4 b4[]; };
+#endif
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
+KILN_OUTPUT_BUFFER(4)
+
+#include "gemm_params.glsl"
+#include "gemm_epilogue.glsl"
+
+const uint THREADS = gl_WorkGroupSize.x;
+const uint WARPS = WARPS_M * WARPS_N;
+const uint SG = THREADS / WARPS;
+const uint WM = TILES_M * 16;  // rows of a subgroup's block
+const uint WN = TILES_N * 16;
+const uint BM = WARPS_M * WM;
+const uint BN = WARPS_N * WN;
+const uint BK8 = BK / 8;
+// uvec4s per staged row: A [m][k], B [k][n] (n contiguous in memory) or
+// [n][k] (k contiguous or strided), + 1 of padding each.
+const uint A_S8 = BK8 + 1;
+const uint BR_S8 = BN / 8 + 1;
+const uint BC_S8 = BK8 + 1;
+const uint A_SIZE = BM * A_S8;
+// Either B layout fits: BK * (BN/8 + 1) or BN * (BK/8 + 1).
+const uint B_SIZE = BK * BN / 8 + BK + BN;
+const uint A_VECS = BM * BK8;
+const uint B_VECS = BK * BN / 8;
+const uint A_SLOTS = (A_VECS + THREADS - 1) / THREADS;
+const uint B_SLOTS = (B_VECS + THREADS - 1) / THREADS;
+
+// All shared memory in one array of a fixed length (so the runtime's
+// robust-access clamp can bound each cooperative-matrix load and store by
+// its stride, hal/spirv_clamp_local.c): two A buffers, two B buffers, and
+// after the main loop one 16x16 f32 tile per subgroup on its way to the
+// epilogue. KILN_COOPMAT_SHARED_VEC4 (kernels_codes.h) is the most any
+// tiling may use; kiln_kernel_coopmat_tiling_apply checks it.
+shared uvec4 kiln_sh[KILN_COOPMAT_SHARED_VEC4];
+const uint B_SH0 = 2 * A_SIZE;  // first B buffer
+
+uint a_base, b_base;
+bool a_fast, b_fast, b_rows;  // b_rows: uvec4s of B run along n
+
+#ifdef KILN_FP16_STORAGE
+float a_at(uint i) { return unpackHalf2x16(a8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
+float b_at(uint i) { return unpackHalf2x16(b8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
+uvec4 a_load8(uint i) { return a8[i >> 3]; }
+uvec4 b_load8(uint i) { return b8[i >> 3]; }
+#else
+float a_at(uint i) { return a4[i >> 2][i & 3]; }
+float b_at(uint i) { return b4[i >> 2][i & 3]; }
+uvec4 kiln_pack8(vec4 lo, vec4 hi) {
+  return uvec4(packHalf2x16(lo.xy), packHalf2x16(lo.zw), packHalf2x16(hi.xy),
+               packHalf2x16(hi.zw));
+}
+uvec4 a_load8(uint i) { return kiln_pack8(a4[i >> 2], a4[(i >> 2) + 1]); }
+uvec4 b_load8(uint i) { return kiln_pack8(b4[i >> 2], b4[(i >> 2) + 1]); }
+#endif
+
+// 8 values of A at (gm, gk..gk+7), zero outside.
+uvec4 kiln_fetch_a(uint gm, uint gk) {
+  if (gm >= p.m || gk >= p.k) return uvec4(0);
+  const uint at = a_base + gm * p.a_row_stride + gk * p.a_col_stride;
+  if (a_fast && gk + 7 < p.k) return a_load8(at);
+  const uint s = p.a_col_stride;
+  uvec4 r;
+  for (uint j = 0; j < 4; ++j) {
+    const uint k0 = gk + 2 * j;
+    r[j] = packHalf2x16(vec2(k0 < p.k ? a_at(at + 2 * j * s) : 0.0,
+                             k0 + 1 < p.k ? a_at(at + (2 * j + 1) * s) : 0.0));
+  }
+  return r;
+}
+
+// 8 values of B: along n at (gk, gn..gn+7) when b_rows, else along k at
+// (gk..gk+7, gn); zero outside.
+uvec4 kiln_fetch_b(uint gk, uint gn) {
+  if (gk >= p.k || gn >= p.n) return uvec4(0);
+  const uint at = b_base + gk * p.b_row_stride + gn * p.b_col_stride;
+  const uint lim = b_rows ? p.n - gn : p.k - gk;  // values left along the run
+  if (b_fast && lim >= 8) return b_load8(at);
+  const uint s = b_rows ? p.b_col_stride : p.b_row_stride;
+  uvec4 r;
+  for (uint j = 0; j < 4; ++j) {
+    r[j] = packHalf2x16(vec2(2 * j < lim ? b_at(at + 2 * j * s) : 0.0,
+                             2 * j + 1 < lim ? b_at(at + (2 * j + 1) * s) : 0.0));
+  }
+  return r;
+}
+
+uvec4 kiln_a_stage[A_SLOTS];
+uvec4 kiln_b_stage[B_SLOTS];
+
+void kiln_fetch(uint row0, uint col0, uint k0) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint s = 0; s < A_SLOTS; ++s) {
+    const uint q = tid + s * THREADS;
+    kiln_a_stage[s] = q < A_VECS ? kiln_fetch_a(row0 + q / BK8, k0 + (q % BK8) * 8) : uvec4(0);
+  }
+  [[unroll]] for (uint s = 0; s < B_SLOTS; ++s) {
+    const uint q = tid + s * THREADS;
+    uvec4 v = uvec4(0);
+    if (q < B_VECS) {
+      v = b_rows ? kiln_fetch_b(k0 + q / (BN / 8), col0 + (q % (BN / 8)) * 8)
+                 : kiln_fetch_b(k0 + (q % BK8) * 8, col0 + q / BK8);
+    }
+    kiln_b_stage[s] = v;
+  }
+}
+
+void kiln_stage(uint buf) {
+  const uint tid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint s = 0; s < A_SLOTS; ++s) {
+    const uint q = tid + s * THREADS;
+    if (q < A_VECS) kiln_sh[buf * A_SIZE + (q / BK8) * A_S8 + q % BK8] = kiln_a_stage[s];
+  }
+  [[unroll]] for (uint s = 0; s < B_SLOTS; ++s) {
+    const uint q = tid + s * THREADS;
+    if (q < B_VECS) {
+      const uint at = b_rows ? (q / (BN / 8)) * BR_S8 + q % (BN / 8)
+                             : (q / BK8) * BC_S8 + q % BK8;
+      kiln_sh[B_SH0 + buf * B_SIZE + at] = kiln_b_stage[s];
+    }
+  }
+}
+
+void main() {
+  batch = gl_WorkGroupID.z;
+  const uint row0 = gl_WorkGroupID.y * BM;
+  const uint col0 = gl_WorkGroupID.x * BN;
+  const uint warp = gl_SubgroupID;
+  const uint wm = warp % WARPS_M, wn = warp / WARPS_M;
+  a_base = batch * p.a_batch_stride;
+  b_base = batch * p.b_batch_stride;
+  // Whole uvec4 loads where every run of 8 starts aligned: A along k, B
+  // along n (row-major) or along k (a transposed weight).
+#ifdef KILN_FP16_STORAGE
+  const uint ALIGN = 7;  // 8 halves per uvec4
+#else
+  const uint ALIGN = 3;  // two vec4s
+#endif
+  a_fast = p.a_col_stride == 1 && (p.a_row_stride & ALIGN) == 0 &&
+           (p.a_batch_stride & ALIGN) == 0;
+  b_rows = !(p.b_row_stride == 1 && p.b_col_stride != 1);
+  b_fast = (p.b_batch_stride & ALIGN) == 0 &&
+           (b_rows ? p.b_col_stride == 1 && (p.b_row_stride & ALIGN) == 0
+                   : (p.b_col_stride & ALIGN) == 0);
+  c_vec4 = (p.c_batch_stride & 3) == 0 && (p.c_row_stride & 3) == 0 &&
+           (!HAS_RESIDUAL || ((p.residual_batch_stride & 3) == 0 &&
+                              (p.residual_row_stride & 3) == 0));
+
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[TILES_M * TILES_N];
+  [[unroll]] for (uint i = 0; i < TILES_M * TILES_N; ++i) {
+    acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  }
+
+  const uint steps = (p.k + BK - 1) / BK;
+  if (steps > 0) {
+    kiln_fetch(row0, col0, 0);
+    kiln_stage(0);
+    barrier();
+  }
+  for (uint t = 0; t < steps; ++t) {
+    const bool more = t + 1 < steps;
+    if (more) kiln_fetch(row0, col0, (t + 1) * BK);
+    const uint a0 = (t & 1) * A_SIZE + wm * WM * A_S8;
+    const uint b0 = B_SH0 + (t & 1) * B_SIZE;
+    [[unroll]] for (uint kk = 0; kk < BK / 16; ++kk) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[TILES_M];
+      [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
+        coopMatLoadNV(ma[i], kiln_sh, a0 + i * 16 * A_S8 + kk * 2, A_S8, false);
+      }
+      [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb;
+        const uint n = wn * WN + j * 16;
+        if (b_rows) {
+          coopMatLoadNV(mb, kiln_sh, b0 + kk * 16 * BR_S8 + n / 8, BR_S8, false);
+        } else {
+          coopMatLoadNV(mb, kiln_sh, b0 + n * BC_S8 + kk * 2, BC_S8, true);
+        }
+        [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
+          acc[i * TILES_N + j] = coopMatMulAddNV(ma[i], mb, acc[i * TILES_N + j]);
+        }
+      }
+    }
+    if (more) kiln_stage((t + 1) & 1);
+    barrier();
+  }
+
+  // Each subgroup passes its tiles through its 16x16 f32 of shared memory
+  // (64 uvec4s of the staging array, free after the loop's last barrier) to
+  // gemm's epilogue, a quad of columns per invocation at a time.
+  const uint lane = gl_SubgroupInvocationID;
+  [[unroll]] for (uint i = 0; i < TILES_M; ++i) {
+    [[unroll]] for (uint j = 0; j < TILES_N; ++j) {
+      const uint gm0 = row0 + wm * WM + i * 16, gn0 = col0 + wn * WN + j * 16;
+      if (gm0 >= p.m || gn0 >= p.n) continue;  // uniform in the subgroup
+      coopMatStoreNV(acc[i * TILES_N + j], kiln_sh, warp * 64, 4, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint q = lane; q < 64; q += SG) {
+        const uint r = q / 4, c = (q % 4) * 4;
+        const uint gm = gm0 + r, gn = gn0 + c;
+        if (gm < p.m && gn < p.n) {
+          kiln_gemm_epilogue(gm, gn, uintBitsToFloat(kiln_sh[warp * 64 + r * 4 + c / 4]));
+        }
+      }
+      subgroupBarrier();
+    }
+  }
+}
