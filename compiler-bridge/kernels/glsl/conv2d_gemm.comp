@@ -89,12 +89,16 @@ void main() {
   pixels = p.out_height * p.out_width;
   x_base = (image * p.in_channels + group * cig) * p.in_height * p.in_width;
   w_base = group * cog * k_total;
-  // Input channels [ci_begin, ci_end) as a k range (kernel rows: all).
-  k_end = kiln_ci_end(cig) * khw;
+  // Input channels [ci_begin, ci_end) and kernel rows [kh_begin, kh_end)
+  // as one k range: the split (lower_split.c) takes partial rows only of
+  // a single channel, so the range is contiguous.
+  const uint ci_end = kiln_ci_end(cig);
+  const uint k_begin = p.ci_begin * khw + p.kh_begin * p.kernel_w;
+  k_end = ci_end > p.ci_begin ? (ci_end - 1) * khw + kiln_kh_end() * p.kernel_w : k_begin;
   kiln_gemm_a_along_k = true;
   kiln_gemm_b_along_k = false;
   const uint row0 = gl_WorkGroupID.y * TILE_M;
   const uint col0 = gl_WorkGroupID.x * TILE_N;
-  kiln_gemm_mainloop(row0, col0, p.ci_begin * khw, k_end);
+  kiln_gemm_mainloop(row0, col0, k_begin, k_end);
   kiln_gemm_store(row0, col0, cog, pixels);
 }
