@@ -72,6 +72,9 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
   }
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc->bindings[4]));
   kiln_lower_reduction_t r = {specs, e->activation, has_bias, e->residual >= 0};
+  bool split = false;
+  KILN_RETURN_IF_ERROR(kiln_lower_add_split_k(l, desc, &r, &split));
+  if (split) return kiln_ok_status();
   return kiln_lower_add_big_reduction(l, desc, &r);
 }
 
