@@ -216,7 +216,7 @@ static void kiln_run_trace_value(FILE* out, char type, kiln_vm_value_t value) {
   }
 }
 
-enum { KILN_RUN_MAX_TRACKED = 1024 };
+enum { KILN_RUN_MAX_TRACKED = 1024, KILN_RUN_MAX_PHASES = 32 };
 
 // What --print_statistics learns about dispatches: the executable names
 // (from executable.lookup), each recorded dispatch of the first command
@@ -243,7 +243,53 @@ typedef struct kiln_run_hook_state_t {
   const void* tracked_command_buffer;  // the first one recorded into
   size_t dispatch_count;
   kiln_run_dispatch_t dispatches[KILN_RUN_MAX_TRACKED];
+  // Host time of warm calls by native call: each native call's return
+  // minus the previous one's (or the call's start), so the bytecode run
+  // before it counts with it; `phase_mark_ns` 0 while not measuring.
+  int64_t phase_mark_ns;
+  size_t phase_count;
+  char phase_names[KILN_RUN_MAX_PHASES][48];
+  double phase_ns[KILN_RUN_MAX_PHASES];
 } kiln_run_hook_state_t;
+
+// Charges the time since the last mark to `name` (statistics, warm calls).
+static void kiln_run_phase(kiln_run_hook_state_t* hook, const char* module_name,
+                           const char* name) {
+  if (!hook->phase_mark_ns) return;
+  int64_t now = kiln_time_now_ns();
+  char full[48];
+  snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
+  size_t i = 0;
+  while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
+  if (i == hook->phase_count && i < KILN_RUN_MAX_PHASES) {
+    snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
+    hook->phase_ns[i] = 0;
+    ++hook->phase_count;
+  }
+  if (i < hook->phase_count) hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
+  hook->phase_mark_ns = now;
+}
+
+// Mean host µs per warm call by native call, biggest first.
+static void kiln_run_print_phases(kiln_run_hook_state_t* hook, int warm_calls, double gpu_ms) {
+  if (hook->phase_count == 0 || warm_calls <= 0) return;
+  fprintf(hook->out,
+          "[statistics] host time of a warm call by native call (mean us; each includes "
+          "the bytecode since the previous one; GPU span %.1f us):\n",
+          gpu_ms * 1e3);
+  bool shown[KILN_RUN_MAX_PHASES] = {false};
+  for (size_t n = 0; n < hook->phase_count; ++n) {
+    size_t best = hook->phase_count;
+    for (size_t i = 0; i < hook->phase_count; ++i) {
+      if (!shown[i] && (best == hook->phase_count || hook->phase_ns[i] > hook->phase_ns[best])) {
+        best = i;
+      }
+    }
+    shown[best] = true;
+    fprintf(hook->out, "[statistics]   %9.1f  %s\n", hook->phase_ns[best] / 1e3 / warm_calls,
+            hook->phase_names[best]);
+  }
+}
 
 static void kiln_run_note_dispatch(kiln_run_hook_state_t* hook,
                                    const kiln_vm_value_t* args) {
@@ -329,6 +375,7 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
                                  const kiln_vm_value_t* results,
                                  kiln_status_t status) {
   kiln_run_hook_state_t* hook = user_data;
+  kiln_run_phase(hook, module_name, export_name);
   if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
     if (strcmp(export_name, "device.submit_and_wait") == 0) {
       if (hook->submitted_count < 8) {
@@ -556,8 +603,11 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     run->hook.gpu_ns = 0;
     run->hook.dispatch_ns = 0;
     int64_t t0 = kiln_time_now_ns();
+    run->hook.phase_mark_ns = run->hook.statistics && c > 0 ? t0 : 0;
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
                                  run->results, run->signature->result_count);
+    kiln_run_phase(&run->hook, "", "(after the last native call)");
+    run->hook.phase_mark_ns = 0;
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
     for (size_t i = 0; i < run->hook.submitted_count; ++i) {
       kiln_run_add_gpu_time(&run->hook, run->hook.submitted[i]);
@@ -601,6 +651,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             "command to last; its dispatches alone: %.3f ms)\n",
             gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
     kiln_run_print_top_dispatches(&run->hook, calls);
+    kiln_run_print_phases(&run->hook, calls - 1, gpu_ns[calls / 2] / 1e6);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
     fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",
