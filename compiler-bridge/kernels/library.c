@@ -21,7 +21,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_CONV2D, "conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
      KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_DEPTHWISE_CONV2D, "depthwise_conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),

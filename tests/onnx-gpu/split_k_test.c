@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln_test.h"
