@@ -64,12 +64,17 @@ static void splitk_float(kiln_graph_t* g, int32_t node, const char* name, float 
 // Adds `residual` (a graph input) and/or a Relu after value `y`; marks the
 // result as the graph output.
 static void splitk_tail(kiln_graph_t* g, int32_t y, int32_t residual, bool relu) {
-  int32_t node = -1;
+  int32_t node = -1, out = -1;
   if (residual >= 0) {
     const int32_t in[2] = {y, residual};
-    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", in, 2, &node, &y));
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", in, 2, &node, &out));
+    y = out;
   }
-  if (relu) KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", &y, 1, &node, &y));
+  if (relu) {
+    const int32_t in[1] = {y};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", in, 1, &node, &out));
+    y = out;
+  }
   KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
 }
 
