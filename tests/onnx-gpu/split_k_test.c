@@ -266,3 +266,24 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     kiln_graph_deinitialize(&g);
   }
 }
+
+// One input channel whose 5 x 20000 window passes the loop budget on the
+// tiled core: recorded as parts over kernel rows (conv2d_gemm's kh range),
+// each adding into the output; no split-K (one channel).
+KILN_TEST(OnnxGpuSplitKTest, KernelRowPartsOnTheTiledCore) {
+  const conv_case_t c = {{1, 1, 5, 20003}, {2, 1, 5, 20000}, {0, 0, 0, 0}, 1, 1,
+                         true, false, true, 0};
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "split-rows", &g);
+  g.opset = 13;
+  const int64_t bias_dims[1] = {2};
+  const int32_t in[3] = {splitk_input(&g, "x", 4, c.x), splitk_input(&g, "w", 4, c.w),
+                         splitk_input(&g, "b", 1, bias_dims)};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &node, &y));
+  splitk_tail(&g, y, -1, true);
+  size_t dispatches = splitk_check(&g, "valhall-g78", 100000);
+  KILN_EXPECT_GT(dispatches, 1u);
+  KILN_EXPECT_LE(dispatches, 5u);  // at most one part per kernel row
+  kiln_graph_deinitialize(&g);
+}
