@@ -249,7 +249,10 @@ typedef struct kiln_run_hook_state_t {
   int64_t phase_mark_ns;
   size_t phase_count;
   char phase_names[KILN_RUN_MAX_PHASES][48];
-  double phase_ns[KILN_RUN_MAX_PHASES];
+  double phase_ns[KILN_RUN_MAX_PHASES];  // the current call's
+  double* phase_calls;  // [phase][call]: each warm call's, for medians
+  int phase_call;       // the current call's index into phase_calls
+  int phase_capacity;   // calls per phase in phase_calls
 } kiln_run_hook_state_t;
 
 // Charges the time since the last mark to `name` (statistics, warm calls).
@@ -265,28 +268,48 @@ static void kiln_run_phase(kiln_run_hook_state_t* hook, const char* module_name,
     snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
     hook->phase_ns[i] = 0;
     ++hook->phase_count;
+    for (int c = 0; c < hook->phase_capacity; ++c) {
+      hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
+    }
   }
   if (i < hook->phase_count) hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
   hook->phase_mark_ns = now;
 }
 
-// Mean host µs per warm call by native call, biggest first.
-static void kiln_run_print_phases(kiln_run_hook_state_t* hook, int warm_calls, double gpu_ms) {
-  if (hook->phase_count == 0 || warm_calls <= 0) return;
+// Ends the current call's phases: stores them for the medians.
+static void kiln_run_phases_end_call(kiln_run_hook_state_t* hook) {
+  if (hook->phase_calls && hook->phase_call < hook->phase_capacity) {
+    for (size_t i = 0; i < hook->phase_count; ++i) {
+      hook->phase_calls[i * (size_t)hook->phase_capacity + hook->phase_call] = hook->phase_ns[i];
+      hook->phase_ns[i] = 0;
+    }
+    ++hook->phase_call;
+  }
+  hook->phase_mark_ns = 0;
+}
+
+// Median host us of a warm call by native call, biggest first.
+static void kiln_run_print_phases(kiln_run_hook_state_t* hook, double gpu_ms) {
+  const int calls = hook->phase_call;
+  if (hook->phase_count == 0 || calls <= 0) return;
   fprintf(hook->out,
-          "[statistics] host time of a warm call by native call (mean us; each includes "
-          "the bytecode since the previous one; GPU span %.1f us):\n",
+          "[statistics] host time of a warm call by native call (median us of calls 2..; "
+          "each includes the bytecode since the previous one; median GPU span %.1f us):\n",
           gpu_ms * 1e3);
+  double median[KILN_RUN_MAX_PHASES];
+  for (size_t i = 0; i < hook->phase_count; ++i) {
+    double* values = &hook->phase_calls[i * (size_t)hook->phase_capacity];
+    qsort(values, (size_t)calls, sizeof(double), kiln_compare_doubles);
+    median[i] = values[calls / 2];
+  }
   bool shown[KILN_RUN_MAX_PHASES] = {false};
   for (size_t n = 0; n < hook->phase_count; ++n) {
     size_t best = hook->phase_count;
     for (size_t i = 0; i < hook->phase_count; ++i) {
-      if (!shown[i] && (best == hook->phase_count || hook->phase_ns[i] > hook->phase_ns[best])) {
-        best = i;
-      }
+      if (!shown[i] && (best == hook->phase_count || median[i] > median[best])) best = i;
     }
     shown[best] = true;
-    fprintf(hook->out, "[statistics]   %9.1f  %s\n", hook->phase_ns[best] / 1e3 / warm_calls,
+    fprintf(hook->out, "[statistics]   %9.1f  %s\n", median[best] / 1e3,
             hook->phase_names[best]);
   }
 }
@@ -594,6 +617,14 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     free(dispatch_ns);
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
+  // Per-phase host times of the warm calls (statistics; skipped if out of
+  // memory).
+  if (options->print_statistics && calls > 1) {
+    run->hook.phase_capacity = calls - 1;
+    run->hook.phase_calls = calloc((size_t)KILN_RUN_MAX_PHASES * (size_t)(calls - 1),
+                                   sizeof(double));
+    if (!run->hook.phase_calls) run->hook.phase_capacity = 0;
+  }
   kiln_status_t status = kiln_ok_status();
   const char* result_types = run->signature->types + arg_count;
   for (int c = 0; c < calls && kiln_status_is_ok(status); ++c) {
@@ -607,7 +638,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
                                  run->results, run->signature->result_count);
     kiln_run_phase(&run->hook, "", "(after the last native call)");
-    run->hook.phase_mark_ns = 0;
+    if (run->hook.phase_mark_ns) kiln_run_phases_end_call(&run->hook);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
     for (size_t i = 0; i < run->hook.submitted_count; ++i) {
       kiln_run_add_gpu_time(&run->hook, run->hook.submitted[i]);
@@ -651,7 +682,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             "command to last; its dispatches alone: %.3f ms)\n",
             gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
     kiln_run_print_top_dispatches(&run->hook, calls);
-    kiln_run_print_phases(&run->hook, calls - 1, gpu_ns[calls / 2] / 1e6);
+    kiln_run_print_phases(&run->hook, gpu_ns[calls / 2] / 1e6);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
     fprintf(run->out, "[statistics] peak device memory in buffers: %.3f MiB\n",
@@ -688,6 +719,8 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     status = kiln_hal_device_pipeline_cache_save(
         kiln_session_device(run->session), options->pipeline_cache);
   }
+  free(run->hook.phase_calls);
+  run->hook.phase_calls = NULL;
   free(call_ns);
   free(gpu_ns);
   free(dispatch_ns);
