@@ -206,8 +206,8 @@ uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uin
   if (units == 0 || kiln_kernel_gemm_tiling_select_small(caps, &t)) return 1;
   const uint64_t tile_m = (uint64_t)t.wg_y * t.tm, tile_n = (uint64_t)t.wg_x * t.tn;
   const uint64_t blocks = batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
-  if (blocks == 0 || blocks >= units) return 1;
-  uint64_t parts = (2 * units + blocks - 1) / blocks;
+  if (blocks == 0 || 2 * blocks > units) return 1;
+  uint64_t parts = (units + blocks - 1) / blocks;
   if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
   if (parts > KILN_GEMM_SPLIT_K_MAX_PARTS) parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
   return parts < 2 ? 1 : (uint32_t)parts;

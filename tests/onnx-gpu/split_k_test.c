@@ -177,26 +177,27 @@ static void splitk_conv(const conv_case_t* c, const char* target, size_t want_di
   kiln_graph_deinitialize(&g);
 }
 
-// valhall: parts = min(ceil(40 / blocks), k / 128, 16), then whole input
-// channels (conv) or 64-k chunks (gemm) per part.
+// valhall (20 units): split where blocks <= 10; parts = min(ceil(20 /
+// blocks), k / 256, 8), then whole input channels (conv) or 64-k chunks
+// (gemm) per part.
 static const conv_case_t kConvCases[] = {
-    // 3x3 at 7x7, 128 out: 2 blocks, k 576: 4 parts of 16 channels.
-    {{1, 64, 7, 7}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, true, 5},
-    // odd sizes, C_in 37, stride 2, dilation 2, asymmetric pads: k 333,
-    // 2 parts (19 + 18 channels).
-    {{1, 37, 9, 11}, {24, 37, 3, 3}, {1, 0, 2, 1}, 2, 2, true, false, false, 3},
-    // 1x1 stride 2 (ResNet's downsample): k 256, 2 parts.
-    {{1, 256, 14, 14}, {64, 256, 1, 1}, {0, 0, 0, 0}, 2, 1, false, false, true, 3},
-    // residual + relu: k 864, 6 parts of 16 channels.
-    {{1, 96, 5, 5}, {40, 96, 3, 3}, {1, 1, 1, 1}, 1, 1, true, true, true, 7},
-    // long k 4608: 16 parts of 32 channels.
-    {{1, 512, 4, 4}, {32, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, false, false, 17},
-    // 1x1 stride 1 (a gemm): k 520 -> 4 parts -> chunks of 192: 3 parts.
-    {{1, 520, 6, 6}, {50, 520, 1, 1}, {0, 0, 0, 0}, 1, 1, true, false, true, 4},
+    // 3x3 at 7x7, 128 out: 2 blocks, k 576: 2 parts of 32 channels.
+    {{1, 64, 7, 7}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, true, 3},
+    // odd sizes, C_in 61, stride 2, dilation 2, asymmetric pads: k 549,
+    // 2 parts (31 + 30 channels).
+    {{1, 61, 9, 11}, {24, 61, 3, 3}, {1, 0, 2, 1}, 2, 2, true, false, false, 3},
+    // 1x1 stride 2 (ResNet's downsample): k 512, 2 parts.
+    {{1, 512, 14, 14}, {64, 512, 1, 1}, {0, 0, 0, 0}, 2, 1, false, false, true, 3},
+    // residual + relu: k 864, 3 parts of 32 channels.
+    {{1, 96, 5, 5}, {40, 96, 3, 3}, {1, 1, 1, 1}, 1, 1, true, true, true, 4},
+    // long k 4608: 8 parts of 64 channels.
+    {{1, 512, 4, 4}, {32, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, false, false, 9},
+    // 1x1 stride 1 (a gemm): k 520 -> 2 parts -> chunks of 320: 320 + 200.
+    {{1, 520, 6, 6}, {50, 520, 1, 1}, {0, 0, 0, 0}, 1, 1, true, false, true, 3},
     // k 9 and k 200: too short to split.
     {{1, 1, 5, 5}, {3, 1, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, false, 1},
     {{1, 8, 13, 13}, {16, 8, 5, 5}, {2, 2, 2, 2}, 1, 1, true, false, true, 1},
-    // enough blocks (28x28, 96 out: 13 x 2 blocks > 20 units): no split.
+    // enough blocks (28x28, 96 out: 13 x 2 blocks > 10): no split.
     {{1, 32, 28, 28}, {96, 32, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, true, 1},
 };
 
@@ -220,8 +221,8 @@ KILN_TEST(OnnxGpuSplitKTest, ConvInDefaultModules) {
 // into M) on valhall.
 KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
   {
-    // [5, 1000] x [1000, 7] + c, relu: k 1000 -> 7 parts -> chunks of 192:
-    // 6 parts (the last 40).
+    // [5, 1000] x [1000, 7] + c, relu: k 1000 -> 3 parts -> chunks of 384:
+    // 3 parts (the last 232).
     kiln_graph_t g;
     kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm", &g);
     g.opset = 13;
@@ -231,12 +232,12 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
     splitk_tail(&g, y, -1, true);
-    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 1000), 7u);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 1000), 4u);
     kiln_graph_deinitialize(&g);
   }
   {
-    // transA, transB, alpha 0.5, bias per column: k 777 -> 6 parts ->
-    // chunks of 192: 5 parts (the last 9).
+    // transA, transB, alpha 0.5, bias per column: k 777 -> 3 parts ->
+    // chunks of 320: 3 parts (the last 137).
     kiln_graph_t g;
     kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm-t", &g);
     g.opset = 13;
@@ -249,11 +250,11 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     splitk_int(&g, node, "transB", 1);
     splitk_float(&g, node, "alpha", 0.5f);
     splitk_tail(&g, y, -1, false);
-    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 777), 6u);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 777), 4u);
     kiln_graph_deinitialize(&g);
   }
   {
-    // [2, 3, 640] x [640, 9]: folds to 6 x 640 x 9; 5 parts of 128.
+    // [2, 3, 640] x [640, 9]: folds to 6 x 640 x 9; 2 parts of 320.
     kiln_graph_t g;
     kiln_graph_initialize(kiln_allocator_system(), "split-k-matmul", &g);
     g.opset = 13;
@@ -262,7 +263,7 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "MatMul", in, 2, &node, &y));
     splitk_tail(&g, y, -1, false);
-    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 640), 6u);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 640), 3u);
     kiln_graph_deinitialize(&g);
   }
 }

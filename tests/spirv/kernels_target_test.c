@@ -263,27 +263,29 @@ KILN_TEST(KernelTargetTest, ConvGemmIsPerTarget) {
   KILN_EXPECT_TRUE(spirv.texel_bindings != 0);
 }
 
-// The split-K rule: parts only where the small tiling's blocks are fewer
-// than the arch's compute units, two blocks per unit, >= 128 k per part,
-// <= 16 parts; never on CPU-like or unknown arches.
+// The split-K rule: parts only where the small tiling's blocks fill at
+// most half the arch's compute units, one block per unit, >= 256 k per
+// part, <= 8 parts; never on CPU-like or unknown arches.
 KILN_TEST(KernelTargetTest, SplitKRule) {
   kiln_kernel_arch_caps_t hopper = caps_for("hopper"), cpu = caps_for("cpu");
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
   KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units("hopper"), 132u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units("cpu"), 0u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units(NULL), 0u);
-  // ResNet-50 at 7x7 (64x64 blocks on hopper): 8 blocks -> 33, capped at 16;
-  // 32 blocks -> 9, capped by k 512 at 4.
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 1), 16u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 4u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 4608, 1), 16u);
-  // BERT's 128 x 768 x 3072: 24 blocks -> 11 parts.
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 11u);
+  // ResNet-50 at 7x7 (64x64 blocks on hopper): 8 blocks -> 17, capped at
+  // 8; 32 blocks -> 5, capped by k 512 at 2.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 1), 8u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 4608, 1), 8u);
+  // BERT's 128 x 768 x 3072: 24 blocks -> 6 parts; 128 x 3072: 96 blocks
+  // fill more than half the units.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 6u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 1u);
   // Enough blocks, or too little k: no split.
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 4096, 4096, 4096, 1), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 132), 1u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 255, 1), 1u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 256, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 511, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 512, 1), 2u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&cpu, 512, 49, 2048, 1), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&unknown, 512, 49, 2048, 1), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(NULL, 512, 49, 2048, 1), 1u);

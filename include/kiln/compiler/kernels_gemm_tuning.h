@@ -60,13 +60,15 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
 // batch x ceil(m / TILE_M) x ceil(n / TILE_N)) are fewer than the arch's
 // compute units leaves most of the GPU idle however long k is; its k is
 // then summed in parts, each part a dispatch of its own into scratch, and
-// a reduction adds the parts (onnx-emit/lower_splitk.c). The parts: enough
-// for two blocks per compute unit, each at least KILN_GEMM_SPLIT_K_MIN_K
-// long, at most KILN_GEMM_SPLIT_K_MAX_PARTS; 1 (no split) where the arch
-// has no compute-unit count (CPU devices, mobile, unknown) or the blocks
-// fill it already.
-#define KILN_GEMM_SPLIT_K_MIN_K 128u
-#define KILN_GEMM_SPLIT_K_MAX_PARTS 16u
+// a reduction adds the parts (onnx-emit/lower_splitk.c). Only where the
+// blocks fill at most half the compute units; the parts: enough for one
+// block per unit, each at least KILN_GEMM_SPLIT_K_MIN_K long, at most
+// KILN_GEMM_SPLIT_K_MAX_PARTS (every part is a dispatch); 1 (no split)
+// where the arch has no compute-unit count (CPU devices, most mobile,
+// unknown). Conservative first numbers: the sweep's split-K rows on a
+// device say where to move them.
+#define KILN_GEMM_SPLIT_K_MIN_K 256u
+#define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
 uint32_t kiln_kernel_gemm_compute_units(const char* arch);
