@@ -543,7 +543,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   if (options->device) session_options.device_uri = options->device;
   session_options.enable_validation = options->validation;
   session_options.pipeline_cache_path = options->pipeline_cache;
-  session_options.gpu_timestamps = options->print_statistics;
+  session_options.gpu_timestamps = options->print_statistics && !options->no_timestamps;
   session_options.fuel = options->fuel;
   if (options->deadline_ms > UINT32_MAX) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
@@ -677,11 +677,15 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             calls, call_ns[calls / 2] / 1e6);
     qsort(gpu_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
     qsort(dispatch_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
-    fprintf(run->out,
-            "[statistics] median GPU time of a call (timestamps): %.3f ms (first "
-            "command to last; its dispatches alone: %.3f ms)\n",
-            gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
-    kiln_run_print_top_dispatches(&run->hook, calls);
+    if (options->no_timestamps) {
+      fprintf(run->out, "[statistics] GPU time: not measured (--no_timestamps)\n");
+    } else {
+      fprintf(run->out,
+              "[statistics] median GPU time of a call (timestamps): %.3f ms (first "
+              "command to last; its dispatches alone: %.3f ms)\n",
+              gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
+      kiln_run_print_top_dispatches(&run->hook, calls);
+    }
     kiln_run_print_phases(&run->hook, gpu_ns[calls / 2] / 1e6);
     kiln_hal_memory_stats_t memory =
         kiln_hal_device_memory_stats(kiln_session_device(run->session));
