@@ -262,6 +262,12 @@ static kiln_status_t sweep_run(kiln_hal_device_t* device, const sweep_shape_t* s
   return kiln_ok_status();
 }
 
+// k (gemm: in 64-k chunks) or input channels (conv) per split-K part.
+static uint64_t sweep_split_step(const sweep_shape_t* s, uint32_t parts) {
+  uint64_t step = (s->k + parts - 1) / parts;
+  return s->conv ? step : (step + 63) / 64 * 64;
+}
+
 // Split-K as the lowering records it (onnx-emit/lower_splitk.c): `parts`
 // dispatches of the small tiling over k ranges (gemm: operands bound at
 // 64-k offsets; conv: input-channel ranges) into a scratch buffer of
@@ -274,8 +280,7 @@ static kiln_status_t sweep_split_k(kiln_hal_device_t* device, const sweep_shape_
   size_t a_count, b_count, c_count;
   shape_counts(s, &a_count, &b_count, &c_count);
   const uint64_t k = s->k;  // gemm: k; conv: input channels
-  uint64_t step = (k + parts - 1) / parts;
-  if (!s->conv) step = (step + 63) / 64 * 64;
+  const uint64_t step = sweep_split_step(s, parts);
   parts = (uint32_t)((k + step - 1) / step);
   char label[64];
   snprintf(label, sizeof(label), "split-K %u small%s", parts, rule ? " *" : "");
@@ -461,8 +466,15 @@ static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t*
       kiln_kernel_gemm_split_k_parts(&arch_caps, s->m, s->n,
                                      (uint64_t)s->k * (s->conv ? 9 : 1), 1);
   const uint32_t kParts[] = {rule, 2, 4, 8, 16};
+  uint32_t done[5] = {0};  // effective part counts already timed
   for (size_t i = 0; i < sizeof(kParts) / sizeof(kParts[0]) && s->m > 1 && !status; ++i) {
-    if (kParts[i] < 2 || (i > 0 && kParts[i] == rule)) continue;
+    if (kParts[i] < 2) continue;
+    const uint64_t step = sweep_split_step(s, kParts[i]);
+    const uint32_t effective = (uint32_t)((s->k + step - 1) / step);
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen |= done[j] == effective;
+    done[i] = effective;
+    if (seen) continue;
     status = sweep_split_k(device, s, &arch_caps, kParts[i], i == 0, buffers, a, b, got,
                            failures);
   }
