@@ -32,9 +32,22 @@ static uint32_t kiln_linear_workgroup(const kiln_kernel_arch_caps_t* caps,
   return kiln_round_down_pow2(want);
 }
 
+static kiln_status_t kiln_config_set_raw(kiln_kernel_config_t* config, uint32_t id,
+                                         uint32_t value);
+
 static void kiln_config_add(kiln_kernel_config_t* config, uint32_t id,
                             uint32_t value) {
-  kiln_status_ignore(kiln_kernel_config_set_spec(config, id, value));
+  kiln_status_ignore(kiln_config_set_raw(config, id, value));
+}
+
+// conv2d_cpu: 8 lanes, each 8 pixels x 8 channels (hard-coded); the cpu
+// variant of conv2d and of conv2d_gemm.
+static void kiln_config_conv2d_cpu(kiln_kernel_config_t* config) {
+  config->variant = KILN_KERNEL_VARIANT_CPU;
+  config->workgroup_size[0] = 8;
+  config->workgroup_size[1] = 1;
+  kiln_config_add(config, KILN_SPEC_CONV_CO_BLOCK, 8);
+  kiln_config_add(config, KILN_SPEC_CONV_TILE_W, 8);
 }
 
 // gemm and conv2d_gemm: the tuning table's tiling (gemm_tuning.c).
@@ -157,6 +170,13 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       break;
     }
     case KILN_KERNEL_CONV2D_GEMM:
+      // CPU devices: conv2d_cpu (several times faster there than the tiled
+      // core, which leans on shared memory and barriers); see
+      // kiln_kernel_config_set_spec for its epilogue ids.
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
+        kiln_config_conv2d_cpu(&config);
+        break;
+      }
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),
                                     "selecting a %s tiling", desc->name);
       break;
@@ -166,11 +186,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       config.workgroup_size[0] = kiln_linear_workgroup(caps, false);
       kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, big ? 8 : 4);
       if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
-        // conv2d_cpu: 8 lanes, each 8 pixels x 8 channels (hard-coded).
-        config.variant = KILN_KERNEL_VARIANT_CPU;
-        config.workgroup_size[0] = 8;
-        kiln_config_add(&config, KILN_SPEC_CONV_CO_BLOCK, 8);
-        kiln_config_add(&config, KILN_SPEC_CONV_TILE_W, 8);
+        kiln_config_conv2d_cpu(&config);
       }
       break;
     }
@@ -250,6 +266,19 @@ kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "kiln_kernel_config_set_spec: NULL config");
   }
+  // conv2d_gemm takes gemm's epilogue ids on every variant (one executable
+  // serves all targets of a module); its cpu variant is conv2d_cpu's blob,
+  // which has them at conv's ids.
+  if (config->kernel == KILN_KERNEL_CONV2D_GEMM && config->variant == KILN_KERNEL_VARIANT_CPU) {
+    if (id == KILN_SPEC_GEMM_ACTIVATION) id = KILN_SPEC_CONV_ACTIVATION;
+    else if (id == KILN_SPEC_GEMM_HAS_BIAS) id = KILN_SPEC_CONV_HAS_BIAS;
+    else if (id == KILN_SPEC_GEMM_HAS_RESIDUAL) id = KILN_SPEC_CONV_HAS_RESIDUAL;
+  }
+  return kiln_config_set_raw(config, id, value);
+}
+
+static kiln_status_t kiln_config_set_raw(kiln_kernel_config_t* config, uint32_t id,
+                                         uint32_t value) {
   size_t at = 0;
   while (at < config->spec_count && config->spec[at].id < id) ++at;
   if (at < config->spec_count && config->spec[at].id == id) {

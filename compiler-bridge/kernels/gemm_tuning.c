@@ -175,3 +175,40 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
   }
   return kiln_ok_status();
 }
+
+// Public spec sheets of one common large part per arch (first guesses for
+// the split-K rule; the sweep's split-K rows show where it pays): H100 SXM,
+// RTX 4090, A100, RTX 2080 Ti, P100, RX 7900 XTX / 6900 XT / 5700 XT,
+// M1 (8 cores), Mali-G78 MP20 (Pixel 6). Arc has 8-wide subgroups, which
+// the kernels treat as CPU-like.
+static const struct {
+  const char* arch;
+  uint32_t units;
+} kComputeUnits[] = {
+    {"hopper", 132}, {"ada", 128}, {"ampere", 108}, {"turing", 68}, {"pascal", 56},
+    {"rdna3", 96},   {"rdna2", 80}, {"rdna1", 40},   {"m1", 8},
+    {"valhall", 20},
+};
+
+uint32_t kiln_kernel_gemm_compute_units(const char* arch) {
+  if (!arch) return 0;
+  for (size_t i = 0; i < sizeof(kComputeUnits) / sizeof(kComputeUnits[0]); ++i) {
+    if (strcmp(kComputeUnits[i].arch, arch) == 0) return kComputeUnits[i].units;
+  }
+  return 0;
+}
+
+uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
+                                        uint64_t n, uint64_t k, uint64_t batch) {
+  if (!caps || caps->subgroup_size <= 8) return 1;  // CPU-like: gemm_cpu / conv2d_cpu
+  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
+  kiln_kernel_gemm_tiling_t t;
+  if (units == 0 || kiln_kernel_gemm_tiling_select_small(caps, &t)) return 1;
+  const uint64_t tile_m = (uint64_t)t.wg_y * t.tm, tile_n = (uint64_t)t.wg_x * t.tn;
+  const uint64_t blocks = batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+  if (blocks == 0 || 2 * blocks > units) return 1;
+  uint64_t parts = (units + blocks - 1) / blocks;
+  if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
+  if (parts > KILN_GEMM_SPLIT_K_MAX_PARTS) parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
+  return parts < 2 ? 1 : (uint32_t)parts;
+}

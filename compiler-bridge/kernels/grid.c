@@ -101,6 +101,10 @@ kiln_status_t kiln_kernel_grid_conv2d_gemm(const kiln_kernel_config_t* config,
                                            const kiln_kernel_conv2d_params_t* params,
                                            uint32_t out_grid[3]) {
   KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
+  // The cpu variant is conv2d_cpu.
+  if (config->variant == KILN_KERNEL_VARIANT_CPU) {
+    return kiln_kernel_grid_conv2d(config, params, out_grid);
+  }
   uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
   uint64_t tile_m = (uint64_t)config->workgroup_size[1] *

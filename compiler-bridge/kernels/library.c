@@ -21,7 +21,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_CONV2D, "conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
      KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_DEPTHWISE_CONV2D, "depthwise_conv2d", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
@@ -59,10 +59,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_pad_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_RESIZE, "resize", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_resize_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    // The cpu variant is conv2d_cpu (same ABI; config.c maps the epilogue
+    // spec ids), see below.
     {KILN_KERNEL_CONV2D_GEMM, "conv2d_gemm", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
+     KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_CAST_F32_TO_F16, "cast_f32_to_f16", "main", 2,
      {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_copy_params_t), 1, V(FP32), KILN_FORMAT_FEATURE_STORAGE_16BIT},
@@ -179,11 +182,15 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
   }
   // gemv shares gemm's ABI; on CPU devices gemm_cpu (which has its own
   // one-row loop) serves both, so its blob is not embedded twice.
-  // gemm_small is gemm's blobs under another tiling.
+  // gemm_small is gemm's blobs under another tiling. conv2d_gemm's cpu
+  // variant is conv2d_cpu.
   const char* base = (id == KILN_KERNEL_GEMV && variant == KILN_KERNEL_VARIANT_CPU) ||
                              id == KILN_KERNEL_GEMM_SMALL
                          ? kKernels[KILN_KERNEL_GEMM].name
                          : desc->name;
+  if (id == KILN_KERNEL_CONV2D_GEMM && variant == KILN_KERNEL_VARIANT_CPU) {
+    base = kKernels[KILN_KERNEL_CONV2D].name;
+  }
   char blob_name[64];
   snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);
   for (size_t i = 0; i < kiln_kernel_spirv_blob_count; ++i) {

@@ -235,8 +235,14 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
                                                                : kiln_loops_gemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM: {
+      if (config->variant == KILN_KERNEL_VARIANT_CPU) {  // conv2d_cpu
+        *out_passes = kiln_loops_conv2d(config, conv);
+        return kiln_ok_status();
+      }
+      // k spans the channels' windows; a kernel-row range only ever comes
+      // with one channel (lower_split.c), so k = channels x rows x kw.
       const kiln_loops_conv_range_t r = kiln_loops_range(conv);
-      *out_passes = kiln_loops_tiled(config, r.channels * conv->kernel_h * conv->kernel_w);
+      *out_passes = kiln_loops_tiled(config, r.channels * r.rows * conv->kernel_w);
       return kiln_ok_status();
     }
     case KILN_KERNEL_CONV2D:

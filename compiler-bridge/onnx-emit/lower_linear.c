@@ -72,19 +72,10 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
   }
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc->bindings[4]));
   kiln_lower_reduction_t r = {specs, e->activation, has_bias, e->residual >= 0};
+  bool split = false;
+  KILN_RETURN_IF_ERROR(kiln_lower_add_split_k(l, desc, &r, &split));
+  if (split) return kiln_ok_status();
   return kiln_lower_add_big_reduction(l, desc, &r);
-}
-
-// Whether no target of the module is a CPU device (subgroup <= 8, e.g.
-// llvmpipe). KxK convolutions then run as implicit GEMMs on the tiled core
-// (conv2d_gemm); a module that may run on a CPU device keeps conv2d, whose
-// cpu variant is several times faster there. The kernel is one per dispatch
-// for all targets, so one CPU target decides.
-static bool kiln_lower_gpu_only(const kiln_lower_t* l) {
-  for (size_t t = 0; t < l->program->target_count; ++t) {
-    if (l->program->caps[t].subgroup_size <= 8) return false;
-  }
-  return true;
 }
 
 // Below this many 128x128 output blocks a desktop GPU's big tiling leaves
@@ -165,20 +156,21 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
       .dilation_h = (uint32_t)window.dilation[0], .dilation_w = (uint32_t)window.dilation[1],
       .alpha = e.alpha, .beta = e.beta};
   bool has_bias = kiln_lower_in(l, 2) != NULL;
-  const bool tiled = !depthwise && kiln_lower_gpu_only(l);
+  // KxK convs run as implicit GEMMs on the tiled core (conv2d_gemm) on
+  // GPU targets; its cpu variant, conv2d_cpu, serves CPU targets (config.c
+  // picks per target, so one module holds both).
   kiln_emit_dispatch_desc_t desc = {
-      .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D
-                          : (tiled ? KILN_KERNEL_CONV2D_GEMM : KILN_KERNEL_CONV2D),
+      .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D : KILN_KERNEL_CONV2D_GEMM,
       .push = &p, .binding_count = 5, .written_mask = 1u << 4,
-      .grid = depthwise ? KILN_EMIT_GRID_LINEAR
-                        : (tiled ? KILN_EMIT_GRID_CONV2D_GEMM : KILN_EMIT_GRID_CONV2D),
+      .grid = depthwise ? KILN_EMIT_GRID_LINEAR : KILN_EMIT_GRID_CONV2D_GEMM,
       .grid_count = kiln_lower_count(y)};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[1];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   return kiln_lower_finish_epilogue(l, &e, has_bias,
-                                    tiled ? kGemmEpilogueSpecs : kConvEpilogueSpecs, 1, &desc);
+                                    depthwise ? kConvEpilogueSpecs : kGemmEpilogueSpecs, 1,
+                                    &desc);
 }
 
 // Bias strides for an addend broadcast onto [batch, m, n] (rank-`rank` out).

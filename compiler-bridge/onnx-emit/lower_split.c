@@ -150,18 +150,14 @@ static kiln_status_t kiln_split_conv(const kiln_lower_t* l, const kiln_emit_disp
   uint32_t channels = 0, rows = full->kernel_h;
   KILN_RETURN_IF_ERROR(kiln_split_search(l, desc, cig, kiln_split_conv_probe, &channels));
   if (channels == 0) {
-    // One channel's window is too much: parts of its kernel rows (conv2d_gemm
-    // sums whole windows).
+    // One channel's window is too much: parts of its kernel rows.
     kiln_kernel_conv2d_params_t one = *full;
     one.ci_end = 1;
     kiln_emit_dispatch_desc_t d = *desc;
     d.push = &one;
     channels = 1;
     rows = 0;
-    if (desc->kernel != KILN_KERNEL_CONV2D_GEMM) {
-      KILN_RETURN_IF_ERROR(
-          kiln_split_search(l, &d, full->kernel_h, kiln_split_conv_probe, &rows));
-    }
+    KILN_RETURN_IF_ERROR(kiln_split_search(l, &d, full->kernel_h, kiln_split_conv_probe, &rows));
     if (rows == 0) {
       return kiln_lower_refuse(l, "one kernel row of %u taps exceeds the %u loop passes an "
                                "invocation may make",

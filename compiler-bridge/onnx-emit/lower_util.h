@@ -82,6 +82,12 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
 kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
                                            const kiln_emit_dispatch_desc_t* desc,
                                            const kiln_lower_reduction_t* r);
+// Records `desc` (gemm, gemm_small or conv2d_gemm, as for
+// kiln_lower_add_reduction) as split-K parts and their sum where its output
+// blocks are too few for the targets' compute units (lower_splitk.c);
+// *out_done false: not split, nothing recorded.
+kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                     const kiln_lower_reduction_t* r, bool* out_done);
 // Records a gather dispatch (push a kiln_kernel_gather_params_t), in parts
 // over table rows and indices where a binding exceeds that range.
 kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,

@@ -356,23 +356,6 @@ KILN_TEST(OnnxGpuBigTensorTest, SplitBoundariesMidRow) {
   kiln_big_conv(16, 300);                        // 173 KB weight, 120 KB output
 }
 
-// Dispatches in a module compiled for one target: its "grids" rodata holds
-// three words per dispatch and a closing zero.
-static size_t kiln_big_dispatch_count(const kiln_byte_buffer_t* module) {
-  kiln_format_module_t format;
-  kiln_format_read_options_t read = kiln_format_read_options_default();
-  KILN_EXPECT_OK(kiln_format_module_read(kiln_byte_buffer_span(module), "big-4g", &read,
-                                         kiln_allocator_system(), &format));
-  size_t count = 0;
-  for (uint32_t i = 0; i < format.rodata_count; ++i) {
-    if (kiln_string_view_equal_cstring(format.rodata[i].name, "grids")) {
-      count = (size_t)(format.rodata[i].size - 4) / 12;
-    }
-  }
-  kiln_format_module_deinit(&format);
-  return count;
-}
-
 // Desktop targets plan for 4 GiB: the VGG-sized weight is one binding there
 // (one dispatch), and four n blocks for lavapipe's 128 MiB.
 KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
@@ -401,7 +384,7 @@ KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
     kiln_byte_buffer_t module;
     kiln_byte_buffer_init(&module, kiln_allocator_system());
     KILN_ASSERT_OK(kiln_onnx_compile_graph(&g, &options, kiln_allocator_system(), &module));
-    KILN_EXPECT_EQ(kiln_big_dispatch_count(&module), want[t]);
+    KILN_EXPECT_EQ(kiln_gpu_module_dispatch_count(&module, 1), want[t]);
     kiln_byte_buffer_deinit(&module);
     kiln_graph_deinitialize(&g);
   }

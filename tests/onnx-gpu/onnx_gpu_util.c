@@ -6,7 +6,43 @@
 #include <string.h>
 
 #include "kiln/base/time.h"
+#include "kiln/format/module_reader.h"
 #include "kiln/session.h"
+
+size_t kiln_gpu_module_dispatch_count(const kiln_byte_buffer_t* module, size_t target_count) {
+  kiln_format_module_t format;
+  kiln_format_read_options_t read = kiln_format_read_options_default();
+  kiln_status_t status = kiln_format_module_read(kiln_byte_buffer_span(module), "count", &read,
+                                                 kiln_allocator_system(), &format);
+  if (status) {
+    kiln_status_free(status);
+    return 0;
+  }
+  size_t count = 0;
+  for (uint32_t i = 0; i < format.rodata_count && target_count; ++i) {
+    if (kiln_string_view_equal_cstring(format.rodata[i].name, "grids")) {
+      count = (size_t)(format.rodata[i].size - 4) / (12 * target_count);
+    }
+  }
+  kiln_format_module_deinit(&format);
+  return count;
+}
+
+kiln_status_t kiln_gpu_dispatch_count(kiln_graph_t* graph,
+                                      const kiln_onnx_compile_options_t* options,
+                                      size_t* out_count) {
+  *out_count = 0;
+  kiln_byte_buffer_t module;
+  kiln_byte_buffer_init(&module, kiln_allocator_system());
+  kiln_status_t status = kiln_onnx_compile_graph(graph, options, kiln_allocator_system(), &module);
+  if (!status) {
+    size_t targets = options && options->target_count ? options->target_count
+                                                      : kiln_onnx_compile_default_target_count;
+    *out_count = kiln_gpu_module_dispatch_count(&module, targets);
+  }
+  kiln_byte_buffer_deinit(&module);
+  return status;
+}
 
 kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {
   kiln_session_options_t options;

@@ -28,6 +28,14 @@ kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
                                        kiln_graph_tensor_t* outputs,
                                        kiln_gpu_run_stats_t* out_stats);
 
+// Dispatches in a compiled module of `target_count` targets: its "grids"
+// rodata holds three words per dispatch and target and a closing zero.
+size_t kiln_gpu_module_dispatch_count(const kiln_byte_buffer_t* module, size_t target_count);
+// Compiles `graph` with `options` and counts the module's dispatches.
+kiln_status_t kiln_gpu_dispatch_count(kiln_graph_t* graph,
+                                      const kiln_onnx_compile_options_t* options,
+                                      size_t* out_count);
+
 // A session on the test device with the validation layer on.
 kiln_status_t kiln_gpu_open(kiln_session_t** out_session);
 // One call: uploads `inputs`, invokes, reads every output back into

@@ -169,6 +169,24 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (timestamps): ");
   KILN_EXPECT_CONTAINS(output, "[statistics] peak device memory in buffers: ");
   KILN_EXPECT_TRUE(strstr(output, "GPU time of a call (timestamps): 0.000 ms") == NULL);
+  // Where a warm call's host time goes, by native call.
+  KILN_EXPECT_CONTAINS(output, "[statistics] host time of a warm call by native call");
+  KILN_EXPECT_CONTAINS(output, "  hal.device.submit_and_wait\n");
+}
+
+// --no_timestamps: the statistics without GPU timestamps (no GPU times).
+KILN_TEST(RunModuleFlags, StatisticsWithoutTimestamps) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x32xf32=0.25' --print_statistics --no_timestamps "
+           "--call_count=3",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "[statistics] calls: 3, median wall time: ");
+  KILN_EXPECT_CONTAINS(output, "[statistics] GPU time: not measured (--no_timestamps)");
+  KILN_EXPECT_TRUE(strstr(output, "(timestamps)") == NULL);
+  KILN_EXPECT_CONTAINS(output, "  hal.device.submit_and_wait\n");
 }
 
 // --sessions: more sessions on the first one's model at once (one thread

@@ -231,6 +231,88 @@ KILN_TEST(KernelTargetTest, ConvBlockDiffersByTarget) {
   KILN_EXPECT_EQ(config.workgroup_size[0], 128);
 }
 
+// conv2d_gemm: the tiled core on GPUs, conv2d_cpu's config on llvmpipe;
+// gemm's epilogue ids land on conv's ids there (one executable per module
+// serves both), and the grid and loop model follow the variant.
+KILN_TEST(KernelTargetTest, ConvGemmIsPerTarget) {
+  kiln_kernel_conv2d_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.batch = 1;
+  p.in_channels = 64;
+  p.in_height = p.in_width = 28;
+  p.out_channels = 40;
+  p.out_height = p.out_width = 28;
+  p.groups = 1;
+  p.kernel_h = p.kernel_w = 3;
+  p.stride_h = p.stride_w = p.dilation_h = p.dilation_w = 1;
+  p.pad_top = p.pad_left = 1;
+  kiln_kernel_config_t gpu, cpu, direct;
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper"), llvmpipe = caps_for("cpu");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D_GEMM, &hopper,
+                                           KILN_KERNEL_STORAGE_FP32, &gpu));
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D_GEMM, &llvmpipe,
+                                           KILN_KERNEL_STORAGE_FP32, &cpu));
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &llvmpipe,
+                                           KILN_KERNEL_STORAGE_FP32, &direct));
+  KILN_EXPECT_EQ(gpu.variant, KILN_KERNEL_VARIANT_FP32);
+  KILN_EXPECT_EQ(cpu.variant, KILN_KERNEL_VARIANT_CPU);
+  KILN_EXPECT_EQ(cpu.workgroup_size[0], direct.workgroup_size[0]);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&cpu, KILN_SPEC_CONV_CO_BLOCK, 0), 8);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&cpu, KILN_SPEC_CONV_TILE_W, 0), 8);
+  const uint32_t ids[3][2] = {{KILN_SPEC_GEMM_ACTIVATION, KILN_SPEC_CONV_ACTIVATION},
+                              {KILN_SPEC_GEMM_HAS_BIAS, KILN_SPEC_CONV_HAS_BIAS},
+                              {KILN_SPEC_GEMM_HAS_RESIDUAL, KILN_SPEC_CONV_HAS_RESIDUAL}};
+  for (uint32_t i = 0; i < 3; ++i) {
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&gpu, ids[i][0], 10 + i));
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&cpu, ids[i][0], 10 + i));
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&gpu, ids[i][0], 0), 10 + i);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&cpu, ids[i][1], 0), 10 + i);
+  }
+  // The tiling and TILE_W survive the epilogue on their own variants.
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&gpu, KILN_SPEC_GEMM_TM, 0), 4);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&cpu, KILN_SPEC_CONV_TILE_W, 0), 8);
+  uint32_t grid[3], want[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_conv2d_gemm(&cpu, &p, grid));
+  KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&direct, &p, want));
+  KILN_EXPECT_BYTES_EQ(grid, want, sizeof(grid));
+  uint64_t passes = 0, direct_passes = 0;
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&cpu, &p, grid, &passes));
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&direct, &p, want, &direct_passes));
+  KILN_EXPECT_EQ(passes, direct_passes);
+  kiln_kernel_spirv_t spirv;
+  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_CONV2D_GEMM, KILN_KERNEL_VARIANT_CPU, &spirv));
+  KILN_EXPECT_STREQ(spirv.blob_name, "conv2d_cpu");
+  KILN_EXPECT_TRUE(spirv.texel_bindings != 0);
+}
+
+// The split-K rule: parts only where the small tiling's blocks fill at
+// most half the arch's compute units, one block per unit, >= 256 k per
+// part, <= 8 parts; never on CPU-like or unknown arches.
+KILN_TEST(KernelTargetTest, SplitKRule) {
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper"), cpu = caps_for("cpu");
+  kiln_kernel_arch_caps_t unknown = caps_for("unknown");
+  KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units("hopper"), 132u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units("cpu"), 0u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units(NULL), 0u);
+  // ResNet-50 at 7x7 (64x64 blocks on hopper): 8 blocks -> 17, capped at
+  // 8; 32 blocks -> 5, capped by k 512 at 2.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 1), 8u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 4608, 1), 8u);
+  // BERT's 128 x 768 x 3072: 24 blocks -> 6 parts; 128 x 3072: 96 blocks
+  // fill more than half the units.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 6u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 1u);
+  // Enough blocks, or too little k: no split.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 4096, 4096, 4096, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 132), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 511, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 512, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&cpu, 512, 49, 2048, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&unknown, 512, 49, 2048, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(NULL, 512, 49, 2048, 1), 1u);
+}
+
 // Row kernels on llvmpipe: one 8-lane subgroup per row.
 KILN_TEST(KernelTargetTest, RowKernelsUseOneSubgroupOnCpu) {
   kiln_kernel_arch_caps_t cpu = caps_for("cpu");
@@ -425,6 +507,8 @@ KILN_TEST(KernelTargetTest, GemmTuningTable) {
                  {KILN_KERNEL_GEMM, KILN_KERNEL_STORAGE_FP16, row}};
     for (size_t p = 0; p < sizeof(picks) / sizeof(picks[0]); ++p) {
       if (picks[p].storage == KILN_KERNEL_STORAGE_FP16 && !caps.fp16_storage) continue;
+      // CPU devices run conv2d_gemm's cpu variant (ConvGemmIsPerTarget).
+      if (picks[p].kernel == KILN_KERNEL_CONV2D_GEMM && caps.subgroup_size <= 8) continue;
       kiln_kernel_config_t picked;
       KILN_ASSERT_OK(kiln_kernel_config_select(picks[p].kernel, &caps, picks[p].storage,
                                                &picked));

@@ -62,16 +62,21 @@ KILN_TEST(SpirvReflectTest, Gemm) {
   KILN_EXPECT_TRUE(tm == NULL);
 }
 
-KILN_TEST(SpirvReflectTest, Conv2dHasOneSpecWorkgroupDim) {
+// depthwise_conv2d: one spec workgroup dim; conv2d two (y is 1, the ABI
+// it shares with conv2d_gemm, whose cpu variant is conv2d_cpu).
+KILN_TEST(SpirvReflectTest, DepthwiseHasOneSpecWorkgroupDim) {
   kiln_spirv_reflection_t r;
-  reflect_kernel(KILN_KERNEL_CONV2D, KILN_KERNEL_VARIANT_FP32, &r);
+  reflect_kernel(KILN_KERNEL_DEPTHWISE_CONV2D, KILN_KERNEL_VARIANT_FP32, &r);
   KILN_EXPECT_TRUE(r.workgroup_size[0].is_spec_constant);
   KILN_EXPECT_EQ(r.workgroup_size[0].spec_id, 0);
   KILN_EXPECT_FALSE(r.workgroup_size[1].is_spec_constant);
   KILN_EXPECT_EQ(r.workgroup_size[1].size, 1);
   KILN_EXPECT_EQ(r.push_constant_size, 88);
-  expect_spec(&r, KILN_SPEC_CONV_CO_BLOCK, KILN_SPIRV_SCALAR_UINT32, 4);
   KILN_EXPECT_EQ(r.binding_count, 5);
+  reflect_kernel(KILN_KERNEL_CONV2D, KILN_KERNEL_VARIANT_FP32, &r);
+  KILN_EXPECT_TRUE(r.workgroup_size[1].is_spec_constant);
+  KILN_EXPECT_EQ(r.workgroup_size[1].spec_id, 1);
+  expect_spec(&r, KILN_SPEC_CONV_CO_BLOCK, KILN_SPIRV_SCALAR_UINT32, 4);
 }
 
 KILN_TEST(SpirvReflectTest, GatherAndNorm) {

@@ -62,6 +62,9 @@ static const flag_t kFlags[] = {
      "equals the first session's"},
     {"print_statistics", FLAG_BOOL, FIELD(run.print_statistics), 0,
      "print load time, pipeline creation, first and median call time"},
+    {"no_timestamps", FLAG_BOOL, FIELD(run.no_timestamps), 0,
+     "with --print_statistics: no GPU timestamps around every dispatch (the "
+     "wall time then carries none of their cost; no GPU times are printed)"},
     {"trace_execution", FLAG_BOOL, FIELD(run.trace_execution), 0,
      "print every call into the hal module as it happens"},
     {"pipeline_cache", FLAG_STRING, FIELD(run.pipeline_cache), 0,

@@ -216,7 +216,7 @@ static void kiln_run_trace_value(FILE* out, char type, kiln_vm_value_t value) {
   }
 }
 
-enum { KILN_RUN_MAX_TRACKED = 1024 };
+enum { KILN_RUN_MAX_TRACKED = 1024, KILN_RUN_MAX_PHASES = 32 };
 
 // What --print_statistics learns about dispatches: the executable names
 // (from executable.lookup), each recorded dispatch of the first command
@@ -249,7 +249,76 @@ typedef struct kiln_run_hook_state_t {
   size_t tracked_first[8], tracked_count[8], tracked_buffers;
   size_t dispatch_count;
   kiln_run_dispatch_t dispatches[KILN_RUN_MAX_TRACKED];
+  // Host time of warm calls by native call: each native call's return
+  // minus the previous one's (or the call's start), so the bytecode run
+  // before it counts with it; `phase_mark_ns` 0 while not measuring.
+  int64_t phase_mark_ns;
+  size_t phase_count;
+  char phase_names[KILN_RUN_MAX_PHASES][48];
+  double phase_ns[KILN_RUN_MAX_PHASES];  // the current call's
+  double* phase_calls;  // [phase][call]: each warm call's, for medians
+  int phase_call;       // the current call's index into phase_calls
+  int phase_capacity;   // calls per phase in phase_calls
 } kiln_run_hook_state_t;
+
+// Charges the time since the last mark to `name` (statistics, warm calls).
+static void kiln_run_phase(kiln_run_hook_state_t* hook, const char* module_name,
+                           const char* name) {
+  if (!hook->phase_mark_ns) return;
+  int64_t now = kiln_time_now_ns();
+  char full[48];
+  snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
+  size_t i = 0;
+  while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
+  if (i == hook->phase_count && i < KILN_RUN_MAX_PHASES) {
+    snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
+    hook->phase_ns[i] = 0;
+    ++hook->phase_count;
+    for (int c = 0; c < hook->phase_capacity; ++c) {
+      hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
+    }
+  }
+  if (i < hook->phase_count) hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
+  hook->phase_mark_ns = now;
+}
+
+// Ends the current call's phases: stores them for the medians.
+static void kiln_run_phases_end_call(kiln_run_hook_state_t* hook) {
+  if (hook->phase_calls && hook->phase_call < hook->phase_capacity) {
+    for (size_t i = 0; i < hook->phase_count; ++i) {
+      hook->phase_calls[i * (size_t)hook->phase_capacity + hook->phase_call] = hook->phase_ns[i];
+      hook->phase_ns[i] = 0;
+    }
+    ++hook->phase_call;
+  }
+  hook->phase_mark_ns = 0;
+}
+
+// Median host us of a warm call by native call, biggest first.
+static void kiln_run_print_phases(kiln_run_hook_state_t* hook, double gpu_ms) {
+  const int calls = hook->phase_call;
+  if (hook->phase_count == 0 || calls <= 0) return;
+  fprintf(hook->out,
+          "[statistics] host time of a warm call by native call (median us of calls 2..; "
+          "each includes the bytecode since the previous one; median GPU span %.1f us):\n",
+          gpu_ms * 1e3);
+  double median[KILN_RUN_MAX_PHASES];
+  for (size_t i = 0; i < hook->phase_count; ++i) {
+    double* values = &hook->phase_calls[i * (size_t)hook->phase_capacity];
+    qsort(values, (size_t)calls, sizeof(double), kiln_compare_doubles);
+    median[i] = values[calls / 2];
+  }
+  bool shown[KILN_RUN_MAX_PHASES] = {false};
+  for (size_t n = 0; n < hook->phase_count; ++n) {
+    size_t best = hook->phase_count;
+    for (size_t i = 0; i < hook->phase_count; ++i) {
+      if (!shown[i] && (best == hook->phase_count || median[i] > median[best])) best = i;
+    }
+    shown[best] = true;
+    fprintf(hook->out, "[statistics]   %9.1f  %s\n", median[best] / 1e3,
+            hook->phase_names[best]);
+  }
+}
 
 static void kiln_run_note_dispatch(kiln_run_hook_state_t* hook,
                                    const kiln_vm_value_t* args) {
@@ -345,6 +414,7 @@ static void kiln_run_native_hook(void* user_data, const char* module_name,
                                  const kiln_vm_value_t* results,
                                  kiln_status_t status) {
   kiln_run_hook_state_t* hook = user_data;
+  kiln_run_phase(hook, module_name, export_name);
   if (hook->statistics && !status && strcmp(module_name, "hal") == 0) {
     if (strcmp(export_name, "device.submit_and_wait") == 0) {
       hook->submissions++;
@@ -490,7 +560,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   if (options->device) session_options.device_uri = options->device;
   session_options.enable_validation = options->validation;
   session_options.pipeline_cache_path = options->pipeline_cache;
-  session_options.gpu_timestamps = options->print_statistics;
+  session_options.gpu_timestamps = options->print_statistics && !options->no_timestamps;
   session_options.fuel = options->fuel;
   if (options->deadline_ms > UINT32_MAX) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
@@ -564,6 +634,14 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     free(dispatch_ns);
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
+  // Per-phase host times of the warm calls (statistics; skipped if out of
+  // memory).
+  if (options->print_statistics && calls > 1) {
+    run->hook.phase_capacity = calls - 1;
+    run->hook.phase_calls = calloc((size_t)KILN_RUN_MAX_PHASES * (size_t)(calls - 1),
+                                   sizeof(double));
+    if (!run->hook.phase_calls) run->hook.phase_capacity = 0;
+  }
   kiln_status_t status = kiln_ok_status();
   const char* result_types = run->signature->types + arg_count;
   for (int c = 0; c < calls && kiln_status_is_ok(status); ++c) {
@@ -573,8 +651,11 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     run->hook.gpu_ns = 0;
     run->hook.dispatch_ns = 0;
     int64_t t0 = kiln_time_now_ns();
+    run->hook.phase_mark_ns = run->hook.statistics && c > 0 ? t0 : 0;
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
                                  run->results, run->signature->result_count);
+    kiln_run_phase(&run->hook, "", "(after the last native call)");
+    if (run->hook.phase_mark_ns) kiln_run_phases_end_call(&run->hook);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
     for (size_t i = 0; i < run->hook.submitted_count; ++i) {
       kiln_run_add_gpu_time(&run->hook, run->hook.submitted[i]);
@@ -613,11 +694,16 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
             calls, call_ns[calls / 2] / 1e6);
     qsort(gpu_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
     qsort(dispatch_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
-    fprintf(run->out,
-            "[statistics] median GPU time of a call (timestamps): %.3f ms (first "
-            "command to last; its dispatches alone: %.3f ms)\n",
-            gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
-    kiln_run_print_top_dispatches(&run->hook, calls);
+    if (options->no_timestamps) {
+      fprintf(run->out, "[statistics] GPU time: not measured (--no_timestamps)\n");
+    } else {
+      fprintf(run->out,
+              "[statistics] median GPU time of a call (timestamps): %.3f ms (first "
+              "command to last; its dispatches alone: %.3f ms)\n",
+              gpu_ns[calls / 2] / 1e6, dispatch_ns[calls / 2] / 1e6);
+      kiln_run_print_top_dispatches(&run->hook, calls);
+    }
+    kiln_run_print_phases(&run->hook, gpu_ns[calls / 2] / 1e6);
     // The GPU/host split of a partitioned model (docs/partitioning.md).
     kiln_cpu_ops_stats_t host = kiln_session_cpu_ops_stats(run->session);
     fprintf(run->out,
@@ -664,6 +750,8 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     status = kiln_hal_device_pipeline_cache_save(
         kiln_session_device(run->session), options->pipeline_cache);
   }
+  free(run->hook.phase_calls);
+  run->hook.phase_calls = NULL;
   free(call_ns);
   free(gpu_ns);
   free(dispatch_ns);

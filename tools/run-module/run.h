@@ -30,6 +30,7 @@ typedef struct kiln_run_options_t {
   bool validation;
   bool trace_execution;
   bool print_statistics;
+  bool no_timestamps;  // statistics without GPU timestamps
   int call_count;  // >= 1; statistics report the median call
   const char* pipeline_cache;
   uint64_t fuel;              // per call; 0: unlimited

@@ -16,7 +16,7 @@
 #include "kernels_codes.h"
 #include "activation.glsl"
 
-layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;  // y: 1 (conv2d_gemm's ABI)
 layout(constant_id = KILN_SPEC_CONV_CO_BLOCK) const uint CO_BLOCK = 8;
 layout(constant_id = KILN_SPEC_CONV_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_CONV_HAS_BIAS) const bool HAS_BIAS = false;

@@ -40,19 +40,36 @@ vec4 kiln_gemm_load_a(uint row, uint k) {  // weights of channel row, k..k+3
               k + 3 < k_end ? LOAD_AT(w4, at + 3) : 0.0);
 }
 
-float pixel_at(uint k, uint pix) {
+// One tap of the window for output pixel (oh, ow) = pix; `plane` is the
+// input channel's first element, (ih0, iw0) the tap's offset.
+float tap_at(uint plane, int ih0, int iw0, uint oh, uint ow, uint pix) {
   if (pix >= pixels) return 0.0;
-  const uint ci = k / khw, r = k % khw;
-  const uint kh = r / p.kernel_w, kw = r % p.kernel_w;
-  const int ih = int((pix / p.out_width) * p.stride_h + kh * p.dilation_h) - int(p.pad_top);
-  const int iw = int((pix % p.out_width) * p.stride_w + kw * p.dilation_w) - int(p.pad_left);
+  const int ih = int(oh * p.stride_h) + ih0;
+  const int iw = int(ow * p.stride_w) + iw0;
   if (ih < 0 || ih >= int(p.in_height) || iw < 0 || iw >= int(p.in_width)) return 0.0;
-  return LOAD(x[x_base + ci * p.in_height * p.in_width + uint(ih) * p.in_width + uint(iw)]);
+  return LOAD(x[plane + uint(ih) * p.in_width + uint(iw)]);
 }
 
-vec4 kiln_gemm_load_b(uint k, uint pix) {  // pixels pix..pix+3 of k
-  if (k >= k_end) return vec4(0);
-  return vec4(pixel_at(k, pix), pixel_at(k, pix + 1), pixel_at(k, pix + 2), pixel_at(k, pix + 3));
+// Pixels pix..pix+3 of k: the divisions that split k into (ci, kh, kw) and
+// pix into (oh, ow) once per quad, the next pixels by stepping ow (they
+// dominated the gather on GPUs).
+vec4 kiln_gemm_load_b(uint k, uint pix) {
+  if (k >= k_end || pix >= pixels) return vec4(0);
+  const uint ci = k / khw, r = k - ci * khw;
+  const uint kh = r / p.kernel_w, kw = r - kh * p.kernel_w;
+  const int ih0 = int(kh * p.dilation_h) - int(p.pad_top);
+  const int iw0 = int(kw * p.dilation_w) - int(p.pad_left);
+  const uint plane = x_base + ci * p.in_height * p.in_width;
+  uint oh = pix / p.out_width, ow = pix - oh * p.out_width;
+  vec4 v;
+  v.x = tap_at(plane, ih0, iw0, oh, ow, pix);
+  if (++ow == p.out_width) { ow = 0; ++oh; }
+  v.y = tap_at(plane, ih0, iw0, oh, ow, pix + 1);
+  if (++ow == p.out_width) { ow = 0; ++oh; }
+  v.z = tap_at(plane, ih0, iw0, oh, ow, pix + 2);
+  if (++ow == p.out_width) { ow = 0; ++oh; }
+  v.w = tap_at(plane, ih0, iw0, oh, ow, pix + 3);
+  return v;
 }
 
 void kiln_gemm_epilogue(uint row, uint pix, vec4 v) {
@@ -89,12 +106,16 @@ void main() {
   pixels = p.out_height * p.out_width;
   x_base = (image * p.in_channels + group * cig) * p.in_height * p.in_width;
   w_base = group * cog * k_total;
-  // Input channels [ci_begin, ci_end) as a k range (kernel rows: all).
-  k_end = kiln_ci_end(cig) * khw;
+  // Input channels [ci_begin, ci_end) and kernel rows [kh_begin, kh_end)
+  // as one k range: the split (lower_split.c) takes partial rows only of
+  // a single channel, so the range is contiguous.
+  const uint ci_end = kiln_ci_end(cig);
+  const uint k_begin = p.ci_begin * khw + p.kh_begin * p.kernel_w;
+  k_end = ci_end > p.ci_begin ? (ci_end - 1) * khw + kiln_kh_end() * p.kernel_w : k_begin;
   kiln_gemm_a_along_k = true;
   kiln_gemm_b_along_k = false;
   const uint row0 = gl_WorkGroupID.y * TILE_M;
   const uint col0 = gl_WorkGroupID.x * TILE_N;
-  kiln_gemm_mainloop(row0, col0, p.ci_begin * khw, k_end);
+  kiln_gemm_mainloop(row0, col0, k_begin, k_end);
   kiln_gemm_store(row0, col0, cog, pixels);
 }

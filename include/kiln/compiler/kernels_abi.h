@@ -59,13 +59,15 @@ _Static_assert(sizeof(kiln_kernel_gemm_params_t) == 80, "gemm push constants");
 // pad_* are the begin pads; the end pads only shape the output.
 // Grids: conv2d (ceil(OH*OW / WG_X), ceil(C_out / CO_BLOCK), N);
 // conv2d_gemm (implicit GEMM, gemm's spec ids and tiling)
-// (ceil(OH*OW / (WG_X*TN)), ceil(C_out/groups / (WG_Y*TM)), N*groups);
+// (ceil(OH*OW / (WG_X*TN)), ceil(C_out/groups / (WG_Y*TM)), N*groups), its
+// cpu variant (conv2d_cpu's blob) conv2d_cpu's grid;
 // depthwise and transpose: linear over N*C_out*OH*OW (kiln_kernel_grid_linear).
 // ci_* and kh_* select the part of the reduction one dispatch sums: input
 // channels [ci_begin, ci_end) of each group and kernel rows [kh_begin,
 // kh_end); an end of 0 means to the end. The bridge splits a reduction
 // that would exceed KILN_KERNEL_LOOP_PASS_BUDGET (kernels_loops.h) into
-// several dispatches accumulating into the output. conv2d_gemm ignores kh_*.
+// several dispatches accumulating into the output. conv2d_gemm takes a
+// kh_* range only together with a single input channel.
 typedef struct kiln_kernel_conv2d_params_t {
   uint32_t batch, in_channels, in_height, in_width;
   uint32_t out_channels, out_height, out_width, groups;

@@ -84,6 +84,24 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
 // 128x128 blocks, as gemm_small) the first fitting of 128x128 and 64x64.
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
+// Split-K (issue 16). A product whose output blocks (the small tiling's:
+// batch x ceil(m / TILE_M) x ceil(n / TILE_N)) are fewer than the arch's
+// compute units leaves most of the GPU idle however long k is; its k is
+// then summed in parts, each part a dispatch of its own into scratch, and
+// a reduction adds the parts (onnx-emit/lower_splitk.c). Only where the
+// blocks fill at most half the compute units; the parts: enough for one
+// block per unit, each at least KILN_GEMM_SPLIT_K_MIN_K long, at most
+// KILN_GEMM_SPLIT_K_MAX_PARTS (every part is a dispatch); 1 (no split)
+// where the arch has no compute-unit count (CPU devices, most mobile,
+// unknown). Conservative first numbers: the sweep's split-K rows on a
+// device say where to move them.
+#define KILN_GEMM_SPLIT_K_MIN_K 256u
+#define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
+// Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
+// part, or 0 where the table keeps none.
+uint32_t kiln_kernel_gemm_compute_units(const char* arch);
+uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
+                                        uint64_t n, uint64_t k, uint64_t batch);
 
 #ifdef __cplusplus
 }

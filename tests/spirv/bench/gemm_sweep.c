@@ -52,6 +52,22 @@ static const sweep_shape_t kShapes[] = {
     {"r50 1x1 2048x49 k512", false, 2048, 49, 512, false, 0, 0},
     {"r50 1x1 512x49 k2048", false, 512, 49, 2048, false, 0, 0},
     {"conv3x3 64->64 56x56", true, 64, 3136, 64, false, 56, 56},
+    // ResNet-50's other 3x3 convs (stride 1), and MobileNetV2's 1x1 convs
+    // (m = C_out, n = H*W, k = C_in) from 112x112 down to 7x7.
+    {"r50 conv3x3 128->128 28x28", true, 128, 784, 128, false, 28, 28},
+    {"r50 conv3x3 256->256 14x14", true, 256, 196, 256, false, 14, 14},
+    {"r50 conv3x3 512->512 7x7", true, 512, 49, 512, false, 7, 7},
+    {"mv2 1x1 16x12544 k32", false, 16, 12544, 32, false, 0, 0},
+    {"mv2 1x1 96x12544 k16", false, 96, 12544, 16, false, 0, 0},
+    {"mv2 1x1 24x3136 k144", false, 24, 3136, 144, false, 0, 0},
+    {"mv2 1x1 144x3136 k24", false, 144, 3136, 24, false, 0, 0},
+    {"mv2 1x1 32x784 k192", false, 32, 784, 192, false, 0, 0},
+    {"mv2 1x1 192x784 k32", false, 192, 784, 32, false, 0, 0},
+    {"mv2 1x1 64x196 k384", false, 64, 196, 384, false, 0, 0},
+    {"mv2 1x1 96x196 k576", false, 96, 196, 576, false, 0, 0},
+    {"mv2 1x1 160x49 k960", false, 160, 49, 960, false, 0, 0},
+    {"mv2 1x1 960x49 k160", false, 960, 49, 160, false, 0, 0},
+    {"mv2 1x1 1280x49 k320", false, 1280, 49, 320, false, 0, 0},
 };
 
 static int sweep_compare(const void* a, const void* b) {
@@ -246,6 +262,137 @@ static kiln_status_t sweep_run(kiln_hal_device_t* device, const sweep_shape_t* s
   return kiln_ok_status();
 }
 
+// k (gemm: in 64-k chunks) or input channels (conv) per split-K part.
+static uint64_t sweep_split_step(const sweep_shape_t* s, uint32_t parts) {
+  uint64_t step = (s->k + parts - 1) / parts;
+  return s->conv ? step : (step + 63) / 64 * 64;
+}
+
+// Split-K as the lowering records it (onnx-emit/lower_splitk.c): `parts`
+// dispatches of the small tiling over k ranges (gemm: operands bound at
+// 64-k offsets; conv: input-channel ranges) into a scratch buffer of
+// per-part slices, a barrier, and gemv summing the slices. Timed as the
+// GPU span of the whole recording; checked like the rows above.
+static kiln_status_t sweep_split_k(kiln_hal_device_t* device, const sweep_shape_t* s,
+                                   const kiln_kernel_arch_caps_t* caps, uint32_t parts,
+                                   bool rule, kiln_hal_buffer_t* const* buffers, const float* a,
+                                   const float* b, float* got, int* failures) {
+  size_t a_count, b_count, c_count;
+  shape_counts(s, &a_count, &b_count, &c_count);
+  const uint64_t k = s->k;  // gemm: k; conv: input channels
+  const uint64_t step = sweep_split_step(s, parts);
+  parts = (uint32_t)((k + step - 1) / step);
+  char label[64];
+  snprintf(label, sizeof(label), "split-K %u small%s", parts, rule ? " *" : "");
+  if (parts < 2) {
+    printf("| %-30s | %-28s | skipped: k too short\n", s->name, label);
+    return kiln_ok_status();
+  }
+  const uint64_t slice = (c_count + 63) / 64 * 64;
+  kiln_kernel_config_t stage, sum;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_select(s->conv ? KILN_KERNEL_CONV2D_GEMM
+                                                         : KILN_KERNEL_GEMM_SMALL,
+                                                 caps, KILN_KERNEL_STORAGE_FP32, &stage));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_select(KILN_KERNEL_GEMV, caps,
+                                                 KILN_KERNEL_STORAGE_FP32, &sum));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&sum, KILN_SPEC_GEMM_ACTIVATION, 0));
+  float ones[64];
+  for (uint32_t i = 0; i < parts && i < 64; ++i) ones[i] = 1.0f;
+  kiln_hal_buffer_t *scratch = NULL, *ones_buffer = NULL;
+  kiln_kernel_executable_t stage_kernel, sum_kernel;
+  memset(&stage_kernel, 0, sizeof(stage_kernel));
+  memset(&sum_kernel, 0, sizeof(sum_kernel));
+  kiln_hal_command_buffer_t* cb = NULL;
+  for (size_t i = 0; i < c_count; ++i) got[i] = NAN;
+  kiln_status_t status = kiln_kernel_test_buffer(device, NULL, parts * slice, &scratch);
+  if (!status) status = kiln_kernel_test_buffer(device, ones, parts, &ones_buffer);
+  if (!status) {
+    status = kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * sizeof(float));
+  }
+  if (!status) status = kiln_kernel_executable_create_from_config(device, &stage, &stage_kernel);
+  if (!status) status = kiln_kernel_executable_create_from_config(device, &sum, &sum_kernel);
+  const bool timestamps = kiln_hal_device_info(device)->timestamps;
+  if (!status) {
+    status = kiln_hal_command_buffer_create(
+        device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb);
+  }
+  if (!status) status = kiln_hal_command_buffer_begin(cb);
+  for (uint32_t part = 0; part < parts && !status; ++part) {
+    kiln_kernel_gemm_params_t gemm = shape_gemm(s);
+    kiln_kernel_conv2d_params_t conv = shape_conv(s);
+    const uint64_t k0 = part * step;
+    kiln_hal_binding_t bind[5];
+    for (uint32_t i = 0; i < 5; ++i) {
+      bind[i] = (kiln_hal_binding_t){0, i, buffers[i], 0, 0, KILN_HAL_WHOLE_BUFFER};
+    }
+    bind[4].buffer = scratch;
+    bind[4].offset = part * slice * sizeof(float);
+    bind[4].length = c_count * sizeof(float);
+    uint32_t grid[3];
+    if (s->conv) {
+      conv.ci_begin = (uint32_t)k0;
+      conv.ci_end = (uint32_t)(k0 + step < k ? k0 + step : k);
+      status = kiln_kernel_grid_conv2d_gemm(&stage_kernel.config, &conv, grid);
+    } else {
+      gemm.k = (uint32_t)(k - k0 < step ? k - k0 : step);
+      bind[0].offset = k0 * gemm.a_col_stride * sizeof(float);
+      bind[1].offset = k0 * gemm.b_row_stride * sizeof(float);
+      status = kiln_kernel_grid_gemm(&stage_kernel.config, &gemm, grid);
+    }
+    kiln_hal_dispatch_t d = {stage_kernel.executable, 0, {grid[0], grid[1], grid[2]},
+                             s->conv ? (const void*)&conv : (const void*)&gemm,
+                             s->conv ? sizeof(conv) : sizeof(gemm), bind, 5};
+    if (!status) status = kiln_hal_command_buffer_dispatch(cb, &d);
+  }
+  if (!status) {
+    status = kiln_hal_command_buffer_barrier(cb, KILN_HAL_STAGE_DISPATCH, KILN_HAL_STAGE_DISPATCH);
+  }
+  if (!status) {
+    kiln_kernel_gemm_params_t q;
+    memset(&q, 0, sizeof(q));
+    q.m = 1, q.n = s->n, q.k = parts, q.batch = s->m;
+    q.a_row_stride = parts, q.a_col_stride = 1;
+    q.b_batch_stride = s->n, q.b_row_stride = (uint32_t)slice, q.b_col_stride = 1;
+    q.c_batch_stride = s->n, q.c_row_stride = s->n, q.scale = 1.0f;
+    kiln_hal_buffer_t* sum_buffers[5] = {ones_buffer, scratch, ones_buffer, ones_buffer,
+                                         buffers[4]};
+    uint32_t grid[3];
+    status = kiln_kernel_grid_gemm(&sum_kernel.config, &q, grid);
+    if (!status) {
+      status = kiln_kernel_test_dispatch(cb, &sum_kernel, &q, sizeof(q), sum_buffers, 5, grid);
+    }
+  }
+  if (!status) status = kiln_hal_command_buffer_end(cb);
+  if (!status) status = kiln_kernel_test_submit_and_wait(device, cb);  // warm-up
+  double times[SWEEP_REPS];
+  for (int r = 0; r < SWEEP_REPS && !status; ++r) {
+    int64_t start = kiln_time_now_ns();
+    status = kiln_kernel_test_submit_and_wait(device, cb);
+    times[r] = (double)(kiln_time_now_ns() - start);
+    if (!status && timestamps) status = kiln_hal_command_buffer_total_time_ns(cb, &times[r]);
+  }
+  if (!status) {
+    status = kiln_hal_device_read_buffer(device, buffers[4], 0, got, c_count * sizeof(float));
+  }
+  if (cb) kiln_hal_command_buffer_release(cb);
+  if (stage_kernel.executable) kiln_hal_executable_release(stage_kernel.executable);
+  if (sum_kernel.executable) kiln_hal_executable_release(sum_kernel.executable);
+  kiln_hal_buffer_release(scratch);
+  kiln_hal_buffer_release(ones_buffer);
+  if (status) return status;
+  qsort(times, SWEEP_REPS, sizeof(double), sweep_compare);
+  const double ns = times[SWEEP_REPS / 2];
+  const bool full = shape_flops(s) < 1e8;
+  const double bytes = 4.0 * (double)(a_count + b_count + c_count);
+  double error = shape_error(s, a, b, got, full);
+  bool ok = error <= (full ? 1e-4 : 1e-3);
+  if (!ok) ++*failures;
+  printf("| %-30s | %-28s | %10.4f | %8.2f | %8.1f | %-4s %.1e |\n", s->name, label, ns / 1e6,
+         shape_flops(s) / ns / 1e3, bytes / ns, ok ? "ok" : "FAIL", error);
+  fflush(stdout);
+  return kiln_ok_status();
+}
+
 static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t* s,
                                  const kiln_kernel_gemm_tiling_t* tilings,
                                  const char* const* labels, size_t tiling_count,
@@ -310,6 +457,26 @@ static kiln_status_t sweep_shape(kiln_hal_device_t* device, const sweep_shape_t*
       continue;
     }
     status = sweep_run(device, s, &config, label, buffers, a, b, got, failures);
+  }
+  // Split-K rows for products that are not one row: the part counts the
+  // rule picks for the device's arch (marked *) and 2, 4, 8, 16.
+  kiln_kernel_arch_caps_t arch_caps = caps;
+  arch_caps.arch = table ? device_arch : NULL;
+  const uint32_t rule =
+      kiln_kernel_gemm_split_k_parts(&arch_caps, s->m, s->n,
+                                     (uint64_t)s->k * (s->conv ? 9 : 1), 1);
+  const uint32_t kParts[] = {rule, 2, 4, 8, 16};
+  uint32_t done[5] = {0};  // effective part counts already timed
+  for (size_t i = 0; i < sizeof(kParts) / sizeof(kParts[0]) && s->m > 1 && !status; ++i) {
+    if (kParts[i] < 2) continue;
+    const uint64_t step = sweep_split_step(s, kParts[i]);
+    const uint32_t effective = (uint32_t)((s->k + step - 1) / step);
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) seen |= done[j] == effective;
+    done[i] = effective;
+    if (seen) continue;
+    status = sweep_split_k(device, s, &arch_caps, kParts[i], i == 0, buffers, a, b, got,
+                           failures);
   }
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   free(a);

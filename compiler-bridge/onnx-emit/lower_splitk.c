@@ -1,0 +1,161 @@
+// Split-K (issue 16): a gemm or implicit-GEMM conv of one image whose
+// output blocks are too few to fill a GPU's compute units
+// (kiln_kernel_gemm_split_k_parts) sums its k in parts. Each part is a
+// dispatch of the same kernel over a k range (gemm: operand bindings
+// shifted by whole 64-k chunks; conv: a range of input channels) writing its
+// partial product, without epilogue, into a slice of scratch; the parts
+// write disjoint slices and read only operands, so no barrier orders them.
+// One gemv then adds the slices (per output row, a row of ones times that
+// row's [parts x n] partials) and applies scale, bias, residual and
+// activation. No atomics: the order of the sum is fixed.
+#include <string.h>
+
+#include "kiln/compiler/kernels_gemm_tuning.h"
+#include "lower_util.h"
+
+// gemm parts start at multiples of this many k, so the shifted operand
+// bindings stay KILN_EMIT_ALIGNMENT-aligned (64 floats = 256 bytes).
+#define KILN_SPLITK_ALIGN 64u
+
+// The split every target agrees to: the least of their parts (1: none).
+static uint32_t kiln_splitk_parts(const kiln_lower_t* l, uint64_t rows, uint64_t cols,
+                                  uint64_t k, uint64_t groups) {
+  uint32_t parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    uint32_t p = kiln_kernel_gemm_split_k_parts(&l->program->caps[t], rows, cols, k, groups);
+    if (p < parts) parts = p;
+  }
+  return parts;
+}
+
+// Bindings that all fit the targets' range and none of them in scratch
+// (an operand expanded there by the lowering would overlap the partials).
+static bool kiln_splitk_bindings_ok(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d) {
+  const uint64_t limit = kiln_emit_range_limit(l->program);
+  for (uint32_t b = 0; b < d->binding_count; ++b) {
+    const kiln_emit_range_t* r = &d->bindings[b];
+    if (r->length > limit) return false;
+    if (r->space == KILN_EMIT_SPACE_TRANSIENT && r->offset + r->length > l->program->plan->peak_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                     const kiln_lower_reduction_t* r, bool* out_done) {
+  *out_done = false;
+  const bool gemm = desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL;
+  const bool conv = desc->kernel == KILN_KERNEL_CONV2D_GEMM;
+  if ((!gemm && !conv) || !kiln_splitk_bindings_ok(l, desc)) return kiln_ok_status();
+  const kiln_kernel_gemm_params_t* g = desc->push;
+  const kiln_kernel_conv2d_params_t* c = desc->push;
+  // The product as rows x cols x k per group; the partials as out_rows x
+  // cols, laid out as the output is.
+  uint64_t rows, cols, k, groups = 1, cig = 0;
+  if (gemm) {
+    if (g->batch != 1 || g->c_row_stride != g->n) return kiln_ok_status();
+    rows = g->m;
+    cols = g->n;
+    k = g->k;
+  } else {
+    if (c->batch != 1 || c->groups == 0 || c->ci_begin || c->ci_end || c->kh_begin || c->kh_end) {
+      return kiln_ok_status();
+    }
+    groups = c->groups;
+    cig = c->in_channels / groups;
+    rows = c->out_channels / groups;
+    cols = (uint64_t)c->out_height * c->out_width;
+    k = cig * c->kernel_h * c->kernel_w;
+  }
+  const uint64_t out_rows = rows * groups;
+  uint32_t parts = kiln_splitk_parts(l, rows, cols, k, groups);
+  if (parts < 2 || out_rows == 0 || cols == 0 || out_rows > KILN_KERNEL_MAX_GRID_X) {
+    return kiln_ok_status();
+  }
+  // Part sizes: whole 64-k chunks (gemm) or whole channels (conv).
+  uint64_t step = 0;
+  if (gemm) {
+    step = (k + parts - 1) / parts;
+    step = (step + KILN_SPLITK_ALIGN - 1) / KILN_SPLITK_ALIGN * KILN_SPLITK_ALIGN;
+    parts = (uint32_t)((k + step - 1) / step);
+  } else {
+    step = (cig + parts - 1) / parts;
+    parts = (uint32_t)((cig + step - 1) / step);
+  }
+  if (parts < 2) return kiln_ok_status();
+  const uint64_t count = out_rows * cols;
+  const uint64_t slice = (count + KILN_SPLITK_ALIGN - 1) / KILN_SPLITK_ALIGN * KILN_SPLITK_ALIGN;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, parts * slice));
+  kiln_emit_range_t scratch;
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, parts * slice * sizeof(float), &scratch));
+  const kiln_lower_reduction_t plain = {r->specs, KILN_ACT_NONE, false, false};
+  for (uint32_t s = 0; s < parts; ++s) {
+    kiln_emit_dispatch_desc_t d = *desc;
+    kiln_kernel_gemm_params_t gp;
+    kiln_kernel_conv2d_params_t cp;
+    d.bindings[4] = scratch;
+    d.bindings[4].offset += s * slice * sizeof(float);
+    d.bindings[4].length = count * sizeof(float);
+    d.bindings[3] = d.bindings[1];  // no residual: any read-only binding
+    if (gemm) {
+      const uint64_t k0 = s * step;
+      gp = *g;
+      gp.k = (uint32_t)(k - k0 < step ? k - k0 : step);
+      gp.scale = 1.0f;
+      const uint64_t a_shift = k0 * g->a_col_stride * sizeof(float);
+      const uint64_t b_shift = k0 * g->b_row_stride * sizeof(float);
+      if (a_shift >= d.bindings[0].length || b_shift >= d.bindings[1].length) {
+        return kiln_make_status(KILN_STATUS_INTERNAL, "split-K: part %u outside its operands", s);
+      }
+      d.bindings[0].offset += a_shift;
+      d.bindings[0].length -= a_shift;
+      d.bindings[1].offset += b_shift;
+      d.bindings[1].length -= b_shift;
+      d.bindings[3] = d.bindings[1];
+      d.push = &gp;
+    } else {
+      cp = *c;
+      cp.ci_begin = (uint32_t)(s * step);
+      cp.ci_end = (uint32_t)((s + 1) * step < cig ? (s + 1) * step : cig);
+      d.push = &cp;
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, &plain));
+  }
+  // The sum: gemv batch = output row, k = parts, n = cols.
+  float ones[KILN_GEMM_SPLIT_K_MAX_PARTS];
+  for (uint32_t s = 0; s < parts; ++s) ones[s] = 1.0f;
+  kiln_emit_range_t ones_range;
+  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, ones, parts * sizeof(float), &ones_range));
+  kiln_kernel_gemm_params_t q = {
+      .m = 1, .n = (uint32_t)cols, .k = parts, .batch = (uint32_t)out_rows,
+      .a_batch_stride = 0, .a_row_stride = parts, .a_col_stride = 1,
+      .b_batch_stride = (uint32_t)cols, .b_row_stride = (uint32_t)slice, .b_col_stride = 1,
+      .c_batch_stride = (uint32_t)cols, .c_row_stride = (uint32_t)cols,
+      .residual_batch_stride = (uint32_t)cols, .residual_row_stride = 0,
+      .scale = 1.0f};
+  if (gemm) {
+    q.c_batch_stride = g->c_row_stride;
+    q.residual_batch_stride = g->residual_row_stride;
+    q.bias_batch_stride = g->bias_row_stride;
+    q.bias_col_stride = g->bias_col_stride;
+    q.scale = g->scale;
+    q.alpha = g->alpha;
+    q.beta = g->beta;
+  } else {
+    q.bias_batch_stride = 1;  // one bias per output channel
+    q.alpha = c->alpha;
+    q.beta = c->beta;
+  }
+  kiln_emit_dispatch_desc_t sum = {.kernel = KILN_KERNEL_GEMV, .push = &q, .binding_count = 5,
+                                   .written_mask = 1u << 4, .grid = KILN_EMIT_GRID_GEMM};
+  sum.bindings[0] = ones_range;
+  sum.bindings[1] = scratch;
+  sum.bindings[1].length = ((parts - 1) * slice + count) * sizeof(float);
+  sum.bindings[2] = r->has_bias ? desc->bindings[2] : ones_range;
+  sum.bindings[3] = r->has_residual ? desc->bindings[3] : ones_range;
+  sum.bindings[4] = desc->bindings[4];
+  KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &sum, r));
+  *out_done = true;
+  return kiln_ok_status();
+}

@@ -1,0 +1,290 @@
+// Implicit-GEMM convolution and split-K (issue 16) through the real ONNX
+// compile + run path, against the C reference executor.
+// Modules compiled for a GPU triple (valhall-g78: 64x64 blocks, 20 compute
+// units in the split-K rule) run on lavapipe posing as that device, so the
+// tiled conv2d_gemm and the split-K parts and sum run here; the same graphs
+// compiled for the default targets (lavapipe among them) take conv2d_gemm's
+// cpu variant and no split. Each case checks the dispatch count the split
+// should give (parts + the sum) and the result:
+// max |gpu - ref| <= 1e-6 * sqrt(K) * max |ref| (K the reduction length).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/graph_passes.h"
+#include "kiln/compiler/graph_reference.h"
+#include "kiln/compiler/onnx_compile.h"
+#include "kiln_test.h"
+#include "onnx_gpu_util.h"
+
+#define SPLITK_MAX_INPUTS 4
+
+static const char kPoseUri[] = "vulkan://0?api=1.1&triple=valhall-g78-android30";
+
+static int32_t splitk_input(kiln_graph_t* g, const char* name, int32_t rank, const int64_t* dims) {
+  kiln_graph_shape_t shape;
+  memset(&shape, 0, sizeof(shape));
+  shape.rank = rank;
+  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
+  int32_t id = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_input(g, name, &shape, &id));
+  return id;
+}
+
+static void splitk_ints(kiln_graph_t* g, int32_t node, const char* name, const int64_t* v,
+                        size_t count) {
+  kiln_graph_attr_t a;
+  memset(&a, 0, sizeof(a));
+  a.name = name;
+  a.type = KILN_GRAPH_ATTR_INTS;
+  a.ints = v;
+  a.count = count;
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
+}
+
+static void splitk_int(kiln_graph_t* g, int32_t node, const char* name, int64_t v) {
+  kiln_graph_attr_t a;
+  memset(&a, 0, sizeof(a));
+  a.name = name;
+  a.type = KILN_GRAPH_ATTR_INT;
+  a.i = v;
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
+}
+
+static void splitk_float(kiln_graph_t* g, int32_t node, const char* name, float v) {
+  kiln_graph_attr_t a;
+  memset(&a, 0, sizeof(a));
+  a.name = name;
+  a.type = KILN_GRAPH_ATTR_FLOAT;
+  a.f = v;
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
+}
+
+// Adds `residual` (a graph input) and/or a Relu after value `y`; marks the
+// result as the graph output.
+static void splitk_tail(kiln_graph_t* g, int32_t y, int32_t residual, bool relu) {
+  int32_t node = -1, out = -1;
+  if (residual >= 0) {
+    const int32_t in[2] = {y, residual};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", in, 2, &node, &out));
+    y = out;
+  }
+  if (relu) {
+    const int32_t in[1] = {y};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", in, 1, &node, &out));
+    y = out;
+  }
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+}
+
+// Compiles `g` for `target` (NULL: the default targets) and returns its
+// dispatch count; then runs it (posing as the target's device when one is
+// named) and compares with the C reference.
+static size_t splitk_check(kiln_graph_t* g, const char* target, double k) {
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+  kiln_graph_tensor_t inputs[SPLITK_MAX_INPUTS], expected, actual;
+  memset(inputs, 0, sizeof(inputs));
+  memset(&expected, 0, sizeof(expected));
+  memset(&actual, 0, sizeof(actual));
+  uint32_t state = 777u;
+  for (size_t i = 0; i < g->input_count; ++i) {
+    KILN_EXPECT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                              &g->values[g->inputs[i]].shape, &inputs[i]));
+    float* data = inputs[i].data;
+    for (size_t e = 0; e < inputs[i].byte_size / sizeof(float); ++e) {
+      state = state * 1664525u + 1013904223u;
+      data[e] = (float)((state >> 8) * (1.0 / 8388608.0) - 1.0);
+    }
+  }
+  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
+                                          kiln_allocator_system(), &expected));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  const char* const targets[1] = {target};
+  if (target) {
+    options.targets = targets;
+    options.target_count = 1;
+  }
+  size_t dispatches = 0;
+  KILN_EXPECT_OK(kiln_gpu_dispatch_count(g, &options, &dispatches));
+  const char* before = getenv("KILN_TEST_DEVICE");
+  char* saved = before ? strdup(before) : NULL;
+  if (target) setenv("KILN_TEST_DEVICE", kPoseUri, 1);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
+  if (saved) setenv("KILN_TEST_DEVICE", saved, 1);
+  else unsetenv("KILN_TEST_DEVICE");
+  free(saved);
+  KILN_EXPECT_OK(status);
+  if (!status && actual.byte_size == expected.byte_size) {
+    const float* a = actual.data;
+    const float* e = expected.data;
+    double max_ref = 0, max_err = 0;
+    for (size_t i = 0; i < expected.byte_size / sizeof(float); ++i) {
+      max_ref = fmax(max_ref, fabs(e[i]));
+      double err = fabs((double)a[i] - e[i]);
+      if (!(err <= max_err)) max_err = err;
+    }
+    const double tolerance = 1e-6 * sqrt(k) * max_ref;
+    fprintf(stderr, "  %s, k %.0f: %zu dispatches, max|ref| %.4g, max err %.3g, tolerance %.3g\n",
+            target ? target : "default targets", k, dispatches, max_ref, max_err, tolerance);
+    KILN_EXPECT_GT(max_ref, 0.0);
+    KILN_EXPECT_LE(max_err, tolerance);
+  } else {
+    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
+  }
+  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&actual);
+  return dispatches;
+}
+
+typedef struct conv_case_t {
+  int64_t x[4], w[4];
+  int64_t pads[4];  // top, left, bottom, right
+  int64_t stride, dilation;
+  bool bias, residual, relu;
+  size_t split_dispatches;  // on valhall: parts + 1, or 1 unsplit
+} conv_case_t;
+
+static void splitk_conv(const conv_case_t* c, const char* target, size_t want_dispatches) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "split-k-conv", &g);
+  g.opset = 13;
+  int32_t in[3] = {splitk_input(&g, "x", 4, c->x), splitk_input(&g, "w", 4, c->w), -1};
+  const int64_t bias_dims[1] = {c->w[0]};
+  if (c->bias) in[2] = splitk_input(&g, "b", 1, bias_dims);
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, c->bias ? 3 : 2, &node, &y));
+  splitk_ints(&g, node, "pads", c->pads, 4);
+  const int64_t strides[2] = {c->stride, c->stride}, dilations[2] = {c->dilation, c->dilation};
+  splitk_ints(&g, node, "strides", strides, 2);
+  splitk_ints(&g, node, "dilations", dilations, 2);
+  int32_t residual = -1;
+  if (c->residual) {
+    // The output's shape, from the conv arithmetic.
+    int64_t dims[4] = {c->x[0], c->w[0], 0, 0};
+    for (int d = 0; d < 2; ++d) {
+      int64_t span = c->dilation * (c->w[2 + d] - 1) + 1;
+      dims[2 + d] = (c->x[2 + d] + c->pads[d] + c->pads[2 + d] - span) / c->stride + 1;
+    }
+    residual = splitk_input(&g, "r", 4, dims);
+  }
+  splitk_tail(&g, y, residual, c->relu);
+  size_t got = splitk_check(&g, target, (double)(c->w[1] * c->w[2] * c->w[3]));
+  KILN_EXPECT_EQ(got, want_dispatches);
+  kiln_graph_deinitialize(&g);
+}
+
+// valhall (20 units): split where blocks <= 10; parts = min(ceil(20 /
+// blocks), k / 256, 8), then whole input channels (conv) or 64-k chunks
+// (gemm) per part.
+static const conv_case_t kConvCases[] = {
+    // 3x3 at 7x7, 128 out: 2 blocks, k 576: 2 parts of 32 channels.
+    {{1, 64, 7, 7}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, true, 3},
+    // odd sizes, C_in 61, stride 2, dilation 2, asymmetric pads: k 549,
+    // 2 parts (31 + 30 channels).
+    {{1, 61, 9, 11}, {24, 61, 3, 3}, {1, 0, 2, 1}, 2, 2, true, false, false, 3},
+    // 1x1 stride 2 (ResNet's downsample): k 512, 2 parts.
+    {{1, 512, 14, 14}, {64, 512, 1, 1}, {0, 0, 0, 0}, 2, 1, false, false, true, 3},
+    // residual + relu: k 864, 3 parts of 32 channels.
+    {{1, 96, 5, 5}, {40, 96, 3, 3}, {1, 1, 1, 1}, 1, 1, true, true, true, 4},
+    // long k 4608: 8 parts of 64 channels.
+    {{1, 512, 4, 4}, {32, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, false, false, 9},
+    // 1x1 stride 1 (a gemm): k 520 -> 2 parts -> chunks of 320: 320 + 200.
+    {{1, 520, 6, 6}, {50, 520, 1, 1}, {0, 0, 0, 0}, 1, 1, true, false, true, 3},
+    // k 9 and k 200: too short to split.
+    {{1, 1, 5, 5}, {3, 1, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, false, 1},
+    {{1, 8, 13, 13}, {16, 8, 5, 5}, {2, 2, 2, 2}, 1, 1, true, false, true, 1},
+    // enough blocks (28x28, 96 out: 13 x 2 blocks > 10): no split.
+    {{1, 32, 28, 28}, {96, 32, 3, 3}, {1, 1, 1, 1}, 1, 1, true, false, true, 1},
+};
+
+KILN_TEST(OnnxGpuSplitKTest, ConvOnTheTiledCoreWithSplitK) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    fprintf(stderr, "conv case %zu\n", i);
+    splitk_conv(&kConvCases[i], "valhall-g78", kConvCases[i].split_dispatches);
+  }
+}
+
+// The default (multi-target) module: conv2d_gemm for the GPU targets and
+// conv2d_cpu for lavapipe in one executable; never split (a CPU target).
+KILN_TEST(OnnxGpuSplitKTest, ConvInDefaultModules) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    fprintf(stderr, "conv case %zu\n", i);
+    splitk_conv(&kConvCases[i], NULL, 1);
+  }
+}
+
+// Gemm (transposes, alpha, bias row, relu) and MatMul (a batched A folded
+// into M) on valhall.
+KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
+  {
+    // [5, 1000] x [1000, 7] + c, relu: k 1000 -> 3 parts -> chunks of 384:
+    // 3 parts (the last 232).
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm", &g);
+    g.opset = 13;
+    const int64_t a[2] = {5, 1000}, b[2] = {1000, 7}, c[1] = {7};
+    const int32_t in[3] = {splitk_input(&g, "a", 2, a), splitk_input(&g, "b", 2, b),
+                           splitk_input(&g, "c", 1, c)};
+    int32_t node = -1, y = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
+    splitk_tail(&g, y, -1, true);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 1000), 4u);
+    kiln_graph_deinitialize(&g);
+  }
+  {
+    // transA, transB, alpha 0.5, bias per column: k 777 -> 3 parts ->
+    // chunks of 320: 3 parts (the last 137).
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm-t", &g);
+    g.opset = 13;
+    const int64_t a[2] = {777, 4}, b[2] = {6, 777}, c[1] = {6};
+    const int32_t in[3] = {splitk_input(&g, "a", 2, a), splitk_input(&g, "b", 2, b),
+                           splitk_input(&g, "c", 1, c)};
+    int32_t node = -1, y = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
+    splitk_int(&g, node, "transA", 1);
+    splitk_int(&g, node, "transB", 1);
+    splitk_float(&g, node, "alpha", 0.5f);
+    splitk_tail(&g, y, -1, false);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 777), 4u);
+    kiln_graph_deinitialize(&g);
+  }
+  {
+    // [2, 3, 640] x [640, 9]: folds to 6 x 640 x 9; 2 parts of 320.
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "split-k-matmul", &g);
+    g.opset = 13;
+    const int64_t a[3] = {2, 3, 640}, b[2] = {640, 9};
+    const int32_t in[2] = {splitk_input(&g, "a", 3, a), splitk_input(&g, "b", 2, b)};
+    int32_t node = -1, y = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "MatMul", in, 2, &node, &y));
+    splitk_tail(&g, y, -1, false);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 640), 3u);
+    kiln_graph_deinitialize(&g);
+  }
+}
+
+// One input channel whose 5 x 20000 window passes the loop budget on the
+// tiled core: recorded as parts over kernel rows (conv2d_gemm's kh range),
+// each adding into the output; no split-K (one channel).
+KILN_TEST(OnnxGpuSplitKTest, KernelRowPartsOnTheTiledCore) {
+  const conv_case_t c = {{1, 1, 5, 20003}, {2, 1, 5, 20000}, {0, 0, 0, 0}, 1, 1,
+                         true, false, true, 0};
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "split-rows", &g);
+  g.opset = 13;
+  const int64_t bias_dims[1] = {2};
+  const int32_t in[3] = {splitk_input(&g, "x", 4, c.x), splitk_input(&g, "w", 4, c.w),
+                         splitk_input(&g, "b", 1, bias_dims)};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &node, &y));
+  splitk_tail(&g, y, -1, true);
+  size_t dispatches = splitk_check(&g, "valhall-g78", 100000);
+  KILN_EXPECT_GT(dispatches, 1u);
+  KILN_EXPECT_LE(dispatches, 5u);  // at most one part per kernel row
+  kiln_graph_deinitialize(&g);
+}
