@@ -48,6 +48,16 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   const bool gemm = desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL;
   const bool conv = desc->kernel == KILN_KERNEL_CONV2D_GEMM;
   if ((!gemm && !conv) || !kiln_splitk_bindings_ok(l, desc)) return kiln_ok_status();
+  // The partials and operand shifts count 4-byte values: no split of a
+  // node on fp16 storage (--precision=f16).
+  for (size_t i = 0; i < l->node->output_count; ++i) {
+    const kiln_graph_value_t* y = kiln_lower_out(l, i);
+    if (y && y->dtype != KILN_GRAPH_DTYPE_F32) return kiln_ok_status();
+  }
+  for (size_t i = 0; i < l->node->input_count; ++i) {
+    const kiln_graph_value_t* x = kiln_lower_in(l, i);
+    if (x && !x->data && x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_ok_status();
+  }
   const kiln_kernel_gemm_params_t* g = desc->push;
   const kiln_kernel_conv2d_params_t* c = desc->push;
   // The product as rows x cols x k per group; the partials as out_rows x
