@@ -73,6 +73,27 @@ static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_co
   config->shared_memory_bytes = threads * 16;
 }
 
+// qgemm: lanes along k (32 slices: a warp reads consecutive blocks of one
+// weight row) times columns up to 256 invocations, shared memory for the
+// slice sums of up to TM = 4 rows; CPU-like devices: one 8-lane subgroup
+// of 8 columns, each lane walking all of k (no shared memory, no barrier).
+static void kiln_config_qgemm(const kiln_kernel_arch_caps_t* caps, kiln_kernel_config_t* config) {
+  if (kiln_caps_is_cpu_like(caps)) {
+    config->workgroup_size[0] = 1;
+    config->workgroup_size[1] = 8;
+    kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);
+    return;
+  }
+  uint32_t threads = kiln_round_down_pow2(caps->max_workgroup_invocations < 256
+                                              ? caps->max_workgroup_invocations
+                                              : 256);
+  while (threads > 32 && threads * 16 > caps->max_shared_memory_bytes) threads /= 2;
+  config->workgroup_size[0] = threads >= 32 ? 32 : threads;
+  config->workgroup_size[1] = threads / config->workgroup_size[0];
+  config->shared_memory_bytes = threads * 16;
+  kiln_config_add(config, KILN_SPEC_GEMM_TM, 1);
+}
+
 kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
                                         const kiln_kernel_arch_caps_t* caps,
                                         kiln_kernel_storage_t storage,
@@ -147,6 +168,9 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
         break;
       }
       kiln_config_gemv(caps, &config);
+      break;
+    case KILN_KERNEL_QGEMM:
+      kiln_config_qgemm(caps, &config);
       break;
     case KILN_KERNEL_CONV2D_GEMM:
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),

@@ -59,6 +59,22 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
          KILN_LOOPS_EPILOGUE;
 }
 
+// qgemm: the group loop (k / 32 over WG_X slices) whose body holds the
+// decode's constant loops (counted, up to 8 trips) and the TM-row loop;
+// the TM loops around it, the log2(WG_X) slice reduction and the epilogue.
+static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
+                                 const kiln_kernel_gemm_params_t* p) {
+  const uint64_t slices = config->workgroup_size[0] ? config->workgroup_size[0] : 1;
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  const uint64_t per_slice = kiln_loops_ceil_div(p->k / 32, slices);
+  uint64_t halvings = 0;
+  for (uint64_t h = slices / 2; h > 0; h /= 2) ++halvings;
+  const uint64_t body = 2 * kiln_loops_loop(8, 0, 0) + kiln_loops_loop(tm, 0, 0);
+  return 3 * kiln_loops_loop(tm, 0, 0) + kiln_loops_loop(per_slice, body, 3) +
+         kiln_loops_loop(halvings, kiln_loops_loop(tm, 0, 0), 1) + 2 * kiln_loops_loop(tm, 0, 0) +
+         KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
 // path) all counted in full, the log2(WG_Y) slice reduction, and the
 // epilogue's loops.
@@ -202,6 +218,9 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
     case KILN_KERNEL_GEMV:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_gemv(config, gemm);
+      return kiln_ok_status();
+    case KILN_KERNEL_QGEMM:
+      *out_passes = kiln_loops_qgemm(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM: {
       const kiln_loops_conv_range_t r = kiln_loops_range(conv);

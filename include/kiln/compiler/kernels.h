@@ -46,6 +46,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_GEMV,             // gemm's ABI for one-row products (linear layers)
   KILN_KERNEL_RECURRENT,        // LSTM / GRU / RNN steps in one dispatch
   KILN_KERNEL_GEMM_SMALL,       // gemm's blobs and ABI, tiled for few output tiles
+  KILN_KERNEL_QGEMM,            // gemm's ABI, B a quantized weight (quant.h layouts)
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 

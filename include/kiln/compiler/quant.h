@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "kiln/base/status.h"
+#include "kiln/compiler/kernels_codes.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,10 +20,10 @@ extern "C" {
 // Values are the qgemm kernel's KILN_SPEC_QGEMM_LAYOUT (kernels_codes.h).
 typedef enum kiln_quant_layout_e {
   KILN_QUANT_NONE = 0,
-  KILN_QUANT_INT8 = 1,  // per row: fp32 scale, then k int8 (value q * scale)
-  KILN_QUANT_Q8_0 = 2,  // 32-element blocks: fp16 d, 32 int8 (34 bytes)
-  KILN_QUANT_Q4_0 = 3,  // 32-element blocks: fp16 d, 16 nibble bytes (18 bytes)
-  KILN_QUANT_Q4_K = 4,  // 256-element superblocks of 144 bytes
+  KILN_QUANT_INT8 = KILN_QGEMM_INT8,  // per row: fp32 scale, then k int8 (value q * scale)
+  KILN_QUANT_Q8_0 = KILN_QGEMM_Q8_0,  // 32-element blocks: fp16 d, 32 int8 (34 bytes)
+  KILN_QUANT_Q4_0 = KILN_QGEMM_Q4_0,  // 32-element blocks: fp16 d, 16 nibble bytes (18 bytes)
+  KILN_QUANT_Q4_K = KILN_QGEMM_Q4_K,  // 256-element superblocks of 144 bytes
   KILN_QUANT_LAYOUT_COUNT,
 } kiln_quant_layout_t;
 

@@ -1,0 +1,161 @@
+// Quantized-weight GEMM/GEMV: gemm's push constants and epilogue with B
+// a quantized weight W [n][k] (one row per output column, k along the
+// row) in a layout of include/kiln/compiler/quant.h, read from its words:
+//   C[b][m][n] = act(scale * sum_k A[b][m][k] * W[n][k] + bias + residual).
+// A is fp32 with k contiguous (a_col_stride 1, a_row_stride % 4 == 0);
+// b_row_stride is the bytes of one weight row; the weight buffer ends with
+// at least 4 readable bytes past the last row (2-aligned block loads read
+// one word ahead).
+// Workgroup: WG_X k slices x WG_Y columns; an invocation owns one column
+// and TM rows of A, walks the 32-element groups g = slice, slice + WG_X,
+// ..., decodes each group once into 8 vec4s and dots it with TM rows; the
+// slices are summed through shared memory (none when WG_X == 1: the CPU
+// configuration, 8 lanes = 8 columns, no barrier).
+// Grid: (ceil(n / WG_Y), ceil(m / TM), batch).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "kernels_codes.h"
+#include "activation.glsl"
+#include "storage.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;
+layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 1;
+layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
+layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
+layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
+layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
+
+layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { uint bw[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
+KILN_OUTPUT_BUFFER(4)
+
+// Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).
+layout(push_constant) uniform Params {
+  uint m, n, k, batch;
+  uint a_batch_stride, a_row_stride, a_col_stride;
+  uint b_batch_stride, b_row_stride, b_col_stride;
+  uint c_batch_stride, c_row_stride;
+  uint bias_batch_stride, bias_row_stride, bias_col_stride;
+  uint residual_batch_stride, residual_row_stride;
+  float scale, alpha, beta;
+} p;
+
+const uint WG_X = gl_WorkGroupSize.x;  // k slices
+const uint WG_Y = gl_WorkGroupSize.y;  // columns
+shared float partial[WG_X > 1 ? WG_X * WG_Y * TM : 1];
+
+// The 4 bytes at a 2-aligned byte offset (two word loads, no branch).
+uint word_at(uint o) {
+  const uint s = (o & 2u) * 8u;
+  return (bw[o >> 2] >> s) | ((bw[(o >> 2) + 1] << 8) << (24u - s));
+}
+
+// The fp16 at a 2-aligned byte offset.
+float half_at(uint o) {
+  return unpackHalf2x16(bw[o >> 2] >> ((o & 2u) * 8u)).x;
+}
+
+vec4 nibbles(uint word, uint shift) {
+  return vec4((uvec4(word) >> (uvec4(0, 8, 16, 24) + shift)) & 15u);
+}
+
+vec4 bytes_signed(uint word) {
+  return vec4((ivec4(word) << ivec4(24, 16, 8, 0)) >> 24);  // sign-extended bytes
+}
+
+// Group g (32 elements) of the weight row starting at byte `row`.
+void decode(uint row, uint g, out vec4 w[8]) {
+  if (LAYOUT == KILN_QGEMM_Q4_0) {
+    const uint o = row + g * 18u;
+    const float d = half_at(o);
+    for (uint i = 0; i < 4; ++i) {
+      const uint word = word_at(o + 2u + 4u * i);
+      w[i] = (nibbles(word, 0u) - 8.0) * d;
+      w[4 + i] = (nibbles(word, 4u) - 8.0) * d;
+    }
+  } else if (LAYOUT == KILN_QGEMM_Q8_0) {
+    const uint o = row + g * 34u;
+    const float d = half_at(o);
+    for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(word_at(o + 2u + 4u * i)) * d;
+  } else if (LAYOUT == KILN_QGEMM_Q4_K) {
+    const uint base = (row + (g >> 3) * 144u) >> 2;  // superblocks are 4-aligned
+    const uint j = g & 7u;
+    const vec2 dm = unpackHalf2x16(bw[base]);
+    const uint s0 = bw[base + 1], s1 = bw[base + 2], s2 = bw[base + 3];
+    // get_scale_min_k4: bytes j, j + 4 (and j - 4 for j >= 4) of s0 s1 s2.
+    uint sc, mn;
+    if (j < 4u) {
+      sc = (s0 >> (8u * j)) & 63u;
+      mn = (s1 >> (8u * j)) & 63u;
+    } else {
+      const uint sh = 8u * (j - 4u);
+      const uint hi = (s2 >> sh) & 255u;
+      sc = (hi & 15u) | (((s0 >> sh) >> 6u) & 3u) << 4u;
+      mn = (hi >> 4u) | (((s1 >> sh) >> 6u) & 3u) << 4u;
+    }
+    const float d = dm.x * float(sc), m = dm.y * float(mn);
+    const uint q = base + 4u + 8u * (j >> 1);
+    const uint shift = (j & 1u) * 4u;
+    for (uint i = 0; i < 8; ++i) w[i] = nibbles(bw[q + i], shift) * d - m;
+  } else {  // KILN_QGEMM_INT8: fp32 scale per row, then k int8
+    const float s = uintBitsToFloat(bw[row >> 2]);
+    const uint q = (row >> 2) + 1u + 8u * g;
+    for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(bw[q + i]) * s;
+  }
+}
+
+void main() {
+  const uint slice = gl_LocalInvocationID.x, col = gl_LocalInvocationID.y;
+  const uint batch = gl_WorkGroupID.z;
+  const uint gn = gl_WorkGroupID.x * WG_Y + col;
+  const uint m0 = gl_WorkGroupID.y * TM;
+  // Columns and rows past the end read the last one (not stored).
+  const uint row = min(gn, p.n - 1u) * p.b_row_stride + batch * p.b_batch_stride;
+  uint a_rows[TM];
+  for (uint t = 0; t < TM; ++t) {
+    a_rows[t] = (batch * p.a_batch_stride + min(m0 + t, p.m - 1u) * p.a_row_stride) >> 2;
+  }
+  float acc[TM];
+  for (uint t = 0; t < TM; ++t) acc[t] = 0.0;
+  const uint groups = p.k / 32u;
+  for (uint g = slice; g < groups; g += WG_X) {
+    vec4 w[8];
+    decode(row, g, w);
+    for (uint t = 0; t < TM; ++t) {
+      const uint a = a_rows[t] + 8u * g;
+      acc[t] += dot(w[0], a4[a]) + dot(w[1], a4[a + 1]) + dot(w[2], a4[a + 2]) +
+                dot(w[3], a4[a + 3]) + dot(w[4], a4[a + 4]) + dot(w[5], a4[a + 5]) +
+                dot(w[6], a4[a + 6]) + dot(w[7], a4[a + 7]);
+    }
+  }
+  if (WG_X > 1) {
+    const uint at = (col * WG_X + slice) * TM;
+    for (uint t = 0; t < TM; ++t) partial[at + t] = acc[t];
+    barrier();
+    // Halve the slices until one is left (WG_X is a power of two).
+    for (uint half_ = WG_X / 2; half_ > 0; half_ /= 2) {
+      if (slice < half_) {
+        for (uint t = 0; t < TM; ++t) partial[at + t] += partial[at + half_ * TM + t];
+      }
+      barrier();
+    }
+    for (uint t = 0; t < TM; ++t) acc[t] = partial[at + t];
+  }
+  if (slice != 0 || gn >= p.n) return;
+  for (uint t = 0; t < TM; ++t) {
+    const uint gm = m0 + t;
+    if (gm >= p.m) break;
+    float v = acc[t] * p.scale;
+    if (HAS_BIAS) {
+      v += LOAD_AT(bias4, batch * p.bias_batch_stride + gm * p.bias_row_stride +
+                              gn * p.bias_col_stride);
+    }
+    if (HAS_RESIDUAL) {
+      v += LOAD_AT(residual4, batch * p.residual_batch_stride + gm * p.residual_row_stride + gn);
+    }
+    kiln_store1(batch * p.c_batch_stride + gm * p.c_row_stride + gn,
+                kiln_activate(ACTIVATION, v, p.alpha, p.beta));
+  }
+}
