@@ -96,6 +96,12 @@ typedef struct kiln_emit_program_t {
   // Copied into each dispatch added (see kiln_emit_dispatch_t); lowerings
   // set it around dispatches that write disjoint parts of one output.
   uint32_t disjoint_group;
+  // Weight-only quantization (lower_quant.c): the layout (0: none), the
+  // statistics stream, and what was quantized or kept fp32.
+  int quantize;
+  FILE* statistics_stream;
+  size_t quant_count, quant_kept_fp32;
+  uint64_t quant_fp32_bytes, quant_bytes;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,

@@ -42,6 +42,11 @@ typedef struct kiln_onnx_compile_options_t {
   // Non-zero: plan bindings for at most this many bytes even where a
   // target allows more (tests of the large-tensor splits at small sizes).
   uint64_t max_storage_buffer_range;
+  // Non-zero (a kiln_quant_layout_t, kiln/compiler/quant.h): weight-only
+  // quantization of MatMul / Gemm constant B operands (lower_quant.c).
+  int quantize;
+  // Non-NULL: weight bytes and each quantization decision are printed.
+  FILE* statistics_stream;
 } kiln_onnx_compile_options_t;
 
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options);
