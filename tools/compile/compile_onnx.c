@@ -1,6 +1,7 @@
 // kiln-compile model.onnx -o model.kiln [--target-triple=T]...
 // [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
 // [--print-memory-plan] [--dump-assembly=FILE] [--max-storage-range=BYTES]
+// [--quantize=int8|q8_0|q4_0|q4_k] [--print-statistics]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "kiln/base/file.h"
 #include "kiln/compiler/assembler.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "kiln/compiler/quant.h"
 #include "progress.h"
 
 static void kiln_compile_onnx_usage(FILE* stream) {
@@ -29,6 +31,11 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "  --max-storage-range=B    plan bindings of at most B bytes (default: the\n"
           "                           targets' storage-buffer ranges; larger tensors\n"
           "                           are split)\n"
+          "  --quantize=L             weight-only quantization of MatMul / Gemm\n"
+          "                           constant weights: int8, q8_0, q4_0, q4_k\n"
+          "                           (docs/quantization.md); others stay fp32\n"
+          "  --print-statistics       weight bytes, and which weights were quantized\n"
+          "                           (or why not)\n"
           "  --help                   this text\n");
 }
 
@@ -159,6 +166,14 @@ int kiln_compile_onnx_main(int argc, char** argv) {
         return 2;
       }
       options.max_storage_buffer_range = bytes;
+    } else if (strncmp(arg, "--quantize=", 11) == 0) {
+      kiln_quant_layout_t layout;
+      kiln_status_t status = kiln_quant_layout_parse(arg + 11, &layout);
+      if (status) return kiln_compile_onnx_fail(status);
+      options.quantize = (int)layout;
+    } else if (strcmp(arg, "--print-statistics") == 0 ||
+               strcmp(arg, "--print_statistics") == 0) {
+      options.statistics_stream = stdout;
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {
