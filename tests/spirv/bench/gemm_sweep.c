@@ -154,10 +154,10 @@ static double shape_error(const sweep_shape_t* s, const float* a, const float* b
   return worst;
 }
 
-static kiln_status_t sweep_time(kiln_hal_device_t* device, const kiln_kernel_executable_t* kernel,
-                                const void* push, uint32_t push_bytes,
-                                kiln_hal_buffer_t* const* buffers, const uint32_t grid[3],
-                                double* out_ns) {
+kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
+                                       const kiln_kernel_executable_t* kernel, const void* push,
+                                       uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                       const uint32_t grid[3], double* out_ns) {
   bool timestamps = kiln_hal_device_info(device)->timestamps;
   kiln_hal_command_buffer_t* cb = NULL;
   KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
@@ -227,7 +227,7 @@ static kiln_status_t sweep_run(kiln_hal_device_t* device, const sweep_shape_t* s
                                  : kiln_kernel_grid_gemm(&kernel.config, &gemm, grid);
   double ns = 0;
   if (!status) {
-    status = sweep_time(device, &kernel, s->conv ? (const void*)&conv : (const void*)&gemm,
+    status = kiln_bench_time_dispatch(device, &kernel, s->conv ? (const void*)&conv : (const void*)&gemm,
                         s->conv ? sizeof(conv) : sizeof(gemm), buffers, grid, &ns);
   }
   if (!status) {

@@ -10,4 +10,14 @@
 kiln_status_t kiln_bench_gemm_sweep(kiln_hal_device_t* device, double max_gflop,
                                     int* out_failures);
 
+// The median GPU time of one recorded dispatch (5 buffers) over the
+// sweep's repetitions (timestamps where the device has them).
+kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
+                                       const kiln_kernel_executable_t* kernel, const void* push,
+                                       uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                       const uint32_t grid[3], double* out_ns);
+
+// kiln-kernels-bench --quant (qgemm_bench.c): quantized GEMVs, checked.
+kiln_status_t kiln_bench_qgemm(kiln_hal_device_t* device, const char* arch, int* out_failures);
+
 #endif  // KILN_TESTS_SPIRV_BENCH_GEMM_SWEEP_H_
