@@ -52,7 +52,7 @@ static size_t kiln_dequantize_weights(kiln_graph_t* graph, kiln_quant_layout_t l
       for (uint64_t i = 0; i < k; ++i) row[i] = trans_b ? w[j * k + i] : w[i * cols + j];
       KILN_EXPECT_OK(kiln_quant_pack(layout, row, 1, k, packed));
       KILN_EXPECT_OK(kiln_quant_unpack(layout, packed, 1, k, row));
-      for (uint64_t i = 0; i < k; ++i) (trans_b ? w[j * k + i] : w[i * cols + j]) = row[i];
+      for (uint64_t i = 0; i < k; ++i) *(trans_b ? &w[j * k + i] : &w[i * cols + j]) = row[i];
     }
     free(row);
     free(packed);
