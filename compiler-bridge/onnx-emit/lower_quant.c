@@ -132,3 +132,67 @@ kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm
   *out_done = true;
   return kiln_ok_status();
 }
+
+// com.microsoft::MatMulNBits (checked at import, ops_matmul_nbits.c): its
+// blocks repacked as q4_zp (the same codes, scales and zero points, so the
+// kernel sees onnxruntime's values) and one qgemm dispatch over the rows of
+// A ([..., K] -> [rows, K]).
+kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l) {
+  int64_t k = 0, n = 0, block = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "K", 0, &k));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "N", 0, &n));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "block_size", 0, &block));
+  const kiln_graph_value_t* av = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* bv = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* sv = kiln_lower_in(l, 2);
+  const kiln_graph_value_t* zv = kiln_lower_in(l, 3);
+  const kiln_graph_value_t* bias = kiln_lower_in(l, 5);
+  if (!av || !bv || !bv->data || !sv || !sv->data || (zv && !zv->data)) {
+    return kiln_lower_refuse(l, "B, scales and zero points must be constants");
+  }
+  if (k % 32 != 0) {
+    return kiln_lower_refuse(l, "K = %lld is not a multiple of 32 (qgemm's step)", (long long)k);
+  }
+  const uint64_t rows = kiln_lower_count(&av->shape) / (uint64_t)k;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, rows * (uint64_t)(n > k ? n : k)));
+  const uint64_t row_bytes = kiln_quant_row_bytes(KILN_QUANT_Q4_ZP, (uint64_t)k);
+  const uint64_t bytes = (uint64_t)n * row_bytes + 4;
+  if (bytes > kiln_emit_range_limit(l->program)) {
+    return kiln_lower_refuse(l, "the repacked weight (%llu bytes) exceeds the storage-buffer "
+                             "range", (unsigned long long)bytes);
+  }
+  kiln_kernel_gemm_params_t p = {
+      .m = (uint32_t)rows, .n = (uint32_t)n, .k = (uint32_t)k, .batch = 1,
+      .a_row_stride = (uint32_t)k, .a_col_stride = 1, .b_row_stride = (uint32_t)row_bytes,
+      .c_batch_stride = (uint32_t)(rows * (uint64_t)n), .c_row_stride = (uint32_t)n,
+      .bias_col_stride = bias ? 1u : 0u, .scale = 1.0f};
+  const kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_TM, rows == 1 ? 1u : 4u},
+      {KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_NONE},
+      {KILN_SPEC_GEMM_HAS_BIAS, bias != NULL},
+      {KILN_SPEC_GEMM_HAS_RESIDUAL, 0},
+      {KILN_SPEC_QGEMM_LAYOUT, KILN_QUANT_Q4_ZP}};
+  kiln_emit_dispatch_desc_t d = {.kernel = KILN_KERNEL_QGEMM, .ops = ops,
+                                 .op_count = sizeof(ops) / sizeof(ops[0]), .push = &p,
+                                 .binding_count = 5, .written_mask = 1u << 4,
+                                 .grid = KILN_EMIT_GRID_GEMM};
+  bool fits = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
+  if (!fits) return kiln_lower_refuse(l, "K = %lld exceeds qgemm's loop budget", (long long)k);
+  uint8_t* packed = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_malloc(l->program->allocator, (size_t)bytes, (void**)&packed));
+  memset(packed, 0, (size_t)bytes);
+  kiln_quant_q4_zp_from_nbits((const uint8_t*)bv->data, (const float*)sv->data,
+                              zv ? (const uint8_t*)zv->data : NULL, (uint64_t)n, (uint64_t)k,
+                              (uint64_t)block, packed);
+  kiln_status_t status = kiln_emit_add_weight(l->program, packed, (size_t)bytes, &d.bindings[1]);
+  kiln_allocator_free(l->program->allocator, packed);
+  KILN_RETURN_IF_ERROR(status);
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &d.bindings[0]));
+  d.bindings[2] = d.bindings[1];
+  if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 5, &d.bindings[2]));
+  d.bindings[3] = d.bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &d.bindings[4]));
+  return kiln_emit_add_dispatch(l->program, &d);
+}

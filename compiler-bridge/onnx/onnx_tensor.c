@@ -15,6 +15,8 @@ kiln_graph_dtype_t kiln_onnx_dtype_from_proto(int32_t data_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return KILN_GRAPH_DTYPE_I64;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return KILN_GRAPH_DTYPE_I32;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return KILN_GRAPH_DTYPE_BOOL;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return KILN_GRAPH_DTYPE_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return KILN_GRAPH_DTYPE_U8;
     default: return KILN_GRAPH_DTYPE_INVALID;
   }
 }
@@ -137,7 +139,8 @@ kiln_status_t kiln_onnx_tensor_decode(const Onnx__TensorProto* proto,
   if (dtype == KILN_GRAPH_DTYPE_INVALID) {
     return kiln_make_status(
         KILN_STATUS_UNIMPLEMENTED,
-        "%s: tensor '%s' has dtype %s; supported: FLOAT, INT64, INT32, BOOL",
+        "%s: tensor '%s' has dtype %s; supported: FLOAT, INT64, INT32, BOOL, "
+        "INT8, UINT8",
         source, name, kiln_onnx_proto_dtype_name(proto->data_type));
   }
   if (proto->segment) {
@@ -191,13 +194,17 @@ kiln_status_t kiln_onnx_tensor_decode(const Onnx__TensorProto* proto,
     } else if (count) {
       memcpy(out_tensor->data, proto->int64_data, count * sizeof(int64_t));
     }
-  } else {  // INT32 and BOOL both live in int32_data.
+  } else {  // INT32, BOOL, INT8 and UINT8 all live in int32_data.
     if (proto->n_int32_data != count) {
       status = kiln_onnx_count_mismatch(source, name, "int32_data",
                                         proto->n_int32_data, count);
     } else if (dtype == KILN_GRAPH_DTYPE_I32) {
       if (count) {
         memcpy(out_tensor->data, proto->int32_data, count * sizeof(int32_t));
+      }
+    } else if (dtype == KILN_GRAPH_DTYPE_I8 || dtype == KILN_GRAPH_DTYPE_U8) {
+      for (size_t i = 0; i < count; ++i) {  // the low byte, as protobuf stores it
+        ((uint8_t*)out_tensor->data)[i] = (uint8_t)proto->int32_data[i];
       }
     } else {
       uint8_t* bytes = (uint8_t*)out_tensor->data;

@@ -23,6 +23,7 @@ static const kiln_quant_layout_info_t kLayouts[KILN_QUANT_LAYOUT_COUNT] = {
                          kiln_quant_q4_0_unpack_row},
     [KILN_QUANT_Q4_K] = {"q4_k", 256, 144, 0, kiln_quant_q4_k_pack_row,
                          kiln_quant_q4_k_unpack_row},
+    [KILN_QUANT_Q4_ZP] = {"q4_zp", 32, 28, 0, NULL, kiln_quant_q4_zp_unpack_row},
 };
 
 static const kiln_quant_layout_info_t* kiln_quant_info(kiln_quant_layout_t layout) {
@@ -77,6 +78,11 @@ static kiln_status_t kiln_quant_check(kiln_quant_layout_t layout, uint64_t k,
 kiln_status_t kiln_quant_pack(kiln_quant_layout_t layout, const float* w, uint64_t rows,
                               uint64_t k, uint8_t* out) {
   KILN_RETURN_IF_ERROR(kiln_quant_check(layout, k, w, out));
+  if (!kLayouts[layout].pack_row) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_quant: %s is made from MatMulNBits blocks, not from floats",
+                            kiln_quant_layout_name(layout));
+  }
   for (uint64_t i = 0; i < rows * k; ++i) {
     if (!isfinite(w[i])) {
       return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,

@@ -99,6 +99,18 @@ void decode(uint row, uint g, out vec4 w[8]) {
     const uint q = base + 4u + 8u * (j >> 1);
     const uint shift = (j & 1u) * 4u;
     for (uint i = 0; i < 8; ++i) w[i] = nibbles(bw[q + i], shift) * d - m;
+  } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
+    // 7 words per group: scale 0..15, scale 16..31, zero points, 4 code words.
+    const uint base = (row >> 2) + 7u * g;
+    const vec2 s = vec2(uintBitsToFloat(bw[base]), uintBitsToFloat(bw[base + 1]));
+    const uint zw = bw[base + 2];
+    const vec2 z = vec2(float(zw & 255u), float((zw >> 8) & 255u));
+    for (uint i = 0; i < 4; ++i) {
+      const uint word = bw[base + 3 + i];  // elements 8i .. 8i + 7, low nibble first
+      const uint h = i >> 1;
+      w[2 * i] = (vec4((uvec4(word) >> uvec4(0, 4, 8, 12)) & 15u) - z[h]) * s[h];
+      w[2 * i + 1] = (vec4((uvec4(word) >> uvec4(16, 20, 24, 28)) & 15u) - z[h]) * s[h];
+    }
   } else {  // KILN_QGEMM_INT8: fp32 scale per row, then k int8
     const float s = uintBitsToFloat(bw[row >> 2]);
     const uint q = (row >> 2) + 1u + 8u * g;

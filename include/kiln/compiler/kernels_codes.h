@@ -112,6 +112,7 @@
 #define KILN_QGEMM_Q8_0 2
 #define KILN_QGEMM_Q4_0 3
 #define KILN_QGEMM_Q4_K 4
+#define KILN_QGEMM_Q4_ZP 5
 #define KILN_SPEC_CONV_CO_BLOCK 3  // output channels per invocation (conv2d)
 #define KILN_SPEC_CONV_ACTIVATION 4
 #define KILN_SPEC_CONV_HAS_BIAS 5

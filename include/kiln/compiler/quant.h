@@ -24,6 +24,10 @@ typedef enum kiln_quant_layout_e {
   KILN_QUANT_Q8_0 = KILN_QGEMM_Q8_0,  // 32-element blocks: fp16 d, 32 int8 (34 bytes)
   KILN_QUANT_Q4_0 = KILN_QGEMM_Q4_0,  // 32-element blocks: fp16 d, 16 nibble bytes (18 bytes)
   KILN_QUANT_Q4_K = KILN_QGEMM_Q4_K,  // 256-element superblocks of 144 bytes
+  // 32-element groups of 28 bytes: fp32 scale and uint8 zero point per 16
+  // elements, value (q - zp) * scale (MatMulNBits' blocks, repacked; no
+  // packer from floats).
+  KILN_QUANT_Q4_ZP = KILN_QGEMM_Q4_ZP,
   KILN_QUANT_LAYOUT_COUNT,
 } kiln_quant_layout_t;
 
@@ -55,6 +59,16 @@ void kiln_quant_q4_k_pack_row(const float* w, uint64_t k, uint8_t* out);
 void kiln_quant_q4_k_unpack_row(const uint8_t* q, uint64_t k, float* out);
 void kiln_quant_int8_pack_row(const float* w, uint64_t k, uint8_t* out);
 void kiln_quant_int8_unpack_row(const uint8_t* q, uint64_t k, float* out);
+void kiln_quant_q4_zp_unpack_row(const uint8_t* q, uint64_t k, float* out);
+
+// MatMulNBits (com.microsoft, bits = 4) as q4_zp: `b` [n][k_blocks][block
+// / 2] bytes (element e of a block in byte e / 2, low nibble first),
+// `scales` [n * k_blocks], `zero_points` [n * ceil(k_blocks / 2)] nibbles or
+// NULL (8); k a multiple of 32, block a power of two >= 16. Writes
+// n * kiln_quant_row_bytes(KILN_QUANT_Q4_ZP, k) bytes.
+void kiln_quant_q4_zp_from_nbits(const uint8_t* b, const float* scales,
+                                 const uint8_t* zero_points, uint64_t n, uint64_t k,
+                                 uint64_t block, uint8_t* out);
 
 // IEEE half <-> float (round to nearest even), as ggml stores d and dmin.
 float kiln_quant_f16_to_f32(uint16_t bits);

@@ -36,7 +36,23 @@ static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const q
   const size_t w_bytes = ((size_t)(c->n * row_bytes) + 4 + 3) & ~(size_t)3;
   uint8_t* packed = calloc(w_bytes, 1);
   KILN_ASSERT_TRUE(packed != NULL);
-  KILN_ASSERT_OK(kiln_quant_pack(layout, w, c->n, c->k, packed));
+  if (layout == KILN_QUANT_Q4_ZP) {
+    // MatMulNBits blocks of 16 (zero points) or 128 (none), repacked.
+    const uint64_t block = c->k % 128 == 0 ? 128 : 16, k_blocks = c->k / block;
+    uint8_t* codes = malloc((size_t)(c->n * c->k / 2));
+    uint8_t* zps = malloc((size_t)(c->n * ((k_blocks + 1) / 2)));
+    float* scales = gpu_random_alloc((size_t)(c->n * k_blocks), 15, 0.01f, 0.2f);
+    KILN_ASSERT_TRUE(codes && zps);
+    for (size_t i = 0; i < c->n * c->k / 2; ++i) codes[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; i < c->n * ((k_blocks + 1) / 2); ++i) zps[i] = (uint8_t)(i * 40503u >> 3);
+    kiln_quant_q4_zp_from_nbits(codes, scales, block == 16 ? zps : NULL, c->n, c->k, block,
+                                packed);
+    free(codes);
+    free(zps);
+    free(scales);
+  } else {
+    KILN_ASSERT_OK(kiln_quant_pack(layout, w, c->n, c->k, packed));
+  }
   KILN_ASSERT_OK(kiln_quant_unpack(layout, packed, c->n, c->k, deq));
   double max_ref = 0;
   for (uint32_t b = 0; b < c->batch; ++b) {
@@ -97,7 +113,7 @@ static const qgemm_case_t kCases[] = {
 KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
   const char* arches[] = {NULL, "hopper", "valhall", "cpu"};
   const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
-                                         KILN_QUANT_Q4_K};
+                                         KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
   const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
   for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
     kiln_kernel_arch_caps_t caps = *device;
