@@ -104,6 +104,10 @@ kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm
     return kiln_quant_keep_fp32(l, out_done,
                                 "the packed weight exceeds the storage-buffer range");
   }
+  if ((p->m + 3) / 4 > KILN_KERNEL_MAX_GRID_X || p->batch > KILN_KERNEL_MAX_GRID_X ||
+      p->n / 8 >= KILN_KERNEL_MAX_GRID_X) {
+    return kiln_quant_keep_fp32(l, out_done, "the product's grid exceeds 65535 workgroups");
+  }
   kiln_kernel_gemm_params_t qp = *p;
   qp.b_batch_stride = 0;
   qp.b_row_stride = (uint32_t)row_bytes;

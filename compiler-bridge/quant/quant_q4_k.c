@@ -6,8 +6,8 @@
 // (s[j - 4] >> 6) << 4 and m[j] = (s[j + 4] >> 4) | (s[j] >> 6) << 4.
 // Nibbles: byte 32 * p + l holds sub-block 2p element l in its low nibble
 // and sub-block 2p + 1 element l in its high nibble.
-// The quantizer is a plain min/max one (not ggml's iterative search):
-// the layout is ggml's, the chosen codes may differ from llama-quantize's.
+// The quantizer is a plain min/max one (not ggml's iterative search): the
+// layout is ggml's, the chosen codes may differ from llama-quantize's.
 #include <math.h>
 #include <string.h>
 
@@ -21,6 +21,12 @@ static int kiln_q4_k_nearest(float x, int lo, int hi) {
   return v < lo ? lo : (v > hi ? hi : v);
 }
 
+// ceil(x) in 0..63 (fp16 rounding of d may ask for 64: clipped).
+static int kiln_q4_k_ceil(float x) {
+  int v = (int)ceilf(x - 1e-6f * x);
+  return v < 0 ? 0 : (v > 63 ? 63 : v);
+}
+
 static void kiln_q4_k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
   if (j < 4) {
     *sc = s[j] & 63;
@@ -31,47 +37,51 @@ static void kiln_q4_k_scale_min(const uint8_t* s, int j, int* sc, int* m) {
   }
 }
 
+// Mins first (rounded up to 6 bits of dmin, so x + min >= 0), then each
+// sub-block's scale covering [-min, max] (rounded up to 6 bits of d, so
+// no code clips); codes round to nearest: error <= (scale + d) / 2.
 static void kiln_q4_k_pack_block(const float* x, uint8_t* y) {
-  float scale[8], mn[8], max_scale = 0.0f, max_min = 0.0f;
+  float lo[8], hi[8], max_min = 0.0f;
   for (int j = 0; j < 8; ++j) {
-    float lo = 0.0f, hi = x[32 * j];
+    lo[j] = 0.0f;
+    hi[j] = 0.0f;
     for (int l = 0; l < 32; ++l) {
-      lo = fminf(lo, x[32 * j + l]);
-      hi = fmaxf(hi, x[32 * j + l]);
+      lo[j] = fminf(lo[j], x[32 * j + l]);
+      hi[j] = fmaxf(hi[j], x[32 * j + l]);
     }
-    scale[j] = (hi - lo) / 15.0f;
-    mn[j] = -lo;
-    max_scale = fmaxf(max_scale, scale[j]);
-    max_min = fmaxf(max_min, mn[j]);
+    max_min = fmaxf(max_min, -lo[j]);
   }
-  const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
-  const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
+  const uint16_t mh = kiln_quant_f32_to_f16(max_min / 63.0f);
+  const float dmin = kiln_quant_f16_to_f32(mh);
+  int lm[8], ls[8];
+  float scale[8], max_scale = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    lm[j] = dmin > 0.0f ? kiln_q4_k_ceil(-lo[j] / dmin) : 0;
+    scale[j] = (hi[j] + dmin * (float)lm[j]) / 15.0f;
+    max_scale = fmaxf(max_scale, scale[j]);
+  }
+  const uint16_t dh = kiln_quant_f32_to_f16(max_scale / 63.0f);
+  const float d = kiln_quant_f16_to_f32(dh);
+  for (int j = 0; j < 8; ++j) ls[j] = d > 0.0f ? kiln_q4_k_ceil(scale[j] / d) : 0;
   uint8_t* s = y + 4;
   memset(s, 0, 12);
   for (int j = 0; j < 8; ++j) {
-    int ls = kiln_q4_k_nearest(inv_scale * scale[j], 0, 63);
-    int lm = kiln_q4_k_nearest(inv_min * mn[j], 0, 63);
     if (j < 4) {
-      s[j] = (uint8_t)ls;
-      s[j + 4] = (uint8_t)lm;
+      s[j] = (uint8_t)ls[j];
+      s[j + 4] = (uint8_t)lm[j];
     } else {
-      s[j + 4] = (uint8_t)((ls & 15) | ((lm & 15) << 4));
-      s[j - 4] |= (uint8_t)((ls >> 4) << 6);
-      s[j] |= (uint8_t)((lm >> 4) << 6);
+      s[j + 4] = (uint8_t)((ls[j] & 15) | ((lm[j] & 15) << 4));
+      s[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+      s[j] |= (uint8_t)((lm[j] >> 4) << 6);
     }
   }
-  const uint16_t dh = kiln_quant_f32_to_f16(max_scale / 63.0f);
-  const uint16_t mh = kiln_quant_f32_to_f16(max_min / 63.0f);
   y[0] = (uint8_t)(dh & 0xff);
   y[1] = (uint8_t)(dh >> 8);
   y[2] = (uint8_t)(mh & 0xff);
   y[3] = (uint8_t)(mh >> 8);
-  const float d = kiln_quant_f16_to_f32(dh), dmin = kiln_quant_f16_to_f32(mh);
   uint8_t codes[KILN_Q4_K_BLOCK];
   for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    kiln_q4_k_scale_min(s, j, &sc, &m);
-    const float dq = d * (float)sc, dm = dmin * (float)m;
+    const float dq = d * (float)ls[j], dm = dmin * (float)lm[j];
     for (int l = 0; l < 32; ++l) {
       codes[32 * j + l] =
           (uint8_t)(dq > 0.0f ? kiln_q4_k_nearest((x[32 * j + l] + dm) / dq, 0, 15) : 0);
