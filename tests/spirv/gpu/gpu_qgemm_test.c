@@ -110,14 +110,17 @@ static const qgemm_case_t kCases[] = {
     {1, 8, 33, 768, true, false, KILN_ACT_GELU, 4},
 };
 
+// Every case at the CPU configuration (lavapipe's), the GEMV and a TM-row
+// case at the GPU ones (32 slices x 8 rows; the portable target's 32 x 4):
+// pipelines are built per case, and CI time is 2 cores.
 KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
-  const char* arches[] = {NULL, "hopper", "valhall", "cpu"};
+  const char* arches[] = {"cpu", "hopper", "unknown"};
   const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
                                          KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
   const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
   for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
-    kiln_kernel_arch_caps_t caps = *device;
-    if (arches[a]) KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
     kiln_kernel_config_t config;
     KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &caps,
                                              KILN_KERNEL_STORAGE_FP32, &config));
@@ -127,9 +130,10 @@ KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
     }
     for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
       for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+        if (a > 0 && i != 1 && i != 2) continue;
         char what[96];
         snprintf(what, sizeof(what), "qgemm %s case %zu, %s config",
-                 kiln_quant_layout_name(layouts[l]), i, arches[a] ? arches[a] : "device");
+                 kiln_quant_layout_name(layouts[l]), i, arches[a]);
         run_qgemm_case(what, layouts[l], &kCases[i], config);
       }
     }
