@@ -2,13 +2,13 @@
 # lavapipe (or any device): a decode-shaped MLP (1 x 1024 -> 4096 -> 1024,
 # Relu, and the same at 16 rows) compiled fp32 and with each --quantize
 # layout, timed by kiln-run-module (median of CALLS calls), with module sizes.
-# Usage: scripts/bench_quant_mlp.sh [BUILD_DIR] [CALLS]
+# Usage: [PYTHON=python-with-numpy-and-onnx] scripts/bench_quant_mlp.sh [BUILD_DIR] [CALLS]
 set -eu
 build=${1:-build}
 calls=${2:-30}
 work=$build/quant-bench
 mkdir -p "$work"
-python3 - "$work" <<'PY'
+"${PYTHON:-python3}" - "$work" <<'PY'
 import sys
 import numpy as np
 import onnx

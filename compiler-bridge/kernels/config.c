@@ -79,6 +79,7 @@ static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_co
 // of 8 columns, each lane walking all of k (no shared memory, no barrier).
 static void kiln_config_qgemm(const kiln_kernel_arch_caps_t* caps, kiln_kernel_config_t* config) {
   if (kiln_caps_is_cpu_like(caps)) {
+    config->variant = KILN_KERNEL_VARIANT_CPU;
     config->workgroup_size[0] = 1;
     config->workgroup_size[1] = 8;
     kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);

@@ -4,8 +4,8 @@
 //   C[b][m][n] = act(scale * sum_k A[b][m][k] * W[n][k] + bias + residual).
 // A is fp32 with k contiguous (a_col_stride 1, a_row_stride % 4 == 0);
 // b_row_stride is the bytes of one weight row; the weight buffer ends with
-// at least 4 readable bytes past the last row (2-aligned block loads read
-// one word ahead).
+// at least 4 readable bytes past the last row (2-aligned blocks are loaded
+// as whole words, up to one word past their last byte).
 // Workgroup: WG_X k slices x WG_Y columns; an invocation owns one column
 // and TM rows of A, walks the 32-element groups g = slice, slice + WG_X,
 // ..., decodes each group once into 8 vec4s and dots it with TM rows; the
@@ -25,7 +25,16 @@ layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
 
+#ifdef KILN_QGEMM_TEXEL_A
+// The cpu variant reads A through a uniform texel buffer (vec4 f32): on
+// llvmpipe a branch-free gather, cheaper than a storage load
+// (kernels/README.md).
+layout(set = 0, binding = 0) uniform samplerBuffer a4_t;
+#define A4(i) texelFetch(a4_t, int(i))
+#else
 layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
+#define A4(i) a4[i]
+#endif
 layout(set = 0, binding = 1) readonly buffer BBuffer { uint bw[]; };
 layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
 layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
@@ -46,15 +55,18 @@ const uint WG_X = gl_WorkGroupSize.x;  // k slices
 const uint WG_Y = gl_WorkGroupSize.y;  // columns
 shared float partial[WG_X > 1 ? WG_X * WG_Y * TM : 1];
 
-// The 4 bytes at a 2-aligned byte offset (two word loads, no branch).
-uint word_at(uint o) {
-  const uint s = (o & 2u) * 8u;
-  return (bw[o >> 2] >> s) | ((bw[(o >> 2) + 1] << 8) << (24u - s));
+// A 2-aligned block: its words loaded once (`count`, from the word holding
+// its first byte), then its fp16 d and the i-th 4 bytes after d by funnel
+// shifts in registers.
+uint blk[9];
+void load_block(uint o, uint count) {
+  for (uint i = 0; i < 9; ++i) {
+    if (i < count) blk[i] = bw[(o >> 2) + i];
+  }
 }
-
-// The fp16 at a 2-aligned byte offset.
-float half_at(uint o) {
-  return unpackHalf2x16(bw[o >> 2] >> ((o & 2u) * 8u)).x;
+float block_d(uint o) { return unpackHalf2x16((o & 2u) != 0 ? blk[0] >> 16 : blk[0]).x; }
+uint block_word(uint o, uint i) {
+  return (o & 2u) != 0 ? blk[i + 1] : (blk[i] >> 16) | (blk[i + 1] << 16);
 }
 
 vec4 nibbles(uint word, uint shift) {
@@ -69,16 +81,18 @@ vec4 bytes_signed(uint word) {
 void decode(uint row, uint g, out vec4 w[8]) {
   if (LAYOUT == KILN_QGEMM_Q4_0) {
     const uint o = row + g * 18u;
-    const float d = half_at(o);
+    load_block(o, 5u);  // 18 bytes from a 2-aligned offset span 5 words
+    const float d = block_d(o);
     for (uint i = 0; i < 4; ++i) {
-      const uint word = word_at(o + 2u + 4u * i);
+      const uint word = block_word(o, i);
       w[i] = (nibbles(word, 0u) - 8.0) * d;
       w[4 + i] = (nibbles(word, 4u) - 8.0) * d;
     }
   } else if (LAYOUT == KILN_QGEMM_Q8_0) {
     const uint o = row + g * 34u;
-    const float d = half_at(o);
-    for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(word_at(o + 2u + 4u * i)) * d;
+    load_block(o, 9u);  // 34 bytes: 9 words
+    const float d = block_d(o);
+    for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(block_word(o, i)) * d;
   } else if (LAYOUT == KILN_QGEMM_Q4_K) {
     const uint base = (row + (g >> 3) * 144u) >> 2;  // superblocks are 4-aligned
     const uint j = g & 7u;
@@ -137,9 +151,9 @@ void main() {
     decode(row, g, w);
     for (uint t = 0; t < TM; ++t) {
       const uint a = a_rows[t] + 8u * g;
-      acc[t] += dot(w[0], a4[a]) + dot(w[1], a4[a + 1]) + dot(w[2], a4[a + 2]) +
-                dot(w[3], a4[a + 3]) + dot(w[4], a4[a + 4]) + dot(w[5], a4[a + 5]) +
-                dot(w[6], a4[a + 6]) + dot(w[7], a4[a + 7]);
+      acc[t] += dot(w[0], A4(a)) + dot(w[1], A4(a + 1)) + dot(w[2], A4(a + 2)) +
+                dot(w[3], A4(a + 3)) + dot(w[4], A4(a + 4)) + dot(w[5], A4(a + 5)) +
+                dot(w[6], A4(a + 6)) + dot(w[7], A4(a + 7));
     }
   }
   if (WG_X > 1) {
