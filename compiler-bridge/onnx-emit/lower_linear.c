@@ -267,6 +267,9 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  // A constant 2-D B is bound at the end when it may be quantized.
+  const bool b_later = l->program->quantize && bv->data && bv->shape.rank == 2;
+  if (!b_later) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (cv && beta != 1.0f && cv->data) {
     // A constant C is pre-scaled by beta into the weights.
@@ -294,10 +297,12 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
                                                   &cv->shape));
     desc.bindings[2] = scaled;
   }
-  bool quantized = false;
-  KILN_RETURN_IF_ERROR(
-      kiln_lower_quantized_or_bind_b(l, &e, &p, trans_b != 0, cv != NULL, &desc, &quantized));
-  if (quantized) return kiln_ok_status();
+  if (b_later) {
+    bool quantized = false;
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_quantized_or_bind_b(l, &e, &p, trans_b != 0, cv != NULL, &desc, &quantized));
+    if (quantized) return kiln_ok_status();
+  }
   return kiln_lower_finish_epilogue(l, &e, cv != NULL, kGemmEpilogueSpecs, 0, &desc);
 }
 
