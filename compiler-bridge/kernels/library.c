@@ -97,10 +97,10 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0,
      KILN_CPU_TEXEL_INPUTS},
     // gemm's push constants; b is the quantized weight's words (the cpu
-    // variant reads a through a texel buffer).
+    // variant reads a and b through texel buffers).
     {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 1u},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
