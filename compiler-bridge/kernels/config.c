@@ -75,7 +75,7 @@ static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_co
 
 // qgemm: lanes along k (32 slices: a warp reads consecutive blocks of one
 // weight row) times columns up to 256 invocations, shared memory for the
-// slice sums of up to TM = 4 rows (TN = 1 column each); CPU-like devices:
+// slice sums of up to TM = 8 rows (TN = 1 column each); CPU-like devices:
 // one 8-lane subgroup of 8 columns, each lane walking all of k (no shared
 // memory, no barrier). TN = 4 columns per lane (A read once for 4) was
 // measured 2x slower on lavapipe (its 32-vec4 private array spills).
@@ -91,10 +91,10 @@ static void kiln_config_qgemm(const kiln_kernel_arch_caps_t* caps, kiln_kernel_c
   uint32_t threads = kiln_round_down_pow2(caps->max_workgroup_invocations < 256
                                               ? caps->max_workgroup_invocations
                                               : 256);
-  while (threads > 32 && threads * 16 > caps->max_shared_memory_bytes) threads /= 2;
+  while (threads > 32 && threads * 32 > caps->max_shared_memory_bytes) threads /= 2;
   config->workgroup_size[0] = threads >= 32 ? 32 : threads;
   config->workgroup_size[1] = threads / config->workgroup_size[0];
-  config->shared_memory_bytes = threads * 16;
+  config->shared_memory_bytes = threads * 32;
   kiln_config_add(config, KILN_SPEC_GEMM_TM, 1);
   kiln_config_add(config, KILN_SPEC_GEMM_TN, 1);
 }

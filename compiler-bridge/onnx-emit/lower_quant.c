@@ -28,6 +28,12 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
   return kiln_ok_status();
 }
 
+// Rows of A per qgemm invocation: each decoded weight group is reused for
+// them (1 for GEMVs; 8 from 8 rows, 4 below).
+static uint32_t kiln_quant_rows_per_invocation(uint32_t m) {
+  return m == 1 ? 1u : (m >= 8 ? 8u : 4u);
+}
+
 // Whether qgemm's invocations stay within the loop budget on every target.
 static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d,
                                      bool* out_fits) {
@@ -113,7 +119,7 @@ kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm
   qp.b_row_stride = (uint32_t)row_bytes;
   qp.b_col_stride = 0;
   const kiln_kernel_spec_value_t ops[] = {
-      {KILN_SPEC_GEMM_TM, p->m == 1 ? 1u : 4u},
+      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation(p->m)},
       {KILN_SPEC_GEMM_ACTIVATION, q->activation},
       {KILN_SPEC_GEMM_HAS_BIAS, q->has_bias},
       {KILN_SPEC_GEMM_HAS_RESIDUAL, q->has_residual},
@@ -171,7 +177,7 @@ kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l) {
       .c_batch_stride = (uint32_t)(rows * (uint64_t)n), .c_row_stride = (uint32_t)n,
       .bias_col_stride = bias ? 1u : 0u, .scale = 1.0f};
   const kiln_kernel_spec_value_t ops[] = {
-      {KILN_SPEC_GEMM_TM, rows == 1 ? 1u : 4u},
+      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation((uint32_t)rows)},
       {KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_NONE},
       {KILN_SPEC_GEMM_HAS_BIAS, bias != NULL},
       {KILN_SPEC_GEMM_HAS_RESIDUAL, 0},
