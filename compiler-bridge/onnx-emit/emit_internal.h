@@ -96,7 +96,7 @@ typedef struct kiln_emit_program_t {
   // Copied into each dispatch added (see kiln_emit_dispatch_t); lowerings
   // set it around dispatches that write disjoint parts of one output.
   uint32_t disjoint_group;
-  // Weight-only quantization (lower_quant.c): the layout (0: none), the
+  // Weight-only quantization (lower_qweight.c): the layout (0: none), the
   // statistics stream, and what was quantized or kept fp32.
   int quantize;
   FILE* statistics_stream;

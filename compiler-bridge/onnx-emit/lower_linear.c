@@ -2,7 +2,7 @@
 // activation) onto the gemm, conv2d and depthwise kernels.
 #include <string.h>
 
-#include "lower_quant.h"
+#include "lower_qweight.h"
 #include "lower_util.h"
 #include "window.h"
 

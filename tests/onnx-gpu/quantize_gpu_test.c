@@ -1,4 +1,4 @@
-// kiln-compile --quantize (weight-only, lower_quant.c) on exported models:
+// kiln-compile --quantize (weight-only, lower_qweight.c) on exported models:
 // the quantized module on the default device (lavapipe in CI) against the
 // plain C reference executor running the same graph whose MatMul / Gemm
 // weights were replaced by their quantize -> dequantize round trip

@@ -43,7 +43,7 @@ typedef struct kiln_onnx_compile_options_t {
   // target allows more (tests of the large-tensor splits at small sizes).
   uint64_t max_storage_buffer_range;
   // Non-zero (a kiln_quant_layout_t, kiln/compiler/quant.h): weight-only
-  // quantization of MatMul / Gemm constant B operands (lower_quant.c).
+  // quantization of MatMul / Gemm constant B operands (lower_qweight.c).
   int quantize;
   // Non-NULL: weight bytes and each quantization decision are printed.
   FILE* statistics_stream;

@@ -9,7 +9,7 @@
 
 #include "kiln/compiler/kernels_loops.h"
 #include "kiln/compiler/quant.h"
-#include "lower_quant.h"
+#include "lower_qweight.h"
 
 kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
                                    const char* format, ...) {

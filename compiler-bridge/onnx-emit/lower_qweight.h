@@ -1,7 +1,7 @@
-// Weight-only quantized products (lower_quant.c): MatMul / Gemm with a
+// Weight-only quantized products (lower_qweight.c): MatMul / Gemm with a
 // constant B as a qgemm dispatch when the program quantizes weights.
-#ifndef KILN_COMPILER_ONNX_EMIT_LOWER_QUANT_H_
-#define KILN_COMPILER_ONNX_EMIT_LOWER_QUANT_H_
+#ifndef KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
+#define KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
 
 #include "lower_util.h"
 
@@ -27,4 +27,4 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done, const 
 kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
                                    bool* out_done);
 
-#endif  // KILN_COMPILER_ONNX_EMIT_LOWER_QUANT_H_
+#endif  // KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
