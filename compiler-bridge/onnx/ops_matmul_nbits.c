@@ -11,7 +11,9 @@
 
 #include "ops.h"
 
+#ifndef KILN_OP_U8  // ops.h has it once the activation-side quantization is merged
 #define KILN_OP_U8 (1u << KILN_GRAPH_DTYPE_U8)
+#endif
 
 static kiln_status_t kiln_nbits_constant(const kiln_op_infer_args_t* args, size_t index,
                                          unsigned mask, uint64_t count,
