@@ -54,6 +54,20 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
   }
+  // qgemm: a workgroup per WG_Y * TN columns and TM rows.
+  if (config->kernel == KILN_KERNEL_QGEMM) {
+    const uint64_t rows = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+    if (config->workgroup_size[1] == 0 || rows == 0 || rows > 8) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemm: bad workgroup or TM");
+    }
+    const uint64_t cols = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
+    if (cols == 0 || cols > 8) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemm: bad TN");
+    }
+    return kiln_grid_store("qgemm",
+                           kiln_ceil_div(params->n, config->workgroup_size[1] * cols),
+                           kiln_ceil_div(params->m, rows), params->batch, out_grid);
+  }
   // gemv: a workgroup per 4 * WG_X columns of one row.
   if (config->kernel == KILN_KERNEL_GEMV && config->variant != KILN_KERNEL_VARIANT_CPU) {
     return kiln_grid_store("gemv", kiln_ceil_div(params->n, 4ull * config->workgroup_size[0]),

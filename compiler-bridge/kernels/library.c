@@ -109,6 +109,11 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
      KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
+    // gemm's push constants; b is the quantized weight's words (the cpu
+    // variant reads a and b through texel buffers).
+    {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

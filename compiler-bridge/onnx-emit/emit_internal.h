@@ -132,6 +132,12 @@ typedef struct kiln_emit_program_t {
   kiln_emit_host_op_t* host_ops;
   size_t host_op_count, host_op_capacity;
   bool no_fallback;  // kiln_onnx_compile_options_t.no_fallback
+  // Weight-only quantization (lower_qweight.c): the layout (0: none), the
+  // statistics stream, and what was quantized or kept fp32.
+  int quantize;
+  FILE* statistics_stream;
+  size_t quant_count, quant_kept_fp32;
+  uint64_t quant_fp32_bytes, quant_bytes;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,

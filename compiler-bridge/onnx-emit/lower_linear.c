@@ -2,6 +2,7 @@
 // activation) onto the gemm, conv2d and depthwise kernels.
 #include <string.h>
 
+#include "lower_qweight.h"
 #include "lower_util.h"
 #include "window.h"
 
@@ -118,6 +119,38 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
   return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
 }
 
+// With --quantize, a product whose B (input 1) is a constant 2-D matrix
+// goes to qgemm when it can (B is then never placed as fp32); otherwise B
+// is bound as usual. `desc` holds A at 0 and the bias (or a placeholder)
+// at 2.
+static kiln_status_t kiln_lower_quantized_or_bind_b(const kiln_lower_t* l,
+                                                    const kiln_lower_epilogue_t* e,
+                                                    const kiln_kernel_gemm_params_t* p,
+                                                    bool b_nk, bool has_bias,
+                                                    kiln_emit_dispatch_desc_t* desc,
+                                                    bool* out_done) {
+  *out_done = false;
+  const kiln_graph_value_t* bv = kiln_lower_in(l, 1);
+  if (l->program->quantize && bv && bv->data && bv->shape.rank == 2) {
+    kiln_lower_qgemm_t q = {
+        .params = p,
+        .eligible_a = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
+                      (p->a_batch_stride & 3) == 0,
+        .b_nk = b_nk, .activation = e->activation, .has_bias = has_bias,
+        .has_residual = e->residual >= 0};
+    q.bindings[0] = desc->bindings[0];
+    q.bindings[2] = desc->bindings[2];
+    q.bindings[3] = desc->bindings[0];
+    if (e->residual >= 0) {
+      KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e->residual, &q.bindings[3]));
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &q.bindings[4]));
+    KILN_RETURN_IF_ERROR(kiln_lower_try_qgemm(l, &q, out_done));
+    if (*out_done) return kiln_ok_status();
+  }
+  return kiln_lower_in_range(l, 1, &desc->bindings[1]);
+}
+
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
@@ -130,6 +163,11 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
   if (e.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Conv is not supported");
+  if (l->program->quantize && wv->data) {
+    bool unused = false;
+    KILN_RETURN_IF_ERROR(kiln_quant_keep_fp32(
+        l, &unused, "Conv weights are not quantized (the conv kernels read fp32)"));
+  }
   kiln_window_t window;
   KILN_RETURN_IF_ERROR(
       kiln_lower_window_2d(l, &xv->shape, &wv->shape, false, false, true, &window));
@@ -221,7 +259,9 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  // A constant 2-D B is bound at the end when it may be quantized.
+  const bool b_later = l->program->quantize && bv->data && bv->shape.rank == 2;
+  if (!b_later) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (cv && beta != 1.0f && cv->data) {
     // A constant C is pre-scaled by beta into the weights.
@@ -248,6 +288,12 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
                                                   &cv->shape, &beta_range, &scalar, &scaled,
                                                   &cv->shape));
     desc.bindings[2] = scaled;
+  }
+  if (b_later) {
+    bool quantized = false;
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_quantized_or_bind_b(l, &e, &p, trans_b != 0, cv != NULL, &desc, &quantized));
+    if (quantized) return kiln_ok_status();
   }
   return kiln_lower_finish_epilogue(l, &e, cv != NULL, kGemmEpilogueSpecs, 0, &desc);
 }
@@ -343,7 +389,9 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  // A constant 2-D B (never expanded) is bound at the end, unless quantized.
+  const bool b_later = l->program->quantize && bv->data && bv->shape.rank == 2;
+  if (!b_later) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   // Scratch for operands expanded over the batch: A's part, then B's.
   bool a_expand = kiln_matmul_needs_expand(&a, &batch);
   bool b_expand = kiln_matmul_needs_expand(&b, &batch);
@@ -396,5 +444,11 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
   desc.kernel = kiln_lower_gemm_kernel(&p);
   desc.bindings[2] = desc.bindings[0];
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.bias, &desc.bindings[2]));
+  if (b_later) {
+    bool quantized = false;
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_quantized_or_bind_b(l, &e, &p, false, bias != NULL, &desc, &quantized));
+    if (quantized) return kiln_ok_status();
+  }
   return kiln_lower_finish_epilogue(l, &e, bias != NULL, kGemmEpilogueSpecs, 0, &desc);
 }

@@ -178,6 +178,7 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Conv", kiln_lower_conv),
     PLAIN("Gemm", kiln_lower_gemm),
     PLAIN("MatMul", kiln_lower_matmul),
+    PLAIN("MatMulNBits", kiln_lower_matmul_nbits),
     CODED("Add", kiln_lower_binary, KILN_BINARY_ADD),
     CODED("Sub", kiln_lower_binary, KILN_BINARY_SUB),
     CODED("Mul", kiln_lower_binary, KILN_BINARY_MUL),

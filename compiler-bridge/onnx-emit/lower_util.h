@@ -96,6 +96,7 @@ kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispa
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);
+kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l);  // lower_qweight.c
 kiln_status_t kiln_lower_binary(const kiln_lower_t* l, uint32_t op);
 kiln_status_t kiln_lower_unary(const kiln_lower_t* l);
 kiln_status_t kiln_lower_copy(const kiln_lower_t* l);

@@ -9,6 +9,7 @@
 #include "kiln/compiler/assembler.h"
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/hal/target_triple.h"
+#include "kiln/compiler/quant.h"
 
 const char* const kiln_onnx_compile_default_targets[] = {
     "cpu-llvmpipe-linux", "hopper-h100-linux", "valhall-g78-android30",
@@ -268,6 +269,23 @@ static bool kiln_onnx_compile_uses_f16(const kiln_graph_t* graph) {
     }
   }
   return false;
+// --print-statistics: weight bytes, and what weight-only quantization did.
+static void kiln_onnx_compile_statistics(const kiln_emit_program_t* program,
+                                         const kiln_onnx_compile_options_t* options) {
+  FILE* f = options->statistics_stream;
+  fprintf(f, "weights: %llu bytes, %zu dispatches, %zu barriers\n",
+          (unsigned long long)program->weights_size, program->dispatch_count,
+          program->barrier_count);
+  if (!options->quantize) return;
+  fprintf(f,
+          "quantize %s: %zu weights, %llu fp32 bytes -> %llu bytes (%.2fx smaller); "
+          "%zu products kept fp32\n",
+          kiln_quant_layout_name((kiln_quant_layout_t)options->quantize), program->quant_count,
+          (unsigned long long)program->quant_fp32_bytes,
+          (unsigned long long)program->quant_bytes,
+          program->quant_bytes ? (double)program->quant_fp32_bytes / (double)program->quant_bytes
+                               : 0.0,
+          program->quant_kept_fp32);
 }
 
 static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
@@ -302,6 +320,8 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
     }
   }
   program.no_fallback = options->no_fallback;
+  program.quantize = options->quantize;
+  program.statistics_stream = options->statistics_stream;
   kiln_status_t status = kiln_ok_status();
   // Level by level (node order within a level): the order the memory plan's
   // lifetimes assume, so a range is reused only after its last reader.
@@ -316,6 +336,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
   program.node = NULL;  // the output copies belong to no node
   if (!status) status = kiln_onnx_compile_passthrough(&program);
   if (!status) status = kiln_emit_program_schedule(&program);
+  if (!status && options->statistics_stream) kiln_onnx_compile_statistics(&program, options);
   // Scratch of multi-pass lowerings lives past the planned values.
   if (!status) plan->peak_bytes = (size_t)kiln_emit_transient_bytes(&program);
   size_t before = out->size;

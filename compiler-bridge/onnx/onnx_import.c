@@ -382,7 +382,10 @@ static kiln_status_t kiln_onnx_add_node(void* context,
   const char* op_type = proto->op_type ? proto->op_type : "";
   const Onnx__FunctionProto* fn = kiln_onnx_find_function(import->model, proto);
   if (fn) return kiln_onnx_inline_call(&import->functions, fn, proto);
-  if (proto->domain && proto->domain[0] &&
+  // onnxruntime's int4 weight op is the one com.microsoft op kiln takes.
+  const bool contrib = proto->domain && strcmp(proto->domain, "com.microsoft") == 0 &&
+                       strcmp(op_type, "MatMulNBits") == 0;
+  if (proto->domain && proto->domain[0] && !contrib &&
       strcmp(proto->domain, "ai.onnx") != 0) {
     return kiln_make_status(
         KILN_STATUS_UNIMPLEMENTED,

@@ -176,6 +176,7 @@ extern const kiln_op_def_t kiln_ops_logic[];
 extern const kiln_op_def_t kiln_ops_conv[];
 extern const kiln_op_def_t kiln_ops_pool[];
 extern const kiln_op_def_t kiln_ops_matmul[];
+extern const kiln_op_def_t kiln_ops_matmul_nbits[];
 extern const kiln_op_def_t kiln_ops_norm[];
 extern const kiln_op_def_t kiln_ops_reduce[];
 extern const kiln_op_def_t kiln_ops_resize[];

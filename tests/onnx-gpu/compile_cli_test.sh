@@ -3,7 +3,7 @@
 # only after it verifies; --dump-assembly is the disassembly of the written
 # module and assembles back to identical bytes; a refused model leaves no
 # output and no partial file; the progress line stays off when stderr is
-# not a terminal. Usage: compile_cli_test.sh KILN_COMPILE
+# not a terminal. Usage: compile_cli_test.sh KILN_COMPILE [SOURCE_ROOT]
 set -u
 compile=$1
 nodes=/usr/share/libonnx-testdata/data/node
@@ -63,3 +63,22 @@ grep -q "(op NonZero, opset .*--no-fallback forbids" "$dir/err.txt" ||
   fail "--no-fallback refusal: $(cat "$dir/err.txt")"
 [ -e "$dir/strict.kiln" ] && fail "a refused model left a module"
 echo "ok: --no-fallback"
+# --quantize / --print-statistics (docs/quantization.md), with the source
+# tree as $2: the dynamo MLP's two MatMul weights packed as q4_0, the
+# module smaller than the fp32 one; an unknown layout refused.
+src=${2:-}
+if [ -n "$src" ]; then
+  mlp=$src/tests/data/dynamo/mlp/model.onnx
+  "$compile" "$mlp" -o "$dir/mlp.kiln" 2> /dev/null || fail "mlp fp32"
+  "$compile" "$mlp" -o "$dir/mlp_q4.kiln" --quantize=q4_0 --print-statistics \
+      > "$dir/stats.txt" 2> /dev/null || fail "mlp --quantize=q4_0"
+  grep -q "^quantize q4_0: 2 weights, 10752 fp32 bytes -> 1520 bytes" "$dir/stats.txt" ||
+    fail "statistics: $(cat "$dir/stats.txt")"
+  [ "$(wc -c < "$dir/mlp_q4.kiln")" -lt "$(wc -c < "$dir/mlp.kiln")" ] ||
+    fail "the q4_0 module is not smaller"
+  if "$compile" "$mlp" -o "$dir/bad.kiln" --quantize=q5_1 2> "$dir/err.txt"; then
+    fail "an unknown layout was accepted"
+  fi
+  grep -q "unknown quantization 'q5_1'" "$dir/err.txt" || fail "layout refusal: $(cat "$dir/err.txt")"
+  echo "ok: --quantize"
+fi

@@ -2,6 +2,7 @@
 // [--function-name=predict] [--input-shape=NAME:1x3x224x224]...
 // [--print-memory-plan] [--dump-assembly=FILE] [--max-storage-range=BYTES]
 // [--no-fallback]
+// [--quantize=int8|q8_0|q4_0|q4_k] [--print-statistics]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "kiln/base/file.h"
 #include "kiln/compiler/assembler.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "kiln/compiler/quant.h"
 #include "progress.h"
 
 static void kiln_compile_onnx_usage(FILE* stream) {
@@ -38,6 +40,11 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
           "                           running them on the host between GPU segments\n"
           "                           (TopK, NonZero, NonMaxSuppression)\n"
+          "  --quantize=L             weight-only quantization of MatMul / Gemm\n"
+          "                           constant weights: int8, q8_0, q4_0, q4_k\n"
+          "                           (docs/quantization.md); others stay fp32\n"
+          "  --print-statistics       weight bytes, and which weights were quantized\n"
+          "                           (or why not)\n"
           "  --help                   this text\n");
 }
 
@@ -175,6 +182,14 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       if (status) return kiln_compile_onnx_fail(status);
     } else if (strcmp(arg, "--no-fallback") == 0) {
       options.no_fallback = true;
+    } else if (strncmp(arg, "--quantize=", 11) == 0) {
+      kiln_quant_layout_t layout;
+      kiln_status_t status = kiln_quant_layout_parse(arg + 11, &layout);
+      if (status) return kiln_compile_onnx_fail(status);
+      options.quantize = (int)layout;
+    } else if (strcmp(arg, "--print-statistics") == 0 ||
+               strcmp(arg, "--print_statistics") == 0) {
+      options.statistics_stream = stdout;
     } else if (strncmp(arg, "--dump-assembly=", 16) == 0) {
       assembly_path = arg + 16;
     } else if (arg[0] == '-' || input) {

@@ -41,6 +41,11 @@ extern "C" {
 // gemm_coopmat takes the same bindings and push constants; its grid is
 // (ceil(N / BN), ceil(M / BM), batch), BN = WARPS_N*TILES_N*16 and BM =
 // WARPS_M*TILES_M*16 (KILN_SPEC_COOPMAT_*).
+// qgemm takes the same struct with B a quantized weight W [n][k]
+// (kiln/compiler/quant.h): b_row_stride is the bytes of one W row,
+// b_batch_stride bytes per batch (usually 0), b_col_stride unused; A has
+// k contiguous (a_col_stride 1, row and batch strides multiples of 4).
+// Grid: (ceil(N / WG_Y), ceil(M / TM), batch).
 typedef struct kiln_kernel_gemm_params_t {
   uint32_t m, n, k, batch;
   uint32_t a_batch_stride, a_row_stride, a_col_stride;

@@ -116,6 +116,14 @@
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
 // conv2d / depthwise / conv_transpose.
+// qgemm: gemm's TM (rows of A per invocation), activation, bias and
+// residual ids, and the weight layout (KILN_QGEMM_*, = kiln_quant_layout_t).
+#define KILN_SPEC_QGEMM_LAYOUT 9
+#define KILN_QGEMM_INT8 1
+#define KILN_QGEMM_Q8_0 2
+#define KILN_QGEMM_Q4_0 3
+#define KILN_QGEMM_Q4_K 4
+#define KILN_QGEMM_Q4_ZP 5
 #define KILN_SPEC_CONV_CO_BLOCK 3  // output channels per invocation (conv2d)
 #define KILN_SPEC_CONV_ACTIVATION 4
 #define KILN_SPEC_CONV_HAS_BIAS 5

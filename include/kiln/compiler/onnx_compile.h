@@ -56,6 +56,11 @@ typedef struct kiln_onnx_compile_options_t {
   // Refuse nodes that would run on the host between GPU segments (TopK,
   // NonZero, NonMaxSuppression; docs/partitioning.md) instead of splitting.
   bool no_fallback;
+  // Non-zero (a kiln_quant_layout_t, kiln/compiler/quant.h): weight-only
+  // quantization of MatMul / Gemm constant B operands (lower_qweight.c).
+  int quantize;
+  // Non-NULL: weight bytes and each quantization decision are printed.
+  FILE* statistics_stream;
 } kiln_onnx_compile_options_t;
 
 // Parses "f32" / "f16" (for --precision).

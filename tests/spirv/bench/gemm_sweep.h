@@ -23,4 +23,7 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
 kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gflop,
                                        int* out_failures);
 
+// kiln-kernels-bench --quant (qgemm_bench.c): quantized GEMVs, checked.
+kiln_status_t kiln_bench_qgemm(kiln_hal_device_t* device, const char* arch, int* out_failures);
+
 #endif  // KILN_TESTS_SPIRV_BENCH_GEMM_SWEEP_H_

@@ -9,7 +9,9 @@
 // table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
 // non-zero when a result fails its check; `--coopmat` the same for
 // gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
-// matrix).
+// matrix). `--quant [--arch=A]` times the quantized GEMVs (qgemm_bench.c)
+// under arch A's configuration (default hopper; the device picks nothing:
+// the config runs as a portable variant).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,17 +173,23 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 }
 
 int main(int argc, char** argv) {
-  bool sweep = false, coopmat = false;
+  bool sweep = false, coopmat = false, quant = false;
+  const char* arch = "hopper";
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sweep") == 0) {
       sweep = true;
     } else if (strcmp(argv[i], "--coopmat") == 0) {
       coopmat = true;
+    } else if (strcmp(argv[i], "--quant") == 0) {
+      quant = true;
+    } else if (strncmp(argv[i], "--arch=", 7) == 0) {
+      arch = argv[i] + 7;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
-      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X]\n");
+      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X] | "
+                      "--quant [--arch=A]\n");
       return 2;
     }
   }
@@ -191,6 +199,12 @@ int main(int argc, char** argv) {
   if (!status && (sweep || coopmat)) {
     status = coopmat ? kiln_bench_coopmat_sweep(device, max_gflop, &failures)
                      : kiln_bench_gemm_sweep(device, max_gflop, &failures);
+    kiln_hal_device_release(device);
+  } else if (!status && quant) {
+    const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
+    printf("device: %s-%s-%s, GPU times from %s\n\n", info->triple.arch, info->triple.product,
+           info->triple.os, info->timestamps ? "timestamps" : "wall clock");
+    status = kiln_bench_qgemm(device, arch, &failures);
     kiln_hal_device_release(device);
   } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);

@@ -1,0 +1,208 @@
+// Weight-only quantization at compile time (--quantize): a MatMul or Gemm
+// whose B is a constant fp32 [K, N] (or [N, K] with transB) runs as one
+// qgemm dispatch reading B packed in the program's layout
+// (kiln/compiler/quant.h) instead of fp32. Products the kernel cannot take
+// stay fp32; each decision is counted and, with a statistics stream,
+// printed with its reason.
+#include <stdarg.h>
+#include <string.h>
+
+#include "kiln/compiler/kernels_loops.h"
+#include "kiln/compiler/quant.h"
+#include "lower_qweight.h"
+
+kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
+                                   const char* format, ...) {
+  *out_done = false;
+  kiln_emit_program_t* program = l->program;
+  program->quant_kept_fp32++;
+  if (program->statistics_stream) {
+    fprintf(program->statistics_stream, "quantize: %s '%s' stays fp32: ", l->node->op_type,
+            l->node->name ? l->node->name : "");
+    va_list args;
+    va_start(args, format);
+    vfprintf(program->statistics_stream, format, args);
+    va_end(args);
+    fputc('\n', program->statistics_stream);
+  }
+  return kiln_ok_status();
+}
+
+// Rows of A per qgemm invocation: each decoded weight group is reused for
+// them (1 for GEMVs; 8 from 8 rows, 4 below).
+static uint32_t kiln_quant_rows_per_invocation(uint32_t m) {
+  return m == 1 ? 1u : (m >= 8 ? 8u : 4u);
+}
+
+// Whether qgemm's invocations stay within the loop budget on every target.
+static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d,
+                                     bool* out_fits) {
+  *out_fits = true;
+  for (size_t t = 0; t < l->program->target_count && *out_fits; ++t) {
+    kiln_kernel_config_t config;
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &l->program->caps[t],
+                                                   KILN_KERNEL_STORAGE_FP32, &config));
+    for (size_t i = 0; i < d->op_count; ++i) {
+      KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, d->ops[i].id, d->ops[i].value));
+    }
+    uint32_t grid[3];
+    KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&config, d, grid));
+    uint64_t passes = 0;
+    KILN_RETURN_IF_ERROR(kiln_kernel_loop_passes(&config, d->push, grid, &passes));
+    *out_fits = passes <= KILN_KERNEL_LOOP_PASS_BUDGET;
+  }
+  return kiln_ok_status();
+}
+
+// Packs w ([k][n] when !nk, else [n][k]) as n rows of k, plus the 4 bytes
+// the kernel may read past the last row, and places it in the weights.
+static kiln_status_t kiln_quant_place(const kiln_lower_t* l, kiln_quant_layout_t layout,
+                                      const float* w, bool nk, uint32_t n, uint32_t k,
+                                      uint64_t row_bytes, kiln_emit_range_t* out) {
+  kiln_allocator_t allocator = l->program->allocator;
+  const uint64_t bytes = ((uint64_t)n * row_bytes + 4 + 3) & ~(uint64_t)3;
+  float* rows = NULL;
+  uint8_t* packed = NULL;
+  kiln_status_t status = kiln_ok_status();
+  if (!nk) {
+    status = kiln_allocator_malloc(allocator, (size_t)n * k * sizeof(float), (void**)&rows);
+    for (uint64_t j = 0; !status && j < n; ++j) {
+      for (uint64_t i = 0; i < k; ++i) rows[j * k + i] = w[i * n + j];
+    }
+  }
+  if (!status) status = kiln_allocator_malloc(allocator, (size_t)bytes, (void**)&packed);
+  if (!status) {
+    memset(packed, 0, (size_t)bytes);
+    status = kiln_quant_pack(layout, nk ? w : rows, n, k, packed);
+    if (status) status = kiln_status_annotate(status, "quantizing node '%s'", l->node->name);
+  }
+  if (!status) status = kiln_emit_add_weight(l->program, packed, (size_t)bytes, out);
+  if (!status) {
+    l->program->quant_fp32_bytes += (uint64_t)n * k * sizeof(float);
+    l->program->quant_bytes += bytes;
+    l->program->quant_count++;
+  }
+  if (rows) kiln_allocator_free(allocator, rows);
+  if (packed) kiln_allocator_free(allocator, packed);
+  return status;
+}
+
+kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
+                                   bool* out_done) {
+  *out_done = false;
+  const kiln_quant_layout_t layout = (kiln_quant_layout_t)l->program->quantize;
+  if (layout == KILN_QUANT_NONE) return kiln_ok_status();
+  const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
+  const kiln_kernel_gemm_params_t* p = q->params;
+  if (!wv || !wv->data || wv->dtype != KILN_GRAPH_DTYPE_F32 || wv->shape.rank != 2) {
+    return kiln_quant_keep_fp32(l, out_done, "B is not a constant fp32 matrix");
+  }
+  if (!q->eligible_a) {
+    return kiln_quant_keep_fp32(l, out_done, "A is not a dense row-major operand");
+  }
+  const uint32_t block = kiln_quant_block_elements(layout);
+  if (p->k % block != 0) {
+    return kiln_quant_keep_fp32(l, out_done, "K = %u is not a multiple of %s's %u-element block",
+                                p->k, kiln_quant_layout_name(layout), block);
+  }
+  const uint64_t row_bytes = kiln_quant_row_bytes(layout, p->k);
+  if ((uint64_t)p->n * row_bytes + 8 > kiln_emit_range_limit(l->program)) {
+    return kiln_quant_keep_fp32(l, out_done,
+                                "the packed weight exceeds the storage-buffer range");
+  }
+  if ((p->m + 3) / 4 > KILN_KERNEL_MAX_GRID_X || p->batch > KILN_KERNEL_MAX_GRID_X ||
+      p->n / 8 >= KILN_KERNEL_MAX_GRID_X) {
+    return kiln_quant_keep_fp32(l, out_done, "the product's grid exceeds 65535 workgroups");
+  }
+  kiln_kernel_gemm_params_t qp = *p;
+  qp.b_batch_stride = 0;
+  qp.b_row_stride = (uint32_t)row_bytes;
+  qp.b_col_stride = 0;
+  const kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation(p->m)},
+      {KILN_SPEC_GEMM_ACTIVATION, q->activation},
+      {KILN_SPEC_GEMM_HAS_BIAS, q->has_bias},
+      {KILN_SPEC_GEMM_HAS_RESIDUAL, q->has_residual},
+      {KILN_SPEC_QGEMM_LAYOUT, (uint32_t)layout}};
+  kiln_emit_dispatch_desc_t d = {.kernel = KILN_KERNEL_QGEMM, .ops = ops,
+                                 .op_count = sizeof(ops) / sizeof(ops[0]), .push = &qp,
+                                 .binding_count = 5, .written_mask = 1u << 4,
+                                 .grid = KILN_EMIT_GRID_GEMM};
+  memcpy(d.bindings, q->bindings, sizeof(d.bindings[0]) * 5);
+  bool fits = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
+  if (!fits) {
+    return kiln_quant_keep_fp32(l, out_done, "K = %u exceeds qgemm's loop budget", p->k);
+  }
+  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, (const float*)wv->data, q->b_nk, p->n, p->k,
+                                        row_bytes, &d.bindings[1]));
+  if (!q->has_bias) d.bindings[2] = d.bindings[1];
+  if (!q->has_residual) d.bindings[3] = d.bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
+  *out_done = true;
+  return kiln_ok_status();
+}
+
+// com.microsoft::MatMulNBits (checked at import, ops_matmul_nbits.c): its
+// blocks repacked as q4_zp (the same codes, scales and zero points, so the
+// kernel sees onnxruntime's values) and one qgemm dispatch over the rows of
+// A ([..., K] -> [rows, K]).
+kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l) {
+  int64_t k = 0, n = 0, block = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "K", 0, &k));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "N", 0, &n));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "block_size", 0, &block));
+  const kiln_graph_value_t* av = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* bv = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* sv = kiln_lower_in(l, 2);
+  const kiln_graph_value_t* zv = kiln_lower_in(l, 3);
+  const kiln_graph_value_t* bias = kiln_lower_in(l, 5);
+  if (!av || !bv || !bv->data || !sv || !sv->data || (zv && !zv->data)) {
+    return kiln_lower_refuse(l, "B, scales and zero points must be constants");
+  }
+  if (k % 32 != 0) {
+    return kiln_lower_refuse(l, "K = %lld is not a multiple of 32 (qgemm's step)", (long long)k);
+  }
+  const uint64_t rows = kiln_lower_count(&av->shape) / (uint64_t)k;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, rows * (uint64_t)(n > k ? n : k)));
+  const uint64_t row_bytes = kiln_quant_row_bytes(KILN_QUANT_Q4_ZP, (uint64_t)k);
+  const uint64_t bytes = (uint64_t)n * row_bytes + 4;
+  if (bytes > kiln_emit_range_limit(l->program)) {
+    return kiln_lower_refuse(l, "the repacked weight (%llu bytes) exceeds the storage-buffer "
+                             "range", (unsigned long long)bytes);
+  }
+  kiln_kernel_gemm_params_t p = {
+      .m = (uint32_t)rows, .n = (uint32_t)n, .k = (uint32_t)k, .batch = 1,
+      .a_row_stride = (uint32_t)k, .a_col_stride = 1, .b_row_stride = (uint32_t)row_bytes,
+      .c_batch_stride = (uint32_t)(rows * (uint64_t)n), .c_row_stride = (uint32_t)n,
+      .bias_col_stride = bias ? 1u : 0u, .scale = 1.0f};
+  const kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation((uint32_t)rows)},
+      {KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_NONE},
+      {KILN_SPEC_GEMM_HAS_BIAS, bias != NULL},
+      {KILN_SPEC_GEMM_HAS_RESIDUAL, 0},
+      {KILN_SPEC_QGEMM_LAYOUT, KILN_QUANT_Q4_ZP}};
+  kiln_emit_dispatch_desc_t d = {.kernel = KILN_KERNEL_QGEMM, .ops = ops,
+                                 .op_count = sizeof(ops) / sizeof(ops[0]), .push = &p,
+                                 .binding_count = 5, .written_mask = 1u << 4,
+                                 .grid = KILN_EMIT_GRID_GEMM};
+  bool fits = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
+  if (!fits) return kiln_lower_refuse(l, "K = %lld exceeds qgemm's loop budget", (long long)k);
+  uint8_t* packed = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_allocator_malloc(l->program->allocator, (size_t)bytes, (void**)&packed));
+  memset(packed, 0, (size_t)bytes);
+  kiln_quant_q4_zp_from_nbits((const uint8_t*)bv->data, (const float*)sv->data,
+                              zv ? (const uint8_t*)zv->data : NULL, (uint64_t)n, (uint64_t)k,
+                              (uint64_t)block, packed);
+  kiln_status_t status = kiln_emit_add_weight(l->program, packed, (size_t)bytes, &d.bindings[1]);
+  kiln_allocator_free(l->program->allocator, packed);
+  KILN_RETURN_IF_ERROR(status);
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &d.bindings[0]));
+  d.bindings[2] = d.bindings[1];
+  if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 5, &d.bindings[2]));
+  d.bindings[3] = d.bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &d.bindings[4]));
+  return kiln_emit_add_dispatch(l->program, &d);
+}

@@ -1,0 +1,30 @@
+// Weight-only quantized products (lower_qweight.c): MatMul / Gemm with a
+// constant B as a qgemm dispatch when the program quantizes weights.
+#ifndef KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
+#define KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
+
+#include "lower_util.h"
+
+typedef struct kiln_lower_qgemm_t {
+  // gemm's params as the fp32 path computed them (m, n, k, batch, A, C,
+  // bias and residual strides); B's strides are replaced.
+  const kiln_kernel_gemm_params_t* params;
+  bool eligible_a;  // A dense with k contiguous: a_col_stride 1, strides % 4 == 0
+  bool b_nk;        // B (input 1) stored [N][K] (Gemm transB) rather than [K][N]
+  uint32_t activation;
+  bool has_bias, has_residual;
+  // 0 A, 2 bias, 3 residual, 4 output (1 is replaced by the packed weight).
+  kiln_emit_range_t bindings[5];
+} kiln_lower_qgemm_t;
+
+// Leaves the node to the fp32 path (*out_done false), counting it and
+// printing the reason to the statistics stream.
+kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done, const char* format,
+                                   ...) __attribute__((format(printf, 3, 4)));
+
+// Records the qgemm dispatch and sets *out_done, or leaves the node to the
+// fp32 path (*out_done false; the reason goes to the statistics stream).
+kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
+                                   bool* out_done);
+
+#endif  // KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_

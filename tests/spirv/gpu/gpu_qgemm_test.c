@@ -1,0 +1,141 @@
+// qgemm (quantized-weight GEMM/GEMV) on the test device against a plain C
+// reference: the weight packed by compiler-bridge/quant, dequantized by its
+// reference dequantizer, and the product summed in double. Tolerance
+// 1e-4 of max|ref| (fp32 accumulation over k terms of magnitude <= 1).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_test_util.h"
+#include "kiln/compiler/quant.h"
+#include "kiln_test.h"
+#include "reference/reference.h"
+
+typedef struct qgemm_case_t {
+  uint32_t batch, m, n, k;
+  bool bias, residual;
+  uint32_t act;
+  uint32_t tm;
+} qgemm_case_t;
+
+static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const qgemm_case_t* c,
+                           kiln_kernel_config_t config) {
+  const uint64_t row_bytes = kiln_quant_row_bytes(layout, c->k);
+  KILN_ASSERT_GT(row_bytes, 0);
+  const size_t a_count = (size_t)c->batch * c->m * c->k, w_count = (size_t)c->n * c->k;
+  const size_t out_count = (size_t)c->batch * c->m * c->n;
+  float* a = gpu_random_alloc(a_count, 11 + c->k, -1, 1);
+  float* w = gpu_random_alloc(w_count, 12 + c->n, -1, 1);
+  float* bias = gpu_random_alloc(c->n, 13, -1, 1);
+  float* residual = gpu_random_alloc(out_count, 14, -1, 1);
+  float* deq = gpu_alloc(w_count);
+  float* want = gpu_alloc(out_count);
+  float* got = gpu_alloc(out_count);
+  // The packed rows, then at least 4 bytes the kernel may read ahead.
+  const size_t w_bytes = ((size_t)(c->n * row_bytes) + 4 + 3) & ~(size_t)3;
+  uint8_t* packed = calloc(w_bytes, 1);
+  KILN_ASSERT_TRUE(packed != NULL);
+  if (layout == KILN_QUANT_Q4_ZP) {
+    // MatMulNBits blocks of 16 (zero points) or 128 (none), repacked.
+    const uint64_t block = c->k % 128 == 0 ? 128 : 16, k_blocks = c->k / block;
+    uint8_t* codes = malloc((size_t)(c->n * c->k / 2));
+    uint8_t* zps = malloc((size_t)(c->n * ((k_blocks + 1) / 2)));
+    float* scales = gpu_random_alloc((size_t)(c->n * k_blocks), 15, 0.01f, 0.2f);
+    KILN_ASSERT_TRUE(codes && zps);
+    for (size_t i = 0; i < c->n * c->k / 2; ++i) codes[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; i < c->n * ((k_blocks + 1) / 2); ++i) zps[i] = (uint8_t)(i * 40503u >> 3);
+    kiln_quant_q4_zp_from_nbits(codes, scales, block == 16 ? zps : NULL, c->n, c->k, block,
+                                packed);
+    free(codes);
+    free(zps);
+    free(scales);
+  } else {
+    KILN_ASSERT_OK(kiln_quant_pack(layout, w, c->n, c->k, packed));
+  }
+  KILN_ASSERT_OK(kiln_quant_unpack(layout, packed, c->n, c->k, deq));
+  double max_ref = 0;
+  for (uint32_t b = 0; b < c->batch; ++b) {
+    for (uint32_t i = 0; i < c->m; ++i) {
+      for (uint32_t j = 0; j < c->n; ++j) {
+        double sum = 0;
+        const float* ar = a + ((size_t)b * c->m + i) * c->k;
+        for (uint32_t kk = 0; kk < c->k; ++kk) sum += (double)ar[kk] * deq[(size_t)j * c->k + kk];
+        const size_t o = ((size_t)b * c->m + i) * c->n + j;
+        if (c->bias) sum += bias[j];
+        if (c->residual) sum += residual[o];
+        want[o] = (float)ref_activation(c->act, sum, 0, 6);
+        max_ref = fmax(max_ref, fabs(want[o]));
+      }
+    }
+  }
+  kiln_kernel_gemm_params_t p = {
+      .m = c->m, .n = c->n, .k = c->k, .batch = c->batch,
+      .a_batch_stride = c->m * c->k, .a_row_stride = c->k, .a_col_stride = 1,
+      .b_batch_stride = 0, .b_row_stride = (uint32_t)row_bytes, .b_col_stride = 0,
+      .c_batch_stride = c->m * c->n, .c_row_stride = c->n,
+      .bias_batch_stride = 0, .bias_row_stride = 0, .bias_col_stride = 1,
+      .residual_batch_stride = c->m * c->n, .residual_row_stride = c->n,
+      .scale = 1.0f, .alpha = 0, .beta = 6};
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_QGEMM_LAYOUT, layout));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TM, c->tm));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, c->act));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, c->bias));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_RESIDUAL, c->residual));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  gpu_arg_t args[5] = {{a, a_count * 4}, {packed, w_bytes}, {bias, (size_t)c->n * 4},
+                       {residual, out_count * 4}, {NULL, out_count * 4}};
+  gpu_run(KILN_KERNEL_QGEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
+          out_count * 4, grid);
+  gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, 0);
+  free(a);
+  free(w);
+  free(bias);
+  free(residual);
+  free(deq);
+  free(want);
+  free(got);
+  free(packed);
+}
+
+// Edge sizes: k of one block and of many, n not a multiple of the
+// workgroup's columns, one row (GEMV) and rows not a multiple of TM,
+// batches, every epilogue.
+static const qgemm_case_t kCases[] = {
+    {1, 1, 37, 256, false, false, KILN_ACT_NONE, 1},
+    {1, 1, 64, 1024, true, false, KILN_ACT_NONE, 1},
+    {1, 5, 13, 512, true, true, KILN_ACT_RELU, 4},
+    {2, 3, 9, 256, false, true, KILN_ACT_CLIP, 2},
+    {1, 8, 33, 768, true, false, KILN_ACT_GELU, 8},
+};
+
+// Every case at the CPU configuration (lavapipe's), the GEMV and the TM =
+// 4 and 8 row cases at the GPU ones (32 slices x 8 rows; the portable target's 32 x 4):
+// pipelines are built per case, and CI time is 2 cores.
+KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
+  const char* arches[] = {"cpu", "hopper", "unknown"};
+  const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
+                                         KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;
+    }
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
+      for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+        if (a > 0 && i != 1 && i != 2 && i != 4) continue;
+        char what[96];
+        snprintf(what, sizeof(what), "qgemm %s case %zu, %s config",
+                 kiln_quant_layout_name(layouts[l]), i, arches[a]);
+        run_qgemm_case(what, layouts[l], &kCases[i], config);
+      }
+    }
+  }
+}
