@@ -269,6 +269,8 @@ static bool kiln_onnx_compile_uses_f16(const kiln_graph_t* graph) {
     }
   }
   return false;
+}
+
 // --print-statistics: weight bytes, and what weight-only quantization did.
 static void kiln_onnx_compile_statistics(const kiln_emit_program_t* program,
                                          const kiln_onnx_compile_options_t* options) {
