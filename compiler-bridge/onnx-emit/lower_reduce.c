@@ -69,6 +69,24 @@ static kiln_status_t kiln_lower_reduce_dispatch(const kiln_lower_t* l, uint32_t 
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
+// The op of one dispatch of a reduction done in several (chunk partials,
+// runs of axes): the sum family transforms each value in the first
+// dispatch (the one reading the input) and the sum in the last; mean sums
+// partials and divides in each stage's last dispatch; max, min, sum and
+// log-sum-exp compose as they are.
+static uint32_t kiln_reduce_step_op(uint32_t op, bool first, bool last, bool stage_last) {
+  switch (op) {
+    case KILN_REDUCE_MEAN: return stage_last ? op : KILN_REDUCE_SUM;
+    case KILN_REDUCE_SUM_ABS:
+    case KILN_REDUCE_SUM_SQUARE: return first ? op : KILN_REDUCE_SUM;
+    case KILN_REDUCE_L2:
+      return first ? (last ? op : KILN_REDUCE_SUM_SQUARE)
+                   : (last ? KILN_REDUCE_SQRT_SUM : KILN_REDUCE_SUM);
+    case KILN_REDUCE_LOG_SUM: return last ? op : KILN_REDUCE_SUM;
+    default: return op;
+  }
+}
+
 static uint64_t kiln_reduce_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
@@ -77,12 +95,14 @@ static uint64_t kiln_reduce_align(uint64_t bytes) {
 // than one workgroup's chunk is reduced in chunk partials first (into
 // scratch past `scratch_offset` bytes, two regions used in turn), then the
 // partials, until one chunk remains; mean sums the partials and divides
-// once by the full size.
+// once by the full size. `first`/`last`: this stage reads the node's input /
+// writes its output (kiln_reduce_step_op).
 static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op,
                                               kiln_emit_range_t in,
                                               const kiln_emit_range_t* out,
                                               uint64_t outer, uint64_t size,
-                                              uint64_t inner, uint64_t scratch_offset) {
+                                              uint64_t inner, uint64_t scratch_offset,
+                                              bool first, bool last) {
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
   kiln_emit_range_t scratch = {0};
   const uint64_t total = size;
@@ -96,7 +116,8 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     if (size <= chunk) {
       // Mean divides by the elements reduced in all levels.
       p.divisor = (float)total;
-      return kiln_lower_reduce_dispatch(l, op, &in, out, &p);
+      return kiln_lower_reduce_dispatch(
+          l, kiln_reduce_step_op(op, first && level == 0, last, true), &in, out, &p);
     }
     uint64_t chunks = (size + chunk - 1) / chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
@@ -111,7 +132,7 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     partial.length = outer * chunks * inner * sizeof(float);
     p.chunk = (uint32_t)chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_reduce_dispatch(
-        l, op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op, &in, &partial, &p));
+        l, kiln_reduce_step_op(op, first && level == 0, false, false), &in, &partial, &p));
     in = partial;
     size = chunks;
   }
@@ -123,7 +144,7 @@ static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_lower_reduce_ranges(l, op, in, &out, outer, size, inner, 0);
+  return kiln_lower_reduce_ranges(l, op, in, &out, outer, size, inner, 0, true, true);
 }
 
 // Reduced axes in several runs separated by kept axes (e.g. axes 0 and 2 of
@@ -142,6 +163,8 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
     for (; d < x->rank && reduced[d]; ++d) longer = longer || x->dims[d] != 1;
     run_count += longer;
   }
+  // Every reduced axis has length 1: one pass applies the op's transform.
+  if (run_count == 0) return kiln_lower_reduce_view(l, op, kiln_lower_count(x), 1, 1);
   kiln_emit_range_t in, out, scratch = {0};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
@@ -166,8 +189,9 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
       stage_out.offset += (uint64_t)(stage % 2) * region;
       stage_out.length = outer * inner * sizeof(float);
     }
-    KILN_RETURN_IF_ERROR(
-        kiln_lower_reduce_ranges(l, op, in, &stage_out, outer, size, inner, 2 * region));
+    KILN_RETURN_IF_ERROR(kiln_lower_reduce_ranges(l, op, in, &stage_out, outer, size, inner,
+                                                  2 * region, stage == 0,
+                                                  stage + 1 == run_count));
     in = stage_out;
     ++stage;
     last = first;

@@ -358,6 +358,8 @@ static kiln_status_t kiln_run_cast(const kiln_op_run_args_t* args) {
 }
 
 #define KILN_UNARY(name) {name, "", 1, 1, 1, 1, kiln_infer_unary, kiln_run_unary}
+#define KILN_ACTIVATION_OP(name, attrs) \
+  {name, attrs, 1, 1, 1, 1, kiln_infer_activation, kiln_run_activation}
 const kiln_op_def_t kiln_ops_elementwise[] = {
     KILN_UNARY("Abs"), KILN_UNARY("Sqrt"), KILN_UNARY("Exp"),
     KILN_UNARY("Log"), KILN_UNARY("Erf"), KILN_UNARY("Neg"),
@@ -376,6 +378,18 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Gelu", "approximate", 1, 1, 1, 1, kiln_infer_activation,
      kiln_run_activation},
     {"Clip", "", 1, 3, 1, 1, kiln_infer_clip, kiln_run_clip, 11},
+    // Activations and math ops of the activation table (activation.c).
+    KILN_ACTIVATION_OP("Mish", ""), KILN_ACTIVATION_OP("Softsign", ""),
+    KILN_ACTIVATION_OP("Selu", "alpha,gamma"), KILN_ACTIVATION_OP("Celu", "alpha"),
+    KILN_ACTIVATION_OP("ThresholdedRelu", "alpha"),
+    KILN_ACTIVATION_OP("Shrink", "bias,lambd"), KILN_ACTIVATION_OP("Sin", ""),
+    KILN_ACTIVATION_OP("Cos", ""), KILN_ACTIVATION_OP("Tan", ""),
+    KILN_ACTIVATION_OP("Asin", ""), KILN_ACTIVATION_OP("Acos", ""),
+    KILN_ACTIVATION_OP("Atan", ""), KILN_ACTIVATION_OP("Sinh", ""),
+    KILN_ACTIVATION_OP("Cosh", ""), KILN_ACTIVATION_OP("Asinh", ""),
+    KILN_ACTIVATION_OP("Acosh", ""), KILN_ACTIVATION_OP("Atanh", ""),
+    KILN_ACTIVATION_OP("Floor", ""), KILN_ACTIVATION_OP("Ceil", ""),
+    KILN_ACTIVATION_OP("Round", ""), KILN_ACTIVATION_OP("Sign", ""),
     {"Add", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Sub", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Mul", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
