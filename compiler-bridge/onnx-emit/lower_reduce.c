@@ -1,6 +1,7 @@
 // Windowed and global pooling, reductions, softmax and normalizations.
 #include <string.h>
 
+#include "kiln/compiler/kernels_params.h"
 #include "lower_rows.h"
 #include "window.h"
 
@@ -69,24 +70,6 @@ static kiln_status_t kiln_lower_reduce_dispatch(const kiln_lower_t* l, uint32_t 
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
-// The op of one dispatch of a reduction done in several (chunk partials,
-// runs of axes): the sum family transforms each value in the first
-// dispatch (the one reading the input) and the sum in the last; mean sums
-// partials and divides in each stage's last dispatch; max, min, sum and
-// log-sum-exp compose as they are.
-static uint32_t kiln_reduce_step_op(uint32_t op, bool first, bool last, bool stage_last) {
-  switch (op) {
-    case KILN_REDUCE_MEAN: return stage_last ? op : KILN_REDUCE_SUM;
-    case KILN_REDUCE_SUM_ABS:
-    case KILN_REDUCE_SUM_SQUARE: return first ? op : KILN_REDUCE_SUM;
-    case KILN_REDUCE_L2:
-      return first ? (last ? op : KILN_REDUCE_SUM_SQUARE)
-                   : (last ? KILN_REDUCE_SQRT_SUM : KILN_REDUCE_SUM);
-    case KILN_REDUCE_LOG_SUM: return last ? op : KILN_REDUCE_SUM;
-    default: return op;
-  }
-}
-
 static uint64_t kiln_reduce_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
@@ -117,7 +100,7 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
       // Mean divides by the elements reduced in all levels.
       p.divisor = (float)total;
       return kiln_lower_reduce_dispatch(
-          l, kiln_reduce_step_op(op, first && level == 0, last, true), &in, out, &p);
+          l, kiln_kernel_reduce_step_op(op, first && level == 0, last, true), &in, out, &p);
     }
     uint64_t chunks = (size + chunk - 1) / chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
@@ -132,7 +115,7 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     partial.length = outer * chunks * inner * sizeof(float);
     p.chunk = (uint32_t)chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_reduce_dispatch(
-        l, kiln_reduce_step_op(op, first && level == 0, false, false), &in, &partial, &p));
+        l, kiln_kernel_reduce_step_op(op, first && level == 0, false, false), &in, &partial, &p));
     in = partial;
     size = chunks;
   }

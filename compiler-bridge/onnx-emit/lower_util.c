@@ -204,6 +204,7 @@ static const kiln_lowering_t kLowerings[] = {
     CODED("ReduceMean", kiln_lower_reduce, KILN_REDUCE_MEAN),
     CODED("ReduceMax", kiln_lower_reduce, KILN_REDUCE_MAX),
     CODED("ReduceMin", kiln_lower_reduce, KILN_REDUCE_MIN),
+    CODED("ReduceProd", kiln_lower_reduce, KILN_REDUCE_PROD),
     CODED("ReduceL1", kiln_lower_reduce, KILN_REDUCE_SUM_ABS),
     CODED("ReduceL2", kiln_lower_reduce, KILN_REDUCE_L2),
     CODED("ReduceSumSquare", kiln_lower_reduce, KILN_REDUCE_SUM_SQUARE),

@@ -76,6 +76,7 @@ static kiln_status_t kiln_run_activation(const kiln_op_run_args_t* args) {
 
 // Clip takes min/max as optional scalar inputs (opset 11+).
 static kiln_status_t kiln_infer_clip(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_clip_v6(args));  // Clip-6 attributes
   for (size_t i = 1; i < 3; ++i) {
     if (!kiln_op_input(args, i)) continue;
     const kiln_graph_value_t* bound = NULL;
@@ -377,7 +378,7 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Softplus", "", 1, 1, 1, 1, kiln_infer_activation, kiln_run_activation},
     {"Gelu", "approximate", 1, 1, 1, 1, kiln_infer_activation,
      kiln_run_activation},
-    {"Clip", "", 1, 3, 1, 1, kiln_infer_clip, kiln_run_clip, 11},
+    {"Clip", "max,min", 1, 3, 1, 1, kiln_infer_clip, kiln_run_clip, 6},
     // Activations and math ops of the activation table (activation.c).
     KILN_ACTIVATION_OP("Mish", ""), KILN_ACTIVATION_OP("Softsign", ""),
     KILN_ACTIVATION_OP("Selu", "alpha,gamma"), KILN_ACTIVATION_OP("Celu", "alpha"),

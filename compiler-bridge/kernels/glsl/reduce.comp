@@ -65,9 +65,11 @@ float kiln_log_sum_exp(uint base, uint begin, uint end) {
 
 void main() {
   const uint combine = (OP == KILN_REDUCE_MAX) ? KILN_COMBINE_MAX
-                     : (OP == KILN_REDUCE_MIN) ? KILN_COMBINE_MIN : KILN_COMBINE_SUM;
+                     : (OP == KILN_REDUCE_MIN) ? KILN_COMBINE_MIN
+                     : (OP == KILN_REDUCE_PROD) ? KILN_COMBINE_PROD : KILN_COMBINE_SUM;
   const float identity = (OP == KILN_REDUCE_MAX) ? uintBitsToFloat(0xff800000u)
-                       : (OP == KILN_REDUCE_MIN) ? uintBitsToFloat(0x7f800000u) : 0.0;
+                       : (OP == KILN_REDUCE_MIN) ? uintBitsToFloat(0x7f800000u)
+                       : (OP == KILN_REDUCE_PROD) ? 1.0 : 0.0;
   const uint chunk = p.chunk == 0 ? p.size : p.chunk;
   const uint chunks = (p.size + chunk - 1) / chunk;
   const float divisor = p.divisor == 0.0 ? float(p.size) : p.divisor;

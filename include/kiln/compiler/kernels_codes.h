@@ -77,7 +77,8 @@
 #define KILN_REDUCE_SQRT_SUM 7     // sqrt(sum x)
 #define KILN_REDUCE_LOG_SUM 8      // log(sum x)
 #define KILN_REDUCE_LOG_SUM_EXP 9  // m + log(sum exp(x - m)), m = max: composes
-#define KILN_REDUCE_COUNT 10
+#define KILN_REDUCE_PROD 10
+#define KILN_REDUCE_COUNT 11
 
 // Windowed pooling.
 #define KILN_POOL_MAX 0

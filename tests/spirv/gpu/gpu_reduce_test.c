@@ -36,7 +36,7 @@ static const axis_case_t kAxisCases[] = {
 
 KILN_TEST(GpuReduceTest, AllOpsAllShapes) {
   const char* names[] = {"sum", "mean", "max", "min", "sum_abs", "sum_square",
-                         "l2", "sqrt_sum", "log_sum", "log_sum_exp"};
+                         "l2", "sqrt_sum", "log_sum", "log_sum_exp", "prod"};
   KILN_ASSERT_EQ(sizeof(names) / sizeof(names[0]), KILN_REDUCE_COUNT);
   kiln_kernel_variant_t variants[2];
   size_t variant_count = runnable_variants(KILN_KERNEL_REDUCE, variants);
@@ -374,12 +374,12 @@ KILN_TEST(GpuReduceTest, ChunkPartialsThenPartials) {
   float* got = gpu_alloc(outer * inner);
   float* want = gpu_alloc(outer * inner);
   for (uint32_t op = 0; op < KILN_REDUCE_COUNT; ++op) {
-    uint32_t first_op = op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op;
+    uint32_t first_op = kiln_kernel_reduce_step_op(op, true, false, false);
     kiln_kernel_reduce_params_t p1 = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner,
                                       (uint32_t)chunk, 0.0f};
     kiln_kernel_reduce_params_t p2 = {(uint32_t)outer, (uint32_t)chunks, (uint32_t)inner, 0,
                                       (float)size};
-    const uint32_t ops[2] = {first_op, op};
+    const uint32_t ops[2] = {first_op, kiln_kernel_reduce_step_op(op, false, true, true)};
     const kiln_kernel_reduce_params_t* ps[2] = {&p1, &p2};
     const float* ins[2] = {x, partial};
     size_t in_counts[2] = {outer * size * inner, outer * chunks * inner};
