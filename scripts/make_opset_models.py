@@ -186,6 +186,35 @@ def reduce_family_tests(out):
           [("y", f32(xm64 * np.tanh(np.log1p(np.exp(xm64)))))])
 
 
+def group_norm_tests(out):
+    """GroupNormalization: scale/bias per group (opset 18) or per channel (21)."""
+    def group_norm(x, groups, scale, bias, eps, per_channel):
+        n, c = x.shape[:2]
+        xr = x.astype(np.float64).reshape(n, groups, -1)
+        y = (xr - xr.mean(-1, keepdims=True)) / np.sqrt(xr.var(-1, keepdims=True) + eps)
+        y = y.reshape(x.shape)
+        s, b = (scale, bias) if per_channel else (np.repeat(scale, c // groups),
+                                                  np.repeat(bias, c // groups))
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        return f32(y * s.astype(np.float64).reshape(shape) + b.astype(np.float64).reshape(shape))
+    for name, shape, groups, opset in (("opset18_groupnorm", (2, 4, 3, 3), 2, 18),
+                                       ("opset21_groupnorm_one_group", (2, 6, 5), 1, 21),
+                                       ("opset21_groupnorm_groups_equal_channels",
+                                        (1, 4, 2, 3, 2), 4, 21),
+                                       ("opset21_groupnorm_two_groups", (2, 6, 4, 4), 2, 21)):
+        x = rand(*shape) * 2 + 0.5
+        count = shape[1] if opset >= 21 else groups
+        scale, bias = rand(count), rand(count)
+        write(out, name, [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups,
+                               epsilon=1e-3)],
+              [("x", x)], [("y", group_norm(x, groups, scale, bias, 1e-3, opset >= 21))],
+              [("s", scale), ("b", bias)], opset=opset)
+    x = rand(1, 6, 4)
+    write(out, "refused_opset21_groupnorm_not_dividing",
+          [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=4)], [("x", x)],
+          [("y", x)], [("s", rand(6)), ("b", rand(6))], opset=21)
+
+
 def legacy_tests(out):
     """Op versions before opset 11 whose attributes became inputs (Clip-6,
     Pad-2, Slice-1) and Resize-10, mapped onto the current forms."""
@@ -198,7 +227,7 @@ def legacy_tests(out):
     x4 = rand(1, 2, 3, 4)
     write(out, "opset9_pad_constant_value",
           [node("Pad", ["x"], ["y"], pads=[0, 0, 1, 2, 0, 1, 0, 1], value=1.5)],
-          [("x", x4)], [("y", np.pad(x4, ((0, 0), (1, 1), (1, 0), (2, 1)), constant_values=1.5))],
+          [("x", x4)], [("y", np.pad(x4, ((0, 0), (0, 1), (1, 0), (2, 1)), constant_values=1.5))],
           opset=9)
     write(out, "opset9_pad_reflect",
           [node("Pad", ["x"], ["y"], mode="reflect", pads=[0, 0, 2, 1, 0, 0, 1, 3])],
@@ -507,7 +536,7 @@ def main():
         out = args[0]
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        for make in (reduce_tests, reduce_family_tests, legacy_tests, split_tests, pad_tests, resize_tests, scatter_tests,
+        for make in (reduce_tests, reduce_family_tests, group_norm_tests, legacy_tests, split_tests, pad_tests, resize_tests, scatter_tests,
                      pool_tests, cast_tests, bump_tests, function_tests):
             make(out)
     if models_dir:

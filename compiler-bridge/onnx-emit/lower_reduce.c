@@ -300,9 +300,11 @@ static kiln_status_t kiln_lower_norm_stats(const kiln_lower_t* l, uint64_t rows,
   return kiln_ok_status();
 }
 
+// `unit`: scale 1 and bias 0 (weights of `channels` values) instead of
+// inputs 1 and 2 (GroupNormalization-21 applies its per-channel ones after).
 static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                      uint64_t rows, uint64_t size,
-                                     uint64_t channels, float epsilon) {
+                                     uint64_t channels, float epsilon, bool unit) {
   bool stats_used = false;
   for (size_t o = 1; o < l->node->output_count; ++o) {
     if (l->node->outputs[o] >= 0 &&
@@ -315,10 +317,10 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                 "supported");
   }
   uint64_t params = kind == KILN_NORM_LAYER ? size : channels;
-  const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
-  const kiln_graph_value_t* bias = kiln_lower_in(l, 2);
-  if (!scale || kiln_lower_count(&scale->shape) != params ||
-      (bias && kiln_lower_count(&bias->shape) != params)) {
+  const kiln_graph_value_t* scale = unit ? NULL : kiln_lower_in(l, 1);
+  const kiln_graph_value_t* bias = unit ? NULL : kiln_lower_in(l, 2);
+  if (!unit && (!scale || kiln_lower_count(&scale->shape) != params ||
+                (bias && kiln_lower_count(&bias->shape) != params))) {
     return kiln_lower_refuse(l, "scale/bias must cover the normalized elements");
   }
   kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, (uint32_t)channels,
@@ -327,7 +329,18 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                     .binding_count = 4, .written_mask = 8u,
                                     .grid = KILN_EMIT_GRID_ROWS, .grid_count = rows};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  if (unit) {
+    float* ones = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                               params * sizeof(float), (void**)&ones));
+    for (uint64_t i = 0; i < params; ++i) ones[i] = 1.0f;
+    kiln_status_t status = kiln_emit_add_weight(l->program, ones, params * sizeof(float),
+                                                &desc.bindings[1]);
+    kiln_allocator_free(l->program->allocator, ones);
+    KILN_RETURN_IF_ERROR(status);
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  }
   if (bias) {
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   } else {
@@ -406,7 +419,7 @@ kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, x->rank, &axis));
   uint64_t rows = kiln_lower_dims(x, 0, axis), size = kiln_lower_dims(x, axis, x->rank);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, rows));
-  return kiln_lower_norm(l, KILN_NORM_LAYER, rows, size, 1, epsilon);
+  return kiln_lower_norm(l, KILN_NORM_LAYER, rows, size, 1, epsilon, false);
 }
 
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
@@ -415,7 +428,40 @@ kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
   if (x->rank < 3) return kiln_lower_refuse(l, "input rank below 3");
   return kiln_lower_norm(l, KILN_NORM_INSTANCE, kiln_lower_dims(x, 0, 2),
-                         kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon);
+                         kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon, false);
+}
+
+// GroupNormalization: rows of (C / G) * spatial values per (n, group), the
+// instance kind over G "channels". Opset 18 scales per group (the norm
+// kernel's own scale/bias); from 21 per channel: a unit norm, then x * scale
+// + bias broadcast over [C, 1, ...] (two binary dispatches).
+kiln_status_t kiln_lower_group_norm(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  float epsilon = 1e-5f;
+  int64_t groups = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "num_groups", 0, &groups));
+  const kiln_graph_shape_t* shape = &x->shape;
+  if (shape->rank < 3 || shape->rank > KILN_KERNEL_MAX_RANK) {
+    return kiln_lower_refuse(l, "input rank must be 3 to %d", KILN_KERNEL_MAX_RANK);
+  }
+  uint64_t n = (uint64_t)shape->dims[0], rows = n * (uint64_t)groups;
+  uint64_t size = kiln_lower_count(shape) / (rows ? rows : 1);
+  bool per_channel = l->graph->opset >= 21;
+  KILN_RETURN_IF_ERROR(kiln_lower_norm(l, KILN_NORM_INSTANCE, rows, size, (uint64_t)groups,
+                                       epsilon, per_channel));
+  if (!per_channel) return kiln_ok_status();
+  kiln_emit_range_t out, scale, bias;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &scale));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &bias));
+  kiln_graph_shape_t c_shape = {shape->rank - 1, {0}};
+  c_shape.dims[0] = shape->dims[1];
+  for (int32_t d = 1; d < c_shape.rank; ++d) c_shape.dims[d] = 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, shape, &scale,
+                                                &c_shape, &out, shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, shape, &bias, &c_shape, &out,
+                                  shape);
 }
 
 // ArgMax / ArgMin into an int64 tensor (a graph output: nothing on the GPU

@@ -216,6 +216,7 @@ static const kiln_lowering_t kLowerings[] = {
     CODED("LogSoftmax", kiln_lower_softmax_op, 1),
     PLAIN("LayerNormalization", kiln_lower_layer_norm),
     PLAIN("InstanceNormalization", kiln_lower_instance_norm),
+    PLAIN("GroupNormalization", kiln_lower_group_norm),
     PLAIN("BatchNormalization", kiln_lower_batch_norm),
     PLAIN("Gather", kiln_lower_gather),
     PLAIN("Pad", kiln_lower_pad),

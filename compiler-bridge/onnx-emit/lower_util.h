@@ -103,6 +103,7 @@ kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l);
 kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log);
 kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_group_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
 kiln_status_t kiln_lower_split(const kiln_lower_t* l);
