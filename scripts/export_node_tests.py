@@ -75,7 +75,7 @@ ACTIVATIONS = {"Sigmoid": sigmoid, "Tanh": np.tanh, "Relu": lambda v: np.maximum
 
 
 def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=0.0,
-              input_forget=0, acts=None):
+              input_forget=0, acts=None, peep=None):
     """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec.
     Past a row's length Y is zero and the state stays; a backwards row starts
     at its last valid step."""
@@ -106,10 +106,14 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
             gx = xt @ w[d].T + wb
             if kind == "LSTM":
                 g = gx + h @ r[d].T + rb
-                i, o, f, cc = np.split(cl(g), 4, axis=1)
-                fg = 1 - fa(i) if input_forget else fa(f)
-                c_new = fg * c + fa(i) * ga(cc)
-                h_new = fa(o) * ha(c_new)
+                gi, go, gf, gc = np.split(g, 4, axis=1)
+                # Peepholes P[iof]: i and f see c_{t-1}, o sees c_t.
+                pi, po, pf = (np.zeros(hidden),) * 3 if peep is None else \
+                    np.split(peep[d].astype(np.float64), 3)
+                i = fa(cl(gi + pi * c))
+                fg = 1 - i if input_forget else fa(cl(gf + pf * c))
+                c_new = fg * c + i * ga(cl(gc))
+                h_new = fa(cl(go + po * c_new)) * ha(c_new)
             elif kind == "GRU":
                 H = hidden
                 z = fa(cl(gx[:, :H] + h @ r[d, :H].T + rb[:H]))
@@ -135,7 +139,7 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
 
 def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False,
                    seq=5, batch=2, size=3, hidden=4, lens=None, clip=0.0, input_forget=0,
-                   c0=False, scale=0.5, acts=None):
+                   c0=False, scale=0.5, acts=None, peep=False, runtime_peep=False):
     gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
     dirs = 2 if direction == "bidirectional" else 1
     x = rand(batch, seq, size) if layout else rand(seq, batch, size)
@@ -144,8 +148,9 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     b = rand(dirs, 2 * gates * hidden) * 0.3
     h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
     c0v = (rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)) if c0 else None
+    p = rand(dirs, 3 * hidden) * 0.5 if peep else None
     y, yh, yc = recurrent(kind, x, w, r, b, h0, c0v, direction, layout, lbr, lens, clip,
-                          input_forget, acts)
+                          input_forget, acts, p)
     attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
     if kind == "GRU":
         attrs["linear_before_reset"] = lbr
@@ -163,9 +168,13 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     if lens is not None:
         inits.append(("lens", np.asarray(lens, np.int32)))
         names[4] = "lens"
-    if c0:
-        inits.append(("c0", c0v))
-        names.append("c0")
+    if c0 or peep:
+        if c0:
+            inits.append(("c0", c0v))
+        names.append("c0" if c0 else "")
+    if peep:
+        (inputs if runtime_peep else inits).append(("p", p))
+        names.append("p")
     node = helper.make_node(kind, names, [n for n, _ in outputs], **attrs)
     write(out, name, [node], inputs, outputs, inits)
 
@@ -432,6 +441,14 @@ def main():
     recurrent_test(out, "rnn_relu_bidirectional", "RNN", "bidirectional", acts=["Relu"])
     recurrent_test(out, "lstm_activations", "LSTM", acts=["Sigmoid", "Relu", "Tanh"], c0=True)
     recurrent_test(out, "gru_activations_reset_first", "GRU", lbr=0, acts=["Sigmoid", "Relu"])
+    # Peepholes (P): constant, at run time, with lengths, clip and a split loop.
+    recurrent_test(out, "lstm_peepholes", "LSTM", c0=True, peep=True)
+    recurrent_test(out, "lstm_peepholes_runtime_bidirectional", "LSTM", "bidirectional",
+                   peep=True, runtime_peep=True, c0=True)
+    recurrent_test(out, "lstm_peepholes_lens_clip_input_forget", "LSTM", "reverse", layout=1,
+                   lens=[5, 2, 4], batch=3, clip=0.6, input_forget=1, peep=True)
+    recurrent_test(out, "lstm_peepholes_long_chunked", "LSTM", seq=300, batch=1, size=8,
+                   hidden=96, scale=0.12, peep=True)
     recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
                    hidden=128, scale=0.12)
     recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,

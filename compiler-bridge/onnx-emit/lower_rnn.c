@@ -23,8 +23,27 @@ static uint64_t kiln_rnn_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
 
+// Floats of the params blob below.
+static uint64_t kiln_rnn_params_count(const kiln_rnn_plan_t* plan) {
+  const kiln_rnn_info_t* info = &plan->info;
+  const uint64_t D = (uint64_t)info->directions;
+  return D * plan->hidden4 * plan->gh + D * plan->gh + (uint64_t)info->batch +
+         (info->peephole ? D * 3 * (uint64_t)info->hidden : 0);
+}
+
+// Whether R, B or P is a run-time tensor (the blob is then built in scratch).
+static bool kiln_rnn_params_runtime(const kiln_lower_t* l, const kiln_rnn_info_t* info) {
+  for (size_t i = 2; i < 8; ++i) {
+    if (i != 2 && i != 3 && i != 7) continue;
+    const kiln_graph_value_t* v = kiln_lower_in(l, i);
+    if (v && !v->data && (i != 7 || info->peephole)) return true;
+  }
+  return false;
+}
+
 // The params blob of recurrent.comp: R per direction as [GH][hidden4]
-// (zero columns past hidden), Rb per direction (zeros without B), lengths.
+// (zero columns past hidden), Rb per direction (zeros without B), lengths,
+// LSTM peepholes P per direction [3 * hidden].
 // Constant R and B go into the weights as such; run-time ones are copied
 // into `plan->runtime` (scratch) over a constant blob holding the rest.
 static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* plan,
@@ -34,13 +53,14 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   const kiln_graph_value_t* bias = kiln_lower_in(l, 3);
   const uint64_t D = (uint64_t)info->directions, H = (uint64_t)info->hidden;
   const uint64_t GH = plan->gh, H4 = plan->hidden4;
-  const uint64_t count = D * H4 * GH + D * GH + (uint64_t)info->batch;
+  const kiln_graph_value_t* peep = info->peephole ? kiln_lower_in(l, 7) : NULL;
+  const uint64_t count = kiln_rnn_params_count(plan);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
   float* blob = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(l->program->allocator, (size_t)count,
                                                    sizeof(float), (void**)&blob));
   const float* R = (const float*)r->data;
-  const bool runtime = !r->data || (bias && !bias->data);
+  const bool runtime = kiln_rnn_params_runtime(l, info);
   for (uint64_t d = 0; d < D && R; ++d) {
     for (uint64_t n = 0; n < GH; ++n) {
       memcpy(blob + (d * GH + n) * H4, R + (d * GH + n) * H, H * sizeof(float));
@@ -49,6 +69,10 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   p->r_offset = 0;
   p->rb_offset = (uint32_t)(D * H4 * GH);
   p->lens_offset = p->rb_offset + (uint32_t)(D * GH);
+  if (peep) p->p_offset = p->lens_offset + (uint32_t)info->batch;
+  if (peep && peep->data) {
+    memcpy(blob + p->p_offset, peep->data, D * 3 * H * sizeof(float));
+  }
   if (bias && bias->data) {
     const float* B = (const float*)bias->data;
     for (uint64_t d = 0; d < D; ++d) {
@@ -82,6 +106,14 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
     const int64_t in_strides[] = {2 * (int64_t)GH, 1}, out_strides[] = {(int64_t)GH, 1};
     KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, in_strides,
                                                  out_strides, (int64_t)GH, p->rb_offset));
+  }
+  if (peep && !peep->data) {
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 7, &in));
+    kiln_graph_shape_t shape = {1, {(int64_t)(D * 3 * H)}};
+    const int64_t strides[] = {1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, strides,
+                                                 strides, 0, p->p_offset));
   }
   return kiln_ok_status();
 }
@@ -209,12 +241,10 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   kiln_op_infer_args_t args = {(kiln_graph_t*)l->graph, (kiln_graph_node_t*)l->node};
   KILN_RETURN_IF_ERROR(kiln_rnn_info(&args, &plan.info));
   const kiln_rnn_info_t* info = &plan.info;
-  const kiln_graph_value_t* r = kiln_lower_in(l, 2);
-  const kiln_graph_value_t* bias = kiln_lower_in(l, 3);
   if (info->hidden > KILN_RNN_MAX_HIDDEN) {
     return kiln_lower_refuse(l, "hidden_size %lld exceeds the %d units the recurrent kernel "
                              "holds in shared memory (larger ones are unrolled only without "
-                             "clip, input_forget or short sequence_lens, up to 512 steps)",
+                             "clip, input_forget, peepholes or short sequence_lens, up to 512 steps)",
                              (long long)info->hidden, KILN_RNN_MAX_HIDDEN);
   }
   const uint64_t D = (uint64_t)info->directions, S = (uint64_t)info->seq;
@@ -230,10 +260,9 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   plan.gh = (uint32_t)(info->gates * info->hidden);
   const uint64_t gx_bytes = D * S * B * plan.gh * sizeof(float);
   const uint64_t state_words = D * B * H;
-  // W at run time is just the gemm's operand; R and B go through the blob.
-  const bool runtime = !r->data || (bias && !bias->data);
+  // W at run time is just the gemm's operand; R, B and P go through the blob.
   const uint64_t params_bytes =
-      runtime ? (D * plan.gh * plan.hidden4 + D * plan.gh + B) * sizeof(float) : 0;
+      kiln_rnn_params_runtime(l, info) ? kiln_rnn_params_count(&plan) * sizeof(float) : 0;
   if (gx_bytes > ((uint64_t)128 << 20)) {
     return kiln_lower_refuse(l, "the input projection of all steps (%llu bytes) exceeds the "
                              "128 MiB storage-buffer range",
@@ -273,6 +302,7 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   if (info->input_forget) p.flags |= KILN_RNN_FLAG_INPUT_FORGET;
   if (info->clip > 0.0f) p.flags |= KILN_RNN_FLAG_CLIP;
   if (info->lens) p.flags |= KILN_RNN_FLAG_LENS;
+  if (info->peephole) p.flags |= KILN_RNN_FLAG_PEEPHOLE;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, D * S * B * plan.gh));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, S * D * B * H));
   KILN_RETURN_IF_ERROR(kiln_rnn_params(l, &plan, &p));

@@ -229,7 +229,7 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Einsum", kiln_lower_einsum),
     PLAIN("DepthToSpace", kiln_lower_space_depth),
     PLAIN("SpaceToDepth", kiln_lower_space_depth),
-    {"LSTM", kiln_lower_rnn, NULL, 0, "no peepholes"},
+    {"LSTM", kiln_lower_rnn, NULL, 0, NULL},
     {"GRU", kiln_lower_rnn, NULL, 0, NULL},
     {"RNN", kiln_lower_rnn, NULL, 0, NULL},
     {"Where", kiln_lower_where, NULL, 0, "constant condition"},
