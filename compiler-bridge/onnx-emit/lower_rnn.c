@@ -16,7 +16,8 @@ typedef struct kiln_rnn_plan_t {
   kiln_rnn_info_t info;
   uint32_t kind, hidden4, gh;
   kiln_emit_range_t gx, state, params;
-  kiln_emit_range_t runtime;  // scratch for the params blob with run-time R or B
+  kiln_emit_range_t runtime;  // scratch for the params blob with run-time R, B, P or lengths
+  kiln_emit_range_t lens;     // scratch for run-time lengths cast to float
 } kiln_rnn_plan_t;
 
 static uint64_t kiln_rnn_align(uint64_t bytes) {
@@ -31,8 +32,10 @@ static uint64_t kiln_rnn_params_count(const kiln_rnn_plan_t* plan) {
          (info->peephole ? D * 3 * (uint64_t)info->hidden : 0);
 }
 
-// Whether R, B or P is a run-time tensor (the blob is then built in scratch).
+// Whether R, B, P or the lengths are run-time tensors (the blob is then
+// built in scratch).
 static bool kiln_rnn_params_runtime(const kiln_lower_t* l, const kiln_rnn_info_t* info) {
+  if (info->runtime_lens) return true;
   for (size_t i = 2; i < 8; ++i) {
     if (i != 2 && i != 3 && i != 7) continue;
     const kiln_graph_value_t* v = kiln_lower_in(l, i);
@@ -106,6 +109,14 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
     const int64_t in_strides[] = {2 * (int64_t)GH, 1}, out_strides[] = {(int64_t)GH, 1};
     KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, in_strides,
                                                  out_strides, (int64_t)GH, p->rb_offset));
+  }
+  if (info->runtime_lens) {
+    // Cast to float values (the kernel clamps them), then into the blob.
+    KILN_RETURN_IF_ERROR(kiln_lower_cast_int(l, l->node->inputs[4], &plan->lens));
+    kiln_graph_shape_t shape = {1, {info->batch}};
+    const int64_t strides[] = {1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &plan->lens, &plan->params, &shape, strides,
+                                                 strides, 0, p->lens_offset));
   }
   if (peep && !peep->data) {
     kiln_emit_range_t in;
@@ -229,7 +240,8 @@ static kiln_status_t kiln_rnn_steps(const kiln_lower_t* l, const kiln_rnn_plan_t
 static kiln_emit_range_t kiln_rnn_state_part(const kiln_rnn_plan_t* plan, uint32_t which,
                                              uint64_t words) {
   kiln_emit_range_t part = plan->state;
-  part.offset += which * words * sizeof(float);
+  // c starts at the next aligned offset: the copies bind it by sub-range.
+  part.offset += which * kiln_rnn_align(words * sizeof(float));
   part.length = words * sizeof(float);
   return part;
 }
@@ -268,19 +280,26 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
                              "128 MiB storage-buffer range",
                              (unsigned long long)gx_bytes);
   }
-  // Scratch: gx, then the state, then (run-time weights) the params blob.
+  // Scratch: gx, then the state, then (run-time weights) the params blob,
+  // then (run-time lengths) the lengths as floats.
   const uint64_t state_at = kiln_rnn_align(gx_bytes);
-  const uint64_t params_at = kiln_rnn_align(state_at + 2 * state_words * sizeof(float));
+  const uint64_t c_at = kiln_rnn_align(state_words * sizeof(float));  // from state_at
+  const uint64_t params_at = kiln_rnn_align(state_at + c_at + state_words * sizeof(float));
+  const uint64_t lens_at = kiln_rnn_align(params_at + params_bytes);
+  const uint64_t lens_bytes = info->runtime_lens ? B * sizeof(float) : 0;
   kiln_emit_range_t scratch;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, params_at + params_bytes, &scratch));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, lens_at + lens_bytes, &scratch));
   plan.gx = scratch;
   plan.gx.length = gx_bytes;
   plan.state = scratch;
   plan.state.offset += state_at;
-  plan.state.length = 2 * state_words * sizeof(float);
+  plan.state.length = c_at + state_words * sizeof(float);
   plan.runtime = scratch;
   plan.runtime.offset += params_at;
   plan.runtime.length = params_bytes;
+  plan.lens = scratch;
+  plan.lens.offset += lens_at;
+  plan.lens.length = lens_bytes;
 
   kiln_kernel_recurrent_params_t p;
   memset(&p, 0, sizeof(p));
@@ -293,7 +312,7 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   p.gx_b = info->batch_first ? (uint32_t)(S * plan.gh) : plan.gh;
   p.state_d = info->batch_first ? (uint32_t)H : (uint32_t)(B * H);
   p.state_b = info->batch_first ? (uint32_t)(D * H) : (uint32_t)H;
-  p.c_offset = (uint32_t)state_words;
+  p.c_offset = (uint32_t)(c_at / sizeof(float));
   p.y_d = info->batch_first ? (uint32_t)H : (uint32_t)(B * H);
   p.y_t = info->batch_first ? (uint32_t)(D * H) : (uint32_t)(D * B * H);
   p.y_b = info->batch_first ? (uint32_t)(S * D * H) : (uint32_t)H;
@@ -302,6 +321,7 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   if (info->input_forget) p.flags |= KILN_RNN_FLAG_INPUT_FORGET;
   if (info->clip > 0.0f) p.flags |= KILN_RNN_FLAG_CLIP;
   if (info->lens) p.flags |= KILN_RNN_FLAG_LENS;
+  if (info->runtime_lens) p.flags |= KILN_RNN_FLAG_LENS | KILN_RNN_FLAG_LENS_FLOAT;
   if (info->peephole) p.flags |= KILN_RNN_FLAG_PEEPHOLE;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, D * S * B * plan.gh));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, S * D * B * H));

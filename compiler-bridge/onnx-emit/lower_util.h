@@ -117,6 +117,10 @@ kiln_status_t kiln_lower_einsum(const kiln_lower_t* l);
 kiln_status_t kiln_lower_space_depth(const kiln_lower_t* l);
 kiln_status_t kiln_lower_where(const kiln_lower_t* l);
 kiln_status_t kiln_lower_cast(const kiln_lower_t* l);
+// Casts integer value `value_id` (a graph input or a reshape of one) to
+// float32 into `out` (one cast_int_to_f32 dispatch).
+kiln_status_t kiln_lower_cast_int(const kiln_lower_t* l, int32_t value_id,
+                                  const kiln_emit_range_t* out);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 

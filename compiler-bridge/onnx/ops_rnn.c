@@ -113,11 +113,11 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
   if (kiln_op_input(args, 4)) {
     // Constant lengths, each within the sequence.
     KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 4, KILN_OP_INDEX, &v));
-    if (!v->data) return kiln_op_unsupported(args, "run-time sequence_lens are not supported");
     if (v->shape.rank != 1 || v->shape.dims[0] != out->batch) {
       return kiln_op_invalid(args, "sequence_lens must be [batch]");
     }
-    out->lens = v;
+    out->runtime_lens = !v->data;
+    out->lens = v->data ? v : NULL;
     for (int64_t b = 0; b < out->batch; ++b) {
       int64_t length = kiln_rnn_length(out, b);
       if (length < 0 || length > out->seq) {
@@ -159,7 +159,9 @@ int64_t kiln_rnn_length(const kiln_rnn_info_t* info, int64_t b) {
 }
 
 bool kiln_rnn_is_plain(const kiln_rnn_info_t* info) {
-  if (info->input_forget || info->clip > 0.0f || info->peephole) return false;
+  if (info->input_forget || info->clip > 0.0f || info->peephole || info->runtime_lens) {
+    return false;
+  }
   if (info->act[0] != (info->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID) ||
       info->act[1] != KILN_ACT_TANH || info->act[2] != KILN_ACT_TANH) {
     return false;
@@ -272,6 +274,8 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
       if (lens) {
         length = lens->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)lens->data)[b]
                                                      : ((const int32_t*)lens->data)[b];
+        // Run-time lengths outside [0, seq] are clamped (as on the GPU).
+        length = length < 0 ? 0 : length > info.seq ? info.seq : length;
       }
       for (int64_t j = 0; j < H; ++j) {
         h[j] = h0 ? h0[s + (size_t)j] : 0.0;

@@ -4,7 +4,8 @@
 // Supported: activations Sigmoid/Tanh/Relu (the same for both directions,
 // no alpha/beta), LSTM peepholes (P), forward/reverse/
 // bidirectional, layout 0/1, clip, LSTM input_forget, sequence_lens absent
-// or constant (each in [0, seq]).
+// or constant (each in [0, seq]) or a run-time tensor (lengths outside
+// [0, seq] are clamped into it).
 #ifndef KILN_COMPILER_BRIDGE_ONNX_RNN_H_
 #define KILN_COMPILER_BRIDGE_ONNX_RNN_H_
 
@@ -27,6 +28,7 @@ typedef struct kiln_rnn_info_t {
   // Constant sequence_lens (int32 or int64 data) or NULL; kiln_rnn_length
   // reads entry b.
   const kiln_graph_value_t* lens;
+  bool runtime_lens;  // sequence_lens is not a constant (lens stays NULL)
   bool peephole;  // LSTM input 7 (P: [directions, 3 * hidden], i, o, f)
 } kiln_rnn_info_t;
 

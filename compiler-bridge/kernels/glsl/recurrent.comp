@@ -81,8 +81,12 @@ void main() {
   const uint rt = p.r_offset + d * p.hidden4 * gh;
   const uint rb = p.rb_offset + d * gh;
   const uint s0 = d * p.state_d + b * p.state_b;
-  const uint len = (p.flags & KILN_RNN_FLAG_LENS) != 0
-                       ? floatBitsToUint(prm(p.lens_offset + b)) : p.seq;
+  // Run-time lengths arrive as floats; clamped so no step leaves the sequence.
+  const float lens_f = prm(p.lens_offset + b);
+  const uint len = (p.flags & KILN_RNN_FLAG_LENS) == 0 ? p.seq
+                   : (p.flags & KILN_RNN_FLAG_LENS_FLOAT) != 0
+                       ? (isnan(lens_f) ? 0u : uint(kiln_clamp(lens_f, 0.0, float(p.seq))))
+                       : floatBitsToUint(lens_f);
   const bool backwards = d == 1 || (p.flags & KILN_RNN_FLAG_REVERSE) != 0;
   const bool has_y = (p.flags & KILN_RNN_FLAG_HAS_Y) != 0;
 

@@ -196,5 +196,6 @@
 #define KILN_RNN_FLAG_CLIP 32         // clip gate inputs to [-clip, clip]
 #define KILN_RNN_FLAG_LENS 64         // per-batch lengths in the params blob
 #define KILN_RNN_FLAG_PEEPHOLE 128    // LSTM: P . c terms on i, f (c_{t-1}) and o (c_t)
+#define KILN_RNN_FLAG_LENS_FLOAT 256  // lengths are float values (run-time), clamped to [0, seq]
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_
