@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 RNG = np.random.default_rng(7)
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+          np.dtype(np.int32): TensorProto.INT32,
           np.dtype(np.bool_): TensorProto.BOOL}
 
 
@@ -139,7 +140,8 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
 
 def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False,
                    seq=5, batch=2, size=3, hidden=4, lens=None, clip=0.0, input_forget=0,
-                   c0=False, scale=0.5, acts=None, peep=False, runtime_peep=False):
+                   c0=False, scale=0.5, acts=None, peep=False, runtime_peep=False,
+                   lens_dtype=None):
     gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
     dirs = 2 if direction == "bidirectional" else 1
     x = rand(batch, seq, size) if layout else rand(seq, batch, size)
@@ -166,7 +168,8 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     (inputs if runtime_h0 else inits).append(("h0", h0))
     names = ["x", "w", "r", "b", "", "h0"]
     if lens is not None:
-        inits.append(("lens", np.asarray(lens, np.int32)))
+        # lens_dtype: a run-time graph input of that dtype (else a constant).
+        (inputs if lens_dtype else inits).append(("lens", np.asarray(lens, lens_dtype or np.int32)))
         names[4] = "lens"
     if c0 or peep:
         if c0:
@@ -449,6 +452,13 @@ def main():
                    lens=[5, 2, 4], batch=3, clip=0.6, input_forget=1, peep=True)
     recurrent_test(out, "lstm_peepholes_long_chunked", "LSTM", seq=300, batch=1, size=8,
                    hidden=96, scale=0.12, peep=True)
+    # Run-time sequence_lens (int32 and int64 graph inputs).
+    recurrent_test(out, "lstm_runtime_lens_bidirectional", "LSTM", "bidirectional",
+                   lens=[5, 3, 0], batch=3, c0=True, lens_dtype=np.int32)
+    recurrent_test(out, "gru_runtime_lens_int64_reverse", "GRU", "reverse", layout=1,
+                   lens=[2, 5], lbr=1, lens_dtype=np.int64)
+    recurrent_test(out, "rnn_runtime_lens_long", "RNN", "forward", seq=900, batch=2, size=4,
+                   hidden=32, scale=0.1, lens=[900, 417], lens_dtype=np.int32)
     recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
                    hidden=128, scale=0.12)
     recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,
