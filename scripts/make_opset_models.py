@@ -215,6 +215,29 @@ def group_norm_tests(out):
           [("y", x)], [("s", rand(6)), ("b", rand(6))], opset=21)
 
 
+def center_crop_pad_tests(out):
+    """CenterCropPad-18: crop or zero-pad around the centre."""
+    def reference(x, shape, axes):
+        y = x
+        for a, target in zip(axes, shape):
+            dim = y.shape[a]
+            if target < dim:
+                start = (dim - target) // 2
+                y = np.take(y, np.arange(start, start + target), axis=a)
+            elif target > dim:
+                before = (target - dim) // 2
+                widths = [(0, 0)] * y.ndim
+                widths[a] = (before, target - dim - before)
+                y = np.pad(y, widths)
+        return y
+    x = rand(3, 7, 6)
+    write(out, "opset18_centercroppad_crop_and_pad", [node("CenterCropPad", ["x", "s"], ["y"])],
+          [("x", x)], [("y", reference(x, [3, 4, 9], [0, 1, 2]))], [("s", ints(3, 4, 9))])
+    write(out, "opset18_centercroppad_axes", [node("CenterCropPad", ["x", "s"], ["y"],
+                                                   axes=[-1, 1])],
+          [("x", x)], [("y", reference(x, [3, 10], [2, 1]))], [("s", ints(3, 10))])
+
+
 def legacy_tests(out):
     """Op versions before opset 11 whose attributes became inputs (Clip-6,
     Pad-2, Slice-1) and Resize-10, mapped onto the current forms."""
@@ -536,7 +559,7 @@ def main():
         out = args[0]
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        for make in (reduce_tests, reduce_family_tests, group_norm_tests, legacy_tests, split_tests, pad_tests, resize_tests, scatter_tests,
+        for make in (reduce_tests, reduce_family_tests, group_norm_tests, center_crop_pad_tests, legacy_tests, split_tests, pad_tests, resize_tests, scatter_tests,
                      pool_tests, cast_tests, bump_tests, function_tests):
             make(out)
     if models_dir:

@@ -302,7 +302,54 @@ static kiln_status_t kiln_run_cast_like(const kiln_op_run_args_t* args) {
   return kiln_op_find("Cast")->run(args);  // the output's dtype is the target
 }
 
+// CenterCropPad (opset 18): each listed axis cropped or zero-padded to its
+// target length around the centre (the extra element of an odd difference
+// at the end, as ONNX's reference): exactly a constant Pad with negative
+// pads for crops, which the node becomes.
+static kiln_status_t kiln_infer_center_crop_pad(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  int32_t rank = x->shape.rank;
+  int64_t dims[KILN_GRAPH_MAX_RANK], target[KILN_GRAPH_MAX_RANK];
+  memcpy(dims, x->shape.dims, sizeof(dims));
+  size_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_op_constant_ints(args, 1, target, KILN_GRAPH_MAX_RANK, &count));
+  const int64_t* axes = NULL;
+  size_t axes_count = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_ints(args->node, "axes", &axes, &axes_count));
+  int32_t normalized[KILN_GRAPH_MAX_RANK];
+  if (axes) {
+    if (axes_count > (size_t)rank) return kiln_op_invalid(args, "more axes than the rank");
+    KILN_RETURN_IF_ERROR(kiln_op_axes_list(args, axes, axes_count, rank, normalized));
+  } else {
+    axes_count = (size_t)rank;
+    for (int32_t d = 0; d < rank; ++d) normalized[d] = d;
+  }
+  if (count != axes_count) {
+    return kiln_op_invalid(args, "shape has %zu values for %zu axes", count, axes_count);
+  }
+  int64_t pads[2 * KILN_GRAPH_MAX_RANK] = {0};
+  for (size_t i = 0; i < axes_count; ++i) {
+    if (target[i] < 0) return kiln_op_invalid(args, "shape[%zu] is negative", i);
+    int64_t delta = target[i] - dims[normalized[i]];
+    int64_t begin = delta >= 0 ? delta / 2 : -((-delta) / 2);
+    pads[normalized[i]] = begin;
+    pads[normalized[i] + rank] = delta - begin;
+  }
+  KILN_RETURN_IF_ERROR(kiln_op_replace_input(args, 1, KILN_GRAPH_DTYPE_I64, pads,
+                                             2 * (size_t)rank));
+  kiln_op_drop_attr(args, "axes");
+  args->node->op_type = "Pad";
+  return kiln_op_find("Pad")->infer(args);
+}
+
+static kiln_status_t kiln_run_center_crop_pad(const kiln_op_run_args_t* args) {
+  return kiln_op_find("Pad")->run(args);  // the node became a Pad at inference
+}
+
 const kiln_op_def_t kiln_ops_versions[] = {
+    {"CenterCropPad", "axes", 2, 2, 1, 1, kiln_infer_center_crop_pad,
+     kiln_run_center_crop_pad, 18},
     {"CastLike", "saturate", 2, 2, 1, 1, kiln_infer_cast_like,
      kiln_run_cast_like, 15},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
