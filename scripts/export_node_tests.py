@@ -182,6 +182,34 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     write(out, name, [node], inputs, outputs, inits)
 
 
+def pool_nd(x, kernel, strides, pads, dilations, ceil, mode, include_pad=0):
+    """ONNX MaxPool/AveragePool over the spatial axes of NC... (float64)."""
+    import itertools
+    sp = x.ndim - 2
+    pb, pe = pads[:sp], pads[sp:]
+    outs = []
+    for a in range(sp):
+        span = (kernel[a] - 1) * dilations[a] + 1
+        num = x.shape[2 + a] + pb[a] + pe[a] - span
+        o = (-(-num // strides[a]) if ceil else num // strides[a]) + 1
+        if ceil and (o - 1) * strides[a] >= x.shape[2 + a] + pb[a]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for pos in itertools.product(*[range(o) for o in outs]):
+        vals, counted = [], 0
+        for off in itertools.product(*[range(k) for k in kernel]):
+            idx = [pos[a] * strides[a] - pb[a] + off[a] * dilations[a] for a in range(sp)]
+            inside = all(0 <= idx[a] < x.shape[2 + a] for a in range(sp))
+            padded = all(-pb[a] <= idx[a] < x.shape[2 + a] + pe[a] for a in range(sp))
+            counted += padded if include_pad else inside
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + tuple(idx)])
+        v = np.stack(vals)
+        y[(slice(None), slice(None)) + pos] = v.max(0) if mode == "max" else v.sum(0) / counted
+    return y.astype(np.float32)
+
+
 def f32(x):
     return np.asarray(x, dtype=np.float64).astype(np.float32)
 
@@ -422,6 +450,24 @@ def main():
           [("k", keep)])
 
     refused_forms(out)
+
+    # 3-D pools (two pool2d passes on the GPU): strides, pads, ceil_mode,
+    # dilations, both count modes.
+    x5 = rand(1, 2, 5, 6, 7).astype(np.float64)
+    for name, op, attrs, mode in (
+            ("maxpool3d_strided_padded_ceil_dilated", "MaxPool",
+             dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1],
+                  dilations=[1, 2, 1], ceil_mode=1), "max"),
+            ("averagepool3d_padded_exclude_pad", "AveragePool",
+             dict(kernel_shape=[3, 2, 3], strides=[1, 2, 2], pads=[1, 1, 1, 1, 0, 1]), "avg"),
+            ("averagepool3d_include_pad_ceil", "AveragePool",
+             dict(kernel_shape=[2, 2, 3], strides=[2, 2, 2], pads=[0, 1, 1, 1, 0, 1],
+                  count_include_pad=1, ceil_mode=1), "avg")):
+        dil = attrs.get("dilations", [1, 1, 1])
+        y = pool_nd(x5, attrs["kernel_shape"], attrs["strides"], attrs["pads"], dil,
+                    attrs.get("ceil_mode", 0), mode, attrs.get("count_include_pad", 0))
+        write(out, name, [helper.make_node(op, ["x"], ["y"], **attrs)],
+              [("x", x5.astype(np.float32))], [("y", y)])
 
     # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
     recurrent_test(out, "lstm_constant_weights", "LSTM")

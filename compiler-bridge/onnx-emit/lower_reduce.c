@@ -5,14 +5,83 @@
 #include "lower_rows.h"
 #include "window.h"
 
+// The pool2d dispatches of `p` from `in` to `out`: big windows run as
+// tiles, each combining into the output.
+static kiln_status_t kiln_lower_pool_dispatches(const kiln_lower_t* l, uint32_t op,
+                                                kiln_kernel_pool2d_params_t p,
+                                                const kiln_emit_range_t* in,
+                                                const kiln_emit_range_t* out) {
+  uint64_t outputs = (uint64_t)p.planes * p.out_height * p.out_width;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outputs));
+  KILN_RETURN_IF_ERROR(kiln_lower_window_tile(l, outputs, p.kernel_h, p.kernel_w, &p.tile_h,
+                                              &p.tile_w));
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_POOL2D, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR, .grid_count = outputs};
+  desc.bindings[0] = *in;
+  desc.bindings[1] = *out;
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_POOL_OP, op}};
+  desc.ops = ops;
+  desc.op_count = 1;
+  uint32_t step_h = p.tile_h ? p.tile_h : p.kernel_h, step_w = p.tile_w ? p.tile_w : p.kernel_w;
+  for (uint32_t h0 = 0; h0 < p.kernel_h; h0 += step_h) {
+    for (uint32_t w0 = 0; w0 < p.kernel_w; w0 += step_w) {
+      p.tile_h0 = h0;
+      p.tile_w0 = w0;
+      KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
+    }
+  }
+  return kiln_ok_status();
+}
+
+// 3-D (NCDHW) pools as two pool2d passes, exact because the window is a
+// box: max of per-slice maxima, and for the average the valid (or padded)
+// positions of a box are the product of per-axis counts, so the mean of
+// per-slice means is the box mean. (H, W) per depth slice into scratch,
+// then D over a [N*C, D, H'*W'] view (kernel kd x 1).
+static kiln_status_t kiln_lower_pool3d(const kiln_lower_t* l, uint32_t op) {
+  const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
+  const kiln_graph_shape_t* y = &kiln_lower_out(l, 0)->shape;
+  kiln_window_t w;
+  KILN_RETURN_IF_ERROR(kiln_window_resolve(l->node, 3, &x->dims[2], NULL, true,
+                                           op == KILN_POOL_MAX || l->graph->opset >= 19, &w));
+  int64_t include_pad = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(l->node, "count_include_pad", 0, &include_pad));
+  const uint64_t nc = (uint64_t)(x->dims[0] * x->dims[1]);
+  const uint64_t plane_out = (uint64_t)(y->dims[3] * y->dims[4]);
+  const uint64_t mid = nc * (uint64_t)x->dims[2] * plane_out;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, mid));
+  kiln_emit_range_t in, out, scratch;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, mid * sizeof(float), &scratch));
+  kiln_kernel_pool2d_params_t hw = {
+      (uint32_t)(nc * (uint64_t)x->dims[2]), (uint32_t)x->dims[3], (uint32_t)x->dims[4],
+      (uint32_t)y->dims[3], (uint32_t)y->dims[4], (uint32_t)w.kernel[1], (uint32_t)w.kernel[2],
+      (uint32_t)w.stride[1], (uint32_t)w.stride[2], (uint32_t)w.pad_begin[1],
+      (uint32_t)w.pad_begin[2], (uint32_t)w.pad_end[1], (uint32_t)w.pad_end[2],
+      (uint32_t)w.dilation[1], (uint32_t)w.dilation[2], (uint32_t)(include_pad != 0),
+      0, 0, 0, 0};
+  KILN_RETURN_IF_ERROR(kiln_lower_pool_dispatches(l, op, hw, &in, &scratch));
+  kiln_kernel_pool2d_params_t d = {
+      (uint32_t)nc, (uint32_t)x->dims[2], (uint32_t)plane_out, (uint32_t)y->dims[2],
+      (uint32_t)plane_out, (uint32_t)w.kernel[0], 1, (uint32_t)w.stride[0], 1,
+      (uint32_t)w.pad_begin[0], 0, (uint32_t)w.pad_end[0], 0, (uint32_t)w.dilation[0], 1,
+      (uint32_t)(include_pad != 0), 0, 0, 0, 0};
+  return kiln_lower_pool_dispatches(l, op, d, &scratch, &out);
+}
+
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
+  if (x->shape.rank == 5 && y->shape.rank == 5) return kiln_lower_pool3d(l, op);
   kiln_graph_shape_t x4, y4;
   if (!kiln_lower_shape_2d(&x->shape, &x4) || !kiln_lower_shape_2d(&y->shape, &y4)) {
-    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) pooling is supported");
+    return kiln_lower_refuse(l, "only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) pooling is "
+                             "supported");
   }
-  if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
   kiln_window_t w;
   KILN_RETURN_IF_ERROR(
       kiln_lower_window_2d(l, &x->shape, NULL, false, true,
@@ -28,27 +97,10 @@ kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
       (uint32_t)w.stride[1], (uint32_t)w.pad_begin[0], (uint32_t)w.pad_begin[1],
       (uint32_t)w.pad_end[0], (uint32_t)w.pad_end[1], (uint32_t)w.dilation[0],
       (uint32_t)w.dilation[1], (uint32_t)(include_pad != 0), 0, 0, 0, 0};
-  // Big windows run as tiles, each combining into the output.
-  KILN_RETURN_IF_ERROR(kiln_lower_window_tile(l, kiln_lower_count(&y->shape), p.kernel_h,
-                                              p.kernel_w, &p.tile_h, &p.tile_w));
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_POOL2D, .push = &p,
-                                    .binding_count = 2, .written_mask = 2u,
-                                    .grid = KILN_EMIT_GRID_LINEAR,
-                                    .grid_count = kiln_lower_count(&y->shape)};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_POOL_OP, op}};
-  desc.ops = ops;
-  desc.op_count = 1;
-  uint32_t step_h = p.tile_h ? p.tile_h : p.kernel_h, step_w = p.tile_w ? p.tile_w : p.kernel_w;
-  for (uint32_t h0 = 0; h0 < p.kernel_h; h0 += step_h) {
-    for (uint32_t w0 = 0; w0 < p.kernel_w; w0 += step_w) {
-      p.tile_h0 = h0;
-      p.tile_w0 = w0;
-      KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
-    }
-  }
-  return kiln_ok_status();
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_pool_dispatches(l, op, p, &in, &out);
 }
 
 // One reduce dispatch of `op` over the [outer, size, inner] view of `in`,
