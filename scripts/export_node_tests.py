@@ -210,6 +210,28 @@ def pool_nd(x, kernel, strides, pads, dilations, ceil, mode, include_pad=0):
     return y.astype(np.float32)
 
 
+def conv3d(x, w, b, strides, pads, dilations, group):
+    """ONNX Conv over NCDHW in float64 (explicit pads: begin then end)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((pads[a], pads[a + 3]) for a in range(3)))
+    span = [(w.shape[2 + a] - 1) * dilations[a] + 1 for a in range(3)]
+    outs = [(xp.shape[2 + a] - span[a]) // strides[a] + 1 for a in range(3)]
+    y = np.zeros((n, m) + tuple(outs))
+    for o in range(m):
+        g = o // (m // group)
+        for od in range(outs[0]):
+            for oh in range(outs[1]):
+                for ow in range(outs[2]):
+                    d0, h0, w0 = od * strides[0], oh * strides[1], ow * strides[2]
+                    win = xp[:, g * cg:(g + 1) * cg,
+                             d0:d0 + span[0]:dilations[0], h0:h0 + span[1]:dilations[1],
+                             w0:w0 + span[2]:dilations[2]]
+                    y[:, o, od, oh, ow] = (win * w[o]).sum(axis=(1, 2, 3, 4)) + b[o]
+    return y.astype(np.float32)
+
+
 def f32(x):
     return np.asarray(x, dtype=np.float64).astype(np.float32)
 
@@ -450,6 +472,23 @@ def main():
           [("k", keep)])
 
     refused_forms(out)
+
+    # 3-D convolutions (pad along D, taps as channels, a 2-D conv, a
+    # transpose): stride, dilation, groups, asymmetric padding, fused Relu.
+    x5c = rand(2, 4, 5, 6, 5)
+    w5 = rand(6, 2, 3, 2, 3) * 0.5
+    b5 = rand(6)
+    attrs = dict(strides=[2, 1, 2], pads=[1, 0, 1, 2, 1, 0], dilations=[1, 2, 1], group=2)
+    write(out, "conv3d_strided_dilated_grouped_padded",
+          [helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)], [("x", x5c)],
+          [("y", conv3d(x5c, w5, b5, attrs["strides"], attrs["pads"], attrs["dilations"], 2))],
+          [("w", w5), ("b", b5)])
+    w5d = rand(4, 1, 2, 3, 3) * 0.5
+    conv = conv3d(x5c, w5d, np.zeros(4), [1, 1, 1], [0, 1, 1, 1, 1, 1], [1, 1, 1], 4)
+    write(out, "conv3d_depthwise_relu",
+          [helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 1, 1, 1, 1, 1], group=4),
+           helper.make_node("Relu", ["c"], ["y"])], [("x", x5c)],
+          [("y", np.maximum(conv, 0))], [("w", w5d)])
 
     # 3-D pools (two pool2d passes on the GPU): strides, pads, ceil_mode,
     # dilations, both count modes.
