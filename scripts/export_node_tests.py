@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 RNG = np.random.default_rng(7)
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
+          np.dtype(np.int32): TensorProto.INT32,
           np.dtype(np.bool_): TensorProto.BOOL}
 
 
@@ -75,7 +76,7 @@ ACTIVATIONS = {"Sigmoid": sigmoid, "Tanh": np.tanh, "Relu": lambda v: np.maximum
 
 
 def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=0.0,
-              input_forget=0, acts=None):
+              input_forget=0, acts=None, peep=None):
     """numpy LSTM (iofc) / GRU (zrh) / RNN following the ONNX operator spec.
     Past a row's length Y is zero and the state stays; a backwards row starts
     at its last valid step."""
@@ -106,10 +107,14 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
             gx = xt @ w[d].T + wb
             if kind == "LSTM":
                 g = gx + h @ r[d].T + rb
-                i, o, f, cc = np.split(cl(g), 4, axis=1)
-                fg = 1 - fa(i) if input_forget else fa(f)
-                c_new = fg * c + fa(i) * ga(cc)
-                h_new = fa(o) * ha(c_new)
+                gi, go, gf, gc = np.split(g, 4, axis=1)
+                # Peepholes P[iof]: i and f see c_{t-1}, o sees c_t.
+                pi, po, pf = (np.zeros(hidden),) * 3 if peep is None else \
+                    np.split(peep[d].astype(np.float64), 3)
+                i = fa(cl(gi + pi * c))
+                fg = 1 - i if input_forget else fa(cl(gf + pf * c))
+                c_new = fg * c + i * ga(cl(gc))
+                h_new = fa(cl(go + po * c_new)) * ha(c_new)
             elif kind == "GRU":
                 H = hidden
                 z = fa(cl(gx[:, :H] + h @ r[d, :H].T + rb[:H]))
@@ -135,7 +140,8 @@ def recurrent(kind, x, w, r, b, h0, c0, direction, layout, lbr, lens=None, clip=
 
 def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtime_h0=False,
                    seq=5, batch=2, size=3, hidden=4, lens=None, clip=0.0, input_forget=0,
-                   c0=False, scale=0.5, acts=None):
+                   c0=False, scale=0.5, acts=None, peep=False, runtime_peep=False,
+                   lens_dtype=None):
     gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[kind]
     dirs = 2 if direction == "bidirectional" else 1
     x = rand(batch, seq, size) if layout else rand(seq, batch, size)
@@ -144,8 +150,9 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     b = rand(dirs, 2 * gates * hidden) * 0.3
     h0 = rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)
     c0v = (rand(batch, dirs, hidden) if layout else rand(dirs, batch, hidden)) if c0 else None
+    p = rand(dirs, 3 * hidden) * 0.5 if peep else None
     y, yh, yc = recurrent(kind, x, w, r, b, h0, c0v, direction, layout, lbr, lens, clip,
-                          input_forget, acts)
+                          input_forget, acts, p)
     attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
     if kind == "GRU":
         attrs["linear_before_reset"] = lbr
@@ -161,13 +168,68 @@ def recurrent_test(out, name, kind, direction="forward", layout=0, lbr=0, runtim
     (inputs if runtime_h0 else inits).append(("h0", h0))
     names = ["x", "w", "r", "b", "", "h0"]
     if lens is not None:
-        inits.append(("lens", np.asarray(lens, np.int32)))
+        # lens_dtype: a run-time graph input of that dtype (else a constant).
+        (inputs if lens_dtype else inits).append(("lens", np.asarray(lens, lens_dtype or np.int32)))
         names[4] = "lens"
-    if c0:
-        inits.append(("c0", c0v))
-        names.append("c0")
+    if c0 or peep:
+        if c0:
+            inits.append(("c0", c0v))
+        names.append("c0" if c0 else "")
+    if peep:
+        (inputs if runtime_peep else inits).append(("p", p))
+        names.append("p")
     node = helper.make_node(kind, names, [n for n, _ in outputs], **attrs)
     write(out, name, [node], inputs, outputs, inits)
+
+
+def pool_nd(x, kernel, strides, pads, dilations, ceil, mode, include_pad=0):
+    """ONNX MaxPool/AveragePool over the spatial axes of NC... (float64)."""
+    import itertools
+    sp = x.ndim - 2
+    pb, pe = pads[:sp], pads[sp:]
+    outs = []
+    for a in range(sp):
+        span = (kernel[a] - 1) * dilations[a] + 1
+        num = x.shape[2 + a] + pb[a] + pe[a] - span
+        o = (-(-num // strides[a]) if ceil else num // strides[a]) + 1
+        if ceil and (o - 1) * strides[a] >= x.shape[2 + a] + pb[a]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for pos in itertools.product(*[range(o) for o in outs]):
+        vals, counted = [], 0
+        for off in itertools.product(*[range(k) for k in kernel]):
+            idx = [pos[a] * strides[a] - pb[a] + off[a] * dilations[a] for a in range(sp)]
+            inside = all(0 <= idx[a] < x.shape[2 + a] for a in range(sp))
+            padded = all(-pb[a] <= idx[a] < x.shape[2 + a] + pe[a] for a in range(sp))
+            counted += padded if include_pad else inside
+            if inside:
+                vals.append(x[(slice(None), slice(None)) + tuple(idx)])
+        v = np.stack(vals)
+        y[(slice(None), slice(None)) + pos] = v.max(0) if mode == "max" else v.sum(0) / counted
+    return y.astype(np.float32)
+
+
+def conv3d(x, w, b, strides, pads, dilations, group):
+    """ONNX Conv over NCDHW in float64 (explicit pads: begin then end)."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (0, 0)) + tuple((pads[a], pads[a + 3]) for a in range(3)))
+    span = [(w.shape[2 + a] - 1) * dilations[a] + 1 for a in range(3)]
+    outs = [(xp.shape[2 + a] - span[a]) // strides[a] + 1 for a in range(3)]
+    y = np.zeros((n, m) + tuple(outs))
+    for o in range(m):
+        g = o // (m // group)
+        for od in range(outs[0]):
+            for oh in range(outs[1]):
+                for ow in range(outs[2]):
+                    d0, h0, w0 = od * strides[0], oh * strides[1], ow * strides[2]
+                    win = xp[:, g * cg:(g + 1) * cg,
+                             d0:d0 + span[0]:dilations[0], h0:h0 + span[1]:dilations[1],
+                             w0:w0 + span[2]:dilations[2]]
+                    y[:, o, od, oh, ow] = (win * w[o]).sum(axis=(1, 2, 3, 4)) + b[o]
+    return y.astype(np.float32)
 
 
 def f32(x):
@@ -411,6 +473,41 @@ def main():
 
     refused_forms(out)
 
+    # 3-D convolutions (pad along D, taps as channels, a 2-D conv, a
+    # transpose): stride, dilation, groups, asymmetric padding, fused Relu.
+    x5c = rand(2, 4, 5, 6, 5)
+    w5 = rand(6, 2, 3, 2, 3) * 0.5
+    b5 = rand(6)
+    attrs = dict(strides=[2, 1, 2], pads=[1, 0, 1, 2, 1, 0], dilations=[1, 2, 1], group=2)
+    write(out, "conv3d_strided_dilated_grouped_padded",
+          [helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs)], [("x", x5c)],
+          [("y", conv3d(x5c, w5, b5, attrs["strides"], attrs["pads"], attrs["dilations"], 2))],
+          [("w", w5), ("b", b5)])
+    w5d = rand(4, 1, 2, 3, 3) * 0.5
+    conv = conv3d(x5c, w5d, np.zeros(4), [1, 1, 1], [0, 1, 1, 1, 1, 1], [1, 1, 1], 4)
+    write(out, "conv3d_depthwise_relu",
+          [helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 1, 1, 1, 1, 1], group=4),
+           helper.make_node("Relu", ["c"], ["y"])], [("x", x5c)],
+          [("y", np.maximum(conv, 0))], [("w", w5d)])
+
+    # 3-D pools (two pool2d passes on the GPU): strides, pads, ceil_mode,
+    # dilations, both count modes.
+    x5 = rand(1, 2, 5, 6, 7).astype(np.float64)
+    for name, op, attrs, mode in (
+            ("maxpool3d_strided_padded_ceil_dilated", "MaxPool",
+             dict(kernel_shape=[2, 3, 2], strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1],
+                  dilations=[1, 2, 1], ceil_mode=1), "max"),
+            ("averagepool3d_padded_exclude_pad", "AveragePool",
+             dict(kernel_shape=[3, 2, 3], strides=[1, 2, 2], pads=[1, 1, 1, 1, 0, 1]), "avg"),
+            ("averagepool3d_include_pad_ceil", "AveragePool",
+             dict(kernel_shape=[2, 2, 3], strides=[2, 2, 2], pads=[0, 1, 1, 1, 0, 1],
+                  count_include_pad=1, ceil_mode=1), "avg")):
+        dil = attrs.get("dilations", [1, 1, 1])
+        y = pool_nd(x5, attrs["kernel_shape"], attrs["strides"], attrs["pads"], dil,
+                    attrs.get("ceil_mode", 0), mode, attrs.get("count_include_pad", 0))
+        write(out, name, [helper.make_node(op, ["x"], ["y"], **attrs)],
+              [("x", x5.astype(np.float32))], [("y", y)])
+
     # Constant weights: the GPU path unrolls these (pass_unroll_rnn.c).
     recurrent_test(out, "lstm_constant_weights", "LSTM")
     recurrent_test(out, "lstm_bidirectional_batch_first", "LSTM", "bidirectional", layout=1,
@@ -432,6 +529,21 @@ def main():
     recurrent_test(out, "rnn_relu_bidirectional", "RNN", "bidirectional", acts=["Relu"])
     recurrent_test(out, "lstm_activations", "LSTM", acts=["Sigmoid", "Relu", "Tanh"], c0=True)
     recurrent_test(out, "gru_activations_reset_first", "GRU", lbr=0, acts=["Sigmoid", "Relu"])
+    # Peepholes (P): constant, at run time, with lengths, clip and a split loop.
+    recurrent_test(out, "lstm_peepholes", "LSTM", c0=True, peep=True)
+    recurrent_test(out, "lstm_peepholes_runtime_bidirectional", "LSTM", "bidirectional",
+                   peep=True, runtime_peep=True, c0=True)
+    recurrent_test(out, "lstm_peepholes_lens_clip_input_forget", "LSTM", "reverse", layout=1,
+                   lens=[5, 2, 4], batch=3, clip=0.6, input_forget=1, peep=True)
+    recurrent_test(out, "lstm_peepholes_long_chunked", "LSTM", seq=300, batch=1, size=8,
+                   hidden=96, scale=0.12, peep=True)
+    # Run-time sequence_lens (int32 and int64 graph inputs).
+    recurrent_test(out, "lstm_runtime_lens_bidirectional", "LSTM", "bidirectional",
+                   lens=[5, 3, 0], batch=3, c0=True, lens_dtype=np.int32)
+    recurrent_test(out, "gru_runtime_lens_int64_reverse", "GRU", "reverse", layout=1,
+                   lens=[2, 5], lbr=1, lens_dtype=np.int64)
+    recurrent_test(out, "rnn_runtime_lens_long", "RNN", "forward", seq=900, batch=2, size=4,
+                   hidden=32, scale=0.1, lens=[900, 417], lens_dtype=np.int32)
     recurrent_test(out, "lstm_long_chunked", "LSTM", "bidirectional", seq=500, batch=1, size=8,
                    hidden=128, scale=0.12)
     recurrent_test(out, "gru_long_chunked_reset_first", "GRU", "reverse", seq=600, batch=1,

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 RNG = np.random.default_rng(18)
 DTYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64,
           np.dtype(np.int32): TensorProto.INT32, np.dtype(np.bool_): TensorProto.BOOL}
-IR_VERSION = {18: 8, 19: 9, 20: 9, 21: 10, 22: 10}
+IR_VERSION = {6: 3, 9: 4, 10: 5, 18: 8, 19: 9, 20: 9, 21: 10, 22: 10}
 
 
 def rand(*shape):
@@ -145,6 +145,149 @@ def reduce_tests(out):
     write(out, "refused_opset18_reducemean_axes_attribute",
           [node("ReduceMean", ["x"], ["y"], axes=[1])], [("x", x)],
           [("y", f32(np.mean(x64, axis=1, keepdims=True)))])
+
+
+def reduce_family_tests(out):
+    """ReduceL1/L2/LogSum/LogSumExp/SumSquare (issue 13), axes as input."""
+    x = rand(2, 3, 4)
+    x64 = x.astype(np.float64)
+    pos = np.abs(x) + 0.1
+
+    def lse(a, axis, keep):
+        m = np.max(a, axis=axis, keepdims=True)
+        y = m + np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True))
+        return y if keep else np.squeeze(y, axis=axis)
+    cases = [
+        ("ReduceL1", x, lambda a, ax, k: np.sum(np.abs(a), axis=ax, keepdims=k), [1], 1),
+        ("ReduceL2", x, lambda a, ax, k: np.sqrt(np.sum(a * a, axis=ax, keepdims=k)), [-1], 0),
+        ("ReduceSumSquare", x, lambda a, ax, k: np.sum(a * a, axis=ax, keepdims=k), [0, 1], 1),
+        ("ReduceLogSum", pos, lambda a, ax, k: np.log(np.sum(a, axis=ax, keepdims=k)), [2], 0),
+        # Values near 150: exp overflows float32 unless shifted by the max.
+        ("ReduceLogSumExp", x * 50, lse, [1], 1),
+    ]
+    for op, a, fn, axes, keep in cases:
+        y = f32(fn(a.astype(np.float64), tuple(axes), bool(keep)))
+        write(out, "opset18_%s_axes_input" % op.lower(),
+              [node(op, ["x", "axes"], ["y"], keepdims=keep)], [("x", a)], [("y", y)],
+              [("axes", ints(*axes))])
+    # Non-adjacent axes (one reduction per run) and all axes.
+    write(out, "opset18_reducel2_split_axes", [node("ReduceL2", ["x", "axes"], ["y"], keepdims=0)],
+          [("x", x)], [("y", f32(np.sqrt(np.sum(x64 * x64, axis=(0, 2)))))], [("axes", ints(0, 2))])
+    write(out, "opset18_reducelogsumexp_all", [node("ReduceLogSumExp", ["x"], ["y"], keepdims=0)],
+          [("x", x * 50)], [("y", f32(lse(x64 * 50, None, False)))])
+    write(out, "opset18_reducelogsum_split_axes", [node("ReduceLogSum", ["x", "axes"], ["y"])],
+          [("x", pos)], [("y", f32(np.log(np.sum(pos.astype(np.float64), axis=(0, 2),
+                                                 keepdims=True))))], [("axes", ints(0, 2))])
+    write(out, "refused_opset18_reducel1_noop_empty_axes",
+          [node("ReduceL1", ["x"], ["y"], noop_with_empty_axes=1)], [("x", x)], [("y", x)])
+    xm = rand(3, 5) * 4
+    xm64 = xm.astype(np.float64)
+    write(out, "opset18_mish", [node("Mish", ["x"], ["y"])], [("x", xm)],
+          [("y", f32(xm64 * np.tanh(np.log1p(np.exp(xm64)))))])
+
+
+def group_norm_tests(out):
+    """GroupNormalization: scale/bias per group (opset 18) or per channel (21)."""
+    def group_norm(x, groups, scale, bias, eps, per_channel):
+        n, c = x.shape[:2]
+        xr = x.astype(np.float64).reshape(n, groups, -1)
+        y = (xr - xr.mean(-1, keepdims=True)) / np.sqrt(xr.var(-1, keepdims=True) + eps)
+        y = y.reshape(x.shape)
+        s, b = (scale, bias) if per_channel else (np.repeat(scale, c // groups),
+                                                  np.repeat(bias, c // groups))
+        shape = (1, c) + (1,) * (x.ndim - 2)
+        return f32(y * s.astype(np.float64).reshape(shape) + b.astype(np.float64).reshape(shape))
+    for name, shape, groups, opset in (("opset18_groupnorm", (2, 4, 3, 3), 2, 18),
+                                       ("opset21_groupnorm_one_group", (2, 6, 5), 1, 21),
+                                       ("opset21_groupnorm_groups_equal_channels",
+                                        (1, 4, 2, 3, 2), 4, 21),
+                                       ("opset21_groupnorm_two_groups", (2, 6, 4, 4), 2, 21)):
+        x = rand(*shape) * 2 + 0.5
+        count = shape[1] if opset >= 21 else groups
+        scale, bias = rand(count), rand(count)
+        write(out, name, [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=groups,
+                               epsilon=1e-3)],
+              [("x", x)], [("y", group_norm(x, groups, scale, bias, 1e-3, opset >= 21))],
+              [("s", scale), ("b", bias)], opset=opset)
+    x = rand(1, 6, 4)
+    write(out, "refused_opset21_groupnorm_not_dividing",
+          [node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=4)], [("x", x)],
+          [("y", x)], [("s", rand(6)), ("b", rand(6))], opset=21)
+
+
+def center_crop_pad_tests(out):
+    """CenterCropPad-18: crop or zero-pad around the centre."""
+    def reference(x, shape, axes):
+        y = x
+        for a, target in zip(axes, shape):
+            dim = y.shape[a]
+            if target < dim:
+                start = (dim - target) // 2
+                y = np.take(y, np.arange(start, start + target), axis=a)
+            elif target > dim:
+                before = (target - dim) // 2
+                widths = [(0, 0)] * y.ndim
+                widths[a] = (before, target - dim - before)
+                y = np.pad(y, widths)
+        return y
+    x = rand(3, 7, 6)
+    write(out, "opset18_centercroppad_crop_and_pad", [node("CenterCropPad", ["x", "s"], ["y"])],
+          [("x", x)], [("y", reference(x, [3, 4, 9], [0, 1, 2]))], [("s", ints(3, 4, 9))])
+    write(out, "opset18_centercroppad_axes", [node("CenterCropPad", ["x", "s"], ["y"],
+                                                   axes=[-1, 1])],
+          [("x", x)], [("y", reference(x, [3, 10], [2, 1]))], [("s", ints(3, 10))])
+
+
+def legacy_tests(out):
+    """Op versions before opset 11 whose attributes became inputs (Clip-6,
+    Pad-2, Slice-1) and Resize-10, mapped onto the current forms."""
+    x = rand(3, 4) * 3
+    x64 = x.astype(np.float64)
+    write(out, "opset6_clip_attributes", [node("Clip", ["x"], ["y"], min=-1.0, max=1.5)],
+          [("x", x)], [("y", f32(np.clip(x64, -1.0, 1.5)))], opset=6)
+    write(out, "opset6_clip_min_only", [node("Clip", ["x"], ["y"], min=0.25)],
+          [("x", x)], [("y", f32(np.maximum(x64, 0.25)))], opset=6)
+    x4 = rand(1, 2, 3, 4)
+    write(out, "opset9_pad_constant_value",
+          [node("Pad", ["x"], ["y"], pads=[0, 0, 1, 2, 0, 1, 0, 1], value=1.5)],
+          [("x", x4)], [("y", np.pad(x4, ((0, 0), (0, 1), (1, 0), (2, 1)), constant_values=1.5))],
+          opset=9)
+    write(out, "opset9_pad_reflect",
+          [node("Pad", ["x"], ["y"], mode="reflect", pads=[0, 0, 2, 1, 0, 0, 1, 3])],
+          [("x", x4)], [("y", np.pad(x4, ((0, 0), (0, 0), (2, 1), (1, 3)), mode="reflect"))],
+          opset=9)
+    x3 = rand(3, 4, 5)
+    write(out, "opset9_slice_axes", [node("Slice", ["x"], ["y"], starts=[1, 0], ends=[3, -1],
+                                           axes=[0, 2])],
+          [("x", x3)], [("y", x3[1:3, :, 0:-1])], opset=9)
+    write(out, "opset9_slice_no_axes", [node("Slice", ["x"], ["y"], starts=[0, 1], ends=[2, 1000])],
+          [("x", x3)], [("y", x3[0:2, 1:])], opset=9)
+    xr = rand(1, 2, 3, 4)
+    xr64 = xr.astype(np.float64)
+    y = resize_nearest_axis(resize_nearest_axis(xr64, 2, 6, 2.0), 3, 12, 3.0)
+    write(out, "opset10_resize_nearest", [node("Resize", ["x", "scales"], ["y"], mode="nearest")],
+          [("x", xr)], [("y", f32(y))], [("scales", np.array([1, 1, 2, 3], np.float32))], opset=10)
+
+    def linear_asymmetric(a, axis, out_size, scale):
+        n = a.shape[axis]
+        p = np.clip(np.arange(out_size) / scale, 0, n - 1)
+        lo = np.floor(p).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        shape = [1] * a.ndim
+        shape[axis] = out_size
+        w = (p - lo).reshape(shape)
+        return np.take(a, lo, axis=axis) * (1 - w) + np.take(a, hi, axis=axis) * w
+    y = linear_asymmetric(linear_asymmetric(xr64, 2, 6, 2.0), 3, 10, 2.5)
+    write(out, "opset10_resize_linear", [node("Resize", ["x", "scales"], ["y"], mode="linear")],
+          [("x", xr)], [("y", f32(y))], [("scales", np.array([1, 1, 2, 2.5], np.float32))],
+          opset=10)
+    write(out, "refused_opset10_resize_downsample",
+          [node("Resize", ["x", "scales"], ["y"], mode="nearest")],
+          [("x", xr)], [("y", xr[:, :, :1, :2])], [("scales", np.array([1, 1, 0.5, 0.5], np.float32))],
+          opset=10)
+    # The attributes are inputs from opset 11 on.
+    write(out, "refused_opset18_clip_attributes", [node("Clip", ["x"], ["y"], min=-1.0, max=1.5)],
+          [("x", x)], [("y", f32(np.clip(x64, -1.0, 1.5)))], opset=18)
 
 
 def split_tests(out):
@@ -416,7 +559,7 @@ def main():
         out = args[0]
         shutil.rmtree(out, ignore_errors=True)
         os.makedirs(out)
-        for make in (reduce_tests, split_tests, pad_tests, resize_tests, scatter_tests,
+        for make in (reduce_tests, reduce_family_tests, group_norm_tests, center_crop_pad_tests, legacy_tests, split_tests, pad_tests, resize_tests, scatter_tests,
                      pool_tests, cast_tests, bump_tests, function_tests):
             make(out)
     if models_dir:

@@ -685,3 +685,17 @@ kiln_status_t kiln_kernel_params_resize(const int64_t* dims, size_t rank,
   out_params->scale_w = scale_w > 0 ? scale_w : (float)out_w / (float)dims[3];
   return kiln_ok_status();
 }
+
+uint32_t kiln_kernel_reduce_step_op(uint32_t op, bool first, bool last, bool stage_last) {
+  switch (op) {
+    case KILN_REDUCE_MEAN: return stage_last ? op : KILN_REDUCE_SUM;
+    case KILN_REDUCE_SUM_ABS:
+    case KILN_REDUCE_SUM_SQUARE: return first ? op : KILN_REDUCE_SUM;
+    case KILN_REDUCE_L2:
+      return first ? (last ? op : KILN_REDUCE_SUM_SQUARE)
+                   : (last ? KILN_REDUCE_SQRT_SUM : KILN_REDUCE_SUM);
+    case KILN_REDUCE_SQRT_SUM:
+    case KILN_REDUCE_LOG_SUM: return last ? op : KILN_REDUCE_SUM;
+    default: return op;
+  }
+}

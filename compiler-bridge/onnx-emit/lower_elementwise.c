@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lower_util.h"
+#include "ops.h"
 
 // Right-aligns `shape` to rank 6 and gives its broadcast strides against
 // `out` (0 where the operand's dim is 1 and the output's is not).
@@ -104,21 +105,13 @@ kiln_status_t kiln_lower_unary(const kiln_lower_t* l) {
     }
   }
   float alpha = 0.0f, beta = 0.0f;
-  if (strcmp(op, "LeakyRelu") == 0) {
-    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "alpha", 0.01f, &alpha));
-  } else if (strcmp(op, "Elu") == 0) {
-    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "alpha", 1.0f, &alpha));
-  } else if (strcmp(op, "HardSigmoid") == 0) {
-    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "alpha", 0.2f, &alpha));
-    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "beta", 0.5f, &beta));
-  } else if (strcmp(op, "Clip") == 0) {
+  if (strcmp(op, "Clip") == 0) {
     KILN_RETURN_IF_ERROR(kiln_lower_const_scalar(l, 1, -FLT_MAX, &alpha));
     KILN_RETURN_IF_ERROR(kiln_lower_const_scalar(l, 2, FLT_MAX, &beta));
-  } else if (strcmp(op, "Gelu") == 0) {
-    const char* approximate = NULL;
-    KILN_RETURN_IF_ERROR(
-        kiln_graph_node_attr_string(l->node, "approximate", "none", &approximate));
-    if (strcmp(approximate, "none") != 0) alpha = 1.0f;
+  } else {
+    // The same attributes (and defaults) as the reference and the epilogues.
+    KILN_RETURN_IF_ERROR(kiln_activation_attrs(l->node, kiln_activation_from_name(op),
+                                               &alpha, &beta));
   }
   uint32_t code = 0;
   KILN_RETURN_IF_ERROR(kiln_lower_activation(l, op, alpha, beta, &code, &alpha, &beta));

@@ -94,10 +94,17 @@ kiln_status_t kiln_lower_cast(const kiln_lower_t* l) {
     }
     return kiln_lower_host_bool_to_float(l);
   }
-  kiln_emit_range_t in, out;
-  uint32_t words = 1;
-  KILN_RETURN_IF_ERROR(kiln_lower_int_range(l, l->node->inputs[0], &in, &words));
+  kiln_emit_range_t out;
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_cast_int(l, l->node->inputs[0], &out);
+}
+
+kiln_status_t kiln_lower_cast_int(const kiln_lower_t* l, int32_t value_id,
+                                  const kiln_emit_range_t* out_range) {
+  const kiln_graph_value_t* x = &l->graph->values[value_id];
+  kiln_emit_range_t in, out = *out_range;
+  uint32_t words = 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_int_range(l, value_id, &in, &words));
   kiln_kernel_copy_params_t p = {(uint32_t)kiln_lower_count(&x->shape)};
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CAST_INT_WORDS, words}};
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_CAST_INT_TO_F32, .ops = ops,

@@ -149,16 +149,143 @@ static kiln_status_t kiln_lower_quantized_or_bind_b(const kiln_lower_t* l,
     if (*out_done) return kiln_ok_status();
   }
   return kiln_lower_in_range(l, 1, &desc->bindings[1]);
+static uint64_t kiln_conv3d_align(uint64_t bytes) {
+  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+}
+
+// 3-D (NCDHW) convolution on the 2-D kernels: x zero-padded along D (pad
+// kernel), the kd depth taps of every output depth gathered as channels
+// ([N, D', C, kd, H, W] = [N * D', C * kd, H, W], one strided copy: W's
+// [M, C / g, kd, kh, kw] is already [M, C / g * kd, kh, kw]), a grouped 2-D
+// conv with bias over the N * D' images, then [N, D', M, .] -> [N, M, D', .]
+// into the output; a fused residual and activation follow as in-place
+// binary / unary dispatches (residual first, as the kernels do).
+static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_epilogue_t* e) {
+  const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
+  const kiln_graph_shape_t* w = &kiln_lower_in(l, 1)->shape;
+  const kiln_graph_shape_t* y = &kiln_lower_out(l, 0)->shape;
+  kiln_window_t win;
+  KILN_RETURN_IF_ERROR(
+      kiln_window_resolve(l->node, 3, &x->dims[2], &w->dims[2], false, true, &win));
+  int64_t group = 1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "group", 1, &group));
+  const uint64_t N = (uint64_t)x->dims[0], C = (uint64_t)x->dims[1], D = (uint64_t)x->dims[2];
+  const uint64_t H = (uint64_t)x->dims[3], W = (uint64_t)x->dims[4], M = (uint64_t)y->dims[1];
+  const uint64_t OD = (uint64_t)y->dims[2], OHW = (uint64_t)(y->dims[3] * y->dims[4]);
+  const uint64_t KD = (uint64_t)win.kernel[0];
+  const uint64_t DP = D + (uint64_t)win.pad_begin[0] + (uint64_t)win.pad_end[0];
+  const uint64_t padded = N * C * DP * H * W, cols = N * OD * C * KD * H * W;
+  const uint64_t conv_out = N * OD * M * OHW;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, padded));
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, cols));
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, conv_out));
+  const uint64_t cols_at = kiln_conv3d_align(padded * sizeof(float));
+  const uint64_t out_at = cols_at + kiln_conv3d_align(cols * sizeof(float));
+  kiln_emit_range_t scratch, in, weights, out;
+  KILN_RETURN_IF_ERROR(
+      kiln_emit_scratch(l->program, out_at + conv_out * sizeof(float), &scratch));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &weights));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  kiln_emit_range_t xp = scratch, xcol = scratch, ycol = scratch;
+  xp.length = padded * sizeof(float);
+  xcol.offset += cols_at;
+  xcol.length = cols * sizeof(float);
+  ycol.offset += out_at;
+  ycol.length = conv_out * sizeof(float);
+  // Zero pads along D over the [N * C, D, H * W] view.
+  kiln_kernel_pad_params_t pad;
+  memset(&pad, 0, sizeof(pad));
+  pad.count = (uint32_t)padded;
+  const uint32_t view_in[3] = {(uint32_t)(N * C), (uint32_t)D, (uint32_t)(H * W)};
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    int32_t v = d - (KILN_KERNEL_MAX_RANK - 3);
+    pad.in_shape[d] = pad.out_shape[d] = v < 0 ? 1 : view_in[v];
+  }
+  pad.out_shape[KILN_KERNEL_MAX_RANK - 2] = (uint32_t)DP;
+  pad.pad_begin[KILN_KERNEL_MAX_RANK - 2] = (int32_t)win.pad_begin[0];
+  kiln_kernel_spec_value_t pad_ops[] = {{KILN_SPEC_PAD_MODE, KILN_PAD_CONSTANT}};
+  kiln_emit_dispatch_desc_t pad_desc = {.kernel = KILN_KERNEL_PAD, .push = &pad,
+                                        .ops = pad_ops, .op_count = 1, .binding_count = 2,
+                                        .bindings = {in, xp}, .written_mask = 2u,
+                                        .grid = KILN_EMIT_GRID_LINEAR, .grid_count = pad.count};
+  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &pad_desc));
+  // Taps as channels: cols[n][od][c][j][h][w] = xp[n][c][od * sd + j * dd][h][w].
+  const int64_t hw = (int64_t)(H * W);
+  kiln_graph_shape_t gather = {6, {(int64_t)N, (int64_t)OD, (int64_t)C, (int64_t)KD,
+                                   (int64_t)H, (int64_t)W}};
+  const int64_t gather_in[6] = {(int64_t)(C * DP) * hw, win.stride[0] * hw, (int64_t)DP * hw,
+                                win.dilation[0] * hw, (int64_t)W, 1};
+  const int64_t gather_out[6] = {(int64_t)(OD * C * KD) * hw, (int64_t)(C * KD) * hw,
+                                 (int64_t)KD * hw, hw, (int64_t)W, 1};
+  KILN_RETURN_IF_ERROR(
+      kiln_lower_strided_copy(l, &xp, &xcol, &gather, gather_in, gather_out, 0, 0));
+  const uint32_t CK = (uint32_t)(C * KD);
+  const bool depthwise = group > 1 && (uint64_t)group == CK && (uint64_t)group == M;
+  kiln_kernel_conv2d_params_t p = {
+      .batch = (uint32_t)(N * OD), .in_channels = CK, .in_height = (uint32_t)H,
+      .in_width = (uint32_t)W, .out_channels = (uint32_t)M,
+      .out_height = (uint32_t)y->dims[3], .out_width = (uint32_t)y->dims[4],
+      .groups = (uint32_t)group, .kernel_h = (uint32_t)win.kernel[1],
+      .kernel_w = (uint32_t)win.kernel[2], .stride_h = (uint32_t)win.stride[1],
+      .stride_w = (uint32_t)win.stride[2], .pad_top = (uint32_t)win.pad_begin[1],
+      .pad_left = (uint32_t)win.pad_begin[2], .dilation_h = (uint32_t)win.dilation[1],
+      .dilation_w = (uint32_t)win.dilation[2]};
+  const bool has_bias = kiln_lower_in(l, 2) != NULL;
+  const bool tiled = !depthwise && kiln_lower_gpu_only(l);
+  kiln_emit_dispatch_desc_t desc = {
+      .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D
+                          : (tiled ? KILN_KERNEL_CONV2D_GEMM : KILN_KERNEL_CONV2D),
+      .push = &p, .binding_count = 5, .written_mask = 1u << 4,
+      .grid = depthwise ? KILN_EMIT_GRID_LINEAR
+                        : (tiled ? KILN_EMIT_GRID_CONV2D_GEMM : KILN_EMIT_GRID_CONV2D),
+      .grid_count = conv_out};
+  desc.bindings[0] = xcol;
+  desc.bindings[1] = weights;
+  desc.bindings[2] = weights;
+  if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
+  desc.bindings[3] = weights;
+  desc.bindings[4] = ycol;
+  kiln_lower_reduction_t r = {tiled ? kGemmEpilogueSpecs : kConvEpilogueSpecs, KILN_ACT_NONE,
+                              has_bias, false};
+  KILN_RETURN_IF_ERROR(kiln_lower_add_big_reduction(l, &desc, &r));
+  // [N, D', M, H'W'] -> [N, M, D', H'W'].
+  kiln_graph_shape_t back = {4, {(int64_t)N, (int64_t)M, (int64_t)OD, (int64_t)OHW}};
+  const int64_t back_in[4] = {(int64_t)(OD * M * OHW), (int64_t)OHW, (int64_t)(M * OHW), 1};
+  const int64_t back_out[4] = {(int64_t)(M * OD * OHW), (int64_t)(OD * OHW), (int64_t)OHW, 1};
+  KILN_RETURN_IF_ERROR(
+      kiln_lower_strided_copy(l, &ycol, &out, &back, back_in, back_out, 0, 0));
+  if (e->residual >= 0) {
+    kiln_emit_range_t residual;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e->residual, &residual));
+    KILN_RETURN_IF_ERROR(
+        kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, y, &residual, y, &out, y));
+  }
+  if (e->activation == KILN_ACT_NONE) return kiln_ok_status();
+  kiln_kernel_unary_params_t u = {(uint32_t)kiln_lower_count(y), e->alpha, e->beta};
+  kiln_kernel_spec_value_t unary_ops[] = {{KILN_SPEC_UNARY_OP, e->activation}};
+  kiln_emit_dispatch_desc_t act = {.kernel = KILN_KERNEL_UNARY, .push = &u, .ops = unary_ops,
+                                   .op_count = 1, .binding_count = 2, .bindings = {out, out},
+                                   .written_mask = 2u, .grid = KILN_EMIT_GRID_LINEAR,
+                                   .grid_count = u.count};
+  return kiln_emit_add_tiled(l->program, &act);
 }
 
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);
+  if (xv && wv && yv && xv->shape.rank == 5 && wv->shape.rank == 5 && yv->shape.rank == 5) {
+    kiln_lower_epilogue_t e3;
+    KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e3));
+    if (e3.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Conv is not supported");
+    return kiln_lower_conv3d(l, &e3);
+  }
   kiln_graph_shape_t x4, y4;
   if (!xv || !wv || !yv || !kiln_lower_shape_2d(&xv->shape, &x4) ||
       !kiln_lower_shape_2d(&yv->shape, &y4)) {
-    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) convolutions are supported");
+    return kiln_lower_refuse(l, "only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) convolutions are "
+                             "supported");
   }
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));

@@ -1,17 +1,87 @@
 // Windowed and global pooling, reductions, softmax and normalizations.
 #include <string.h>
 
+#include "kiln/compiler/kernels_params.h"
 #include "lower_rows.h"
 #include "window.h"
+
+// The pool2d dispatches of `p` from `in` to `out`: big windows run as
+// tiles, each combining into the output.
+static kiln_status_t kiln_lower_pool_dispatches(const kiln_lower_t* l, uint32_t op,
+                                                kiln_kernel_pool2d_params_t p,
+                                                const kiln_emit_range_t* in,
+                                                const kiln_emit_range_t* out) {
+  uint64_t outputs = (uint64_t)p.planes * p.out_height * p.out_width;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outputs));
+  KILN_RETURN_IF_ERROR(kiln_lower_window_tile(l, outputs, p.kernel_h, p.kernel_w, &p.tile_h,
+                                              &p.tile_w));
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_POOL2D, .push = &p,
+                                    .binding_count = 2, .written_mask = 2u,
+                                    .grid = KILN_EMIT_GRID_LINEAR, .grid_count = outputs};
+  desc.bindings[0] = *in;
+  desc.bindings[1] = *out;
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_POOL_OP, op}};
+  desc.ops = ops;
+  desc.op_count = 1;
+  uint32_t step_h = p.tile_h ? p.tile_h : p.kernel_h, step_w = p.tile_w ? p.tile_w : p.kernel_w;
+  for (uint32_t h0 = 0; h0 < p.kernel_h; h0 += step_h) {
+    for (uint32_t w0 = 0; w0 < p.kernel_w; w0 += step_w) {
+      p.tile_h0 = h0;
+      p.tile_w0 = w0;
+      KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
+    }
+  }
+  return kiln_ok_status();
+}
+
+// 3-D (NCDHW) pools as two pool2d passes, exact because the window is a
+// box: max of per-slice maxima, and for the average the valid (or padded)
+// positions of a box are the product of per-axis counts, so the mean of
+// per-slice means is the box mean. (H, W) per depth slice into scratch,
+// then D over a [N*C, D, H'*W'] view (kernel kd x 1).
+static kiln_status_t kiln_lower_pool3d(const kiln_lower_t* l, uint32_t op) {
+  const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
+  const kiln_graph_shape_t* y = &kiln_lower_out(l, 0)->shape;
+  kiln_window_t w;
+  KILN_RETURN_IF_ERROR(kiln_window_resolve(l->node, 3, &x->dims[2], NULL, true,
+                                           op == KILN_POOL_MAX || l->graph->opset >= 19, &w));
+  int64_t include_pad = 0;
+  KILN_RETURN_IF_ERROR(
+      kiln_graph_node_attr_int(l->node, "count_include_pad", 0, &include_pad));
+  const uint64_t nc = (uint64_t)(x->dims[0] * x->dims[1]);
+  const uint64_t plane_out = (uint64_t)(y->dims[3] * y->dims[4]);
+  const uint64_t mid = nc * (uint64_t)x->dims[2] * plane_out;
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, mid));
+  kiln_emit_range_t in, out, scratch;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, mid * sizeof(float), &scratch));
+  kiln_kernel_pool2d_params_t hw = {
+      (uint32_t)(nc * (uint64_t)x->dims[2]), (uint32_t)x->dims[3], (uint32_t)x->dims[4],
+      (uint32_t)y->dims[3], (uint32_t)y->dims[4], (uint32_t)w.kernel[1], (uint32_t)w.kernel[2],
+      (uint32_t)w.stride[1], (uint32_t)w.stride[2], (uint32_t)w.pad_begin[1],
+      (uint32_t)w.pad_begin[2], (uint32_t)w.pad_end[1], (uint32_t)w.pad_end[2],
+      (uint32_t)w.dilation[1], (uint32_t)w.dilation[2], (uint32_t)(include_pad != 0),
+      0, 0, 0, 0};
+  KILN_RETURN_IF_ERROR(kiln_lower_pool_dispatches(l, op, hw, &in, &scratch));
+  kiln_kernel_pool2d_params_t d = {
+      (uint32_t)nc, (uint32_t)x->dims[2], (uint32_t)plane_out, (uint32_t)y->dims[2],
+      (uint32_t)plane_out, (uint32_t)w.kernel[0], 1, (uint32_t)w.stride[0], 1,
+      (uint32_t)w.pad_begin[0], 0, (uint32_t)w.pad_end[0], 0, (uint32_t)w.dilation[0], 1,
+      (uint32_t)(include_pad != 0), 0, 0, 0, 0};
+  return kiln_lower_pool_dispatches(l, op, d, &scratch, &out);
+}
 
 kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
+  if (x->shape.rank == 5 && y->shape.rank == 5) return kiln_lower_pool3d(l, op);
   kiln_graph_shape_t x4, y4;
   if (!kiln_lower_shape_2d(&x->shape, &x4) || !kiln_lower_shape_2d(&y->shape, &y4)) {
-    return kiln_lower_refuse(l, "only 1-D (NCL) and 2-D (NCHW) pooling is supported");
+    return kiln_lower_refuse(l, "only 1-D (NCL), 2-D (NCHW) and 3-D (NCDHW) pooling is "
+                             "supported");
   }
-  if (kiln_lower_out(l, 1)) return kiln_lower_refuse(l, "the Indices output is not supported");
   kiln_window_t w;
   KILN_RETURN_IF_ERROR(
       kiln_lower_window_2d(l, &x->shape, NULL, false, true,
@@ -27,27 +97,10 @@ kiln_status_t kiln_lower_pool(const kiln_lower_t* l, uint32_t op) {
       (uint32_t)w.stride[1], (uint32_t)w.pad_begin[0], (uint32_t)w.pad_begin[1],
       (uint32_t)w.pad_end[0], (uint32_t)w.pad_end[1], (uint32_t)w.dilation[0],
       (uint32_t)w.dilation[1], (uint32_t)(include_pad != 0), 0, 0, 0, 0};
-  // Big windows run as tiles, each combining into the output.
-  KILN_RETURN_IF_ERROR(kiln_lower_window_tile(l, kiln_lower_count(&y->shape), p.kernel_h,
-                                              p.kernel_w, &p.tile_h, &p.tile_w));
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_POOL2D, .push = &p,
-                                    .binding_count = 2, .written_mask = 2u,
-                                    .grid = KILN_EMIT_GRID_LINEAR,
-                                    .grid_count = kiln_lower_count(&y->shape)};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[1]));
-  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_POOL_OP, op}};
-  desc.ops = ops;
-  desc.op_count = 1;
-  uint32_t step_h = p.tile_h ? p.tile_h : p.kernel_h, step_w = p.tile_w ? p.tile_w : p.kernel_w;
-  for (uint32_t h0 = 0; h0 < p.kernel_h; h0 += step_h) {
-    for (uint32_t w0 = 0; w0 < p.kernel_w; w0 += step_w) {
-      p.tile_h0 = h0;
-      p.tile_w0 = w0;
-      KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &desc));
-    }
-  }
-  return kiln_ok_status();
+  kiln_emit_range_t in, out;
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  return kiln_lower_pool_dispatches(l, op, p, &in, &out);
 }
 
 // One reduce dispatch of `op` over the [outer, size, inner] view of `in`,
@@ -77,12 +130,14 @@ static uint64_t kiln_reduce_align(uint64_t bytes) {
 // than one workgroup's chunk is reduced in chunk partials first (into
 // scratch past `scratch_offset` bytes, two regions used in turn), then the
 // partials, until one chunk remains; mean sums the partials and divides
-// once by the full size.
+// once by the full size. `first`/`last`: this stage reads the node's input /
+// writes its output (kiln_reduce_step_op).
 static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op,
                                               kiln_emit_range_t in,
                                               const kiln_emit_range_t* out,
                                               uint64_t outer, uint64_t size,
-                                              uint64_t inner, uint64_t scratch_offset) {
+                                              uint64_t inner, uint64_t scratch_offset,
+                                              bool first, bool last) {
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * inner));
   kiln_emit_range_t scratch = {0};
   const uint64_t total = size;
@@ -96,7 +151,8 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     if (size <= chunk) {
       // Mean divides by the elements reduced in all levels.
       p.divisor = (float)total;
-      return kiln_lower_reduce_dispatch(l, op, &in, out, &p);
+      return kiln_lower_reduce_dispatch(
+          l, kiln_kernel_reduce_step_op(op, first && level == 0, last, true), &in, out, &p);
     }
     uint64_t chunks = (size + chunk - 1) / chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, outer * chunks * inner));
@@ -117,7 +173,7 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
     partial.length = outer * chunks * inner * sizeof(float);
     p.chunk = (uint32_t)chunk;
     KILN_RETURN_IF_ERROR(kiln_lower_reduce_dispatch(
-        l, op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op, &in, &partial, &p));
+        l, kiln_kernel_reduce_step_op(op, first && level == 0, false, false), &in, &partial, &p));
     in = partial;
     size = chunks;
   }
@@ -129,7 +185,7 @@ static kiln_status_t kiln_lower_reduce_view(const kiln_lower_t* l, uint32_t op,
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  return kiln_lower_reduce_ranges(l, op, in, &out, outer, size, inner, 0);
+  return kiln_lower_reduce_ranges(l, op, in, &out, outer, size, inner, 0, true, true);
 }
 
 // Reduced axes in several runs separated by kept axes (e.g. axes 0 and 2 of
@@ -148,6 +204,8 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
     for (; d < x->rank && reduced[d]; ++d) longer = longer || x->dims[d] != 1;
     run_count += longer;
   }
+  // Every reduced axis has length 1: one pass applies the op's transform.
+  if (run_count == 0) return kiln_lower_reduce_view(l, op, kiln_lower_count(x), 1, 1);
   kiln_emit_range_t in, out, scratch = {0};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
@@ -172,8 +230,9 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
       stage_out.offset += (uint64_t)(stage % 2) * region;
       stage_out.length = outer * inner * sizeof(float);
     }
-    KILN_RETURN_IF_ERROR(
-        kiln_lower_reduce_ranges(l, op, in, &stage_out, outer, size, inner, 2 * region));
+    KILN_RETURN_IF_ERROR(kiln_lower_reduce_ranges(l, op, in, &stage_out, outer, size, inner,
+                                                  2 * region, stage == 0,
+                                                  stage + 1 == run_count));
     in = stage_out;
     ++stage;
     last = first;
@@ -299,9 +358,11 @@ static kiln_status_t kiln_lower_norm_stats(const kiln_lower_t* l, uint64_t rows,
   return kiln_ok_status();
 }
 
+// `unit`: scale 1 and bias 0 (weights of `channels` values) instead of
+// inputs 1 and 2 (GroupNormalization-21 applies its per-channel ones after).
 static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                      uint64_t rows, uint64_t size,
-                                     uint64_t channels, float epsilon) {
+                                     uint64_t channels, float epsilon, bool unit) {
   bool stats_used = false;
   for (size_t o = 1; o < l->node->output_count; ++o) {
     if (l->node->outputs[o] >= 0 &&
@@ -314,10 +375,10 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                 "supported");
   }
   uint64_t params = kind == KILN_NORM_LAYER ? size : channels;
-  const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
-  const kiln_graph_value_t* bias = kiln_lower_in(l, 2);
-  if (!scale || kiln_lower_count(&scale->shape) != params ||
-      (bias && kiln_lower_count(&bias->shape) != params)) {
+  const kiln_graph_value_t* scale = unit ? NULL : kiln_lower_in(l, 1);
+  const kiln_graph_value_t* bias = unit ? NULL : kiln_lower_in(l, 2);
+  if (!unit && (!scale || kiln_lower_count(&scale->shape) != params ||
+                (bias && kiln_lower_count(&bias->shape) != params))) {
     return kiln_lower_refuse(l, "scale/bias must cover the normalized elements");
   }
   kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, (uint32_t)channels,
@@ -326,7 +387,18 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                                     .binding_count = 4, .written_mask = 8u,
                                     .grid = KILN_EMIT_GRID_ROWS, .grid_count = rows};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  if (unit) {
+    float* ones = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                               params * sizeof(float), (void**)&ones));
+    for (uint64_t i = 0; i < params; ++i) ones[i] = 1.0f;
+    kiln_status_t status = kiln_emit_add_weight(l->program, ones, params * sizeof(float),
+                                                &desc.bindings[1]);
+    kiln_allocator_free(l->program->allocator, ones);
+    KILN_RETURN_IF_ERROR(status);
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  }
   if (bias) {
     KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   } else {
@@ -405,7 +477,7 @@ kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, x->rank, &axis));
   uint64_t rows = kiln_lower_dims(x, 0, axis), size = kiln_lower_dims(x, axis, x->rank);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, rows));
-  return kiln_lower_norm(l, KILN_NORM_LAYER, rows, size, 1, epsilon);
+  return kiln_lower_norm(l, KILN_NORM_LAYER, rows, size, 1, epsilon, false);
 }
 
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
@@ -414,7 +486,40 @@ kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
   if (x->rank < 3) return kiln_lower_refuse(l, "input rank below 3");
   return kiln_lower_norm(l, KILN_NORM_INSTANCE, kiln_lower_dims(x, 0, 2),
-                         kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon);
+                         kiln_lower_dims(x, 2, x->rank), (uint64_t)x->dims[1], epsilon, false);
+}
+
+// GroupNormalization: rows of (C / G) * spatial values per (n, group), the
+// instance kind over G "channels". Opset 18 scales per group (the norm
+// kernel's own scale/bias); from 21 per channel: a unit norm, then x * scale
+// + bias broadcast over [C, 1, ...] (two binary dispatches).
+kiln_status_t kiln_lower_group_norm(const kiln_lower_t* l) {
+  const kiln_graph_value_t* x = kiln_lower_in(l, 0);
+  float epsilon = 1e-5f;
+  int64_t groups = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(l->node, "epsilon", 1e-5f, &epsilon));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "num_groups", 0, &groups));
+  const kiln_graph_shape_t* shape = &x->shape;
+  if (shape->rank < 3 || shape->rank > KILN_KERNEL_MAX_RANK) {
+    return kiln_lower_refuse(l, "input rank must be 3 to %d", KILN_KERNEL_MAX_RANK);
+  }
+  uint64_t n = (uint64_t)shape->dims[0], rows = n * (uint64_t)groups;
+  uint64_t size = kiln_lower_count(shape) / (rows ? rows : 1);
+  bool per_channel = l->graph->opset >= 21;
+  KILN_RETURN_IF_ERROR(kiln_lower_norm(l, KILN_NORM_INSTANCE, rows, size, (uint64_t)groups,
+                                       epsilon, per_channel));
+  if (!per_channel) return kiln_ok_status();
+  kiln_emit_range_t out, scale, bias;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &scale));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &bias));
+  kiln_graph_shape_t c_shape = {shape->rank - 1, {0}};
+  c_shape.dims[0] = shape->dims[1];
+  for (int32_t d = 1; d < c_shape.rank; ++d) c_shape.dims[d] = 1;
+  KILN_RETURN_IF_ERROR(kiln_lower_binary_ranges(l, KILN_BINARY_MUL, &out, shape, &scale,
+                                                &c_shape, &out, shape));
+  return kiln_lower_binary_ranges(l, KILN_BINARY_ADD, &out, shape, &bias, &c_shape, &out,
+                                  shape);
 }
 
 // ArgMax / ArgMin into an int64 tensor (a graph output: nothing on the GPU

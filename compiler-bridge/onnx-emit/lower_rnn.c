@@ -16,15 +16,37 @@ typedef struct kiln_rnn_plan_t {
   kiln_rnn_info_t info;
   uint32_t kind, hidden4, gh;
   kiln_emit_range_t gx, state, params;
-  kiln_emit_range_t runtime;  // scratch for the params blob with run-time R or B
+  kiln_emit_range_t runtime;  // scratch for the params blob with run-time R, B, P or lengths
+  kiln_emit_range_t lens;     // scratch for run-time lengths cast to float
 } kiln_rnn_plan_t;
 
 static uint64_t kiln_rnn_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
 
+// Floats of the params blob below.
+static uint64_t kiln_rnn_params_count(const kiln_rnn_plan_t* plan) {
+  const kiln_rnn_info_t* info = &plan->info;
+  const uint64_t D = (uint64_t)info->directions;
+  return D * plan->hidden4 * plan->gh + D * plan->gh + (uint64_t)info->batch +
+         (info->peephole ? D * 3 * (uint64_t)info->hidden : 0);
+}
+
+// Whether R, B, P or the lengths are run-time tensors (the blob is then
+// built in scratch).
+static bool kiln_rnn_params_runtime(const kiln_lower_t* l, const kiln_rnn_info_t* info) {
+  if (info->runtime_lens) return true;
+  for (size_t i = 2; i < 8; ++i) {
+    if (i != 2 && i != 3 && i != 7) continue;
+    const kiln_graph_value_t* v = kiln_lower_in(l, i);
+    if (v && !v->data && (i != 7 || info->peephole)) return true;
+  }
+  return false;
+}
+
 // The params blob of recurrent.comp: R per direction as [GH][hidden4]
-// (zero columns past hidden), Rb per direction (zeros without B), lengths.
+// (zero columns past hidden), Rb per direction (zeros without B), lengths,
+// LSTM peepholes P per direction [3 * hidden].
 // Constant R and B go into the weights as such; run-time ones are copied
 // into `plan->runtime` (scratch) over a constant blob holding the rest.
 static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* plan,
@@ -34,13 +56,14 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   const kiln_graph_value_t* bias = kiln_lower_in(l, 3);
   const uint64_t D = (uint64_t)info->directions, H = (uint64_t)info->hidden;
   const uint64_t GH = plan->gh, H4 = plan->hidden4;
-  const uint64_t count = D * H4 * GH + D * GH + (uint64_t)info->batch;
+  const kiln_graph_value_t* peep = info->peephole ? kiln_lower_in(l, 7) : NULL;
+  const uint64_t count = kiln_rnn_params_count(plan);
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
   float* blob = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(l->program->allocator, (size_t)count,
                                                    sizeof(float), (void**)&blob));
   const float* R = (const float*)r->data;
-  const bool runtime = !r->data || (bias && !bias->data);
+  const bool runtime = kiln_rnn_params_runtime(l, info);
   for (uint64_t d = 0; d < D && R; ++d) {
     for (uint64_t n = 0; n < GH; ++n) {
       memcpy(blob + (d * GH + n) * H4, R + (d * GH + n) * H, H * sizeof(float));
@@ -49,6 +72,10 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
   p->r_offset = 0;
   p->rb_offset = (uint32_t)(D * H4 * GH);
   p->lens_offset = p->rb_offset + (uint32_t)(D * GH);
+  if (peep) p->p_offset = p->lens_offset + (uint32_t)info->batch;
+  if (peep && peep->data) {
+    memcpy(blob + p->p_offset, peep->data, D * 3 * H * sizeof(float));
+  }
   if (bias && bias->data) {
     const float* B = (const float*)bias->data;
     for (uint64_t d = 0; d < D; ++d) {
@@ -83,6 +110,22 @@ static kiln_status_t kiln_rnn_params(const kiln_lower_t* l, kiln_rnn_plan_t* pla
     const int64_t in_strides[] = {2 * (int64_t)GH, 1}, out_strides[] = {(int64_t)GH, 1};
     KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, in_strides,
                                                  out_strides, (int64_t)GH, p->rb_offset));
+  }
+  if (info->runtime_lens) {
+    // Cast to float values (the kernel clamps them), then into the blob.
+    KILN_RETURN_IF_ERROR(kiln_lower_cast_int(l, l->node->inputs[4], &plan->lens));
+    kiln_graph_shape_t shape = {1, {info->batch}};
+    const int64_t strides[] = {1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &plan->lens, &plan->params, &shape, strides,
+                                                 strides, 0, p->lens_offset));
+  }
+  if (peep && !peep->data) {
+    kiln_emit_range_t in;
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 7, &in));
+    kiln_graph_shape_t shape = {1, {(int64_t)(D * 3 * H)}};
+    const int64_t strides[] = {1};
+    KILN_RETURN_IF_ERROR(kiln_lower_strided_copy(l, &in, &plan->params, &shape, strides,
+                                                 strides, 0, p->p_offset));
   }
   return kiln_ok_status();
 }
@@ -198,7 +241,8 @@ static kiln_status_t kiln_rnn_steps(const kiln_lower_t* l, const kiln_rnn_plan_t
 static kiln_emit_range_t kiln_rnn_state_part(const kiln_rnn_plan_t* plan, uint32_t which,
                                              uint64_t words) {
   kiln_emit_range_t part = plan->state;
-  part.offset += which * words * sizeof(float);
+  // c starts at the next aligned offset: the copies bind it by sub-range.
+  part.offset += which * kiln_rnn_align(words * sizeof(float));
   part.length = words * sizeof(float);
   return part;
 }
@@ -214,12 +258,10 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   kiln_op_infer_args_t args = {(kiln_graph_t*)l->graph, (kiln_graph_node_t*)l->node};
   KILN_RETURN_IF_ERROR(kiln_rnn_info(&args, &plan.info));
   const kiln_rnn_info_t* info = &plan.info;
-  const kiln_graph_value_t* r = kiln_lower_in(l, 2);
-  const kiln_graph_value_t* bias = kiln_lower_in(l, 3);
   if (info->hidden > KILN_RNN_MAX_HIDDEN) {
     return kiln_lower_refuse(l, "hidden_size %lld exceeds the %d units the recurrent kernel "
                              "holds in shared memory (larger ones are unrolled only without "
-                             "clip, input_forget or short sequence_lens, up to 512 steps)",
+                             "clip, input_forget, peepholes or short sequence_lens, up to 512 steps)",
                              (long long)info->hidden, KILN_RNN_MAX_HIDDEN);
   }
   const uint64_t D = (uint64_t)info->directions, S = (uint64_t)info->seq;
@@ -235,28 +277,34 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   plan.gh = (uint32_t)(info->gates * info->hidden);
   const uint64_t gx_bytes = D * S * B * plan.gh * sizeof(float);
   const uint64_t state_words = D * B * H;
-  // W at run time is just the gemm's operand; R and B go through the blob.
-  const bool runtime = !r->data || (bias && !bias->data);
+  // W at run time is just the gemm's operand; R, B and P go through the blob.
   const uint64_t params_bytes =
-      runtime ? (D * plan.gh * plan.hidden4 + D * plan.gh + B) * sizeof(float) : 0;
+      kiln_rnn_params_runtime(l, info) ? kiln_rnn_params_count(&plan) * sizeof(float) : 0;
   if (gx_bytes > ((uint64_t)128 << 20)) {
     return kiln_lower_refuse(l, "the input projection of all steps (%llu bytes) exceeds the "
                              "128 MiB storage-buffer range",
                              (unsigned long long)gx_bytes);
   }
-  // Scratch: gx, then the state, then (run-time weights) the params blob.
+  // Scratch: gx, then the state, then (run-time weights) the params blob,
+  // then (run-time lengths) the lengths as floats.
   const uint64_t state_at = kiln_rnn_align(gx_bytes);
-  const uint64_t params_at = kiln_rnn_align(state_at + 2 * state_words * sizeof(float));
+  const uint64_t c_at = kiln_rnn_align(state_words * sizeof(float));  // from state_at
+  const uint64_t params_at = kiln_rnn_align(state_at + c_at + state_words * sizeof(float));
+  const uint64_t lens_at = kiln_rnn_align(params_at + params_bytes);
+  const uint64_t lens_bytes = info->runtime_lens ? B * sizeof(float) : 0;
   kiln_emit_range_t scratch;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, params_at + params_bytes, &scratch));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, lens_at + lens_bytes, &scratch));
   plan.gx = scratch;
   plan.gx.length = gx_bytes;
   plan.state = scratch;
   plan.state.offset += state_at;
-  plan.state.length = 2 * state_words * sizeof(float);
+  plan.state.length = c_at + state_words * sizeof(float);
   plan.runtime = scratch;
   plan.runtime.offset += params_at;
   plan.runtime.length = params_bytes;
+  plan.lens = scratch;
+  plan.lens.offset += lens_at;
+  plan.lens.length = lens_bytes;
 
   kiln_kernel_recurrent_params_t p;
   memset(&p, 0, sizeof(p));
@@ -269,7 +317,7 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   p.gx_b = info->batch_first ? (uint32_t)(S * plan.gh) : plan.gh;
   p.state_d = info->batch_first ? (uint32_t)H : (uint32_t)(B * H);
   p.state_b = info->batch_first ? (uint32_t)(D * H) : (uint32_t)H;
-  p.c_offset = (uint32_t)state_words;
+  p.c_offset = (uint32_t)(c_at / sizeof(float));
   p.y_d = info->batch_first ? (uint32_t)H : (uint32_t)(B * H);
   p.y_t = info->batch_first ? (uint32_t)(D * H) : (uint32_t)(D * B * H);
   p.y_b = info->batch_first ? (uint32_t)(S * D * H) : (uint32_t)H;
@@ -278,6 +326,8 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   if (info->input_forget) p.flags |= KILN_RNN_FLAG_INPUT_FORGET;
   if (info->clip > 0.0f) p.flags |= KILN_RNN_FLAG_CLIP;
   if (info->lens) p.flags |= KILN_RNN_FLAG_LENS;
+  if (info->runtime_lens) p.flags |= KILN_RNN_FLAG_LENS | KILN_RNN_FLAG_LENS_FLOAT;
+  if (info->peephole) p.flags |= KILN_RNN_FLAG_PEEPHOLE;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, D * S * B * plan.gh));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, S * D * B * H));
   KILN_RETURN_IF_ERROR(kiln_rnn_params(l, &plan, &p));

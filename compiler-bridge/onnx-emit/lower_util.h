@@ -110,6 +110,7 @@ kiln_status_t kiln_lower_argreduce(const kiln_lower_t* l);
 kiln_status_t kiln_lower_softmax(const kiln_lower_t* l, bool log);
 kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
+kiln_status_t kiln_lower_group_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
 kiln_status_t kiln_lower_split(const kiln_lower_t* l);
@@ -131,6 +132,10 @@ kiln_status_t kiln_lower_where_any(const kiln_lower_t* l);
 // Reshape-family nodes and Cast to float on run-time bool data (host).
 kiln_status_t kiln_lower_host_bool_copy(const kiln_lower_t* l);
 kiln_status_t kiln_lower_host_bool_to_float(const kiln_lower_t* l);
+// Casts integer value `value_id` (a graph input or a reshape of one) to
+// float32 into `out` (one cast_int_to_f32 dispatch).
+kiln_status_t kiln_lower_cast_int(const kiln_lower_t* l, int32_t value_id,
+                                  const kiln_emit_range_t* out);
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 // kiln.QuantizeDequantize; the int8 run-time ops' refusal (lower_quant.c).

@@ -65,6 +65,11 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
       if (node->inputs[i] != id) continue;
       if (strcmp(node->op_type, "Gather") == 0 && i == 1) continue;
       if (kiln_onnx_compile_is_host_reader(node->op_type)) continue;  // read on the host
+      // sequence_lens: cast to float into the recurrent kernel's params.
+      if (i == 4 && (strcmp(node->op_type, "LSTM") == 0 || strcmp(node->op_type, "GRU") == 0 ||
+                     strcmp(node->op_type, "RNN") == 0)) {
+        continue;
+      }
       if (strcmp(node->op_type, "Cast") == 0) {
         int64_t to = 0;
         KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(node, "to", 0, &to));
@@ -78,8 +83,9 @@ static kiln_status_t kiln_onnx_compile_check_int_uses(const kiln_graph_t* graph,
       }
       return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
                               "'%s': %s input '%s' feeds node '%s' (op %s) as its input "
-                              "%zu; integer inputs run on the GPU only as Gather indices or "
-                              "through Cast to float (after Reshape/Unsqueeze/Squeeze/Flatten)",
+                              "%zu; integer inputs run on the GPU only as Gather indices, "
+                              "LSTM/GRU/RNN sequence_lens or through Cast to float (after "
+                              "Reshape/Unsqueeze/Squeeze/Flatten)",
                               graph->source, kiln_graph_dtype_name(input->dtype),
                               input->name, node->name, node->op_type, i);
     }

@@ -30,6 +30,27 @@ static const struct {
     {"Neg", KILN_ACT_NEG, false},
     {"Abs", KILN_ACT_ABS, false},
     {"Reciprocal", KILN_ACT_RECIPROCAL, false},
+    {"Mish", KILN_ACT_MISH, true},
+    {"Softsign", KILN_ACT_SOFTSIGN, false},
+    {"Selu", KILN_ACT_SELU, true},
+    {"Celu", KILN_ACT_CELU, true},
+    {"ThresholdedRelu", KILN_ACT_THRESHOLDED_RELU, false},
+    {"Shrink", KILN_ACT_SHRINK, false},
+    {"Sin", KILN_ACT_SIN, false},
+    {"Cos", KILN_ACT_COS, false},
+    {"Tan", KILN_ACT_TAN, false},
+    {"Asin", KILN_ACT_ASIN, false},
+    {"Acos", KILN_ACT_ACOS, false},
+    {"Atan", KILN_ACT_ATAN, false},
+    {"Sinh", KILN_ACT_SINH, false},
+    {"Cosh", KILN_ACT_COSH, false},
+    {"Asinh", KILN_ACT_ASINH, false},
+    {"Acosh", KILN_ACT_ACOSH, false},
+    {"Atanh", KILN_ACT_ATANH, false},
+    {"Floor", KILN_ACT_FLOOR, false},
+    {"Ceil", KILN_ACT_CEIL, false},
+    {"Round", KILN_ACT_ROUND, false},
+    {"Sign", KILN_ACT_SIGN, false},
 };
 
 kiln_activation_t kiln_activation_from_name(const char* name) {
@@ -66,6 +87,27 @@ kiln_status_t kiln_activation_attrs(const kiln_graph_node_t* node,
       KILN_RETURN_IF_ERROR(
           kiln_graph_node_attr_float(node, "alpha", 0.2f, out_alpha));
       return kiln_graph_node_attr_float(node, "beta", 0.5f, out_beta);
+    case KILN_ACT_SELU:
+      KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(
+          node, "alpha", 1.67326319217681884765625f, out_alpha));
+      return kiln_graph_node_attr_float(node, "gamma",
+                                        1.05070102214813232421875f, out_beta);
+    case KILN_ACT_CELU: {
+      KILN_RETURN_IF_ERROR(
+          kiln_graph_node_attr_float(node, "alpha", 1.0f, out_alpha));
+      if (*out_alpha == 0.0f) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "node '%s' (op Celu): alpha must not be 0",
+                                node->name);
+      }
+      return kiln_ok_status();
+    }
+    case KILN_ACT_THRESHOLDED_RELU:
+      return kiln_graph_node_attr_float(node, "alpha", 1.0f, out_alpha);
+    case KILN_ACT_SHRINK:
+      KILN_RETURN_IF_ERROR(
+          kiln_graph_node_attr_float(node, "lambd", 0.5f, out_alpha));
+      return kiln_graph_node_attr_float(node, "bias", 0.0f, out_beta);
     case KILN_ACT_GELU: {
       const char* approximate = "none";
       KILN_RETURN_IF_ERROR(kiln_graph_node_attr_string(node, "approximate",
@@ -109,6 +151,32 @@ float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
     case KILN_ACT_NEG: return -x;
     case KILN_ACT_ABS: return fabsf(x);
     case KILN_ACT_RECIPROCAL: return 1.0f / x;
+    case KILN_ACT_MISH:
+      return x > 20.0f ? x : (float)(x * tanh(log1p(exp((double)x))));
+    case KILN_ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case KILN_ACT_SELU:
+      return x > 0.0f ? beta * x : (float)(beta * alpha * expm1((double)x));
+    case KILN_ACT_CELU:
+      return x > 0.0f ? x : (float)(alpha * expm1((double)x / alpha));
+    case KILN_ACT_THRESHOLDED_RELU: return isnan(x) || x > alpha ? x : 0.0f;
+    case KILN_ACT_SHRINK:
+      return isnan(x) ? x : x < -alpha ? x + beta : x > alpha ? x - beta : 0.0f;
+    case KILN_ACT_SIN: return (float)sin((double)x);
+    case KILN_ACT_COS: return (float)cos((double)x);
+    case KILN_ACT_TAN: return (float)tan((double)x);
+    case KILN_ACT_ASIN: return (float)asin((double)x);
+    case KILN_ACT_ACOS: return (float)acos((double)x);
+    case KILN_ACT_ATAN: return (float)atan((double)x);
+    case KILN_ACT_SINH: return (float)sinh((double)x);
+    case KILN_ACT_COSH: return (float)cosh((double)x);
+    case KILN_ACT_ASINH: return (float)asinh((double)x);
+    case KILN_ACT_ACOSH: return (float)acosh((double)x);
+    case KILN_ACT_ATANH: return (float)atanh((double)x);
+    case KILN_ACT_FLOOR: return floorf(x);
+    case KILN_ACT_CEIL: return ceilf(x);
+    case KILN_ACT_ROUND: return nearbyintf(x);  // the default mode: half to even
+    case KILN_ACT_SIGN:
+      return isnan(x) ? x : x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f;
     case KILN_ACT_GELU:
       if (alpha != 0.0f) {
         double t = sqrt(2.0 / M_PI) * (x + 0.044715 * (double)x * x * x);

@@ -132,6 +132,12 @@ kiln_status_t kiln_op_axes_list(const kiln_op_infer_args_t* args,
 // antialias / keep_aspect_ratio_policy checks).
 kiln_status_t kiln_op_expand_pad_axes(const kiln_op_infer_args_t* args);
 kiln_status_t kiln_op_resize_v18(const kiln_op_infer_args_t* args);
+// Clip-6 min/max, Pad-2 pads/value, Slice-1 starts/ends/axes attributes ->
+// the inputs of the later versions (no-ops from those opsets on; the
+// attributes are refused there).
+kiln_status_t kiln_op_clip_v6(const kiln_op_infer_args_t* args);
+kiln_status_t kiln_op_pad_v2(const kiln_op_infer_args_t* args);
+kiln_status_t kiln_op_slice_v1(const kiln_op_infer_args_t* args);
 
 // Run-time helpers.
 int64_t kiln_ref_index_at(const kiln_ref_tensor_t* tensor, size_t i);

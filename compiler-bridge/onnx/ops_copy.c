@@ -402,6 +402,7 @@ static kiln_status_t kiln_slice_plan(const kiln_op_infer_args_t* args,
 }
 
 static kiln_status_t kiln_infer_slice(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_slice_v1(args));  // Slice-1 attributes
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
   kiln_slice_plan_t plan;
@@ -521,6 +522,7 @@ static kiln_status_t kiln_run_gather(const kiln_op_run_args_t* args) {
 // ---- Pad -----------------------------------------------------------------
 
 static kiln_status_t kiln_infer_pad(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_pad_v2(args));  // Pad-2 attributes
   KILN_RETURN_IF_ERROR(kiln_op_expand_pad_axes(args));  // Pad-18
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_NUMERIC, &x));
@@ -626,8 +628,8 @@ const kiln_op_def_t kiln_ops_copy[] = {
     {"Tile", "", 2, 2, 1, 1, kiln_infer_tile, kiln_run_tile},
     {"Concat", "axis", 1, 64, 1, 1, kiln_infer_concat, kiln_run_concat},
     {"Split", "axis,num_outputs,split", 1, 2, 1, 64, kiln_infer_split, kiln_run_split, 2},
-    {"Slice", "", 3, 5, 1, 1, kiln_infer_slice, kiln_run_slice, 10},
+    {"Slice", "axes,ends,starts", 1, 5, 1, 1, kiln_infer_slice, kiln_run_slice},
     {"Gather", "axis", 2, 2, 1, 1, kiln_infer_gather, kiln_run_gather},
-    {"Pad", "mode", 2, 4, 1, 1, kiln_infer_pad, kiln_run_pad, 11},
+    {"Pad", "mode,pads,value", 1, 4, 1, 1, kiln_infer_pad, kiln_run_pad, 2},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -77,6 +77,7 @@ static kiln_status_t kiln_run_activation(const kiln_op_run_args_t* args) {
 
 // Clip takes min/max as optional scalar inputs (opset 11+).
 static kiln_status_t kiln_infer_clip(const kiln_op_infer_args_t* args) {
+  KILN_RETURN_IF_ERROR(kiln_op_clip_v6(args));  // Clip-6 attributes
   for (size_t i = 1; i < 3; ++i) {
     if (!kiln_op_input(args, i)) continue;
     const kiln_graph_value_t* bound = NULL;
@@ -364,6 +365,8 @@ static kiln_status_t kiln_run_cast(const kiln_op_run_args_t* args) {
 }
 
 #define KILN_UNARY(name) {name, "", 1, 1, 1, 1, kiln_infer_unary, kiln_run_unary}
+#define KILN_ACTIVATION_OP(name, attrs) \
+  {name, attrs, 1, 1, 1, 1, kiln_infer_activation, kiln_run_activation}
 const kiln_op_def_t kiln_ops_elementwise[] = {
     KILN_UNARY("Abs"), KILN_UNARY("Sqrt"), KILN_UNARY("Exp"),
     KILN_UNARY("Log"), KILN_UNARY("Erf"), KILN_UNARY("Neg"),
@@ -381,7 +384,19 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     {"Softplus", "", 1, 1, 1, 1, kiln_infer_activation, kiln_run_activation},
     {"Gelu", "approximate", 1, 1, 1, 1, kiln_infer_activation,
      kiln_run_activation},
-    {"Clip", "", 1, 3, 1, 1, kiln_infer_clip, kiln_run_clip, 11},
+    {"Clip", "max,min", 1, 3, 1, 1, kiln_infer_clip, kiln_run_clip, 6},
+    // Activations and math ops of the activation table (activation.c).
+    KILN_ACTIVATION_OP("Mish", ""), KILN_ACTIVATION_OP("Softsign", ""),
+    KILN_ACTIVATION_OP("Selu", "alpha,gamma"), KILN_ACTIVATION_OP("Celu", "alpha"),
+    KILN_ACTIVATION_OP("ThresholdedRelu", "alpha"),
+    KILN_ACTIVATION_OP("Shrink", "bias,lambd"), KILN_ACTIVATION_OP("Sin", ""),
+    KILN_ACTIVATION_OP("Cos", ""), KILN_ACTIVATION_OP("Tan", ""),
+    KILN_ACTIVATION_OP("Asin", ""), KILN_ACTIVATION_OP("Acos", ""),
+    KILN_ACTIVATION_OP("Atan", ""), KILN_ACTIVATION_OP("Sinh", ""),
+    KILN_ACTIVATION_OP("Cosh", ""), KILN_ACTIVATION_OP("Asinh", ""),
+    KILN_ACTIVATION_OP("Acosh", ""), KILN_ACTIVATION_OP("Atanh", ""),
+    KILN_ACTIVATION_OP("Floor", ""), KILN_ACTIVATION_OP("Ceil", ""),
+    KILN_ACTIVATION_OP("Round", ""), KILN_ACTIVATION_OP("Sign", ""),
     {"Add", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Sub", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Mul", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},

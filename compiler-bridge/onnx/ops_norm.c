@@ -1,5 +1,5 @@
-// Normalizations and softmax: BatchNormalization (inference), Layer- and
-// InstanceNormalization, Softmax/LogSoftmax (per-axis from opset 13, the
+// Normalizations and softmax: BatchNormalization (inference), Layer-,
+// Instance- and GroupNormalization, Softmax/LogSoftmax (per-axis from opset 13, the
 // flattened 2-D form before). Statistics in double.
 #include <math.h>
 #include <string.h>
@@ -118,6 +118,57 @@ static kiln_status_t kiln_run_instance_norm(const kiln_op_run_args_t* args) {
     size_t c = r % channels;
     for (size_t i = 0; i < plane; ++i) {
       py[r * plane + i] = py[r * plane + i] * scale[c] + bias[c];
+    }
+  }
+  return kiln_ok_status();
+}
+
+// GroupNormalization (opset 18: scale/bias per group; 21: per channel):
+// N x C x spatial, num_groups dividing C, statistics over (C / G) * spatial.
+static kiln_status_t kiln_infer_group_norm(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
+  if (x->shape.rank < 3) return kiln_op_invalid(args, "input rank < 3");
+  int64_t groups = 0, stash = 1;
+  float epsilon;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "num_groups", 0, &groups));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(args->node, "epsilon", 1e-5f, &epsilon));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "stash_type", 1, &stash));
+  if (stash != 1) {
+    return kiln_op_unsupported(args, "stash_type=%lld is not supported; supported: 1 "
+                               "(float32)", (long long)stash);
+  }
+  int64_t channels = x->shape.dims[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return kiln_op_invalid(args, "num_groups=%lld must divide the %lld channels",
+                           (long long)groups, (long long)channels);
+  }
+  int64_t params = args->graph->opset >= 21 ? channels : groups;
+  KILN_RETURN_IF_ERROR(kiln_require_vector(args, 1, params));
+  KILN_RETURN_IF_ERROR(kiln_require_vector(args, 2, params));
+  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &x->shape);
+}
+
+static kiln_status_t kiln_run_group_norm(const kiln_op_run_args_t* args) {
+  const kiln_ref_tensor_t* x = &args->inputs[0];
+  float epsilon;
+  int64_t groups = 1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(args->node, "epsilon", 1e-5f, &epsilon));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "num_groups", 1, &groups));
+  size_t batch = (size_t)x->shape.dims[0], channels = (size_t)x->shape.dims[1];
+  size_t rows = batch * (size_t)groups;
+  size_t length = rows ? x->count / rows : 0;
+  size_t plane = channels ? x->count / (batch * channels) : 0;
+  float* py = (float*)args->outputs[0].data;
+  kiln_normalize_rows((const float*)x->data, py, NULL, NULL, rows, length, epsilon);
+  const float* scale = (const float*)args->inputs[1].data;
+  const float* bias = (const float*)args->inputs[2].data;
+  bool per_channel = args->opset >= 21;
+  for (size_t r = 0; r < rows; ++r) {
+    size_t g = r % (size_t)groups;
+    for (size_t i = 0; i < length; ++i) {
+      size_t p = per_channel ? g * (channels / (size_t)groups) + i / plane : g;
+      py[r * length + i] = py[r * length + i] * scale[p] + bias[p];
     }
   }
   return kiln_ok_status();
@@ -331,6 +382,8 @@ const kiln_op_def_t kiln_ops_norm[] = {
      kiln_infer_batch_norm, kiln_run_batch_norm, 9},
     {"InstanceNormalization", "epsilon", 3, 3, 1, 1, kiln_infer_instance_norm,
      kiln_run_instance_norm},
+    {"GroupNormalization", "epsilon,num_groups,stash_type", 3, 3, 1, 1,
+     kiln_infer_group_norm, kiln_run_group_norm, 18},
     {"LayerNormalization", "axis,epsilon,stash_type,kiln.residual", 2, 4, 1, 3,
      kiln_infer_layer_norm, kiln_run_layer_norm},
     {"Softmax", "axis", 1, 1, 1, 1, kiln_infer_softmax, kiln_run_softmax},

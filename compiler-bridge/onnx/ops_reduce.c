@@ -1,4 +1,5 @@
-// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd (axes as
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+// ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare (axes as
 // attribute, or as an input for ReduceSum from opset 13 and for all of them
 // from opset 18; keepdims; noop_with_empty_axes).
 #include <float.h>
@@ -49,6 +50,15 @@ static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
     if (count) memcpy(axes, list, count * sizeof(int64_t));
   }
   if (count == 0) {
+    // The sum family's empty-axes no-op is read two ways (the input as is,
+    // or each value transformed alone): refused rather than guessed.
+    const char* op = args->node->op_type;
+    if (noop && strcmp(op, "ReduceSum") != 0 && strcmp(op, "ReduceMean") != 0 &&
+        strcmp(op, "ReduceMax") != 0 && strcmp(op, "ReduceMin") != 0 &&
+        strcmp(op, "ReduceProd") != 0) {
+      return kiln_op_unsupported(args, "noop_with_empty_axes=1 with empty axes "
+                                 "is not supported for %s", op);
+    }
     plan->noop = noop != 0;
     for (int32_t d = 0; d < x->shape.rank; ++d) plan->reduced[d] = !plan->noop;
     return kiln_ok_status();
@@ -63,10 +73,13 @@ static kiln_status_t kiln_reduce_plan(const kiln_op_infer_args_t* args,
 
 static kiln_status_t kiln_infer_reduce(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  // int64 (shape arithmetic: numel as ReduceProd of a Shape) except Mean.
-  bool is_mean_op = strcmp(args->node->op_type, "ReduceMean") == 0;
+  // int64 for shape arithmetic (numel as ReduceProd of a Shape): Sum, Max,
+  // Min and Prod; the others float32 only.
+  const char* op = args->node->op_type;
+  bool int_op = strcmp(op, "ReduceSum") == 0 || strcmp(op, "ReduceMax") == 0 ||
+                strcmp(op, "ReduceMin") == 0 || strcmp(op, "ReduceProd") == 0;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(
-      args, 0, is_mean_op ? KILN_OP_F32 : (KILN_OP_F32 | KILN_OP_I64), &x));
+      args, 0, int_op ? (KILN_OP_F32 | KILN_OP_I64) : KILN_OP_F32, &x));
   kiln_reduce_plan_t plan;
   KILN_RETURN_IF_ERROR(kiln_reduce_plan(args, x, &plan));
   kiln_graph_shape_t shape;
@@ -150,14 +163,23 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
     kiln_run_reduce_i64(args, kind, out_strides);
     return kiln_ok_status();
   }
+  // The sum family: what is summed per element, what the sum becomes.
+  char pre = strcmp(op, "ReduceL1") == 0 ? 'a'
+             : (strcmp(op, "ReduceL2") == 0 || strcmp(op, "ReduceSumSquare") == 0) ? 'q'
+             : strcmp(op, "ReduceLogSumExp") == 0 ? 'e' : 0;
+  char post = strcmp(op, "ReduceL2") == 0 ? 's'
+              : (strcmp(op, "ReduceLogSum") == 0 || pre == 'e') ? 'l' : 0;
   size_t out_count = args->outputs[0].count;
   double* acc = NULL;
+  double* shift = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(
-      args->allocator, (out_count ? out_count : 1) * sizeof(double),
+      args->allocator, 2 * (out_count ? out_count : 1) * sizeof(double),
       (void**)&acc));
-  bool extreme = !is_mean && !is_prod && strcmp(op, "ReduceSum") != 0;
+  shift = acc + (out_count ? out_count : 1);
+  // LogSumExp sums exp(x - max) (then adds max back): no overflow.
+  bool extreme = is_max || strcmp(op, "ReduceMin") == 0 || pre == 'e';
   for (size_t i = 0; i < out_count; ++i) {
-    acc[i] = extreme ? (is_max ? -INFINITY : INFINITY) : is_prod ? 1.0 : 0.0;
+    acc[i] = extreme ? (is_max || pre == 'e' ? -INFINITY : INFINITY) : is_prod ? 1.0 : 0.0;
   }
   // Output strides over the input's dims (0 on reduced dims).
   int32_t rank = x->shape.rank;
@@ -173,25 +195,41 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
       stride *= x->shape.dims[d];
     }
   }
-  int64_t coords[KILN_GRAPH_MAX_RANK] = {0};
-  int64_t offset = 0;
   const float* px = (const float*)x->data;
-  for (size_t i = 0; i < x->count; ++i) {
-    double v = px[i];
-    if (is_prod) acc[offset] *= v;
-    else if (!extreme) acc[offset] += v;
-    else if (is_max ? v > acc[offset] : v < acc[offset]) acc[offset] = v;
-    for (int32_t d = rank; d-- > 0;) {
-      offset += out_strides[d];
-      if (++coords[d] < x->shape.dims[d]) break;
-      offset -= out_strides[d] * x->shape.dims[d];
-      coords[d] = 0;
+  for (int pass = 0; pass < (pre == 'e' ? 2 : 1); ++pass) {
+    if (pass == 1) {
+      for (size_t i = 0; i < out_count; ++i) {
+        shift[i] = isfinite(acc[i]) ? acc[i] : 0.0;
+        // An infinite or NaN max is the result itself (post keeps it).
+        acc[i] = isfinite(acc[i]) ? 0.0 : exp(acc[i]);
+      }
+      extreme = false;
+    }
+    int64_t coords[KILN_GRAPH_MAX_RANK] = {0};
+    int64_t offset = 0;
+    for (size_t i = 0; i < x->count; ++i) {
+      double v = px[i];
+      if (pass == 1) v = exp(v - shift[offset]);
+      else if (pre == 'a') v = fabs(v);
+      else if (pre == 'q') v = v * v;
+      if (is_prod) acc[offset] *= v;
+      else if (!extreme) acc[offset] += v;
+      else if (isnan(v)) acc[offset] = v;
+      else if (is_max || pre == 'e' ? v > acc[offset] : v < acc[offset]) acc[offset] = v;
+      for (int32_t d = rank; d-- > 0;) {
+        offset += out_strides[d];
+        if (++coords[d] < x->shape.dims[d]) break;
+        offset -= out_strides[d] * x->shape.dims[d];
+        coords[d] = 0;
+      }
     }
   }
   float* py = (float*)args->outputs[0].data;
   for (size_t i = 0; i < out_count; ++i) {
     double v = acc[i];
     if (is_mean) v = reduced_count ? v / (double)reduced_count : NAN;
+    if (post == 's') v = sqrt(v);
+    if (post == 'l') v = log(v) + (pre == 'e' ? shift[i] : 0.0);
     py[i] = (float)v;
   }
   kiln_allocator_free(args->allocator, acc);
@@ -204,6 +242,8 @@ static kiln_status_t kiln_run_reduce(const kiln_op_run_args_t* args) {
 const kiln_op_def_t kiln_ops_reduce[] = {
     KILN_REDUCE("ReduceMean"), KILN_REDUCE("ReduceSum"),
     KILN_REDUCE("ReduceMax"), KILN_REDUCE("ReduceMin"),
-    KILN_REDUCE("ReduceProd"),
+    KILN_REDUCE("ReduceProd"), KILN_REDUCE("ReduceL1"),
+    KILN_REDUCE("ReduceL2"), KILN_REDUCE("ReduceLogSum"),
+    KILN_REDUCE("ReduceLogSumExp"), KILN_REDUCE("ReduceSumSquare"),
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

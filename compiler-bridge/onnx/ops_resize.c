@@ -33,7 +33,35 @@ static kiln_status_t kiln_read_floats(const kiln_op_infer_args_t* args,
   return kiln_ok_status();
 }
 
+// Resize-10 (X, scales; `mode` only): Upsample-9's asymmetric transform and
+// nearest rounding down, so upsampling becomes that Upsample; downsampling
+// (where onnxruntime rounds nearest up) is refused.
+static kiln_status_t kiln_infer_resize_v10(const kiln_op_infer_args_t* args) {
+  for (size_t i = 0; i < args->node->attr_count; ++i) {
+    if (strcmp(args->node->attrs[i].name, "mode") != 0) {
+      return kiln_op_invalid(args, "attribute '%s' needs opset 11 (Resize-10 has "
+                             "mode only)", args->node->attrs[i].name);
+    }
+  }
+  if (args->node->input_count != 2) {
+    return kiln_op_invalid(args, "Resize-10 takes X and scales");
+  }
+  float scales[KILN_GRAPH_MAX_RANK];
+  size_t count = 0;
+  KILN_RETURN_IF_ERROR(kiln_read_floats(args, 1, scales, KILN_GRAPH_MAX_RANK, &count));
+  for (size_t d = 0; d < count; ++d) {
+    if (!(scales[d] >= 1.0f)) {
+      return kiln_op_unsupported(args, "Resize-10 with scales[%zu] = %g (downsampling) is "
+                                 "not supported; scales >= 1 run as Upsample", d,
+                                 (double)scales[d]);
+    }
+  }
+  args->node->op_type = "Upsample";
+  return kiln_op_find("Upsample")->infer(args);
+}
+
 static kiln_status_t kiln_infer_resize(const kiln_op_infer_args_t* args) {
+  if (args->graph->opset < 11) return kiln_infer_resize_v10(args);
   KILN_RETURN_IF_ERROR(kiln_op_resize_v18(args));  // axes, antialias, policy
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
@@ -318,7 +346,7 @@ const kiln_op_def_t kiln_ops_resize[] = {
      "antialias,axes,coordinate_transformation_mode,cubic_coeff_a,"
      "exclude_outside,extrapolation_value,keep_aspect_ratio_policy,mode,"
      "nearest_mode",
-     1, 4, 1, 1, kiln_infer_resize, kiln_run_resize, 11},
+     1, 4, 1, 1, kiln_infer_resize, kiln_run_resize, 10},
     {"Upsample", "mode,scales", 1, 2, 1, 1, kiln_infer_upsample, kiln_run_upsample, 7},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -113,11 +113,11 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
   if (kiln_op_input(args, 4)) {
     // Constant lengths, each within the sequence.
     KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 4, KILN_OP_INDEX, &v));
-    if (!v->data) return kiln_op_unsupported(args, "run-time sequence_lens are not supported");
     if (v->shape.rank != 1 || v->shape.dims[0] != out->batch) {
       return kiln_op_invalid(args, "sequence_lens must be [batch]");
     }
-    out->lens = v;
+    out->runtime_lens = !v->data;
+    out->lens = v->data ? v : NULL;
     for (int64_t b = 0; b < out->batch; ++b) {
       int64_t length = kiln_rnn_length(out, b);
       if (length < 0 || length > out->seq) {
@@ -141,7 +141,12 @@ kiln_status_t kiln_rnn_info(const kiln_op_infer_args_t* args, kiln_rnn_info_t* o
     return kiln_op_invalid(args, "too many inputs");
   }
   if (out->kind == KILN_RNN_LSTM && kiln_op_input(args, 7)) {
-    return kiln_op_unsupported(args, "peepholes (input P) are not supported");
+    KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 7, KILN_OP_F32, &v));
+    if (v->shape.rank != 2 || v->shape.dims[0] != out->directions ||
+        v->shape.dims[1] != 3 * out->hidden) {
+      return kiln_op_invalid(args, "P must be [directions, 3 * hidden]");
+    }
+    out->peephole = true;
   }
   return kiln_ok_status();
 }
@@ -154,7 +159,9 @@ int64_t kiln_rnn_length(const kiln_rnn_info_t* info, int64_t b) {
 }
 
 bool kiln_rnn_is_plain(const kiln_rnn_info_t* info) {
-  if (info->input_forget || info->clip > 0.0f) return false;
+  if (info->input_forget || info->clip > 0.0f || info->peephole || info->runtime_lens) {
+    return false;
+  }
   if (info->act[0] != (info->kind == KILN_RNN_SIMPLE ? KILN_ACT_TANH : KILN_ACT_SIGMOID) ||
       info->act[1] != KILN_ACT_TANH || info->act[2] != KILN_ACT_TANH) {
     return false;
@@ -241,6 +248,9 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
   const float* c0 = args->input_count > 6 && kind == KILN_RNN_LSTM
                         ? (const float*)args->inputs[6].data
                         : NULL;
+  const float* P = args->input_count > 7 && kind == KILN_RNN_LSTM
+                       ? (const float*)args->inputs[7].data
+                       : NULL;
   double* scratch = NULL;
   size_t per = (size_t)(5 * H + 2 * G * H + I);
   KILN_RETURN_IF_ERROR(
@@ -255,6 +265,8 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
     const float* Rd = R + d * G * H * H;
     const float* Wb = B ? B + d * 2 * G * H : NULL;
     const float* Rb = B ? Wb + G * H : NULL;
+    // Peepholes i, o, f (zeros without P): i and f see c_{t-1}, o sees c_t.
+    const float* Pd = P ? P + d * 3 * H : NULL;
     bool backwards = d == 1 || strcmp(direction, "reverse") == 0;
     for (int64_t b = 0; b < info.batch; ++b) {
       size_t s = kiln_state_at(&info, d, b);
@@ -262,6 +274,8 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
       if (lens) {
         length = lens->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)lens->data)[b]
                                                      : ((const int32_t*)lens->data)[b];
+        // Run-time lengths outside [0, seq] are clamped (as on the GPU).
+        length = length < 0 ? 0 : length > info.seq ? info.seq : length;
       }
       for (int64_t j = 0; j < H; ++j) {
         h[j] = h0 ? h0[s + (size_t)j] : 0.0;
@@ -278,13 +292,15 @@ static kiln_status_t kiln_run_rnn(const kiln_op_run_args_t* args) {
           if (kind == KILN_RNN_LSTM) {
             kiln_rnn_gemv(Rd, H, h, Rb, 0, G * H, gh);
             for (int64_t j = 0; j < H; ++j) {
-              double in = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j], clip));
-              double o = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j], clip));
+              double pi = Pd ? Pd[j] * c[j] : 0.0, pf = Pd ? Pd[2 * H + j] * c[j] : 0.0;
+              double in = kiln_rnn_activate(F, kiln_rnn_clip(gx[j] + gh[j] + pi, clip));
               double f = input_forget
                              ? 1.0 - in
-                             : kiln_rnn_activate(F, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j], clip));
+                             : kiln_rnn_activate(F, kiln_rnn_clip(gx[2 * H + j] + gh[2 * H + j] + pf, clip));
               double cc = kiln_rnn_activate(Gc, kiln_rnn_clip(gx[3 * H + j] + gh[3 * H + j], clip));
               c[j] = f * c[j] + in * cc;
+              double po = Pd ? Pd[H + j] * c[j] : 0.0;
+              double o = kiln_rnn_activate(F, kiln_rnn_clip(gx[H + j] + gh[H + j] + po, clip));
               h[j] = o * kiln_rnn_activate(Hc, c[j]);
             }
           } else if (kind == KILN_RNN_GRU) {

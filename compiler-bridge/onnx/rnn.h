@@ -2,9 +2,10 @@
 // reference implementation (ops_rnn.c), the GPU lowering
 // (onnx-emit/lower_rnn.c) and the unrolling pass (pass_unroll_rnn.c).
 // Supported: activations Sigmoid/Tanh/Relu (the same for both directions,
-// no alpha/beta), no peepholes, forward/reverse/
+// no alpha/beta), LSTM peepholes (P), forward/reverse/
 // bidirectional, layout 0/1, clip, LSTM input_forget, sequence_lens absent
-// or constant (each in [0, seq]).
+// or constant (each in [0, seq]) or a run-time tensor (lengths outside
+// [0, seq] are clamped into it).
 #ifndef KILN_COMPILER_BRIDGE_ONNX_RNN_H_
 #define KILN_COMPILER_BRIDGE_ONNX_RNN_H_
 
@@ -27,11 +28,13 @@ typedef struct kiln_rnn_info_t {
   // Constant sequence_lens (int32 or int64 data) or NULL; kiln_rnn_length
   // reads entry b.
   const kiln_graph_value_t* lens;
+  bool runtime_lens;  // sequence_lens is not a constant (lens stays NULL)
+  bool peephole;  // LSTM input 7 (P: [directions, 3 * hidden], i, o, f)
 } kiln_rnn_info_t;
 
 // Length of batch row b (seq without sequence_lens).
 int64_t kiln_rnn_length(const kiln_rnn_info_t* info, int64_t b);
-// Whether the node needs none of clip, input_forget, non-default
+// Whether the node needs none of clip, input_forget, peepholes, non-default
 // activations and lengths shorter than the sequence (what the unrolling
 // pass expands).
 bool kiln_rnn_is_plain(const kiln_rnn_info_t* info);

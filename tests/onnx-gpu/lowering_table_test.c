@@ -36,7 +36,7 @@ KILN_TEST(LoweringTableTest, EveryLoweredOpIsAnOnnxTableOpAndListed) {
     KILN_EXPECT_TRUE(kiln_list_has(list, name));
     KILN_EXPECT_TRUE(kiln_activation_from_name(name) != KILN_ACT_NONE);
   }
-  KILN_EXPECT_EQ(activations, 17u);
+  KILN_EXPECT_EQ(activations, (size_t)KILN_ACT_COUNT - 1);  // every code but NONE
   KILN_EXPECT_GT(strlen(list), 512u);  // longer than the old cut-off
   KILN_EXPECT_FALSE(kiln_list_has(list, "Mod"));
   free(list);
@@ -50,7 +50,7 @@ KILN_TEST(LoweringTableTest, EveryOnnxTableOpIsInTheReferenceList) {
     KILN_EXPECT_TRUE(kiln_list_has(list, kiln_op_at(i)->op_type));
   }
   KILN_EXPECT_TRUE(kiln_op_at(kiln_op_count()) == NULL);
-  KILN_EXPECT_EQ(strncmp(list, "Abs, Add, ", 10), 0);  // sorted
+  KILN_EXPECT_EQ(strncmp(list, "Abs, Acos, Acosh, Add, ", 23), 0);  // sorted
   free(list);
 }
 

@@ -116,6 +116,14 @@ KILN_TEST(OnnxGpuRnnTest, NodeTestsMatchNumpyInFewDispatches) {
       {"lstm_long_chunked", 6},  // the loop in 2 parts on lavapipe
       {"gru_long_chunked_reset_first", 6},  // 3 parts
       {"rnn_long_chunked", 5},  // 2 parts
+      {"lstm_peepholes", 6},  // P rides in the params blob: nothing added
+      {"lstm_peepholes_runtime_bidirectional", 8},  // + blob copy + P copy
+      {"lstm_peepholes_lens_clip_input_forget", 5},
+      {"lstm_peepholes_long_chunked", 5},
+      // Run-time lengths: + blob copy, cast to float, copy into the blob.
+      {"lstm_runtime_lens_bidirectional", 9},
+      {"gru_runtime_lens_int64_reverse", 7},
+      {"rnn_runtime_lens_long", 7},
   };
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     char dir[1024], data[1100], model[1100];

@@ -66,6 +66,39 @@ float kiln_pow(float x, float z) {
   return s * exp2(z * kiln_log2_positive(ax));
 }
 
+// x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2): no
+// log(1 + tiny) cancellation for negative x; x itself past 20.
+float kiln_mish(float x) {
+  if (x > 20.0) return x;
+  float e = exp(x);
+  float n = e * (e + 2.0);
+  return x * n / (n + 2.0);
+}
+
+// The inverse hyperbolics as logs, written so that neither the negative
+// half (asinh) nor large |x| (x * x overflowing) loses the result; outside
+// the domain NaN, at the poles +-inf (as C).
+float kiln_asinh(float x) {
+  float a = abs(x);
+  float r = a > 1e18 ? kiln_log_positive(a) + 0.69314718055994531
+                     : (a < 1e-4 ? a : log(a + sqrt(a * a + 1.0)));
+  return isnan(x) ? x : (x < 0.0 ? -r : r);
+}
+float kiln_acosh(float x) {
+  if (isnan(x)) return x;
+  if (x < 1.0) return KILN_NAN;
+  return x > 1e18 ? kiln_log_positive(x) + 0.69314718055994531
+                  : log(x + sqrt((x - 1.0) * (x + 1.0)));
+}
+float kiln_atanh(float x) {
+  if (isnan(x)) return x;
+  float a = abs(x);
+  if (a > 1.0) return KILN_NAN;
+  if (a == 1.0) return x * KILN_INF;
+  float r = a < 1e-4 ? a : 0.5 * log((1.0 + a) / (1.0 - a));
+  return x < 0.0 ? -r : r;
+}
+
 float kiln_activate(uint code, float x, float alpha, float beta) {
   switch (code) {
     // Written as comparisons, which are false for NaN, so NaN passes.
@@ -96,6 +129,33 @@ float kiln_activate(uint code, float x, float alpha, float beta) {
     case KILN_ACT_NEG: return -x;
     case KILN_ACT_ABS: return abs(x);
     case KILN_ACT_RECIPROCAL: return 1.0 / x;
+    case KILN_ACT_MISH: return kiln_mish(x);
+    case KILN_ACT_SOFTSIGN: return x / (1.0 + abs(x));
+    case KILN_ACT_SELU: return x > 0.0 ? beta * x : beta * alpha * (exp(x) - 1.0);
+    case KILN_ACT_CELU: return x > 0.0 ? x : alpha * (exp(x / alpha) - 1.0);
+    // NaN stays NaN (a comparison alone would map it to 0).
+    case KILN_ACT_THRESHOLDED_RELU: return isnan(x) || x > alpha ? x : 0.0;
+    case KILN_ACT_SHRINK:
+      return isnan(x) ? x : x < -alpha ? x + beta : x > alpha ? x - beta : 0.0;
+    case KILN_ACT_SIN: return sin(x);
+    case KILN_ACT_COS: return cos(x);
+    case KILN_ACT_TAN: return tan(x);
+    // Through atan: lavapipe's asin/acos are off by 4e-4 near |x| = 0.93.
+    case KILN_ACT_ASIN:
+      return abs(x) > 1.0 ? KILN_NAN : atan(x, sqrt((1.0 - x) * (1.0 + x)));
+    case KILN_ACT_ACOS:
+      return abs(x) > 1.0 ? KILN_NAN : atan(sqrt((1.0 - x) * (1.0 + x)), x);
+    case KILN_ACT_ATAN: return atan(x);
+    // sinh(x) = (e^x - e^-x) / 2 cancels near 0: x there (|error| < 2e-9).
+    case KILN_ACT_SINH: return abs(x) < 1e-4 ? x : 0.5 * (exp(x) - exp(-x));
+    case KILN_ACT_COSH: return 0.5 * (exp(x) + exp(-x));
+    case KILN_ACT_ASINH: return kiln_asinh(x);
+    case KILN_ACT_ACOSH: return kiln_acosh(x);
+    case KILN_ACT_ATANH: return kiln_atanh(x);
+    case KILN_ACT_FLOOR: return floor(x);
+    case KILN_ACT_CEIL: return ceil(x);
+    case KILN_ACT_ROUND: return roundEven(x);
+    case KILN_ACT_SIGN: return isnan(x) ? x : x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0;
     default: return x;
   }
 }

@@ -37,6 +37,7 @@ layout(push_constant) uniform Params {
   uint y_d, y_t, y_b;
   float clip;
   float alpha[3], beta[3];
+  uint p_offset;
 } p;
 
 #define MAXH KILN_RNN_MAX_HIDDEN
@@ -80,8 +81,12 @@ void main() {
   const uint rt = p.r_offset + d * p.hidden4 * gh;
   const uint rb = p.rb_offset + d * gh;
   const uint s0 = d * p.state_d + b * p.state_b;
-  const uint len = (p.flags & KILN_RNN_FLAG_LENS) != 0
-                       ? floatBitsToUint(prm(p.lens_offset + b)) : p.seq;
+  // Run-time lengths arrive as floats; clamped so no step leaves the sequence.
+  const float lens_f = prm(p.lens_offset + b);
+  const uint len = (p.flags & KILN_RNN_FLAG_LENS) == 0 ? p.seq
+                   : (p.flags & KILN_RNN_FLAG_LENS_FLOAT) != 0
+                       ? (isnan(lens_f) ? 0u : uint(kiln_clamp(lens_f, 0.0, float(p.seq))))
+                       : floatBitsToUint(lens_f);
   const bool backwards = d == 1 || (p.flags & KILN_RNN_FLAG_REVERSE) != 0;
   const bool has_y = (p.flags & KILN_RNN_FLAG_HAS_Y) != 0;
 
@@ -115,14 +120,20 @@ void main() {
       vec4 acc = kiln_rnn_dot(hin, rt, j, KIND == KILN_RNN_CELL_GRU && LBR == 0 ? 2u : gates);
       float hn;
       if (KIND == KILN_RNN_CELL_LSTM) {
-        float i = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j));
-        float o = kiln_rnn_f(gx[xg + H + j] + acc.y + prm(rb + H + j));
+        // Peepholes (p_offset is 0 without them: reads stay in the blob).
+        const bool peep = (p.flags & KILN_RNN_FLAG_PEEPHOLE) != 0;
+        const uint po = p.p_offset + d * 3 * H + j;
+        float c_prev = sh[2 * MAXH + j];
+        float i = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j) + (peep ? prm(po) * c_prev : 0.0));
         float f = (p.flags & KILN_RNN_FLAG_INPUT_FORGET) != 0
                       ? 1.0 - i
-                      : kiln_rnn_f(gx[xg + 2 * H + j] + acc.z + prm(rb + 2 * H + j));
+                      : kiln_rnn_f(gx[xg + 2 * H + j] + acc.z + prm(rb + 2 * H + j) +
+                                   (peep ? prm(po + 2 * H) * c_prev : 0.0));
         float cc = kiln_rnn_g(gx[xg + 3 * H + j] + acc.w + prm(rb + 3 * H + j));
-        float c = f * sh[2 * MAXH + j] + i * cc;
+        float c = f * c_prev + i * cc;
         sh[2 * MAXH + j] = c;
+        float o = kiln_rnn_f(gx[xg + H + j] + acc.y + prm(rb + H + j) +
+                             (peep ? prm(po + H) * c : 0.0));
         hn = o * kiln_rnn_h(c);
       } else if (KIND == KILN_RNN_CELL_GRU) {
         float z = kiln_rnn_f(gx[xg + j] + acc.x + prm(rb + j));

@@ -1,4 +1,4 @@
-// Workgroup-wide sum / max / min of one float per invocation, returned to
+// Workgroup-wide sum / max / min / product of one float per invocation, returned to
 // every invocation. Include it after the local_size layout: before it,
 // gl_WorkGroupSize is the constant (1,1,1), not the specialized size.
 // Shared-memory tree by default; with KILN_SUBGROUP the
@@ -12,6 +12,7 @@
 #define KILN_COMBINE_SUM 0
 #define KILN_COMBINE_MAX 1
 #define KILN_COMBINE_MIN 2
+#define KILN_COMBINE_PROD 3
 
 #ifdef KILN_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
@@ -24,12 +25,14 @@ shared float kiln_scratch[gl_WorkGroupSize.x];
 
 float kiln_combine(uint op, float a, float b) {
   return op == KILN_COMBINE_SUM ? a + b
-                                : (op == KILN_COMBINE_MAX ? kiln_max_nan(a, b) : kiln_min_nan(a, b));
+         : op == KILN_COMBINE_PROD ? a * b
+         : (op == KILN_COMBINE_MAX ? kiln_max_nan(a, b) : kiln_min_nan(a, b));
 }
 
 #ifdef KILN_SUBGROUP
 float kiln_subgroup_combine(uint op, float v) {
   if (op == KILN_COMBINE_SUM) return subgroupAdd(v);
+  if (op == KILN_COMBINE_PROD) return subgroupMul(v);
   bool any_nan = subgroupMax(isnan(v) ? 1.0 : 0.0) > 0.0;
   float r = op == KILN_COMBINE_MAX ? subgroupMax(v) : subgroupMin(v);
   return any_nan ? uintBitsToFloat(0x7fc00000u) : r;

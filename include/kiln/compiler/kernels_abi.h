@@ -232,7 +232,7 @@ _Static_assert(sizeof(kiln_kernel_attention_params_t) == 116, "attention push co
 // GH = gates * hidden floats each, at d * gx_d + t * gx_t + b * gx_b;
 // 1 params (ro, read as vec4): R per direction as [GH][hidden4] (columns
 // past hidden are zero) at r_offset + d * GH * hidden4 (r_offset % 4 == 0), Rb per direction [GH] at rb_offset,
-// lengths (uint bits) at lens_offset; 2 state: h at d * state_d +
+// lengths (uint bits) at lens_offset, peepholes at p_offset; 2 state: h at d * state_d +
 // b * state_b, c at c_offset past it; 3 y: Y at d * y_d + t * y_t + b * y_b.
 // Grid: (directions * batch, 1, 1), one workgroup per (d, b).
 typedef struct kiln_kernel_recurrent_params_t {
@@ -243,8 +243,9 @@ typedef struct kiln_kernel_recurrent_params_t {
   uint32_t y_d, y_t, y_b;
   float clip;
   float alpha[3], beta[3];  // of activations f, g, h
+  uint32_t p_offset;  // LSTM peepholes [D][3 * hidden] (i, o, f) with KILN_RNN_FLAG_PEEPHOLE
 } kiln_kernel_recurrent_params_t;
-_Static_assert(sizeof(kiln_kernel_recurrent_params_t) == 104, "recurrent push constants");
+_Static_assert(sizeof(kiln_kernel_recurrent_params_t) == 108, "recurrent push constants");
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,28 @@
 #define KILN_ACT_NEG 15
 #define KILN_ACT_ABS 16
 #define KILN_ACT_RECIPROCAL 17
-#define KILN_ACT_COUNT 18
+#define KILN_ACT_MISH 18         // x * tanh(softplus(x))
+#define KILN_ACT_SOFTSIGN 19     // x / (1 + |x|)
+#define KILN_ACT_SELU 20         // beta * (x > 0 ? x : alpha * (exp(x) - 1))
+#define KILN_ACT_CELU 21         // x > 0 ? x : alpha * (exp(x / alpha) - 1)
+#define KILN_ACT_THRESHOLDED_RELU 22  // x > alpha ? x : 0
+#define KILN_ACT_SHRINK 23       // x < -alpha ? x + beta : x > alpha ? x - beta : 0
+#define KILN_ACT_SIN 24
+#define KILN_ACT_COS 25
+#define KILN_ACT_TAN 26
+#define KILN_ACT_ASIN 27
+#define KILN_ACT_ACOS 28
+#define KILN_ACT_ATAN 29
+#define KILN_ACT_SINH 30
+#define KILN_ACT_COSH 31
+#define KILN_ACT_ASINH 32
+#define KILN_ACT_ACOSH 33
+#define KILN_ACT_ATANH 34
+#define KILN_ACT_FLOOR 35
+#define KILN_ACT_CEIL 36
+#define KILN_ACT_ROUND 37        // half to even
+#define KILN_ACT_SIGN 38
+#define KILN_ACT_COUNT 39
 
 // Elementwise binary ops.
 #define KILN_BINARY_ADD 0
@@ -46,7 +67,18 @@
 #define KILN_REDUCE_MEAN 1
 #define KILN_REDUCE_MAX 2
 #define KILN_REDUCE_MIN 3
-#define KILN_REDUCE_COUNT 4
+// The sum family (ReduceL1/L2/SumSquare/LogSum/LogSumExp): what each value
+// contributes and what the sum becomes. A long axis reduced in chunk
+// partials applies the element transform in the first dispatch and the
+// final one in the last (SUM in between; L2 = SUM_SQUARE ... SQRT_SUM).
+#define KILN_REDUCE_SUM_ABS 4      // sum |x|
+#define KILN_REDUCE_SUM_SQUARE 5   // sum x^2
+#define KILN_REDUCE_L2 6           // sqrt(sum x^2)
+#define KILN_REDUCE_SQRT_SUM 7     // sqrt(sum x)
+#define KILN_REDUCE_LOG_SUM 8      // log(sum x)
+#define KILN_REDUCE_LOG_SUM_EXP 9  // m + log(sum exp(x - m)), m = max: composes
+#define KILN_REDUCE_PROD 10
+#define KILN_REDUCE_COUNT 11
 
 // Windowed pooling.
 #define KILN_POOL_MAX 0
@@ -188,5 +220,7 @@
 #define KILN_RNN_FLAG_INPUT_FORGET 16 // LSTM: f = 1 - i
 #define KILN_RNN_FLAG_CLIP 32         // clip gate inputs to [-clip, clip]
 #define KILN_RNN_FLAG_LENS 64         // per-batch lengths in the params blob
+#define KILN_RNN_FLAG_PEEPHOLE 128    // LSTM: P . c terms on i, f (c_{t-1}) and o (c_t)
+#define KILN_RNN_FLAG_LENS_FLOAT 256  // lengths are float values (run-time), clamped to [0, seq]
 
 #endif  // KILN_COMPILER_KERNELS_CODES_H_

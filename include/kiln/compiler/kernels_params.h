@@ -82,6 +82,14 @@ kiln_status_t kiln_kernel_params_axes(const int64_t* dims, size_t rank,
                                       const int64_t* axes, size_t axis_count,
                                       kiln_kernel_reduce_params_t* out_params);
 
+// The reduce op of one dispatch of a reduction done in several (chunk
+// partials, then the partials; runs of axes one after another): the sum
+// family transforms each value in the first dispatch (`first`: it reads the
+// input) and the sum in the last (`last`: it writes the output); mean sums
+// partials and divides in each stage's last dispatch (`stage_last`); max,
+// min, sum, prod and log-sum-exp compose as they are.
+uint32_t kiln_kernel_reduce_step_op(uint32_t op, bool first, bool last, bool stage_last);
+
 // LayerNormalization over axis..rank-1 (scale/bias of that many values).
 kiln_status_t kiln_kernel_params_layer_norm(const int64_t* dims, size_t rank,
                                             int64_t axis, float epsilon,

@@ -35,7 +35,9 @@ static const axis_case_t kAxisCases[] = {
 };
 
 KILN_TEST(GpuReduceTest, AllOpsAllShapes) {
-  const char* names[] = {"sum", "mean", "max", "min"};
+  const char* names[] = {"sum", "mean", "max", "min", "sum_abs", "sum_square",
+                         "l2", "sqrt_sum", "log_sum", "log_sum_exp", "prod"};
+  KILN_ASSERT_EQ(sizeof(names) / sizeof(names[0]), KILN_REDUCE_COUNT);
   kiln_kernel_variant_t variants[2];
   size_t variant_count = runnable_variants(KILN_KERNEL_REDUCE, variants);
   for (size_t v = 0; v < variant_count; ++v) {
@@ -43,7 +45,9 @@ KILN_TEST(GpuReduceTest, AllOpsAllShapes) {
       for (size_t s = 0; s < sizeof(kAxisCases) / sizeof(kAxisCases[0]); ++s) {
         const axis_case_t* c = &kAxisCases[s];
         size_t in_count = c->outer * c->size * c->inner, out_count = c->outer * c->inner;
-        float* x = gpu_random_alloc(in_count, 70 + (uint32_t)s, -1, 1);
+        // sqrt/log of a sum: positive values (a sum near 0 is ill-conditioned).
+        bool positive = op == KILN_REDUCE_SQRT_SUM || op == KILN_REDUCE_LOG_SUM;
+        float* x = gpu_random_alloc(in_count, 70 + (uint32_t)s, positive ? 0.01f : -1, 1);
         float* want = gpu_alloc(out_count);
         float* got = gpu_alloc(out_count);
         kiln_kernel_reduce_params_t p = {(uint32_t)c->outer, (uint32_t)c->size,
@@ -370,12 +374,12 @@ KILN_TEST(GpuReduceTest, ChunkPartialsThenPartials) {
   float* got = gpu_alloc(outer * inner);
   float* want = gpu_alloc(outer * inner);
   for (uint32_t op = 0; op < KILN_REDUCE_COUNT; ++op) {
-    uint32_t first_op = op == KILN_REDUCE_MEAN ? KILN_REDUCE_SUM : op;
+    uint32_t first_op = kiln_kernel_reduce_step_op(op, true, false, false);
     kiln_kernel_reduce_params_t p1 = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner,
                                       (uint32_t)chunk, 0.0f};
     kiln_kernel_reduce_params_t p2 = {(uint32_t)outer, (uint32_t)chunks, (uint32_t)inner, 0,
                                       (float)size};
-    const uint32_t ops[2] = {first_op, op};
+    const uint32_t ops[2] = {first_op, kiln_kernel_reduce_step_op(op, false, true, true)};
     const kiln_kernel_reduce_params_t* ps[2] = {&p1, &p2};
     const float* ins[2] = {x, partial};
     size_t in_counts[2] = {outer * size * inner, outer * chunks * inner};

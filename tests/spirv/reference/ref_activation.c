@@ -33,6 +33,28 @@ double ref_activation(uint32_t code, double x, double alpha, double beta) {
     case KILN_ACT_NEG: return -x;
     case KILN_ACT_ABS: return fabs(x);
     case KILN_ACT_RECIPROCAL: return 1.0 / x;
+    case KILN_ACT_MISH: return x * tanh(x > 20 ? x : log1p(exp(x)));
+    case KILN_ACT_SOFTSIGN: return x / (1.0 + fabs(x));
+    case KILN_ACT_SELU: return x > 0 ? beta * x : beta * alpha * expm1(x);
+    case KILN_ACT_CELU: return x > 0 ? x : alpha * expm1(x / alpha);
+    case KILN_ACT_THRESHOLDED_RELU: return isnan(x) || x > alpha ? x : 0;
+    case KILN_ACT_SHRINK:
+      return isnan(x) ? x : x < -alpha ? x + beta : x > alpha ? x - beta : 0;
+    case KILN_ACT_SIN: return sin(x);
+    case KILN_ACT_COS: return cos(x);
+    case KILN_ACT_TAN: return tan(x);
+    case KILN_ACT_ASIN: return asin(x);
+    case KILN_ACT_ACOS: return acos(x);
+    case KILN_ACT_ATAN: return atan(x);
+    case KILN_ACT_SINH: return sinh(x);
+    case KILN_ACT_COSH: return cosh(x);
+    case KILN_ACT_ASINH: return asinh(x);
+    case KILN_ACT_ACOSH: return acosh(x);
+    case KILN_ACT_ATANH: return atanh(x);
+    case KILN_ACT_FLOOR: return floor(x);
+    case KILN_ACT_CEIL: return ceil(x);
+    case KILN_ACT_ROUND: return nearbyint(x);
+    case KILN_ACT_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0;
     default: return NAN;
   }
 }

@@ -8,14 +8,27 @@ void ref_reduce(uint32_t op, size_t outer, size_t size, size_t inner,
                 const float* x, float* out) {
   for (size_t o = 0; o < outer; ++o) {
     for (size_t i = 0; i < inner; ++i) {
-      double acc = op == KILN_REDUCE_MAX ? -INFINITY : (op == KILN_REDUCE_MIN ? INFINITY : 0);
+      double acc = op == KILN_REDUCE_MAX ? -INFINITY
+                   : op == KILN_REDUCE_MIN ? INFINITY : op == KILN_REDUCE_PROD ? 1 : 0;
+      double m = -INFINITY;
+      for (size_t r = 0; r < size; ++r) {
+        double v = x[(o * size + r) * inner + i];
+        if (v > m) m = v;
+      }
       for (size_t r = 0; r < size; ++r) {
         double v = x[(o * size + r) * inner + i];
         if (op == KILN_REDUCE_MAX) acc = v > acc ? v : acc;
         else if (op == KILN_REDUCE_MIN) acc = v < acc ? v : acc;
+        else if (op == KILN_REDUCE_SUM_ABS) acc += fabs(v);
+        else if (op == KILN_REDUCE_SUM_SQUARE || op == KILN_REDUCE_L2) acc += v * v;
+        else if (op == KILN_REDUCE_LOG_SUM_EXP) acc += exp(v - m);
+        else if (op == KILN_REDUCE_PROD) acc *= v;
         else acc += v;
       }
       if (op == KILN_REDUCE_MEAN) acc /= (double)size;
+      if (op == KILN_REDUCE_L2 || op == KILN_REDUCE_SQRT_SUM) acc = sqrt(acc);
+      if (op == KILN_REDUCE_LOG_SUM) acc = log(acc);
+      if (op == KILN_REDUCE_LOG_SUM_EXP) acc = m + log(acc);
       out[o * inner + i] = (float)acc;
     }
   }
