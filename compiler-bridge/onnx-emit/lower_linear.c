@@ -149,6 +149,8 @@ static kiln_status_t kiln_lower_quantized_or_bind_b(const kiln_lower_t* l,
     if (*out_done) return kiln_ok_status();
   }
   return kiln_lower_in_range(l, 1, &desc->bindings[1]);
+}
+
 static uint64_t kiln_conv3d_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
@@ -232,7 +234,7 @@ static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_e
       .pad_left = (uint32_t)win.pad_begin[2], .dilation_h = (uint32_t)win.dilation[1],
       .dilation_w = (uint32_t)win.dilation[2]};
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
-  const bool tiled = !depthwise && kiln_lower_gpu_only(l);
+  const bool tiled = !depthwise;  // conv2d_gemm; its cpu variant is conv2d_cpu
   kiln_emit_dispatch_desc_t desc = {
       .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D
                           : (tiled ? KILN_KERNEL_CONV2D_GEMM : KILN_KERNEL_CONV2D),
