@@ -86,8 +86,23 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // One-row products (batch-1 linear layers) take gemv, products with few
 // output blocks gemm_small, the rest the tiled gemm; all have gemm's ABI
 // (and on CPU-like and mobile targets gemm and gemm_small tile alike).
-static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_kernel_gemm_params_t* p) {
+// fp16 products run on tensor cores (gemm_coopmat) when every target of
+// the module has cooperative matrix and fp16 arithmetic (a module keeps
+// one kernel per dispatch; multi-target modules with a target without it
+// keep gemm_f16).
+static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
+  if (!kiln_emit_node_is_f16(l->program)) return false;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
+    if (!caps->cooperative_matrix || !caps->fp16_arithmetic) return false;
+  }
+  return true;
+}
+
+static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l,
+                                               const kiln_kernel_gemm_params_t* p) {
   if (p->m == 1) return KILN_KERNEL_GEMV;
+  if (kiln_lower_coopmat_ok(l)) return KILN_KERNEL_GEMM_COOPMAT;
   uint64_t blocks = ((uint64_t)p->m + 127) / 128 * (((uint64_t)p->n + 127) / 128) * p->batch;
   return blocks < KILN_GEMM_SMALL_BLOCKS ? KILN_KERNEL_GEMM_SMALL : KILN_KERNEL_GEMM;
 }
@@ -109,7 +124,7 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = co * hw, .residual_row_stride = hw,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
@@ -384,7 +399,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
       .residual_batch_stride = m * n, .residual_row_stride = n,
       .scale = alpha, .alpha = e.alpha, .beta = e.beta};
   if (cv) KILN_RETURN_IF_ERROR(kiln_lower_bias_strides(l, &cv->shape, &yv->shape, &p));
-  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(&p), .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
@@ -570,7 +585,7 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
     p.c_batch_stride = p.m * n;
     p.residual_batch_stride = p.m * n;
   }
-  desc.kernel = kiln_lower_gemm_kernel(&p);
+  desc.kernel = kiln_lower_gemm_kernel(l, &p);
   desc.bindings[2] = desc.bindings[0];
   if (bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.bias, &desc.bindings[2]));
   if (b_later) {

@@ -190,6 +190,7 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
   switch (desc->kernel) {
     case KILN_KERNEL_GEMM:
     case KILN_KERNEL_GEMM_SMALL:
+    case KILN_KERNEL_GEMM_COOPMAT:
     case KILN_KERNEL_GEMV:
       return kiln_split_gemm(l, desc, r);
     case KILN_KERNEL_CONV2D:
