@@ -131,6 +131,8 @@ def kiln_run(build, onnx_path, inputs, calls, work, triple, precision):
     module = os.path.join(work, "m.kiln")
     compile_args = [os.path.join(build, "tools/compile/kiln-compile"), onnx_path, "-o", module,
                     "--precision=" + precision]
+    # Extra kiln-compile flags (e.g. --cooperative-matrix) for side-by-side runs.
+    compile_args += os.environ.get("KILN_BENCH_COMPILE_FLAGS", "").split()
     if triple:
         compile_args.append("--target-triple=" + triple)
     subprocess.run(compile_args, check=True, capture_output=True, text=True)

@@ -132,6 +132,7 @@ typedef struct kiln_emit_program_t {
   kiln_emit_host_op_t* host_ops;
   size_t host_op_count, host_op_capacity;
   bool no_fallback;  // kiln_onnx_compile_options_t.no_fallback
+  bool cooperative_matrix;  // kiln_onnx_compile_options_t.cooperative_matrix
   // Weight-only quantization (lower_qweight.c): the layout (0: none), the
   // statistics stream, and what was quantized or kept fp32.
   int quantize;

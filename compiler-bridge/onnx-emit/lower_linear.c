@@ -86,12 +86,13 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // One-row products (batch-1 linear layers) take gemv, products with few
 // output blocks gemm_small, the rest the tiled gemm; all have gemm's ABI
 // (and on CPU-like and mobile targets gemm and gemm_small tile alike).
-// fp16 products run on tensor cores (gemm_coopmat) when every target of
-// the module has cooperative matrix and fp16 arithmetic (a module keeps
-// one kernel per dispatch; multi-target modules with a target without it
-// keep gemm_f16).
+// With --cooperative-matrix, fp16 products run on tensor cores
+// (gemm_coopmat) when every target of the module has cooperative matrix
+// and fp16 arithmetic (a module keeps one kernel per dispatch;
+// multi-target modules with a target without it keep gemm_f16). Opt-in:
+// on an H100 it measured slower than gemm_f16 (docs/precision.md).
 static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
-  if (!kiln_emit_node_is_f16(l->program)) return false;
+  if (!l->program->cooperative_matrix || !kiln_emit_node_is_f16(l->program)) return false;
   for (size_t t = 0; t < l->program->target_count; ++t) {
     const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
     if (!caps->cooperative_matrix || !caps->fp16_arithmetic) return false;

@@ -37,6 +37,9 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "                           outputs keep the model's dtype; needs 16-bit\n"
           "                           storage). Default: the model's (f16 for fp16\n"
           "                           models), see docs/precision.md\n"
+          "  --cooperative-matrix     f16 products on gemm_coopmat (tensor cores) when\n"
+          "                           every target has cooperative matrix; experimental,\n"
+          "                           slower than the default on an H100 today\n"
           "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
           "                           running them on the host between GPU segments\n"
           "                           (TopK, NonZero, NonMaxSuppression)\n"
@@ -182,6 +185,8 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       if (status) return kiln_compile_onnx_fail(status);
     } else if (strcmp(arg, "--no-fallback") == 0) {
       options.no_fallback = true;
+    } else if (strcmp(arg, "--cooperative-matrix") == 0) {
+      options.cooperative_matrix = true;
     } else if (strncmp(arg, "--quantize=", 11) == 0) {
       kiln_quant_layout_t layout;
       kiln_status_t status = kiln_quant_layout_parse(arg + 11, &layout);

@@ -14,7 +14,23 @@ float kiln_div(float x, float y) {
   precise float q = x / y;
   if (isinf(q) || isnan(q) || isinf(y) || q == 0.0) return q;
   precise float r = fma(-q, y, x);
-  return q + r / y;
+  precise float q1 = q + r / y;
+  // One correction step is not always the nearest float (NVIDIA gave 8.25 /
+  // 0.3 one ulp off, flipping a quantizer's tie): of q1 and its two
+  // neighbours keep the one with the smallest exact residual (fma), which
+  // is the correctly rounded quotient (a quotient is never a midpoint).
+  const uint bits = floatBitsToUint(q1);
+  precise float up = uintBitsToFloat(bits + 1u);
+  precise float down = uintBitsToFloat(bits - 1u);
+  precise float e = abs(fma(-q1, y, x));
+  precise float e_up = abs(fma(-up, y, x));
+  precise float e_down = abs(fma(-down, y, x));
+  if (e_up < e) {
+    q1 = up;
+    e = e_up;
+  }
+  if (e_down < e) q1 = down;
+  return q1;
 }
 
 #endif  // KILN_DIVIDE_GLSL_
