@@ -625,8 +625,8 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   p.m = 4096, p.n = 4097, p.k = 4096, p.batch = 3;
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
-  KILN_EXPECT_EQ(grid[0], 33u);  // 128-column blocks
-  KILN_EXPECT_EQ(grid[1], 32u);
+  KILN_EXPECT_EQ(grid[0], 65u);  // hopper's row: 64-column blocks
+  KILN_EXPECT_EQ(grid[1], 64u);
   KILN_EXPECT_EQ(grid[2], 3u);
   // The loop model covers it (steps of BK 32 grow with k).
   uint64_t passes = 0, longer = 0;
