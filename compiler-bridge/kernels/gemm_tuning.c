@@ -190,6 +190,21 @@ static const struct {
     {"valhall", 20},
 };
 
+// Arches where models measured slower with split-K than without: on an
+// H100 (bench_gpu.sh, 2026-11-24, modules for hopper-h100-linux, 30 calls)
+// every bench model lost with it (ResNet-50 5.76 vs 4.91 ms, BERT-base
+// 6.75 vs 6.19, ResNet-18 3.83 vs 3.36): the extra dispatches cost more
+// than the idle SMs. The other NVIDIA arches share the kernels and driver.
+static const char* const kNoSplitK[] = {"hopper", "ada", "ampere", "turing", "pascal"};
+
+bool kiln_kernel_gemm_split_k_enabled(const char* arch) {
+  if (!arch) return false;
+  for (size_t i = 0; i < sizeof(kNoSplitK) / sizeof(kNoSplitK[0]); ++i) {
+    if (strcmp(kNoSplitK[i], arch) == 0) return false;
+  }
+  return kiln_kernel_gemm_compute_units(arch) != 0;
+}
+
 uint32_t kiln_kernel_gemm_compute_units(const char* arch) {
   if (!arch) return 0;
   for (size_t i = 0; i < sizeof(kComputeUnits) / sizeof(kComputeUnits[0]); ++i) {

@@ -22,6 +22,7 @@ static uint32_t kiln_splitk_parts(const kiln_lower_t* l, uint64_t rows, uint64_t
                                   uint64_t k, uint64_t groups) {
   uint32_t parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
   for (size_t t = 0; t < l->program->target_count; ++t) {
+    if (!kiln_kernel_gemm_split_k_enabled(l->program->caps[t].arch)) return 1;
     uint32_t p = kiln_kernel_gemm_split_k_parts(&l->program->caps[t], rows, cols, k, groups);
     if (p < parts) parts = p;
   }

@@ -100,6 +100,9 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
 uint32_t kiln_kernel_gemm_compute_units(const char* arch);
+// Whether the emitter splits products for `arch` at all: off where the
+// bench measured split-K slower (NVIDIA), and where no unit count is kept.
+bool kiln_kernel_gemm_split_k_enabled(const char* arch);
 uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                         uint64_t n, uint64_t k, uint64_t batch);
 
