@@ -92,15 +92,20 @@ static kiln_status_t kiln_hal_export_submit_and_wait(
     kiln_vm_context_t* context, void* opaque, const kiln_vm_value_t* args,
     kiln_vm_value_t* results) {
   kiln_hal_module_state_t* state = opaque;
-  kiln_hal_fence_t* fence = NULL;
-  KILN_RETURN_IF_ERROR(kiln_hal_fence_create(state->device, &fence));
-  kiln_status_t status = kiln_hal_submit(state, args,
-                                         "device.submit_and_wait", NULL, NULL,
-                                         fence);
-  if (kiln_status_is_ok(status)) {
-    status = kiln_hal_fence_wait(fence, KILN_INFINITE_TIMEOUT_NS);
+  if (state->wait_fence) {
+    KILN_RETURN_IF_ERROR(kiln_hal_fence_reset(state->wait_fence));
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_hal_fence_create(state->device, &state->wait_fence));
   }
-  kiln_hal_fence_release(fence);
+  kiln_status_t status = kiln_hal_submit(state, args, "device.submit_and_wait",
+                                         NULL, NULL, state->wait_fence);
+  if (kiln_status_is_ok(status)) {
+    status = kiln_hal_fence_wait(state->wait_fence, KILN_INFINITE_TIMEOUT_NS);
+  }
+  if (!kiln_status_is_ok(status)) {  // a later call starts from a new fence
+    kiln_hal_fence_release(state->wait_fence);
+    state->wait_fence = NULL;
+  }
   return status;
 }
 

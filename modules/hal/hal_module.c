@@ -115,6 +115,7 @@ static void kiln_hal_module_destroy_state(void* user_data, void* opaque) {
     kiln_vm_ref_release(state->executables[i].ref);
   }
   kiln_allocator_free(state->allocator, state->executables);
+  if (state->wait_fence) kiln_hal_fence_release(state->wait_fence);
   kiln_hal_device_release(state->device);
   kiln_allocator_free(state->allocator, state);
 }
