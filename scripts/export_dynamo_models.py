@@ -118,7 +118,15 @@ def encoder_layer():
                                       batch_first=True)
 
 
-# name: (builder, input shape, opset; None: the exporter's default)
+def encoder_gelu():
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                       activation="gelu", batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+
+# name: (builder, input shape, opset; None: the exporter's default[, "torchscript": torch
+# 2.x's legacy exporter, dynamo=False, which writes nn.MultiheadAttention's head split as
+# Reshape/Unsqueeze/Transpose/Squeeze/Gather])
 MODELS = {
     "tiny_cnn": (TinyCnn, (1, 3, 32, 32), None),
     "res_block": (ResBlock, (1, 8, 16, 16), None),
@@ -130,6 +138,7 @@ MODELS = {
     # Opset 18 (what earlier torch 2.x wrote by default): no Gelu op there.
     "gpt_block_opset18": (GptBlock, (1, 8, 32), 18),
     "tiny_cnn_opset18": (TinyCnn, (1, 3, 32, 32), 18),
+    "encoder_gelu_torchscript": (encoder_gelu, (1, 8, 32), 18, "torchscript"),
 }
 
 
@@ -145,7 +154,7 @@ def randomize_batch_norms(model, generator):
 
 
 def export(out_dir, name):
-    make, shape, opset = MODELS[name]
+    make, shape, opset, *exporter = MODELS[name]
     torch.manual_seed(sum(map(ord, name)))
     generator = torch.Generator().manual_seed(len(name))
     model = make().eval()
@@ -156,9 +165,16 @@ def export(out_dir, name):
     path = os.path.join(directory, "model.onnx")
     with torch.no_grad():
         extra = {"opset_version": opset} if opset else {}
-        program = torch.onnx.export(model, (x,), dynamo=True, input_names=["input"],
-                                    output_names=["output"], external_data=False, **extra)
-        program.save(path, external_data=False)
+        if exporter == ["torchscript"]:
+            # Outside no_grad: under it nn.TransformerEncoderLayer takes its fused
+            # fast path, which this exporter cannot write.
+            with torch.enable_grad():
+                torch.onnx.export(model, (x,), path, dynamo=False, input_names=["input"],
+                                  output_names=["output"], do_constant_folding=True, **extra)
+        else:
+            program = torch.onnx.export(model, (x,), dynamo=True, input_names=["input"],
+                                        output_names=["output"], external_data=False, **extra)
+            program.save(path, external_data=False)
         reference = model.double()(x.double()).float().numpy()
     np.save(os.path.join(directory, "input_0.npy"), x.numpy())
     np.save(os.path.join(directory, "output_0.npy"), reference)

@@ -213,6 +213,30 @@ static bool kiln_view_slice(const kiln_graph_t* graph, const kiln_graph_node_t* 
   return true;
 }
 
+// Gather with one constant index (a scalar, or a [1] tensor) along an axis
+// that is one atom: a slice of length 1, its dim then dropped or kept as the
+// output's shape says.
+static bool kiln_view_gather(const kiln_graph_t* graph, const kiln_graph_node_t* node,
+                             int32_t value, kiln_view_t* v) {
+  int64_t index = 0, axis = 0;
+  size_t count = 0;
+  if (node->input_count != 2 || !kiln_const_ints(graph, node, 1, &index, 1, &count) ||
+      count != 1) {
+    return false;
+  }
+  kiln_status_t status = kiln_graph_node_attr_int(node, "axis", 0, &axis);
+  if (!kiln_status_is_ok(status)) {
+    kiln_status_ignore(status);
+    return false;
+  }
+  if (axis < 0) axis += v->rank;
+  if (axis < 0 || axis >= v->rank) return false;
+  if (index < 0) index += v->dims[axis];
+  return index >= 0 && index < v->dims[axis] &&
+         kiln_view_slice_axis(v, (int32_t)axis, index, 1) &&
+         kiln_view_reshape(v, &graph->values[value].shape);
+}
+
 static bool kiln_is_reshape_op(const char* op) {
   return strcmp(op, "Reshape") == 0 || strcmp(op, "Squeeze") == 0 ||
          strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Flatten") == 0 ||
@@ -266,7 +290,7 @@ bool kiln_view_trace_input(const kiln_graph_t* graph, int32_t value, float* scal
     const char* op = p->op_type;
     int32_t next = -1;
     if (kiln_is_reshape_op(op) || strcmp(op, "Transpose") == 0 || strcmp(op, "Slice") == 0 ||
-        strcmp(op, "Split") == 0) {
+        strcmp(op, "Split") == 0 || strcmp(op, "Gather") == 0) {
       next = p->inputs[0];
     } else if (scale && (strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0)) {
       int s = kiln_view_scalar_input(graph, p);
@@ -295,6 +319,8 @@ bool kiln_view_trace_input(const kiln_graph_t* graph, int32_t value, float* scal
         ok = kiln_view_slice(graph, p, out);
       } else if (strcmp(p->op_type, "Split") == 0) {
         ok = kiln_view_split(graph, p, outputs[c], out);
+      } else if (strcmp(p->op_type, "Gather") == 0) {
+        ok = kiln_view_gather(graph, p, outputs[c], out);
       } else {
         // A scalar Mul/Div: the scale, and the broadcast output's shape
         // (a [1, 1] scalar can add leading dims).

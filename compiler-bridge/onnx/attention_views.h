@@ -1,6 +1,6 @@
 // Strided views of graph values through the view ops exporters put around
 // attention heads (Transpose, Reshape/Squeeze/Unsqueeze/Flatten/Identity,
-// Slice, Split) and scalar Mul/Div scales: which elements of which value a
+// Slice, Split, Gather of one constant index) and scalar Mul/Div scales: which elements of which value a
 // tensor reads, as an offset and per-dim strides (each dim a product of
 // (size, stride) atoms). Used by pass_fuse_attention.c.
 #ifndef KILN_COMPILER_BRIDGE_ONNX_ATTENTION_VIEWS_H_

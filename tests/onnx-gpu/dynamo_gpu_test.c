@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kiln/base/file.h"
+#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx.h"
 #include "kiln_test.h"
@@ -124,4 +125,57 @@ KILN_TEST(OnnxDynamoModelTest, EveryCommittedExportMatchesPyTorch) {
 // printed; docs/precision.md lists them).
 KILN_TEST(OnnxDynamoModelTest, EveryCommittedExportAtF16) {
   kiln_check_every_dynamo_model(KILN_ONNX_PRECISION_F16);
+}
+
+// torch 2.x's TorchScript exporter writes nn.MultiheadAttention's head split
+// as Reshape/Unsqueeze/Transpose/Squeeze and a Gather per Q, K and V: the
+// attention pass must see through it (one kiln.Attention per layer, 10
+// dispatches per encoder layer as for torch 1.13's Slice form; 17 without).
+KILN_TEST(OnnxDynamoModelTest, TorchScriptEncoderHeadSplitFuses) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/encoder_gelu_torchscript/model.onnx", kiln_dynamo_dir());
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_graph_t graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  size_t gathers = 0;
+  for (size_t n = 0; n < graph.node_count; ++n) {
+    gathers += strcmp(graph.nodes[n].op_type, "Gather") == 0;
+  }
+  KILN_EXPECT_GE(gathers, 6u);  // the form under test: 3 per layer
+  KILN_ASSERT_OK(kiln_graph_run_default_passes(&graph));
+  size_t attention = 0;
+  for (size_t n = 0; n < graph.node_count; ++n) {
+    if (!graph.nodes[n].removed && strcmp(graph.nodes[n].op_type, "kiln.Attention") == 0) {
+      ++attention;
+    }
+  }
+  KILN_EXPECT_EQ(attention, 2u);
+  kiln_graph_deinitialize(&graph);
+  // Q, K and V read in place (no copy per Gather): 10 dispatches a layer.
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  char input_path[1024];
+  snprintf(input_path, sizeof(input_path), "%s/encoder_gelu_torchscript/input_0.npy",
+           kiln_dynamo_dir());
+  kiln_graph_tensor_t input, output;
+  KILN_ASSERT_OK(kiln_test_read_npy_f32(input_path, &input));
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* stream = open_memstream(&text, &text_size);
+  KILN_ASSERT_TRUE(stream != NULL);
+  options.assembly_stream = stream;
+  kiln_gpu_run_stats_t stats;
+  memset(&output, 0, sizeof(output));
+  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &output, &stats);
+  fclose(stream);
+  KILN_ASSERT_OK(status);
+  size_t dispatches = 0;
+  for (const char* p = text; (p = strstr(p, "call.import hal.command_buffer.dispatch ")); ++p) {
+    ++dispatches;
+  }
+  KILN_EXPECT_EQ(dispatches, 20u);
+  free(text);
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_tensor_deinit(&output);
+  kiln_graph_deinitialize(&graph);
 }
