@@ -208,13 +208,23 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
   return kiln_ok_status();
 }
 
+// --quantize's layout for a reduction of k: q4_K falls back to q4_0 where
+// its 256-element superblock does not divide k but 32 does (llama.cpp's
+// rule for k-quants), so such layers still shrink about 7x.
+kiln_quant_layout_t kiln_quant_layout_for_k(kiln_quant_layout_t layout, uint64_t k) {
+  if (layout == KILN_QUANT_Q4_K && k % 256 != 0 && k % 32 == 0) return KILN_QUANT_Q4_0;
+  return layout;
+}
+
 kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
                                    bool* out_done) {
   *out_done = false;
   const float* qdq_scale = kiln_quant_qdq_scale(l, q->params->n);
   if (qdq_scale) KILN_RETURN_IF_ERROR(kiln_qgemm_with(l, q, KILN_QUANT_INT8, qdq_scale, out_done));
   if (*out_done || l->program->quantize == KILN_QUANT_NONE) return kiln_ok_status();
-  return kiln_qgemm_with(l, q, (kiln_quant_layout_t)l->program->quantize, NULL, out_done);
+  return kiln_qgemm_with(
+      l, q, kiln_quant_layout_for_k((kiln_quant_layout_t)l->program->quantize, q->params->k),
+      NULL, out_done);
 }
 
 static kiln_status_t kiln_qconv_with(const kiln_lower_t* l, const kiln_lower_qconv_t* q,
@@ -285,7 +295,12 @@ kiln_status_t kiln_lower_try_qconv(const kiln_lower_t* l, const kiln_lower_qconv
   const float* qdq_scale = kiln_quant_qdq_scale(l, q->params->out_channels);
   if (qdq_scale) KILN_RETURN_IF_ERROR(kiln_qconv_with(l, q, KILN_QUANT_INT8, qdq_scale, out_done));
   if (*out_done || l->program->quantize == KILN_QUANT_NONE) return kiln_ok_status();
-  return kiln_qconv_with(l, q, (kiln_quant_layout_t)l->program->quantize, NULL, out_done);
+  const kiln_kernel_conv2d_params_t* p = q->params;
+  const uint64_t k = p->groups ? (uint64_t)(p->in_channels / p->groups) * p->kernel_h *
+                                     p->kernel_w : 0;
+  return kiln_qconv_with(
+      l, q, kiln_quant_layout_for_k((kiln_quant_layout_t)l->program->quantize, k), NULL,
+      out_done);
 }
 
 // com.microsoft::MatMulNBits (checked at import, ops_matmul_nbits.c): its

@@ -4,6 +4,7 @@
 #ifndef KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
 #define KILN_COMPILER_ONNX_EMIT_LOWER_QWEIGHT_H_
 
+#include "kiln/compiler/quant.h"
 #include "lower_util.h"
 
 typedef struct kiln_lower_qgemm_t {
@@ -26,6 +27,10 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done, const 
 // Whether input 1 may go to a quantized kernel: --quantize, or a QDQ int8
 // weight (kiln.int8_scale from pass_fuse_qdq.c).
 bool kiln_lower_weight_quantizable(const kiln_lower_t* l);
+
+// The layout --quantize=`layout` stores a weight of reduction k in: q4_K
+// falls back to q4_0 where 256 does not divide k but 32 does.
+kiln_quant_layout_t kiln_quant_layout_for_k(kiln_quant_layout_t layout, uint64_t k);
 
 // Records the qgemm dispatch and sets *out_done, or leaves the node to the
 // fp32 path (*out_done false; the reason goes to the statistics stream).
