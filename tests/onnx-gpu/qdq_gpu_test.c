@@ -342,3 +342,123 @@ KILN_TEST(OnnxQdqKernelTest, QLinearMatMulRequantizesLikeTheReference) {
   kiln_check_qlinear_matmul(0.3137f, true, 64);
   kiln_check_qlinear_matmul(0.5f, false, 2048);  // inexact in fp32: refused
 }
+
+// A DequantizeLinear on an int8 / uint8 weight initializer: stored int8 in
+// the module (qconv2d_gemm / qgemm dequantize it) when its codes minus the
+// zero point fit int8 with one scale per output channel, else folded to
+// fp32. Conv: int8 W [16, 8, 2, 2] per output channel (axis 0, K = 32);
+// MatMul: uint8 B [64, 24] per column (axis 1) with zero points 120..131;
+// Gemm (transB): uint8 B [8, 32] per tensor, zero point 3, codes up to 255
+// (q - zp > 127: stays fp32). Device against the reference executor on
+// the same graph (the folded values) within 1e-4 of max|ref|.
+static int32_t kiln_qdq_weight(kiln_graph_t* g, const char* name, kiln_graph_dtype_t dtype,
+                               const kiln_graph_shape_t* shape, int32_t axis, uint32_t seed,
+                               int32_t q_lo, int32_t q_span, int32_t zp_base, int32_t zp_span) {
+  size_t count = 1;
+  for (int32_t d = 0; d < shape->rank; ++d) count *= (size_t)shape->dims[d];
+  const size_t channels = axis < 0 ? 1 : (size_t)shape->dims[axis];
+  uint8_t* q = malloc(count);
+  float* scales = malloc(channels * sizeof(float));
+  uint8_t* zps = malloc(channels);
+  if (!q || !scales || !zps) abort();
+  for (size_t i = 0; i < count; ++i) {
+    q[i] = (uint8_t)(q_lo + (int32_t)(((i * 2654435761u + seed) >> 11) % (uint32_t)q_span));
+  }
+  for (size_t c = 0; c < channels; ++c) {
+    scales[c] = 0.002f + 0.0005f * (float)((c * 7 + seed) % 11);
+    zps[c] = (uint8_t)(zp_base + (int32_t)(c % (size_t)zp_span));
+  }
+  char buf[64];
+  int32_t w = -1, s = -1, z = -1, node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, name, dtype, shape, q, &w));
+  kiln_graph_shape_t ps = {axis < 0 ? 0 : 1, {(int64_t)channels}};
+  snprintf(buf, sizeof(buf), "%s_scale", name);
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, buf, KILN_GRAPH_DTYPE_F32, &ps, scales, &s));
+  snprintf(buf, sizeof(buf), "%s_zp", name);
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, buf, dtype, &ps, zps, &z));
+  const int32_t inputs[3] = {w, s, z};
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "DequantizeLinear", inputs, 3, &node, &y));
+  if (axis >= 0) {
+    kiln_graph_attr_t attr = {.name = "axis", .type = KILN_GRAPH_ATTR_INT, .i = axis};
+    KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &attr));
+  }
+  free(q);
+  free(scales);
+  free(zps);
+  return y;
+}
+
+KILN_TEST(OnnxQdqModelTest, Int8WeightsStayInt8) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "qdq_int8_weights", &g);
+  g.opset = 13;
+  const kiln_graph_shape_t x_shape = {4, {1, 8, 6, 6}}, a_shape = {2, {4, 64}};
+  const kiln_graph_shape_t c_shape = {2, {5, 32}};
+  int32_t x = -1, a = -1, c = -1, node = -1, y0 = -1, y1 = -1, y2 = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "a", &a_shape, &a));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "c", &c_shape, &c));
+  const kiln_graph_shape_t w_shape = {4, {16, 8, 2, 2}}, b_shape = {2, {64, 24}};
+  const kiln_graph_shape_t g_shape = {2, {8, 32}};
+  // Codes: int8 -120..120 (zero points -3..3); uint8 8..247 (zero points
+  // 120..131, q - zp within int8); uint8 0..255 with zero point 3.
+  const int32_t w =
+      kiln_qdq_weight(&g, "w", KILN_GRAPH_DTYPE_I8, &w_shape, 0, 1, -120, 241, -3, 7);
+  const int32_t b =
+      kiln_qdq_weight(&g, "b", KILN_GRAPH_DTYPE_U8, &b_shape, 1, 2, 8, 240, 120, 12);
+  const int32_t gb =
+      kiln_qdq_weight(&g, "gb", KILN_GRAPH_DTYPE_U8, &g_shape, -1, 3, 0, 256, 3, 1);
+  const int32_t conv_in[2] = {x, w}, matmul_in[2] = {a, b}, gemm_in[2] = {c, gb};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Conv", conv_in, 2, &node, &y0));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "MatMul", matmul_in, 2, &node, &y1));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", gemm_in, 2, &node, &y2));
+  kiln_graph_attr_t trans = {.name = "transB", .type = KILN_GRAPH_ATTR_INT, .i = 1};
+  KILN_ASSERT_OK(kiln_graph_node_set_attr(&g, node, &trans));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y0));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y1));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y2));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t inputs[3], cpu[3], gpu[3];
+  const kiln_graph_shape_t* shapes[3] = {&x_shape, &a_shape, &c_shape};
+  for (size_t i = 0; i < 3; ++i) {
+    KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                              shapes[i], &inputs[i]));
+    float* p = (float*)inputs[i].data;
+    for (size_t j = 0; j < inputs[i].byte_size / sizeof(float); ++j) {
+      p[j] = (float)((j * 40503u + i * 977u) % 1000) / 500.0f - 1.0f;
+    }
+  }
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, inputs, 3, NULL, kiln_allocator_system(), cpu));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  char* text = NULL;
+  size_t text_size = 0;
+  options.statistics_stream = open_memstream(&text, &text_size);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, gpu, &stats);
+  fclose(options.statistics_stream);
+  KILN_ASSERT_OK(status);
+  printf("%s", text);
+  // Conv and MatMul int8: 16 rows of 4 + 32 bytes and 24 rows of 4 + 64,
+  // plus 4 bytes read ahead each (580 + 1636).
+  KILN_EXPECT_CONTAINS(text, "qdq int8: 2 weights kept int8, 8192 fp32 bytes -> 2216 bytes");
+  KILN_EXPECT_CONTAINS(text, "Gemm");
+  KILN_EXPECT_CONTAINS(text, "not int8 codes times one scale per output channel");
+  free(text);
+  for (size_t i = 0; i < 3; ++i) {
+    KILN_EXPECT_TRUE(kiln_graph_shape_equal(&gpu[i].shape, &cpu[i].shape));
+    double max_ref = 0, err = 0;
+    for (size_t j = 0; j < cpu[i].byte_size / sizeof(float); ++j) {
+      const double r = ((const float*)cpu[i].data)[j], d = ((const float*)gpu[i].data)[j];
+      max_ref = fmax(max_ref, fabs(r));
+      err = fmax(err, fabs(d - r));
+    }
+    printf("output %zu: device vs reference %.3g of max|ref| %.3g\n", i, err / max_ref, max_ref);
+    KILN_EXPECT_TRUE(max_ref > 0);
+    KILN_EXPECT_LE(err, 1e-4 * max_ref);
+    kiln_graph_tensor_deinit(&inputs[i]);
+    kiln_graph_tensor_deinit(&cpu[i]);
+    kiln_graph_tensor_deinit(&gpu[i]);
+  }
+  kiln_graph_deinitialize(&g);
+}
