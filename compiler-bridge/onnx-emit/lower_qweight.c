@@ -160,6 +160,9 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
   if (!q->eligible_a) {
     return kiln_quant_keep_fp32(l, out_done, "A is not a dense row-major operand");
   }
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_quant_keep_fp32(l, out_done, "f16 activations (qgemm reads fp32)");
+  }
   const uint32_t block = kiln_quant_block_elements(layout);
   if (p->k % block != 0) {
     return kiln_quant_keep_fp32(l, out_done, "K = %u is not a multiple of %s's %u-element block",
