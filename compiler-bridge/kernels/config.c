@@ -209,6 +209,12 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),
                                     "selecting a %s tiling", desc->name);
       break;
+    case KILN_KERNEL_QCONV2D_GEMM:
+      // The tiled core on CPU devices too (a quantized conv2d_cpu is not
+      // written; the tiled core is slower there but correct).
+      KILN_RETURN_IF_ERROR_ANNOTATE(kiln_config_gemm(caps, true, &config),
+                                    "selecting a %s tiling", desc->name);
+      break;
     case KILN_KERNEL_CONV2D: {
       // Desktop GPUs have the registers for 8 accumulators per invocation.
       bool big = caps->subgroup_size >= 32 && caps->max_workgroup_invocations >= 1024;

@@ -114,6 +114,12 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
+    // conv2d_gemm's ABI and tiling on every target (no cpu variant); the
+    // weight is a quantized [C_out][C_in/groups*KH*KW] matrix.
+    {KILN_KERNEL_QCONV2D_GEMM, "qconv2d_gemm", "main", 5,
+     {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
+      RW(4, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -258,7 +258,8 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
     case KILN_KERNEL_QGEMM:
       *out_passes = kiln_loops_qgemm(config, gemm);
       return kiln_ok_status();
-    case KILN_KERNEL_CONV2D_GEMM: {
+    case KILN_KERNEL_CONV2D_GEMM:
+    case KILN_KERNEL_QCONV2D_GEMM: {  // its weight loader adds no loop
       if (config->variant == KILN_KERNEL_VARIANT_CPU) {  // conv2d_cpu
         *out_passes = kiln_loops_conv2d(config, conv);
         return kiln_ok_status();

@@ -139,6 +139,9 @@ typedef struct kiln_emit_program_t {
   FILE* statistics_stream;
   size_t quant_count, quant_kept_fp32;
   uint64_t quant_fp32_bytes, quant_bytes;
+  // QDQ int8 weights kept int8 (pass_fuse_qdq.c's kiln.int8_scale).
+  size_t qdq_int8_count;
+  uint64_t qdq_int8_fp32_bytes, qdq_int8_bytes;
 } kiln_emit_program_t;
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,

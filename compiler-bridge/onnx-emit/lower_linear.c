@@ -147,7 +147,7 @@ static kiln_status_t kiln_lower_quantized_or_bind_b(const kiln_lower_t* l,
                                                     bool* out_done) {
   *out_done = false;
   const kiln_graph_value_t* bv = kiln_lower_in(l, 1);
-  if (l->program->quantize && bv && bv->data && bv->shape.rank == 2) {
+  if (kiln_lower_weight_quantizable(l) && bv && bv->data && bv->shape.rank == 2) {
     kiln_lower_qgemm_t q = {
         .params = p,
         .eligible_a = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
@@ -308,11 +308,6 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   kiln_lower_epilogue_t e;
   KILN_RETURN_IF_ERROR(kiln_lower_epilogue(l, &e));
   if (e.bias >= 0) return kiln_lower_refuse(l, "kiln.bias on Conv is not supported");
-  if (l->program->quantize && wv->data) {
-    bool unused = false;
-    KILN_RETURN_IF_ERROR(kiln_quant_keep_fp32(
-        l, &unused, "Conv weights are not quantized (the conv kernels read fp32)"));
-  }
   kiln_window_t window;
   KILN_RETURN_IF_ERROR(
       kiln_lower_window_2d(l, &xv->shape, &wv->shape, false, false, true, &window));
@@ -326,7 +321,6 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
                    window.stride[0] == 1 && window.stride[1] == 1 &&
                    window.pad_begin[0] == 0 && window.pad_begin[1] == 0 &&
                    window.pad_end[0] == 0 && window.pad_end[1] == 0;
-  if (pointwise) return kiln_lower_conv_gemm(l, &e, x, y);
   bool depthwise = group > 1 && group == x->dims[1] && group == y->dims[1];
   kiln_kernel_conv2d_params_t p = {
       .batch = (uint32_t)x->dims[0], .in_channels = (uint32_t)x->dims[1],
@@ -339,6 +333,23 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
       .dilation_h = (uint32_t)window.dilation[0], .dilation_w = (uint32_t)window.dilation[1],
       .alpha = e.alpha, .beta = e.beta};
   bool has_bias = kiln_lower_in(l, 2) != NULL;
+  if (kiln_lower_weight_quantizable(l) && wv->data) {
+    // --quantize: 1x1 and KxK convs alike as qconv2d_gemm (the pointwise
+    // gemm path would put the weight on A, which qgemm does not read).
+    kiln_lower_qconv_t q = {.params = &p, .depthwise = depthwise, .activation = e.activation,
+                            .has_bias = has_bias, .has_residual = e.residual >= 0};
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &q.bindings[0]));
+    q.bindings[2] = q.bindings[3] = q.bindings[0];
+    if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &q.bindings[2]));
+    if (e.residual >= 0) {
+      KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, (size_t)e.residual, &q.bindings[3]));
+    }
+    KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &q.bindings[4]));
+    bool done = false;
+    KILN_RETURN_IF_ERROR(kiln_lower_try_qconv(l, &q, &done));
+    if (done) return kiln_ok_status();
+  }
+  if (pointwise) return kiln_lower_conv_gemm(l, &e, x, y);
   // KxK convs run as implicit GEMMs on the tiled core (conv2d_gemm) on
   // GPU targets; its cpu variant, conv2d_cpu, serves CPU targets (config.c
   // picks per target, so one module holds both).
@@ -405,7 +416,7 @@ kiln_status_t kiln_lower_gemm(const kiln_lower_t* l) {
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   // A constant 2-D B is bound at the end when it may be quantized.
-  const bool b_later = l->program->quantize && bv->data && bv->shape.rank == 2;
+  const bool b_later = kiln_lower_weight_quantizable(l) && bv->data && bv->shape.rank == 2;
   if (!b_later) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (cv && beta != 1.0f && cv->data) {
@@ -535,7 +546,7 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
                                     .grid = KILN_EMIT_GRID_GEMM};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
   // A constant 2-D B (never expanded) is bound at the end, unless quantized.
-  const bool b_later = l->program->quantize && bv->data && bv->shape.rank == 2;
+  const bool b_later = kiln_lower_weight_quantizable(l) && bv->data && bv->shape.rank == 2;
   if (!b_later) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
   // Scratch for operands expanded over the batch: A's part, then B's.
   bool a_expand = kiln_matmul_needs_expand(&a, &batch);

@@ -4,6 +4,7 @@
 // (kiln/compiler/quant.h) instead of fp32. Products the kernel cannot take
 // stay fp32; each decision is counted and, with a statistics stream,
 // printed with its reason.
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -34,13 +35,14 @@ static uint32_t kiln_quant_rows_per_invocation(uint32_t m) {
   return m == 1 ? 1u : (m >= 8 ? 8u : 4u);
 }
 
-// Whether qgemm's invocations stay within the loop budget on every target.
+// Whether the dispatch's (qgemm or qconv2d_gemm) invocations stay within
+// the loop budget on every target.
 static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d,
                                      bool* out_fits) {
   *out_fits = true;
   for (size_t t = 0; t < l->program->target_count && *out_fits; ++t) {
     kiln_kernel_config_t config;
-    KILN_RETURN_IF_ERROR(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &l->program->caps[t],
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_select(d->kernel, &l->program->caps[t],
                                                    KILN_KERNEL_STORAGE_FP32, &config));
     for (size_t i = 0; i < d->op_count; ++i) {
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, d->ops[i].id, d->ops[i].value));
@@ -54,15 +56,42 @@ static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_disp
   return kiln_ok_status();
 }
 
+// QDQ int8 rows (pass_fuse_qdq.c): row j is scale[j], then the codes
+// w / scale[j], each checked to give back the folded value exactly.
+// *out_exact false: some value is not an int8 code times its row's scale.
+static void kiln_quant_pack_qdq_int8(const float* rows, const float* scale, uint32_t n,
+                                     uint32_t k, uint64_t row_bytes, uint8_t* out,
+                                     bool* out_exact) {
+  *out_exact = true;
+  for (uint64_t j = 0; j < n && *out_exact; ++j) {
+    uint8_t* row = out + j * row_bytes;
+    memcpy(row, &scale[j], sizeof(float));
+    for (uint64_t i = 0; i < k; ++i) {
+      const float v = rows[j * k + i];
+      const float c = scale[j] != 0.0f ? nearbyintf(v / scale[j]) : 0.0f;
+      if (!(c >= -128.0f && c <= 127.0f) || c * scale[j] != v) {
+        *out_exact = false;
+        break;
+      }
+      row[4 + i] = (uint8_t)(int8_t)c;
+    }
+  }
+}
+
 // Packs w ([k][n] when !nk, else [n][k]) as n rows of k, plus the 4 bytes
 // the kernel may read past the last row, and places it in the weights.
+// With `qdq_scale` (int8 only) the rows hold the QDQ codes instead of a
+// fresh quantization; *out_placed false: they do not reproduce w exactly,
+// nothing placed.
 static kiln_status_t kiln_quant_place(const kiln_lower_t* l, kiln_quant_layout_t layout,
-                                      const float* w, bool nk, uint32_t n, uint32_t k,
-                                      uint64_t row_bytes, kiln_emit_range_t* out) {
+                                      const float* qdq_scale, const float* w, bool nk,
+                                      uint32_t n, uint32_t k, uint64_t row_bytes,
+                                      kiln_emit_range_t* out, bool* out_placed) {
   kiln_allocator_t allocator = l->program->allocator;
   const uint64_t bytes = ((uint64_t)n * row_bytes + 4 + 3) & ~(uint64_t)3;
   float* rows = NULL;
   uint8_t* packed = NULL;
+  bool exact = true;
   kiln_status_t status = kiln_ok_status();
   if (!nk) {
     status = kiln_allocator_malloc(allocator, (size_t)n * k * sizeof(float), (void**)&rows);
@@ -73,25 +102,56 @@ static kiln_status_t kiln_quant_place(const kiln_lower_t* l, kiln_quant_layout_t
   if (!status) status = kiln_allocator_malloc(allocator, (size_t)bytes, (void**)&packed);
   if (!status) {
     memset(packed, 0, (size_t)bytes);
-    status = kiln_quant_pack(layout, nk ? w : rows, n, k, packed);
-    if (status) status = kiln_status_annotate(status, "quantizing node '%s'", l->node->name);
+    if (qdq_scale) {
+      kiln_quant_pack_qdq_int8(nk ? w : rows, qdq_scale, n, k, row_bytes, packed, &exact);
+    } else {
+      status = kiln_quant_pack(layout, nk ? w : rows, n, k, packed);
+      if (status) status = kiln_status_annotate(status, "quantizing node '%s'", l->node->name);
+    }
   }
-  if (!status) status = kiln_emit_add_weight(l->program, packed, (size_t)bytes, out);
-  if (!status) {
+  if (!status && exact) status = kiln_emit_add_weight(l->program, packed, (size_t)bytes, out);
+  if (!status && exact && qdq_scale) {
+    l->program->qdq_int8_fp32_bytes += (uint64_t)n * k * sizeof(float);
+    l->program->qdq_int8_bytes += bytes;
+    l->program->qdq_int8_count++;
+  } else if (!status && exact) {
     l->program->quant_fp32_bytes += (uint64_t)n * k * sizeof(float);
     l->program->quant_bytes += bytes;
     l->program->quant_count++;
   }
   if (rows) kiln_allocator_free(allocator, rows);
   if (packed) kiln_allocator_free(allocator, packed);
+  *out_placed = exact;
   return status;
 }
 
-kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
-                                   bool* out_done) {
+// The QDQ per-output-channel scales the fold left on the node
+// (kiln.int8_scale, pass_fuse_qdq.c), or NULL when absent or not `rows`
+// fp32 values.
+static const float* kiln_quant_qdq_scale(const kiln_lower_t* l, uint32_t rows) {
+  const kiln_graph_attr_t* attr = kiln_graph_node_find_attr(l->node, "kiln.int8_scale");
+  if (!attr || attr->type != KILN_GRAPH_ATTR_TENSOR || attr->tensor < 0 ||
+      (size_t)attr->tensor >= l->graph->value_count) {
+    return NULL;
+  }
+  const kiln_graph_value_t* v = &l->graph->values[attr->tensor];
+  if (!v->data || v->dtype != KILN_GRAPH_DTYPE_F32 || v->shape.rank != 1 ||
+      v->shape.dims[0] != (int64_t)rows) {
+    return NULL;
+  }
+  return (const float*)v->data;
+}
+
+bool kiln_lower_weight_quantizable(const kiln_lower_t* l) {
+  return l->program->quantize != KILN_QUANT_NONE ||
+         kiln_graph_node_find_attr(l->node, "kiln.int8_scale") != NULL;
+}
+
+// One weight placement attempt in `layout` (qdq_scale: the QDQ int8 codes).
+static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
+                                     kiln_quant_layout_t layout, const float* qdq_scale,
+                                     bool* out_done) {
   *out_done = false;
-  const kiln_quant_layout_t layout = (kiln_quant_layout_t)l->program->quantize;
-  if (layout == KILN_QUANT_NONE) return kiln_ok_status();
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_kernel_gemm_params_t* p = q->params;
   if (!wv || !wv->data || wv->dtype != KILN_GRAPH_DTYPE_F32 || wv->shape.rank != 2) {
@@ -99,6 +159,9 @@ kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm
   }
   if (!q->eligible_a) {
     return kiln_quant_keep_fp32(l, out_done, "A is not a dense row-major operand");
+  }
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_quant_keep_fp32(l, out_done, "f16 activations (qgemm reads fp32)");
   }
   const uint32_t block = kiln_quant_block_elements(layout);
   if (p->k % block != 0) {
@@ -134,13 +197,113 @@ kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm
   if (!fits) {
     return kiln_quant_keep_fp32(l, out_done, "K = %u exceeds qgemm's loop budget", p->k);
   }
-  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, (const float*)wv->data, q->b_nk, p->n, p->k,
-                                        row_bytes, &d.bindings[1]));
+  bool placed = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, qdq_scale, (const float*)wv->data, q->b_nk,
+                                        p->n, p->k, row_bytes, &d.bindings[1], &placed));
+  if (!placed) {
+    return kiln_quant_keep_fp32(l, out_done, "the folded QDQ weight is not int8 codes times "
+                                "one scale per output channel");
+  }
   if (!q->has_bias) d.bindings[2] = d.bindings[1];
   if (!q->has_residual) d.bindings[3] = d.bindings[1];
   KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
   *out_done = true;
   return kiln_ok_status();
+}
+
+// --quantize's layout for a reduction of k: q4_K falls back to q4_0 where
+// its 256-element superblock does not divide k but 32 does (llama.cpp's
+// rule for k-quants), so such layers still shrink about 7x.
+kiln_quant_layout_t kiln_quant_layout_for_k(kiln_quant_layout_t layout, uint64_t k) {
+  if (layout == KILN_QUANT_Q4_K && k % 256 != 0 && k % 32 == 0) return KILN_QUANT_Q4_0;
+  return layout;
+}
+
+kiln_status_t kiln_lower_try_qgemm(const kiln_lower_t* l, const kiln_lower_qgemm_t* q,
+                                   bool* out_done) {
+  *out_done = false;
+  const float* qdq_scale = kiln_quant_qdq_scale(l, q->params->n);
+  if (qdq_scale) KILN_RETURN_IF_ERROR(kiln_qgemm_with(l, q, KILN_QUANT_INT8, qdq_scale, out_done));
+  if (*out_done || l->program->quantize == KILN_QUANT_NONE) return kiln_ok_status();
+  return kiln_qgemm_with(
+      l, q, kiln_quant_layout_for_k((kiln_quant_layout_t)l->program->quantize, q->params->k),
+      NULL, out_done);
+}
+
+static kiln_status_t kiln_qconv_with(const kiln_lower_t* l, const kiln_lower_qconv_t* q,
+                                     kiln_quant_layout_t layout, const float* qdq_scale,
+                                     bool* out_done) {
+  *out_done = false;
+  const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
+  const kiln_kernel_conv2d_params_t* p = q->params;
+  if (!wv || !wv->data || wv->dtype != KILN_GRAPH_DTYPE_F32) {
+    return kiln_quant_keep_fp32(l, out_done, "the weight is not a constant fp32 tensor");
+  }
+  if (q->depthwise) {
+    return kiln_quant_keep_fp32(l, out_done, "depthwise (%u weights per channel: tiny, and "
+                                "the depthwise kernel reads fp32)", p->kernel_h * p->kernel_w);
+  }
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_quant_keep_fp32(l, out_done, "f16 activations (qconv2d_gemm reads fp32)");
+  }
+  const uint32_t block = kiln_quant_block_elements(layout);
+  const uint64_t k = (uint64_t)(p->in_channels / p->groups) * p->kernel_h * p->kernel_w;
+  // int8 rows hold their scale then k bytes: k % 32 keeps them 4-aligned.
+  if (k % block != 0 || k % 32 != 0) {
+    return kiln_quant_keep_fp32(l, out_done, "K = C/groups*KH*KW = %llu is not a multiple of "
+                                "%s's %u-element block", (unsigned long long)k,
+                                kiln_quant_layout_name(layout), block < 32 ? 32 : block);
+  }
+  const uint64_t row_bytes = kiln_quant_row_bytes(layout, k);
+  const uint64_t limit = kiln_emit_range_limit(l->program);
+  if ((uint64_t)p->out_channels * row_bytes + 8 > limit || q->bindings[0].length > limit ||
+      q->bindings[4].length > limit) {
+    return kiln_quant_keep_fp32(l, out_done,
+                                "a binding exceeds the storage-buffer range (not split)");
+  }
+  const kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_ACTIVATION, q->activation},
+      {KILN_SPEC_GEMM_HAS_BIAS, q->has_bias},
+      {KILN_SPEC_GEMM_HAS_RESIDUAL, q->has_residual},
+      {KILN_SPEC_QGEMM_LAYOUT, (uint32_t)layout}};
+  kiln_emit_dispatch_desc_t d = {.kernel = KILN_KERNEL_QCONV2D_GEMM, .ops = ops,
+                                 .op_count = sizeof(ops) / sizeof(ops[0]), .push = p,
+                                 .binding_count = 5, .written_mask = 1u << 4,
+                                 .grid = KILN_EMIT_GRID_CONV2D_GEMM};
+  memcpy(d.bindings, q->bindings, sizeof(d.bindings[0]) * 5);
+  bool fits = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
+  if (!fits) {
+    return kiln_quant_keep_fp32(l, out_done, "K = %llu exceeds qconv2d_gemm's loop budget "
+                                "(not split)", (unsigned long long)k);
+  }
+  bool placed = false;
+  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, qdq_scale, (const float*)wv->data, true,
+                                        p->out_channels, (uint32_t)k, row_bytes,
+                                        &d.bindings[1], &placed));
+  if (!placed) {
+    return kiln_quant_keep_fp32(l, out_done, "the folded QDQ weight is not int8 codes times "
+                                "one scale per output channel");
+  }
+  if (!q->has_bias) d.bindings[2] = d.bindings[1];
+  if (!q->has_residual) d.bindings[3] = d.bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
+  *out_done = true;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_lower_try_qconv(const kiln_lower_t* l, const kiln_lower_qconv_t* q,
+                                   bool* out_done) {
+  *out_done = false;
+  const float* qdq_scale = kiln_quant_qdq_scale(l, q->params->out_channels);
+  if (qdq_scale) KILN_RETURN_IF_ERROR(kiln_qconv_with(l, q, KILN_QUANT_INT8, qdq_scale, out_done));
+  if (*out_done || l->program->quantize == KILN_QUANT_NONE) return kiln_ok_status();
+  const kiln_kernel_conv2d_params_t* p = q->params;
+  const uint64_t k = p->groups ? (uint64_t)(p->in_channels / p->groups) * p->kernel_h *
+                                     p->kernel_w : 0;
+  return kiln_qconv_with(
+      l, q, kiln_quant_layout_for_k((kiln_quant_layout_t)l->program->quantize, k), NULL,
+      out_done);
 }
 
 // com.microsoft::MatMulNBits (checked at import, ops_matmul_nbits.c): its

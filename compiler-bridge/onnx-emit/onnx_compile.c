@@ -284,6 +284,11 @@ static void kiln_onnx_compile_statistics(const kiln_emit_program_t* program,
   fprintf(f, "weights: %llu bytes, %zu dispatches, %zu barriers\n",
           (unsigned long long)program->weights_size, program->dispatch_count,
           program->barrier_count);
+  if (program->qdq_int8_count) {
+    fprintf(f, "qdq int8: %zu weights kept int8, %llu fp32 bytes -> %llu bytes\n",
+            program->qdq_int8_count, (unsigned long long)program->qdq_int8_fp32_bytes,
+            (unsigned long long)program->qdq_int8_bytes);
+  }
   if (!options->quantize) return;
   fprintf(f,
           "quantize %s: %zu weights, %llu fp32 bytes -> %llu bytes (%.2fx smaller); "

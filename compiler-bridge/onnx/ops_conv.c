@@ -6,7 +6,7 @@
 
 #define KILN_EPILOGUE_ATTRS \
   "kiln.bias,kiln.residual,kiln.residual_first,kiln.activation," \
-  "kiln.activation_alpha,kiln.activation_beta"
+  "kiln.activation_alpha,kiln.activation_beta,kiln.int8_scale"
 
 // Checks X, W, B and the group count; `transpose` swaps W's channel roles.
 static kiln_status_t kiln_conv_check(const kiln_op_infer_args_t* args,

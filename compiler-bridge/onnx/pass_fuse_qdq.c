@@ -12,11 +12,75 @@
 #include "ref_node.h"
 
 // ---------------------------------------------------------------------------
-// WEIGHT DEQUANTIZATION (swap point for the quantized-weight work, qweight):
-// until int8 weights are dequantized inside the GEMM / conv kernels, every
-// DequantizeLinear on constant inputs (int8 / uint8 weight initializers,
-// int32 biases) is folded here into an fp32 constant. fold_constants skips
-// DequantizeLinear so that this function alone decides.
+// WEIGHT DEQUANTIZATION: every DequantizeLinear on constant inputs (int8 /
+// uint8 weight initializers, int32 biases) is folded here into an fp32
+// constant (fold_constants skips DequantizeLinear so that this function
+// alone decides). An int8 / uint8 weight read as input 1 of MatMul, Gemm or
+// Conv with one scale per output channel (per tensor, or along that
+// consumer's output-channel axis) also leaves that consumer the attribute
+// kiln.int8_scale: a constant of one fp32 scale per output channel. The
+// lowering (lower_qweight.c) then stores the weight in the int8 layout
+// (quant.h) when every folded value is exactly code * scale with an int8
+// code, which is (q - zero point) * scale as folded, and keeps the fp32
+// constant otherwise (a later pass changed it, codes beyond int8, k not a
+// multiple of 32).
+
+// The output-channel axis of a MatMul / Gemm / Conv weight (input 1) of
+// rank `rank`, or -1 when the consumer takes no int8 weight.
+static int32_t kiln_qdq_weight_row_axis(const kiln_graph_node_t* node, int32_t rank) {
+  if (strcmp(node->op_type, "Conv") == 0) return rank >= 3 ? 0 : -1;
+  if (strcmp(node->op_type, "MatMul") == 0) return rank == 2 ? 1 : -1;
+  if (strcmp(node->op_type, "Gemm") == 0 && rank == 2) {
+    int64_t trans_b = 0;
+    if (!kiln_status_is_ok(kiln_graph_node_attr_int(node, "transB", 0, &trans_b))) return -1;
+    return trans_b ? 0 : 1;
+  }
+  return -1;
+}
+
+// Gives each MatMul / Gemm / Conv reading the folded weight `out` (input
+// 1) of DequantizeLinear `dq` its per-output-channel scales.
+static kiln_status_t kiln_qdq_mark_int8_consumers(kiln_graph_t* graph, int32_t dq,
+                                                  int32_t out) {
+  const kiln_graph_node_t* d = &graph->nodes[dq];
+  const kiln_graph_value_t* x = &graph->values[d->inputs[0]];
+  if ((x->dtype != KILN_GRAPH_DTYPE_I8 && x->dtype != KILN_GRAPH_DTYPE_U8) ||
+      d->input_count < 2 || d->inputs[1] < 0 || !graph->values[d->inputs[1]].data) {
+    return kiln_ok_status();
+  }
+  const kiln_graph_shape_t shape = x->shape;
+  const kiln_graph_value_t* sv = &graph->values[d->inputs[1]];
+  size_t scales = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&sv->shape, &scales));
+  int64_t axis = 1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(d, "axis", 1, &axis));
+  if (axis < 0) axis += shape.rank;
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed || node->input_count < 2 || node->inputs[1] != out) continue;
+    const int32_t row_axis = kiln_qdq_weight_row_axis(node, shape.rank);
+    if (row_axis < 0 || (scales != 1 && axis != row_axis)) continue;  // not per output channel
+    const int64_t rows = shape.dims[row_axis];
+    if (rows <= 0 || rows > (1 << 24) || (scales != 1 && (int64_t)scales != rows)) continue;
+    float* row_scale = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(graph->allocator, (size_t)rows * sizeof(float),
+                                               (void**)&row_scale));
+    const float* s = (const float*)graph->values[d->inputs[1]].data;
+    for (int64_t r = 0; r < rows; ++r) row_scale[r] = s[scales == 1 ? 0 : r];
+    const kiln_graph_shape_t row_shape = {1, {rows}};
+    int32_t id = -1;
+    kiln_status_t status = kiln_graph_add_constant(graph, NULL, KILN_GRAPH_DTYPE_F32, &row_shape,
+                                                   row_scale, &id);
+    kiln_allocator_free(graph->allocator, row_scale);
+    KILN_RETURN_IF_ERROR(status);
+    kiln_graph_attr_t attr = {.name = "kiln.int8_scale", .type = KILN_GRAPH_ATTR_TENSOR,
+                              .tensor = id};
+    KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(graph, (int32_t)n, &attr));
+    d = &graph->nodes[dq];  // nodes and values may have moved
+  }
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_graph_qdq_fold_weight_dequantize(kiln_graph_t* graph) {
   for (size_t n = 0; n < graph->node_count; ++n) {
     kiln_graph_node_t* node = &graph->nodes[n];
@@ -28,6 +92,7 @@ kiln_status_t kiln_graph_qdq_fold_weight_dequantize(kiln_graph_t* graph) {
                                     "folding weight dequantization '%s'",
                                     node->name);
     }
+    if (out >= 0) KILN_RETURN_IF_ERROR(kiln_qdq_mark_int8_consumers(graph, (int32_t)n, out));
     node = &graph->nodes[n];
     node->removed = true;
     if (out >= 0) graph->values[out].producer = -1;

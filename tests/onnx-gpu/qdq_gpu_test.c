@@ -4,7 +4,9 @@
 // onnxruntime's output of the literal QDQ chain (graph optimizations off).
 // Each runs through the reference executor as imported (the literal chain)
 // and compiled for the default device (QDQ pairs fused into
-// kiln.QuantizeDequantize, weights folded to fp32). Two QOperator models
+// kiln.QuantizeDequantize, weights folded to fp32; int8 MatMul / Gemm /
+// Conv weights with one scale per output channel then stored int8 in the
+// module, dequantized in qgemm / qconv2d_gemm to the folded values). Two QOperator models
 // (QuantizeLinear -> QLinearConv x 2 / QLinearMatMul x 2 -> DequantizeLinear)
 // run on the device through pass_qoperator.c (int8 values as exact fp32
 // integers, exact fp32 sums, kiln.Requantize).
@@ -50,7 +52,7 @@ static double kiln_qdq_steps(const kiln_graph_tensor_t* a, const kiln_graph_tens
   return worst / step;
 }
 
-static void kiln_check_qdq_model(const char* name) {
+static void kiln_check_qdq_model(const char* name, unsigned long long min_int8_weights) {
   char path[1024], file[1024];
   kiln_graph_tensor_t input, expected, fp32, scale, cpu, gpu;
   snprintf(file, sizeof(file), "%s/%s/input_0.npy", kiln_qdq_dir(), name);
@@ -88,14 +90,35 @@ static void kiln_check_qdq_model(const char* name) {
   kiln_graph_deinitialize(&graph);
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &stats));
+  char* text = NULL;
+  size_t text_size = 0;
+  options.statistics_stream = open_memstream(&text, &text_size);
+  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &stats);
+  fclose(options.statistics_stream);
+  KILN_ASSERT_OK(status);
+  // Int8 weights of MatMul / Gemm / Conv stay int8 on the device
+  // ("qdq int8: N weights kept int8, X fp32 bytes -> Y bytes").
+  unsigned long long kept = 0, fp32_bytes = 0, int8_bytes = 0;
+  const char* line = strstr(text, "qdq int8: ");
+  if (line) {
+    KILN_EXPECT_EQ(sscanf(line, "qdq int8: %llu weights kept int8, %llu fp32 bytes -> %llu bytes",
+                          &kept, &fp32_bytes, &int8_bytes),
+                   3);
+  }
+  if (min_int8_weights) KILN_EXPECT_GE(kept, min_int8_weights);
+  if (kept) KILN_EXPECT_LT(int8_bytes * 3, fp32_bytes);  // about 1/4
+  free(text);
   double gpu_steps = kiln_qdq_steps(&gpu, &expected, step);
   double fp32_steps = kiln_qdq_steps(&gpu, &fp32, step);
-  printf("%s: reference %.3g steps, device %.3g steps from onnxruntime (step %.3g); "
-         "%.3g steps from the fp32 model; compile %.1f ms, second call %.2f ms\n",
-         name, cpu_steps, gpu_steps, step, fp32_steps, stats.compile_ms, stats.second_call_ms);
+  double fold_steps = kiln_qdq_steps(&gpu, &cpu, step);
+  printf("%s: reference %.3g steps, device %.3g steps from onnxruntime (step %.3g), %.3g from "
+         "the reference; %.3g steps from the fp32 model; %llu int8 weights kept int8 "
+         "(%llu -> %llu bytes); compile %.1f ms, second call %.2f ms\n",
+         name, cpu_steps, gpu_steps, step, fold_steps, fp32_steps, kept, fp32_bytes, int8_bytes,
+         stats.compile_ms, stats.second_call_ms);
   KILN_EXPECT_LE(cpu_steps, KILN_QDQ_MAX_STEPS);
   KILN_EXPECT_LE(gpu_steps, KILN_QDQ_MAX_STEPS);
+  KILN_EXPECT_LE(fold_steps, KILN_QDQ_MAX_STEPS);
   kiln_graph_tensor_deinit(&input);
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&fp32);
@@ -106,11 +129,16 @@ static void kiln_check_qdq_model(const char* name) {
 }
 
 KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsMatchOnnxruntime) {
-  static const char* const kModels[] = {"mlp_u8_tensor",       "mlp_s8_channel",
-                                        "cnn_u8_channel",      "cnn_s8_tensor",
-                                        "qop_conv_u8_channel", "qop_matmul_s8_tensor"};
+  // With the int8 weights each model's MatMul / Conv layers keep int8 (the
+  // QOperator models' weights go through pass_qoperator.c instead).
+  static const struct {
+    const char* name;
+    unsigned long long int8_weights;
+  } kModels[] = {{"mlp_u8_tensor", 1},       {"mlp_s8_channel", 1},
+                 {"cnn_u8_channel", 1},      {"cnn_s8_tensor", 1},
+                 {"qop_conv_u8_channel", 0}, {"qop_matmul_s8_tensor", 0}};
   for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
-    kiln_check_qdq_model(kModels[i]);
+    kiln_check_qdq_model(kModels[i].name, kModels[i].int8_weights);
   }
 }
 
@@ -313,4 +341,124 @@ KILN_TEST(OnnxQdqKernelTest, QLinearMatMulRequantizesLikeTheReference) {
   kiln_check_qlinear_matmul(0.3137f, false, 64);
   kiln_check_qlinear_matmul(0.3137f, true, 64);
   kiln_check_qlinear_matmul(0.5f, false, 2048);  // inexact in fp32: refused
+}
+
+// A DequantizeLinear on an int8 / uint8 weight initializer: stored int8 in
+// the module (qconv2d_gemm / qgemm dequantize it) when its codes minus the
+// zero point fit int8 with one scale per output channel, else folded to
+// fp32. Conv: int8 W [16, 8, 2, 2] per output channel (axis 0, K = 32);
+// MatMul: uint8 B [64, 24] per column (axis 1) with zero points 120..131;
+// Gemm (transB): uint8 B [8, 32] per tensor, zero point 3, codes up to 255
+// (q - zp > 127: stays fp32). Device against the reference executor on
+// the same graph (the folded values) within 1e-4 of max|ref|.
+static int32_t kiln_qdq_weight(kiln_graph_t* g, const char* name, kiln_graph_dtype_t dtype,
+                               const kiln_graph_shape_t* shape, int32_t axis, uint32_t seed,
+                               int32_t q_lo, int32_t q_span, int32_t zp_base, int32_t zp_span) {
+  size_t count = 1;
+  for (int32_t d = 0; d < shape->rank; ++d) count *= (size_t)shape->dims[d];
+  const size_t channels = axis < 0 ? 1 : (size_t)shape->dims[axis];
+  uint8_t* q = malloc(count);
+  float* scales = malloc(channels * sizeof(float));
+  uint8_t* zps = malloc(channels);
+  if (!q || !scales || !zps) abort();
+  for (size_t i = 0; i < count; ++i) {
+    q[i] = (uint8_t)(q_lo + (int32_t)(((i * 2654435761u + seed) >> 11) % (uint32_t)q_span));
+  }
+  for (size_t c = 0; c < channels; ++c) {
+    scales[c] = 0.002f + 0.0005f * (float)((c * 7 + seed) % 11);
+    zps[c] = (uint8_t)(zp_base + (int32_t)(c % (size_t)zp_span));
+  }
+  char buf[64];
+  int32_t w = -1, s = -1, z = -1, node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, name, dtype, shape, q, &w));
+  kiln_graph_shape_t ps = {axis < 0 ? 0 : 1, {(int64_t)channels}};
+  snprintf(buf, sizeof(buf), "%s_scale", name);
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, buf, KILN_GRAPH_DTYPE_F32, &ps, scales, &s));
+  snprintf(buf, sizeof(buf), "%s_zp", name);
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, buf, dtype, &ps, zps, &z));
+  const int32_t inputs[3] = {w, s, z};
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "DequantizeLinear", inputs, 3, &node, &y));
+  if (axis >= 0) {
+    kiln_graph_attr_t attr = {.name = "axis", .type = KILN_GRAPH_ATTR_INT, .i = axis};
+    KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &attr));
+  }
+  free(q);
+  free(scales);
+  free(zps);
+  return y;
+}
+
+KILN_TEST(OnnxQdqModelTest, Int8WeightsStayInt8) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "qdq_int8_weights", &g);
+  g.opset = 13;
+  const kiln_graph_shape_t x_shape = {4, {1, 8, 6, 6}}, a_shape = {2, {4, 64}};
+  const kiln_graph_shape_t c_shape = {2, {5, 32}};
+  int32_t x = -1, a = -1, c = -1, node = -1, y0 = -1, y1 = -1, y2 = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "a", &a_shape, &a));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "c", &c_shape, &c));
+  const kiln_graph_shape_t w_shape = {4, {16, 8, 2, 2}}, b_shape = {2, {64, 24}};
+  const kiln_graph_shape_t g_shape = {2, {8, 32}};
+  // Codes: int8 -120..120 (zero points -3..3); uint8 8..247 (zero points
+  // 120..131, q - zp within int8); uint8 0..255 with zero point 3.
+  const int32_t w =
+      kiln_qdq_weight(&g, "w", KILN_GRAPH_DTYPE_I8, &w_shape, 0, 1, -120, 241, -3, 7);
+  const int32_t b =
+      kiln_qdq_weight(&g, "b", KILN_GRAPH_DTYPE_U8, &b_shape, 1, 2, 8, 240, 120, 12);
+  const int32_t gb =
+      kiln_qdq_weight(&g, "gb", KILN_GRAPH_DTYPE_U8, &g_shape, -1, 3, 0, 256, 3, 1);
+  const int32_t conv_in[2] = {x, w}, matmul_in[2] = {a, b}, gemm_in[2] = {c, gb};
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Conv", conv_in, 2, &node, &y0));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "MatMul", matmul_in, 2, &node, &y1));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", gemm_in, 2, &node, &y2));
+  kiln_graph_attr_t trans = {.name = "transB", .type = KILN_GRAPH_ATTR_INT, .i = 1};
+  KILN_ASSERT_OK(kiln_graph_node_set_attr(&g, node, &trans));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y0));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y1));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y2));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t inputs[3], cpu[3], gpu[3];
+  const kiln_graph_shape_t* shapes[3] = {&x_shape, &a_shape, &c_shape};
+  for (size_t i = 0; i < 3; ++i) {
+    KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                              shapes[i], &inputs[i]));
+    float* p = (float*)inputs[i].data;
+    for (size_t j = 0; j < inputs[i].byte_size / sizeof(float); ++j) {
+      p[j] = (float)((j * 40503u + i * 977u) % 1000) / 500.0f - 1.0f;
+    }
+  }
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, inputs, 3, NULL, kiln_allocator_system(), cpu));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  char* text = NULL;
+  size_t text_size = 0;
+  options.statistics_stream = open_memstream(&text, &text_size);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, gpu, &stats);
+  fclose(options.statistics_stream);
+  KILN_ASSERT_OK(status);
+  printf("%s", text);
+  // Conv and MatMul int8: 16 rows of 4 + 32 bytes and 24 rows of 4 + 64,
+  // plus 4 bytes read ahead each (580 + 1636).
+  KILN_EXPECT_CONTAINS(text, "qdq int8: 2 weights kept int8, 8192 fp32 bytes -> 2216 bytes");
+  KILN_EXPECT_CONTAINS(text, "Gemm");
+  KILN_EXPECT_CONTAINS(text, "not int8 codes times one scale per output channel");
+  free(text);
+  for (size_t i = 0; i < 3; ++i) {
+    KILN_EXPECT_TRUE(kiln_graph_shape_equal(&gpu[i].shape, &cpu[i].shape));
+    double max_ref = 0, err = 0;
+    for (size_t j = 0; j < cpu[i].byte_size / sizeof(float); ++j) {
+      const double r = ((const float*)cpu[i].data)[j], d = ((const float*)gpu[i].data)[j];
+      max_ref = fmax(max_ref, fabs(r));
+      err = fmax(err, fabs(d - r));
+    }
+    printf("output %zu: device vs reference %.3g of max|ref| %.3g\n", i, err / max_ref, max_ref);
+    KILN_EXPECT_TRUE(max_ref > 0);
+    KILN_EXPECT_LE(err, 1e-4 * max_ref);
+    kiln_graph_tensor_deinit(&inputs[i]);
+    kiln_graph_tensor_deinit(&cpu[i]);
+    kiln_graph_tensor_deinit(&gpu[i]);
+  }
+  kiln_graph_deinitialize(&g);
 }

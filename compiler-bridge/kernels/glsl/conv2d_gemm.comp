@@ -6,6 +6,9 @@
 // gathered while it is staged (implicit im2col, no buffer): quads of 4
 // pixels of one k. Grid: (ceil(OH*OW / (WG_X*TN)), ceil((C_out/groups) /
 // (WG_Y*TM)), N * groups).
+// The qconv2d_gemm build (KILN_QCONV, fp32 only): the weights are a
+// quantized matrix [C_out][C_in/groups*KH*KW] (rows in im2col's k order,
+// one quant.h layout, spec constant LAYOUT), decoded by the A loader.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -21,7 +24,12 @@ layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 
 layout(set = 0, binding = 0) readonly buffer InputBuffer { STORAGE_T x[]; };
+#ifdef KILN_QCONV
+layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
+#include "qweight.glsl"  // binding 1
+#else
 layout(set = 0, binding = 1) readonly buffer WeightBuffer { STORAGE_VEC4_T w4[]; };  // [C_out, C_in/groups, KH, KW]
+#endif
 layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]; };
 layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
 KILN_OUTPUT_BUFFER(4)
@@ -31,6 +39,28 @@ KILN_OUTPUT_BUFFER(4)
 
 uint cog, k_total, k_end, khw, pixels, x_base, w_base, image, group;
 
+#ifdef KILN_QCONV
+uint qrow_bytes;  // bytes of one packed weight row
+
+vec4 kiln_gemm_load_a(uint row, uint k) {  // weights of channel row, k..k+3
+  if (row >= cog) return vec4(0);
+  const uint at = (group * cog + row) * qrow_bytes;
+  if ((k & 3u) == 0 && k + 3 < k_end) return qweight_quad(at, k);
+  // A split reduction's unaligned start or its end.
+  return vec4(k < k_end ? qweight_elem(at, k) : 0.0, k + 1 < k_end ? qweight_elem(at, k + 1) : 0.0,
+              k + 2 < k_end ? qweight_elem(at, k + 2) : 0.0,
+              k + 3 < k_end ? qweight_elem(at, k + 3) : 0.0);
+}
+
+// kiln_quant_row_bytes (quant_layout.c) for k_total, a multiple of the block.
+uint kiln_qrow_bytes(uint k) {
+  if (LAYOUT == KILN_QGEMM_Q4_0) return k / 32u * 18u;
+  if (LAYOUT == KILN_QGEMM_Q8_0) return k / 32u * 34u;
+  if (LAYOUT == KILN_QGEMM_Q4_K) return k / 256u * 144u;
+  if (LAYOUT == KILN_QGEMM_Q4_ZP) return k / 32u * 28u;
+  return 4u + k;  // KILN_QGEMM_INT8
+}
+#else
 vec4 kiln_gemm_load_a(uint row, uint k) {  // weights of channel row, k..k+3
   if (row >= cog) return vec4(0);
   const uint at = w_base + row * k_total + k;
@@ -39,6 +69,7 @@ vec4 kiln_gemm_load_a(uint row, uint k) {  // weights of channel row, k..k+3
               k + 2 < k_end ? LOAD_AT(w4, at + 2) : 0.0,
               k + 3 < k_end ? LOAD_AT(w4, at + 3) : 0.0);
 }
+#endif
 
 // One tap of the window for output pixel (oh, ow) = pix; `plane` is the
 // input channel's first element, (ih0, iw0) the tap's offset.
@@ -106,6 +137,9 @@ void main() {
   pixels = p.out_height * p.out_width;
   x_base = (image * p.in_channels + group * cig) * p.in_height * p.in_width;
   w_base = group * cog * k_total;
+#ifdef KILN_QCONV
+  qrow_bytes = kiln_qrow_bytes(k_total);
+#endif
   // Input channels [ci_begin, ci_end) and kernel rows [kh_begin, kh_end)
   // as one k range: the split (lower_split.c) takes partial rows only of
   // a single channel, so the range is contiguous.
