@@ -20,8 +20,9 @@ start=$(date +%s)
 # KILN_GPU_CHECK=1 the tests that need it skip, naming the file and that
 # reason (tests/onnx-gpu/model_compare.h), instead of failing for lack of it.
 python3 - "$models" <<'PY'
-import functools, importlib.util, os, shutil, sys, torch
-torch.onnx.export = functools.partial(torch.onnx.export, dynamo=False)
+import functools, importlib.util, inspect, os, shutil, sys, torch
+if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+    torch.onnx.export = functools.partial(torch.onnx.export, dynamo=False)
 sys.path.insert(0, "scripts")
 def load(name):
     spec = importlib.util.spec_from_file_location(name, "scripts/%s.py" % name)
