@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "conv_geometry.h"
 #include "quant.h"
-#include "window.h"
 
 // ---------------------------------------------------------------------------
 // Parameter checks (messages name the node and the tensor).
@@ -577,20 +577,12 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
                             ? (const int32_t*)args->inputs[8].data
                             : NULL;
   kiln_ref_tensor_t* y = &args->outputs[0];
-  int64_t group = 1;
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "group", 1, &group));
-  kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
-                                           x->shape.dims + 2, w->shape.dims + 2,
-                                           false, true, &window));
-  int64_t* table = NULL;
-  KILN_RETURN_IF_ERROR(kiln_window_table(&window, args->allocator, &table));
-  int64_t batch = x->shape.dims[0], channels = x->shape.dims[1];
-  int64_t m = w->shape.dims[0], cg = channels / group, mg = m / group;
-  size_t in_plane = 1;
-  for (int32_t i = 0; i < window.spatial; ++i) in_plane *= (size_t)window.in[i];
-  size_t outs = kiln_window_out_count(&window);
-  size_t kernels = kiln_window_kernel_count(&window);
+  kiln_conv_geometry_t geo;
+  KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
+  const int64_t* table = geo.table;
+  const int64_t batch = geo.batch, channels = geo.channels, m = geo.m;
+  const int64_t cg = geo.cg, mg = geo.mg;
+  const size_t in_plane = geo.in_plane, outs = geo.outs, kernels = geo.kernels;
   float sx = *(const float*)args->inputs[1].data;
   float sy = *(const float*)args->inputs[6].data;
   int32_t zx = kiln_quant_zp_at(args, 2, 0), zy = kiln_quant_zp_at(args, 7, 0);
@@ -624,7 +616,7 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
       }
     }
   }
-  kiln_allocator_free(args->allocator, table);
+  kiln_conv_geometry_deinit(args, &geo);
   return kiln_ok_status();
 }
 
