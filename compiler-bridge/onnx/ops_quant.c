@@ -579,34 +579,30 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
   kiln_ref_tensor_t* y = &args->outputs[0];
   kiln_conv_geometry_t geo;
   KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
-  const int64_t* table = geo.table;
-  const int64_t batch = geo.batch, channels = geo.channels, m = geo.m;
-  const int64_t cg = geo.cg, mg = geo.mg;
-  const size_t in_plane = geo.in_plane, outs = geo.outs, kernels = geo.kernels;
   float sx = *(const float*)args->inputs[1].data;
   float sy = *(const float*)args->inputs[6].data;
   int32_t zx = kiln_quant_zp_at(args, 2, 0), zy = kiln_quant_zp_at(args, 7, 0);
   int32_t qmin, qmax;
   kiln_quant_range(y->dtype, &qmin, &qmax);
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t oc = 0; oc < m; ++oc) {
-      int64_t g = oc / mg;
+  for (int64_t n = 0; n < geo.batch; ++n) {
+    for (int64_t oc = 0; oc < geo.m; ++oc) {
+      int64_t g = oc / geo.mg;
       int32_t zw = kiln_quant_zp_at(args, 5, (size_t)oc);
       float mult = kiln_quant_multiplier(
           sx, ((const float*)ws->data)[ws->count == 1 ? 0 : oc], sy);
-      size_t w_base = (size_t)oc * (size_t)cg * kernels;
-      size_t y_base = ((size_t)n * (size_t)m + (size_t)oc) * outs;
-      for (size_t o = 0; o < outs; ++o) {
-        const int64_t* row = table + o * kernels;
+      size_t w_base = (size_t)oc * (size_t)geo.cg * geo.kernels;
+      size_t y_base = ((size_t)n * (size_t)geo.m + (size_t)oc) * geo.outs;
+      for (size_t o = 0; o < geo.outs; ++o) {
+        const int64_t* row = geo.table + o * geo.kernels;
         int64_t sum = bias ? bias[oc] : 0;
-        for (int64_t c = 0; c < cg; ++c) {
-          size_t plane = ((size_t)n * (size_t)channels + (size_t)(g * cg + c)) *
-                         in_plane;
-          for (size_t k = 0; k < kernels; ++k) {
+        for (int64_t c = 0; c < geo.cg; ++c) {
+          size_t plane = ((size_t)n * (size_t)geo.channels + (size_t)(g * geo.cg + c)) *
+                         geo.in_plane;
+          for (size_t k = 0; k < geo.kernels; ++k) {
             if (row[k] < 0) continue;  // padding is the zero point: adds 0
             int32_t xv = kiln_quant_load(x->data, x->dtype, plane + (size_t)row[k]);
             int32_t wv = kiln_quant_load(w->data, w->dtype,
-                                         w_base + (size_t)c * kernels + k);
+                                         w_base + (size_t)c * geo.kernels + k);
             sum += (int64_t)(xv - zx) * (wv - zw);
           }
         }

@@ -7,12 +7,17 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
-int32_t kiln_test_graph_input(kiln_graph_t* graph, const char* name, int32_t rank,
-                              const int64_t* dims) {
+kiln_graph_shape_t kiln_test_shape(int32_t rank, const int64_t* dims) {
   kiln_graph_shape_t shape;
   memset(&shape, 0, sizeof(shape));
   shape.rank = rank;
   for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
+  return shape;
+}
+
+int32_t kiln_test_graph_input(kiln_graph_t* graph, const char* name, int32_t rank,
+                              const int64_t* dims) {
+  kiln_graph_shape_t shape = kiln_test_shape(rank, dims);
   int32_t id = -1;
   KILN_EXPECT_OK(kiln_gpu_graph_add_input(graph, name, &shape, &id));
   return id;

@@ -11,6 +11,8 @@
 #include "kiln/compiler/graph.h"
 #include "kiln/compiler/graph_tensor.h"
 
+// The shape dims[0..rank) (the rest zero).
+kiln_graph_shape_t kiln_test_shape(int32_t rank, const int64_t* dims);
 // A float32 graph input of dims[0..rank); returns its value id.
 int32_t kiln_test_graph_input(kiln_graph_t* graph, const char* name, int32_t rank,
                               const int64_t* dims);

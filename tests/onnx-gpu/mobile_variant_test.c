@@ -134,13 +134,11 @@ static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
 
 static void check_mobile_model(const char* model) {
   kiln_model_require(model);
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_model_dir(), model);
-  snprintf(input_path, sizeof(input_path), "%s/%s/input_0.pb", kiln_model_dir(), model);
-  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_model_dir(), model);
+  char path[1024];
+  kiln_model_path(model, "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_model_read(model, "input_0.pb", &input);
+  kiln_model_read(model, "output_0.pb", &expected);
   for (size_t c = 0; c < sizeof(kCases) / sizeof(kCases[0]); ++c) {
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
@@ -184,13 +182,11 @@ KILN_TEST(MobileVariantTest, MobileNetV2ForValhallAndAdreno) {
 // mobile target, naming the variant and why it does not fit.
 KILN_TEST(MobileVariantTest, ForeignTargetIsRefusedByName) {
   kiln_model_require("mlp_softmax");
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/mlp_softmax/model.onnx", kiln_model_dir());
-  snprintf(input_path, sizeof(input_path), "%s/mlp_softmax/input_0.pb", kiln_model_dir());
-  snprintf(output_path, sizeof(output_path), "%s/mlp_softmax/output_0.pb", kiln_model_dir());
+  char path[1024];
+  kiln_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_model_read("mlp_softmax", "input_0.pb", &input);
+  kiln_model_read("mlp_softmax", "output_0.pb", &expected);
   static const struct {
     const char* target;
     const char* reason;
@@ -249,12 +245,11 @@ static void device_arch(char* out, size_t size) {
 // tolerance (1e-4 of the largest value).
 KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
   kiln_model_require("transformer_encoder");
-  char path[1024], input_path[1024];
-  snprintf(path, sizeof(path), "%s/transformer_encoder/model.onnx", kiln_model_dir());
-  snprintf(input_path, sizeof(input_path), "%s/transformer_encoder/input_0.pb", kiln_model_dir());
+  char path[1024];
+  kiln_model_path("transformer_encoder", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, outputs[2];
   memset(outputs, 0, sizeof(outputs));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  kiln_model_read("transformer_encoder", "input_0.pb", &input);
   kiln_onnx_input_shape_t shape;
   KILN_ASSERT_OK(kiln_onnx_parse_input_shape("input:2x10x64", &shape));
   const char* uris[2] = {"vulkan://0", "vulkan://0?api=1.1"};

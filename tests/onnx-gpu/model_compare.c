@@ -17,6 +17,12 @@ void kiln_model_path(const char* name, const char* file, char* path, size_t size
   snprintf(path, size, "%s/%s/%s", kiln_model_dir(), name, file);
 }
 
+void kiln_model_read(const char* name, const char* file, kiln_graph_tensor_t* out) {
+  char path[1024];
+  kiln_model_path(name, file, path, sizeof(path));
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(path, kiln_allocator_system(), out));
+}
+
 static bool kiln_model_file_exists(const char* path) {
   struct stat info;
   return stat(path, &info) == 0 && S_ISREG(info.st_mode);
@@ -65,11 +71,9 @@ void kiln_model_load(const char* name, const char* input_shape, kiln_model_case_
   for (size_t i = 0; i < out->graph.input_count; ++i) {
     char file[32];
     snprintf(file, sizeof(file), "input_%zu.pb", i);
-    kiln_model_path(name, file, path, sizeof(path));
-    KILN_ASSERT_OK(kiln_onnx_read_tensor_file(path, kiln_allocator_system(), &out->inputs[i]));
+    kiln_model_read(name, file, &out->inputs[i]);
   }
-  kiln_model_path(name, "output_0.pb", path, sizeof(path));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(path, kiln_allocator_system(), &out->expected));
+  kiln_model_read(name, "output_0.pb", &out->expected);
 }
 
 void kiln_model_release(kiln_model_case_t* model) {

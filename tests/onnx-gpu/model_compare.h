@@ -19,6 +19,10 @@ const char* kiln_model_dir(void);
 // "<dir>/<name>/<file>" into `path`.
 void kiln_model_path(const char* name, const char* file, char* path, size_t size);
 
+// Reads models/<name>/<file> (a TensorProto) into `out`; leaves the test
+// (fatal assertion) on an error.
+void kiln_model_read(const char* name, const char* file, kiln_graph_tensor_t* out);
+
 // On a GPU-machine run (KILN_GPU_CHECK=1, set by scripts/gpu-check.sh) a
 // model that machine's PyTorch could not export is absent: the test is
 // skipped, naming the missing file and the reason gpu-check.sh recorded
