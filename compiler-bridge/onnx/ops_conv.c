@@ -94,23 +94,27 @@ static kiln_status_t kiln_run_conv(const kiln_op_run_args_t* args) {
   kiln_ref_tensor_t* y = &args->outputs[0];
   kiln_conv_geometry_t geo;
   KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
+  const int64_t* table = geo.table;
+  const int64_t batch = geo.batch, channels = geo.channels, m = geo.m;
+  const int64_t cg = geo.cg, mg = geo.mg;
+  const size_t in_plane = geo.in_plane, outs = geo.outs, kernels = geo.kernels;
   const float* px = (const float*)x->data;
   const float* pw = (const float*)w->data;
   float* py = (float*)y->data;
-  for (int64_t n = 0; n < geo.batch; ++n) {
-    for (int64_t oc = 0; oc < geo.m; ++oc) {
-      int64_t g = oc / geo.mg;
-      const float* wk = pw + (size_t)oc * (size_t)geo.cg * geo.kernels;
-      float* out = py + ((size_t)n * (size_t)geo.m + (size_t)oc) * geo.outs;
-      for (size_t o = 0; o < geo.outs; ++o) {
-        const int64_t* row = geo.table + o * geo.kernels;
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t oc = 0; oc < m; ++oc) {
+      int64_t g = oc / mg;
+      const float* wk = pw + (size_t)oc * (size_t)cg * kernels;
+      float* out = py + ((size_t)n * (size_t)m + (size_t)oc) * outs;
+      for (size_t o = 0; o < outs; ++o) {
+        const int64_t* row = table + o * kernels;
         double sum = bias ? bias[oc] : 0.0;
-        for (int64_t c = 0; c < geo.cg; ++c) {
+        for (int64_t c = 0; c < cg; ++c) {
           const float* plane =
-              px + ((size_t)n * (size_t)geo.channels + (size_t)(g * geo.cg + c)) *
-                       geo.in_plane;
-          const float* wc = wk + (size_t)c * geo.kernels;
-          for (size_t k = 0; k < geo.kernels; ++k) {
+              px + ((size_t)n * (size_t)channels + (size_t)(g * cg + c)) *
+                       in_plane;
+          const float* wc = wk + (size_t)c * kernels;
+          for (size_t k = 0; k < kernels; ++k) {
             if (row[k] >= 0) sum += (double)plane[row[k]] * wc[k];
           }
         }
