@@ -133,12 +133,12 @@ static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
 }
 
 static void check_mobile_model(const char* model) {
-  kiln_model_require(model);
+  kiln_test_model_require(model);
   char path[1024];
-  kiln_model_path(model, "model.onnx", path, sizeof(path));
+  kiln_test_model_path(model, "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  kiln_model_read(model, "input_0.pb", &input);
-  kiln_model_read(model, "output_0.pb", &expected);
+  kiln_test_model_read(model, "input_0.pb", &input);
+  kiln_test_model_read(model, "output_0.pb", &expected);
   for (size_t c = 0; c < sizeof(kCases) / sizeof(kCases[0]); ++c) {
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
@@ -181,12 +181,12 @@ KILN_TEST(MobileVariantTest, MobileNetV2ForValhallAndAdreno) {
 // Without the pose a desktop device refuses a module built only for a
 // mobile target, naming the variant and why it does not fit.
 KILN_TEST(MobileVariantTest, ForeignTargetIsRefusedByName) {
-  kiln_model_require("mlp_softmax");
+  kiln_test_model_require("mlp_softmax");
   char path[1024];
-  kiln_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
+  kiln_test_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  kiln_model_read("mlp_softmax", "input_0.pb", &input);
-  kiln_model_read("mlp_softmax", "output_0.pb", &expected);
+  kiln_test_model_read("mlp_softmax", "input_0.pb", &input);
+  kiln_test_model_read("mlp_softmax", "output_0.pb", &expected);
   static const struct {
     const char* target;
     const char* reason;
@@ -244,12 +244,12 @@ static void device_arch(char* out, size_t size) {
 // (cooperative matrix, fp16), so they must agree within the model tests'
 // tolerance (1e-4 of the largest value).
 KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
-  kiln_model_require("transformer_encoder");
+  kiln_test_model_require("transformer_encoder");
   char path[1024];
-  kiln_model_path("transformer_encoder", "model.onnx", path, sizeof(path));
+  kiln_test_model_path("transformer_encoder", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, outputs[2];
   memset(outputs, 0, sizeof(outputs));
-  kiln_model_read("transformer_encoder", "input_0.pb", &input);
+  kiln_test_model_read("transformer_encoder", "input_0.pb", &input);
   kiln_onnx_input_shape_t shape;
   KILN_ASSERT_OK(kiln_onnx_parse_input_shape("input:2x10x64", &shape));
   const char* uris[2] = {"vulkan://0", "vulkan://0?api=1.1"};

@@ -12,16 +12,16 @@
 #include "kiln/compiler/onnx.h"
 #include "kiln/compiler/onnx_compile.h"
 
-#define KILN_MODEL_MAX_INPUTS 4
+#define KILN_TEST_MODEL_MAX_INPUTS 4
 
 // KILN_ONNX_MODELS_DIR, else tests/onnx/models.
-const char* kiln_model_dir(void);
+const char* kiln_test_model_dir(void);
 // "<dir>/<name>/<file>" into `path`.
-void kiln_model_path(const char* name, const char* file, char* path, size_t size);
+void kiln_test_model_path(const char* name, const char* file, char* path, size_t size);
 
 // Reads models/<name>/<file> (a TensorProto) into `out`; leaves the test
 // (fatal assertion) on an error.
-void kiln_model_read(const char* name, const char* file, kiln_graph_tensor_t* out);
+void kiln_test_model_read(const char* name, const char* file, kiln_graph_tensor_t* out);
 
 // On a GPU-machine run (KILN_GPU_CHECK=1, set by scripts/gpu-check.sh) a
 // model that machine's PyTorch could not export is absent: the test is
@@ -29,22 +29,22 @@ void kiln_model_read(const char* name, const char* file, kiln_graph_tensor_t* ou
 // (models/<name>/export-failed.txt). Anywhere else (CI, lavapipe) the build
 // exports every model, so this does nothing and a missing file fails the
 // test where it is read.
-void kiln_model_require(const char* name);
+void kiln_test_model_require(const char* name);
 
 // One model ready to run: the imported graph, its inputs and reference.
-typedef struct kiln_model_case_t {
+typedef struct kiln_test_model_case_t {
   kiln_onnx_input_shape_t shape;        // the input-shape override, if any
   kiln_onnx_compile_options_t options;  // defaults + the override
   kiln_graph_t graph;
-  kiln_graph_tensor_t inputs[KILN_MODEL_MAX_INPUTS];  // graph.input_count of them
+  kiln_graph_tensor_t inputs[KILN_TEST_MODEL_MAX_INPUTS];  // graph.input_count of them
   kiln_graph_tensor_t expected;                       // output_0.pb
-} kiln_model_case_t;
+} kiln_test_model_case_t;
 
 // Loads models/<name> (`input_shape`: "input:2x10x64"-style override of the
 // first input, or NULL); leaves the test (fatal assertion) on any error.
 // The caller may set further options before compiling; `out` must not move
 // (options point at its shape).
-void kiln_model_load(const char* name, const char* input_shape, kiln_model_case_t* out);
-void kiln_model_release(kiln_model_case_t* model);
+void kiln_test_model_load(const char* name, const char* input_shape, kiln_test_model_case_t* out);
+void kiln_test_model_release(kiln_test_model_case_t* model);
 
 #endif  // KILN_TESTS_ONNX_GPU_MODEL_COMPARE_H_

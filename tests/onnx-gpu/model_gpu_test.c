@@ -33,9 +33,9 @@ static size_t kiln_count_dispatches(const char* text) {
 // not checked).
 static void kiln_check_model_dispatches(const char* name, const char* input_shape,
                                         size_t dispatches) {
-  kiln_model_require(name);
-  kiln_model_case_t model;
-  kiln_model_load(name, input_shape, &model);
+  kiln_test_model_require(name);
+  kiln_test_model_case_t model;
+  kiln_test_model_load(name, input_shape, &model);
   kiln_graph_tensor_t actual;
   kiln_gpu_run_stats_t stats;
   char* text = NULL;
@@ -64,7 +64,7 @@ static void kiln_check_model_dispatches(const char* name, const char* input_shap
   KILN_EXPECT_TRUE(max_ref > 0.0);
   KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // values printed above
   kiln_graph_tensor_deinit(&actual);
-  kiln_model_release(&model);
+  kiln_test_model_release(&model);
 }
 
 static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {

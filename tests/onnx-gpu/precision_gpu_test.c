@@ -54,9 +54,9 @@ static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_sh
 // `precision` and checks max|err| / max|ref| against `tolerance`.
 static void kiln_run_model(const char* name, const char* input_shape,
                            kiln_onnx_precision_t precision, double tolerance) {
-  kiln_model_require(name);
-  kiln_model_case_t model;
-  kiln_model_load(name, input_shape, &model);
+  kiln_test_model_require(name);
+  kiln_test_model_case_t model;
+  kiln_test_model_load(name, input_shape, &model);
   model.options.precision = precision;
   for (size_t i = 0; i < model.graph.input_count; ++i) {
     KILN_EXPECT_EQ((int)model.inputs[i].dtype,
@@ -75,7 +75,7 @@ static void kiln_run_model(const char* name, const char* input_shape,
          kiln_graph_dtype_name(actual.dtype), ratio, tolerance, stats.second_call_ms);
   KILN_EXPECT_TRUE(ratio <= tolerance);
   kiln_graph_tensor_deinit(&actual);
-  kiln_model_release(&model);
+  kiln_test_model_release(&model);
 }
 
 // The model at f16 within 1e-2 of max|ref|, and its weights in half the
@@ -84,7 +84,7 @@ static void kiln_run_model(const char* name, const char* input_shape,
 static void kiln_check_f16_model(const char* name, const char* input_shape) {
   kiln_run_model(name, input_shape, KILN_ONNX_PRECISION_F16, 1e-2);
   char path[1024];
-  kiln_model_path(name, "model.onnx", path, sizeof(path));
+  kiln_test_model_path(name, "model.onnx", path, sizeof(path));
   uint64_t f32 = kiln_compile_weight_bytes(path, input_shape, KILN_ONNX_PRECISION_F32);
   uint64_t f16 = kiln_compile_weight_bytes(path, input_shape, KILN_ONNX_PRECISION_F16);
   printf("%s weights: %llu bytes at f32, %llu at f16\n", name, (unsigned long long)f32,
@@ -134,9 +134,9 @@ KILN_TEST(OnnxGpuPrecisionTest, Fp16ModelMlpSoftmax) {
 // of the module declares the feature, so variant selection refuses devices
 // without it by name (the runtime's existing check).
 KILN_TEST(OnnxGpuPrecisionTest, TargetWithout16BitStorageIsRefused) {
-  kiln_model_require("mlp_softmax");
+  kiln_test_model_require("mlp_softmax");
   char path[1024];
-  kiln_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
+  kiln_test_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
   const char* targets[] = {"cpu-llvmpipe-linux", "unknown-unknown-unknown"};
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
@@ -183,9 +183,9 @@ KILN_TEST(OnnxGpuPrecisionTest, TargetWithout16BitStorageIsRefused) {
 
 // The recurrent kernel has no f16 build: refused naming the node.
 KILN_TEST(OnnxGpuPrecisionTest, RecurrentNodeIsRefusedNamingIt) {
-  kiln_model_require("lstm_bidir_net");
+  kiln_test_model_require("lstm_bidir_net");
   char path[1024];
-  kiln_model_path("lstm_bidir_net", "model.onnx", path, sizeof(path));
+  kiln_test_model_path("lstm_bidir_net", "model.onnx", path, sizeof(path));
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;

@@ -82,7 +82,7 @@ static double kiln_max_diff(const kiln_graph_tensor_t* a, const kiln_graph_tenso
 
 static void kiln_check_quantized(const char* name, const char* input_shape,
                                  kiln_quant_layout_t layout, bool expect_quantized) {
-  kiln_model_require(name);
+  kiln_test_model_require(name);
   char path[1024], io_path[1024];
   snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
   kiln_onnx_input_shape_t shape;
