@@ -23,37 +23,33 @@ int32_t kiln_test_graph_input(kiln_graph_t* graph, const char* name, int32_t ran
   return id;
 }
 
-static void kiln_test_attr_set(kiln_graph_t* graph, int32_t node, const kiln_graph_attr_t* attr) {
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, attr));
-}
-
-void kiln_test_attr_int(kiln_graph_t* graph, int32_t node, const char* name, int64_t value) {
+// An attribute `name` of `type` (the value set by the caller).
+static kiln_graph_attr_t kiln_test_attr(const char* name, kiln_graph_attr_type_t type) {
   kiln_graph_attr_t a;
   memset(&a, 0, sizeof(a));
   a.name = name;
-  a.type = KILN_GRAPH_ATTR_INT;
+  a.type = type;
+  return a;
+}
+
+void kiln_test_attr_int(kiln_graph_t* graph, int32_t node, const char* name, int64_t value) {
+  kiln_graph_attr_t a = kiln_test_attr(name, KILN_GRAPH_ATTR_INT);
   a.i = value;
-  kiln_test_attr_set(graph, node, &a);
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, &a));
 }
 
 void kiln_test_attr_ints(kiln_graph_t* graph, int32_t node, const char* name,
                          const int64_t* values, size_t count) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INTS;
+  kiln_graph_attr_t a = kiln_test_attr(name, KILN_GRAPH_ATTR_INTS);
   a.ints = values;
   a.count = count;
-  kiln_test_attr_set(graph, node, &a);
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, &a));
 }
 
 void kiln_test_attr_float(kiln_graph_t* graph, int32_t node, const char* name, float value) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_FLOAT;
+  kiln_graph_attr_t a = kiln_test_attr(name, KILN_GRAPH_ATTR_FLOAT);
   a.f = value;
-  kiln_test_attr_set(graph, node, &a);
+  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, &a));
 }
 
 void kiln_test_graph_allocate_inputs(const kiln_graph_t* graph, kiln_graph_tensor_t* inputs) {
