@@ -19,8 +19,8 @@
 #include "kiln/hal/target_triple.h"
 #include "kiln_test.h"
 #include "model_compare.h"
-#include "tensor_compare.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 enum { kAndroidPushConstantBytes = 128 };
 

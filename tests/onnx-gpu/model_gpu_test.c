@@ -8,8 +8,8 @@
 
 #include "kiln_test.h"
 #include "model_compare.h"
-#include "tensor_compare.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 // FNV-1a over the output bytes: printed so runs in different device modes
 // (full features, KILN_VULKAN_API_VERSION=1.1) can be shown bit-identical.

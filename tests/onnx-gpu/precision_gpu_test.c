@@ -16,8 +16,8 @@
 #include "kiln/format/module_reader.h"
 #include "kiln_test.h"
 #include "model_compare.h"
-#include "tensor_compare.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 // Bytes of the module's "weights" rodata, read from its disassembly.
 static uint64_t kiln_weight_bytes(const char* text) {
