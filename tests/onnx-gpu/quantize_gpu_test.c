@@ -82,7 +82,6 @@ static double kiln_max_diff(const kiln_graph_tensor_t* a, const kiln_graph_tenso
 
 static void kiln_check_quantized(const char* name, const char* input_shape,
                                  kiln_quant_layout_t layout, bool expect_quantized) {
-  kiln_test_model_require(name);
   char path[1024], io_path[1024];
   snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
   kiln_onnx_input_shape_t shape;
@@ -151,6 +150,7 @@ static const kiln_quant_layout_t kLayouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0,
 // MobileNetV2: the classifier (Gemm 1280 -> 1000) is quantized; its 1x1
 // and depthwise convs stay fp32.
 KILN_TEST(QuantizeGpuTest, MobileNetV2EveryLayout) {
+  kiln_test_model_require("mobilenet_v2");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("mobilenet_v2", NULL, kLayouts[i], true);
   }
@@ -160,6 +160,7 @@ KILN_TEST(QuantizeGpuTest, MobileNetV2EveryLayout) {
 // element layouts; q4_K's 256-element superblocks fit only the FFN's
 // second product).
 KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
+  kiln_test_model_require("transformer_encoder");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("transformer_encoder", "input:2x10x64", kLayouts[i],
                          kLayouts[i] != KILN_QUANT_Q4_K);
@@ -169,6 +170,7 @@ KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
 // The GPT-2 block (fused GELU and residual epilogues on the quantized
 // products; its 256-wide MLP projection takes q4_K too).
 KILN_TEST(QuantizeGpuTest, Gpt2BlockEveryLayout) {
+  kiln_test_model_require("gpt2_block");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("gpt2_block", NULL, kLayouts[i], true);
   }
