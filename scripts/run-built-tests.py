@@ -53,6 +53,12 @@ def main():
               flush=True)
         if not ok:
             sys.stdout.write(output.decode(errors="replace")[-6000:])
+        else:
+            # googletest's skips pass the run: name each with its reason.
+            lines = output.decode(errors="replace").splitlines()
+            for i, line in enumerate(lines):
+                if line.endswith(": Skipped") and i + 1 < len(lines):
+                    print("    skipped: " + lines[i + 1], flush=True)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

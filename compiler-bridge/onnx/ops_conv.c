@@ -2,7 +2,7 @@
 // dims) and ConvTranspose, as direct loops over a window table.
 #include <string.h>
 
-#include "window.h"
+#include "conv_geometry.h"
 
 #define KILN_EPILOGUE_ATTRS \
   "kiln.bias,kiln.residual,kiln.residual_first,kiln.activation," \
@@ -92,21 +92,12 @@ static kiln_status_t kiln_run_conv(const kiln_op_run_args_t* args) {
           ? (const float*)args->inputs[2].data
           : NULL;
   kiln_ref_tensor_t* y = &args->outputs[0];
-  int64_t group = 1;
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "group", 1, &group));
-  kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
-                                           x->shape.dims + 2, w->shape.dims + 2,
-                                           false, true, &window));
-  int64_t* table = NULL;
-  KILN_RETURN_IF_ERROR(kiln_window_table(&window, args->allocator, &table));
-  int64_t batch = x->shape.dims[0], channels = x->shape.dims[1];
-  int64_t m = w->shape.dims[0];
-  int64_t cg = channels / group, mg = m / group;
-  size_t in_plane = 1;
-  for (int32_t i = 0; i < window.spatial; ++i) in_plane *= (size_t)window.in[i];
-  size_t outs = kiln_window_out_count(&window);
-  size_t kernels = kiln_window_kernel_count(&window);
+  kiln_conv_geometry_t geo;
+  KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
+  const int64_t* table = geo.table;
+  const int64_t batch = geo.batch, channels = geo.channels, m = geo.m;
+  const int64_t cg = geo.cg, mg = geo.mg;
+  const size_t in_plane = geo.in_plane, outs = geo.outs, kernels = geo.kernels;
   const float* px = (const float*)x->data;
   const float* pw = (const float*)w->data;
   float* py = (float*)y->data;
@@ -131,7 +122,7 @@ static kiln_status_t kiln_run_conv(const kiln_op_run_args_t* args) {
       }
     }
   }
-  kiln_allocator_free(args->allocator, table);
+  kiln_conv_geometry_deinit(args, &geo);
   kiln_ref_apply_epilogue(args);
   return kiln_ok_status();
 }

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "conv_geometry.h"
 #include "quant.h"
-#include "window.h"
 
 // ---------------------------------------------------------------------------
 // Parameter checks (messages name the node and the tensor).
@@ -577,44 +577,32 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
                             ? (const int32_t*)args->inputs[8].data
                             : NULL;
   kiln_ref_tensor_t* y = &args->outputs[0];
-  int64_t group = 1;
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "group", 1, &group));
-  kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
-                                           x->shape.dims + 2, w->shape.dims + 2,
-                                           false, true, &window));
-  int64_t* table = NULL;
-  KILN_RETURN_IF_ERROR(kiln_window_table(&window, args->allocator, &table));
-  int64_t batch = x->shape.dims[0], channels = x->shape.dims[1];
-  int64_t m = w->shape.dims[0], cg = channels / group, mg = m / group;
-  size_t in_plane = 1;
-  for (int32_t i = 0; i < window.spatial; ++i) in_plane *= (size_t)window.in[i];
-  size_t outs = kiln_window_out_count(&window);
-  size_t kernels = kiln_window_kernel_count(&window);
+  kiln_conv_geometry_t geo;
+  KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
   float sx = *(const float*)args->inputs[1].data;
   float sy = *(const float*)args->inputs[6].data;
   int32_t zx = kiln_quant_zp_at(args, 2, 0), zy = kiln_quant_zp_at(args, 7, 0);
   int32_t qmin, qmax;
   kiln_quant_range(y->dtype, &qmin, &qmax);
-  for (int64_t n = 0; n < batch; ++n) {
-    for (int64_t oc = 0; oc < m; ++oc) {
-      int64_t g = oc / mg;
+  for (int64_t n = 0; n < geo.batch; ++n) {
+    for (int64_t oc = 0; oc < geo.m; ++oc) {
+      int64_t g = oc / geo.mg;
       int32_t zw = kiln_quant_zp_at(args, 5, (size_t)oc);
       float mult = kiln_quant_multiplier(
           sx, ((const float*)ws->data)[ws->count == 1 ? 0 : oc], sy);
-      size_t w_base = (size_t)oc * (size_t)cg * kernels;
-      size_t y_base = ((size_t)n * (size_t)m + (size_t)oc) * outs;
-      for (size_t o = 0; o < outs; ++o) {
-        const int64_t* row = table + o * kernels;
+      size_t w_base = (size_t)oc * (size_t)geo.cg * geo.kernels;
+      size_t y_base = ((size_t)n * (size_t)geo.m + (size_t)oc) * geo.outs;
+      for (size_t o = 0; o < geo.outs; ++o) {
+        const int64_t* row = geo.table + o * geo.kernels;
         int64_t sum = bias ? bias[oc] : 0;
-        for (int64_t c = 0; c < cg; ++c) {
-          size_t plane = ((size_t)n * (size_t)channels + (size_t)(g * cg + c)) *
-                         in_plane;
-          for (size_t k = 0; k < kernels; ++k) {
+        for (int64_t c = 0; c < geo.cg; ++c) {
+          size_t plane = ((size_t)n * (size_t)geo.channels + (size_t)(g * geo.cg + c)) *
+                         geo.in_plane;
+          for (size_t k = 0; k < geo.kernels; ++k) {
             if (row[k] < 0) continue;  // padding is the zero point: adds 0
             int32_t xv = kiln_quant_load(x->data, x->dtype, plane + (size_t)row[k]);
             int32_t wv = kiln_quant_load(w->data, w->dtype,
-                                         w_base + (size_t)c * kernels + k);
+                                         w_base + (size_t)c * geo.kernels + k);
             sum += (int64_t)(xv - zx) * (wv - zw);
           }
         }
@@ -624,7 +612,7 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
       }
     }
   }
-  kiln_allocator_free(args->allocator, table);
+  kiln_conv_geometry_deinit(args, &geo);
   return kiln_ok_status();
 }
 

@@ -25,6 +25,11 @@ KILN_TEST(ShimDeliberate, StatusMismatchFails) {
 
 KILN_TEST(ShimDeliberate, Passes) { KILN_EXPECT_EQ(2, 2); }
 
+KILN_TEST(ShimDeliberate, SkipLeavesTheTest) {
+  KILN_SKIP("marker-skip-%d", 9);
+  printf("AFTER-SKIP-REACHED\n");
+}
+
 // Runs this binary on one filter and returns its exit code and output.
 static int kiln_run_child(const char* filter, char* output, size_t size) {
   char command[4096];
@@ -69,6 +74,17 @@ KILN_TEST(ShimTest, PassingTestPassesTheRun) {
   int code = kiln_run_child("ShimDeliberate.Passes", output, sizeof(output));
   KILN_EXPECT_EQ(code, 0);
   KILN_EXPECT_CONTAINS(output, "[  PASSED  ] 1 test");
+}
+
+// A skip is googletest's: reported with its message, the run passes, and
+// nothing after it runs.
+KILN_TEST(ShimTest, SkipIsReportedAndLeavesTheTest) {
+  static char output[65536];
+  int code = kiln_run_child("ShimDeliberate.SkipLeavesTheTest", output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "marker-skip-9");
+  KILN_EXPECT_CONTAINS(output, "[  SKIPPED ] 1 test");
+  KILN_EXPECT_TRUE(strstr(output, "AFTER-SKIP-REACHED") == NULL);
 }
 
 KILN_TEST(ShimTest, NearAndBytesCompare) {

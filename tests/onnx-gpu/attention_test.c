@@ -16,6 +16,7 @@
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/kernels_codes.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
@@ -27,23 +28,9 @@ typedef struct kiln_attn_case_t {
   size_t dispatches;
 } kiln_attn_case_t;
 
-static int32_t kiln_attn_input(kiln_graph_t* g, const char* name, int32_t rank,
-                               const int64_t* dims) {
-  kiln_graph_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
-  int32_t id = -1;
-  KILN_EXPECT_OK(kiln_gpu_graph_add_input(g, name, &shape, &id));
-  return id;
-}
-
 static int32_t kiln_attn_const(kiln_graph_t* g, kiln_graph_dtype_t dtype, int32_t rank,
                                const int64_t* dims, const void* data) {
-  kiln_graph_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
+  kiln_graph_shape_t shape = kiln_test_shape(rank, dims);
   int32_t id = -1;
   KILN_EXPECT_OK(kiln_graph_add_constant(g, NULL, dtype, &shape, data, &id));
   return id;
@@ -57,30 +44,19 @@ static int32_t kiln_attn_node(kiln_graph_t* g, const char* op, const int32_t* in
   return value;
 }
 
-static void kiln_attn_ints(kiln_graph_t* g, int32_t node, const char* name,
-                           const int64_t* values, size_t count) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INTS;
-  a.ints = values;
-  a.count = count;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
-
 // q, k, v [B, H, S, D] -> [B, Sq, H * D] (heads merged).
 static void kiln_attn_build(const kiln_attn_case_t* c, kiln_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "attention-test", g);
   g->opset = 17;
   const int64_t qd[4] = {c->batch, c->heads, c->sq, c->d};
   const int64_t kd[4] = {c->batch, c->heads, c->sk, c->d};
-  int32_t q = kiln_attn_input(g, "q", 4, qd);
-  int32_t k = kiln_attn_input(g, "k", 4, kd);
-  int32_t v = kiln_attn_input(g, "v", 4, kd);
+  int32_t q = kiln_test_graph_input(g, "q", 4, qd);
+  int32_t k = kiln_test_graph_input(g, "k", 4, kd);
+  int32_t v = kiln_test_graph_input(g, "v", 4, kd);
   int32_t node = -1;
   int32_t kt = kiln_attn_node(g, "Transpose", &k, 1, &node);
   const int64_t swap[4] = {0, 1, 3, 2};
-  kiln_attn_ints(g, node, "perm", swap, 4);
+  kiln_test_attr_ints(g, node, "perm", swap, 4);
   int32_t in[3] = {q, kt, -1};
   int32_t s = kiln_attn_node(g, "MatMul", in, 2, NULL);
   const float scale = 1.0f / sqrtf((float)c->d);
@@ -91,8 +67,8 @@ static void kiln_attn_build(const kiln_attn_case_t* c, kiln_graph_t* g) {
     // A graph input: [sq, sk], or a key padding mask [B, 1, 1, sk].
     const int64_t full[2] = {c->sq, c->sk}, padding[4] = {c->batch, 1, 1, c->sk};
     in[0] = s;
-    in[1] = c->mask == kMaskAdd ? kiln_attn_input(g, "mask", 2, full)
-                                : kiln_attn_input(g, "mask", 4, padding);
+    in[1] = c->mask == kMaskAdd ? kiln_test_graph_input(g, "mask", 2, full)
+                                : kiln_test_graph_input(g, "mask", 4, padding);
     s = kiln_attn_node(g, "Add", in, 2, NULL);
   } else if (c->mask == kMaskCausal) {
     // masked_fill(tril == 0, -inf): Where(constant condition, -inf, s).
@@ -114,7 +90,7 @@ static void kiln_attn_build(const kiln_attn_case_t* c, kiln_graph_t* g) {
   int32_t o = kiln_attn_node(g, "MatMul", in, 2, NULL);
   o = kiln_attn_node(g, "Transpose", &o, 1, &node);
   const int64_t merge[4] = {0, 2, 1, 3};
-  kiln_attn_ints(g, node, "perm", merge, 4);
+  kiln_test_attr_ints(g, node, "perm", merge, 4);
   const int64_t shape[3] = {c->batch, c->sq, c->heads * c->d};
   in[0] = o;
   in[1] = kiln_attn_const(g, KILN_GRAPH_DTYPE_I64, 1, (const int64_t[]){3}, shape);
@@ -273,19 +249,19 @@ KILN_TEST(OnnxGpuAttentionTest, CheckerRefusesBadViews) {
     g.opset = 17;
     const int64_t dims[3] = {2, 8, 4};  // q rows 4 apart: 2 x 32 floats
     int32_t in[3];
-    in[0] = kiln_attn_input(&g, "q", 3, dims);
-    in[1] = kiln_attn_input(&g, "k", 3, dims);
-    in[2] = kiln_attn_input(&g, "v", 3, dims);
+    in[0] = kiln_test_graph_input(&g, "q", 3, dims);
+    in[1] = kiln_test_graph_input(&g, "k", 3, dims);
+    in[2] = kiln_test_graph_input(&g, "v", 3, dims);
     int32_t node = -1;
     int32_t y = kiln_attn_node(&g, "kiln.Attention", in, 3, &node);
     const int64_t shape[6] = {1, 2, 4, 4, 4, 4}, kv[4] = {0, 0, 32, 4};
     const int64_t out_shape[3] = {2, 4, 4};
-    kiln_attn_ints(&g, node, "kiln.dims", shape, 6);
-    kiln_attn_ints(&g, node, "kiln.q_view", cases[i].q_view, 4);
-    kiln_attn_ints(&g, node, "kiln.k_view", kv, 4);
-    kiln_attn_ints(&g, node, "kiln.v_view", kv, 4);
-    kiln_attn_ints(&g, node, "kiln.out_view", cases[i].out_view, 4);
-    kiln_attn_ints(&g, node, "kiln.out_shape", out_shape, 3);
+    kiln_test_attr_ints(&g, node, "kiln.dims", shape, 6);
+    kiln_test_attr_ints(&g, node, "kiln.q_view", cases[i].q_view, 4);
+    kiln_test_attr_ints(&g, node, "kiln.k_view", kv, 4);
+    kiln_test_attr_ints(&g, node, "kiln.v_view", kv, 4);
+    kiln_test_attr_ints(&g, node, "kiln.out_view", cases[i].out_view, 4);
+    kiln_test_attr_ints(&g, node, "kiln.out_shape", out_shape, 3);
     KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
     kiln_status_t status = kiln_graph_infer_shapes(&g);
     KILN_EXPECT_EQ(status == NULL, cases[i].ok);

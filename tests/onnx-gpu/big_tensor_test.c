@@ -15,6 +15,7 @@
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/format/module_reader.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
@@ -30,23 +31,6 @@ static float* kiln_big_fill(size_t count, float scale) {
   KILN_EXPECT_NE(data, NULL);
   for (size_t i = 0; data && i < count; ++i) data[i] = scale * kiln_big_random();
   return data;
-}
-
-static kiln_graph_shape_t kiln_big_shape(int32_t rank, const int64_t* dims) {
-  kiln_graph_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
-  return shape;
-}
-
-static void kiln_big_int_attr(kiln_graph_t* g, int32_t node, const char* name, int64_t v) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INT;
-  a.i = v;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
 }
 
 // max |got - want| <= 1e-4 max |want| over `count` values.
@@ -75,8 +59,8 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, bool trans_b
   g.opset = 13;
   const int64_t x_dims[4] = {batch, in, 1, 1}, b_dims[1] = {out};
   const int64_t w_dims[2] = {trans_b ? out : in, trans_b ? in : out};
-  kiln_graph_shape_t x_shape = kiln_big_shape(4, x_dims);
-  kiln_graph_shape_t w_shape = kiln_big_shape(2, w_dims), b_shape = kiln_big_shape(1, b_dims);
+  kiln_graph_shape_t x_shape = kiln_test_shape(4, x_dims);
+  kiln_graph_shape_t w_shape = kiln_test_shape(2, w_dims), b_shape = kiln_test_shape(1, b_dims);
   float* w = kiln_big_fill((size_t)(out * in), 0.05f);
   float* b = kiln_big_fill((size_t)out, 0.5f);
   int32_t x = -1, wv = -1, bv = -1, flat = -1, flat_node = -1, y = -1, gemm = -1, z = -1,
@@ -87,7 +71,7 @@ static void kiln_big_linear(int64_t batch, int64_t in, int64_t out, bool trans_b
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Flatten", &x, 1, &flat_node, &flat));
   const int32_t gemm_in[3] = {flat, wv, bv};
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", gemm_in, 3, &gemm, &y));
-  kiln_big_int_attr(&g, gemm, "transB", trans_b ? 1 : 0);
+  kiln_test_attr_int(&g, gemm, "transB", trans_b ? 1 : 0);
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Relu", &y, 1, &relu, &z));
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, z));
 
@@ -141,8 +125,8 @@ static void kiln_big_embedding(int64_t vocab, int64_t dim, int64_t t, uint64_t r
   kiln_graph_initialize(kiln_allocator_system(), "big-embedding", &g);
   g.opset = 13;
   const int64_t table_dims[2] = {vocab, dim}, id_dims[2] = {1, t};
-  kiln_graph_shape_t table_shape = kiln_big_shape(2, table_dims);
-  kiln_graph_shape_t id_shape = kiln_big_shape(2, id_dims);
+  kiln_graph_shape_t table_shape = kiln_test_shape(2, table_dims);
+  kiln_graph_shape_t id_shape = kiln_test_shape(2, id_dims);
   float* table = kiln_big_fill((size_t)(vocab * dim), 0.1f);
   int32_t ids = -1, tv = -1, h = -1, gather = -1, tt = -1, logits = -1, matmul = -1;
   KILN_ASSERT_OK(kiln_graph_add_value(&g, "ids", KILN_GRAPH_DTYPE_I64, &ids));
@@ -157,7 +141,7 @@ static void kiln_big_embedding(int64_t vocab, int64_t dim, int64_t t, uint64_t r
   const int32_t gather_in[2] = {tv, ids};
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gather", gather_in, 2, &gather, &h));
   const int64_t head_dims[2] = {dim, vocab};
-  kiln_graph_shape_t head_shape = kiln_big_shape(2, head_dims);
+  kiln_graph_shape_t head_shape = kiln_test_shape(2, head_dims);
   float* head = malloc((size_t)(vocab * dim) * sizeof(float));
   KILN_ASSERT_NE(head, NULL);
   for (int64_t v = 0; v < vocab; ++v) {
@@ -239,7 +223,7 @@ static void kiln_big_add_relu(int64_t rows) {
   kiln_graph_initialize(kiln_allocator_system(), "big-add", &g);
   g.opset = 13;
   const int64_t x_dims[3] = {rows, 4, 70}, b_dims[2] = {4, 1};
-  kiln_graph_shape_t x_shape = kiln_big_shape(3, x_dims), b_shape = kiln_big_shape(2, b_dims);
+  kiln_graph_shape_t x_shape = kiln_test_shape(3, x_dims), b_shape = kiln_test_shape(2, b_dims);
   const float bias[4] = {0.25f, -0.5f, 0.0f, 1.0f};
   int32_t x = -1, bv = -1, sum = -1, add = -1, y = -1, relu = -1;
   KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &x_shape, &x));
@@ -281,8 +265,8 @@ static void kiln_big_conv(int64_t ci, int64_t co) {
   kiln_graph_initialize(kiln_allocator_system(), "big-conv", &g);
   g.opset = 13;
   const int64_t x_dims[4] = {1, ci, 10, 10}, w_dims[4] = {co, ci, 3, 3}, b_dims[1] = {co};
-  kiln_graph_shape_t x_shape = kiln_big_shape(4, x_dims), w_shape = kiln_big_shape(4, w_dims);
-  kiln_graph_shape_t b_shape = kiln_big_shape(1, b_dims);
+  kiln_graph_shape_t x_shape = kiln_test_shape(4, x_dims), w_shape = kiln_test_shape(4, w_dims);
+  kiln_graph_shape_t b_shape = kiln_test_shape(1, b_dims);
   float* w = kiln_big_fill((size_t)(co * ci * 9), 0.2f);
   float* bias = kiln_big_fill((size_t)co, 0.5f);
   int32_t x = -1, wv = -1, bv = -1, conv = -1, y = -1, relu = -1, z = -1;
@@ -366,7 +350,7 @@ KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
     kiln_graph_initialize(kiln_allocator_system(), "big-4g", &g);
     g.opset = 13;
     const int64_t x_dims[2] = {1, 25088}, w_dims[2] = {4096, 25088};
-    kiln_graph_shape_t x_shape = kiln_big_shape(2, x_dims), w_shape = kiln_big_shape(2, w_dims);
+    kiln_graph_shape_t x_shape = kiln_test_shape(2, x_dims), w_shape = kiln_test_shape(2, w_dims);
     float* w = calloc((size_t)(4096 * 25088), sizeof(float));
     KILN_ASSERT_NE(w, NULL);
     int32_t x = -1, wv = -1, y = -1, gemm = -1;
@@ -375,7 +359,7 @@ KILN_TEST(OnnxGpuBigTensorTest, FourGigabyteTargetDoesNotSplit) {
     free(w);
     const int32_t in[2] = {x, wv};
     KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 2, &gemm, &y));
-    kiln_big_int_attr(&g, gemm, "transB", 1);
+    kiln_test_attr_int(&g, gemm, "transB", 1);
     KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
@@ -398,7 +382,7 @@ KILN_TEST(OnnxGpuBigTensorTest, DeviceRangeSmallerThanPlannedIsRefused) {
   kiln_graph_initialize(kiln_allocator_system(), "big-refused", &g);
   g.opset = 13;
   const int64_t x_dims[2] = {1, 8320}, w_dims[2] = {4096, 8320};  // 136 MB weight
-  kiln_graph_shape_t x_shape = kiln_big_shape(2, x_dims), w_shape = kiln_big_shape(2, w_dims);
+  kiln_graph_shape_t x_shape = kiln_test_shape(2, x_dims), w_shape = kiln_test_shape(2, w_dims);
   float* w = calloc((size_t)(4096 * 8320), sizeof(float));
   KILN_ASSERT_NE(w, NULL);
   int32_t x = -1, wv = -1, y = -1, gemm = -1;
@@ -407,7 +391,7 @@ KILN_TEST(OnnxGpuBigTensorTest, DeviceRangeSmallerThanPlannedIsRefused) {
   free(w);
   const int32_t in[2] = {x, wv};
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 2, &gemm, &y));
-  kiln_big_int_attr(&g, gemm, "transB", 1);
+  kiln_test_attr_int(&g, gemm, "transB", 1);
   KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
   const char* const arc[] = {"arc"};
   kiln_onnx_compile_options_t options;

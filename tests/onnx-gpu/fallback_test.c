@@ -9,6 +9,7 @@
 
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
@@ -16,17 +17,6 @@ static size_t kiln_count(const char* text, const char* needle) {
   size_t n = 0;
   for (const char* p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle)) ++n;
   return n;
-}
-
-static int32_t kiln_add_input(kiln_graph_t* graph, const char* name, int32_t rank,
-                              const int64_t* dims) {
-  kiln_graph_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
-  int32_t id = -1;
-  KILN_EXPECT_OK(kiln_gpu_graph_add_input(graph, name, &shape, &id));
-  return id;
 }
 
 static int32_t kiln_add_i64(kiln_graph_t* graph, const char* name, int64_t value) {
@@ -56,51 +46,65 @@ static int32_t kiln_add(kiln_graph_t* graph, const char* op, const char* name,
   return node;
 }
 
-static void kiln_set_int(kiln_graph_t* graph, int32_t node, const char* name, int64_t value) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INT;
-  a.i = value;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, &a));
+// A graph for one test: opset 13, the nodes added by the caller.
+static void kiln_start(kiln_graph_t* graph, const char* name) {
+  kiln_graph_initialize(kiln_allocator_system(), name, graph);
+  graph->opset = 13;
+}
+
+// Compiles and runs `graph` with its assembly captured in *out_text (the
+// caller frees it); leaves the test if the run fails.
+static void kiln_run_with_text(kiln_graph_t* graph, const kiln_graph_tensor_t* inputs,
+                               kiln_graph_tensor_t* outputs, char** out_text) {
+  size_t text_size = 0;
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.assembly_stream = open_memstream(out_text, &text_size);
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(graph, &options, inputs, outputs, &stats);
+  fclose(options.assembly_stream);
+  KILN_ASSERT_OK(status);
+  printf("%s: second call %.2f ms\n", graph->source, stats.second_call_ms);
+}
+
+// Compiles `graph` with `options` (NULL: defaults), expecting a refusal
+// containing `message` and no module.
+static void kiln_expect_refusal(kiln_graph_t* graph, const kiln_onnx_compile_options_t* options,
+                                const char* message) {
+  kiln_byte_buffer_t module;
+  kiln_byte_buffer_init(&module, kiln_allocator_system());
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, message,
+                             kiln_onnx_compile_graph(graph, options, kiln_allocator_system(),
+                                                     &module));
+  KILN_EXPECT_EQ(module.size, 0u);
+  kiln_byte_buffer_deinit(&module);
 }
 
 // x[3][20] -> Relu (GPU) -> TopK k=5 smallest (host) -> values + values
 // (GPU) and the indices as outputs. Relu makes many equal zeros: ties must
 // keep the lower index first.
 static void kiln_build_topk(kiln_graph_t* graph) {
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-topk", graph);
-  graph->opset = 13;
+  kiln_start(graph, "fallback-topk");
   const int64_t dims[2] = {3, 20};
-  int32_t x = kiln_add_input(graph, "x", 2, dims);
+  int32_t x = kiln_test_graph_input(graph, "x", 2, dims);
   int32_t r = -1, k = kiln_add_i64(graph, "k", 5), vi[2] = {-1, -1}, s = -1;
   kiln_add(graph, "Relu", "relu", &x, 1, &r, 1);
   int32_t topk = kiln_add(graph, "TopK", "pick", (const int32_t[]){r, k}, 2, vi, 2);
-  kiln_set_int(graph, topk, "axis", 1);
-  kiln_set_int(graph, topk, "largest", 0);
+  kiln_test_attr_int(graph, topk, "axis", 1);
+  kiln_test_attr_int(graph, topk, "largest", 0);
   kiln_add(graph, "Add", "twice", (const int32_t[]){vi[0], vi[0]}, 2, &s, 1);
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(graph, s));
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(graph, vi[1]));
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(graph));
+  kiln_test_graph_finish(graph, (const int32_t[]){s, vi[1]}, 2);
 }
 
 KILN_TEST(OnnxFallbackTest, TopKBetweenGpuSegmentsMatchesC) {
   kiln_graph_t graph;
   kiln_build_topk(&graph);
   kiln_graph_tensor_t input, outputs[2];
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[graph.inputs[0]].shape, &input));
+  kiln_test_graph_allocate_inputs(&graph, &input);
   float* x = (float*)input.data;
   for (int i = 0; i < 60; ++i) x[i] = (float)((i * 7) % 11) - 4.0f;
   char* text = NULL;
-  size_t text_size = 0;
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = open_memstream(&text, &text_size);
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, outputs, &stats);
-  fclose(options.assembly_stream);
-  KILN_ASSERT_OK(status);
+  kiln_run_with_text(&graph, &input, outputs, &text);
   // Two GPU segments (Relu; Add) around one host op.
   KILN_EXPECT_EQ(kiln_count(text, "call.import cpu.topk "), 1u);
   KILN_EXPECT_EQ(kiln_count(text, "call.import hal.device.submit_and_wait "), 2u);
@@ -123,10 +127,8 @@ KILN_TEST(OnnxFallbackTest, TopKBetweenGpuSegmentsMatchesC) {
       KILN_EXPECT_EQ(twice[row * 5 + j], 2.0f * fmaxf(x[row * 20 + best], 0.0f));
     }
   }
-  printf("TopK split: second call %.2f ms\n", stats.second_call_ms);
-  kiln_graph_tensor_deinit(&outputs[0]);
-  kiln_graph_tensor_deinit(&outputs[1]);
-  kiln_graph_tensor_deinit(&input);
+  kiln_test_tensors_deinit(outputs, 2);
+  kiln_test_tensors_deinit(&input, 1);
   kiln_graph_deinitialize(&graph);
 }
 
@@ -136,32 +138,23 @@ KILN_TEST(OnnxFallbackTest, NoFallbackRefusesNamingTheNode) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.no_fallback = true;
-  kiln_byte_buffer_t module;
-  kiln_byte_buffer_init(&module, kiln_allocator_system());
-  KILN_EXPECT_STATUS_MESSAGE(
-      KILN_STATUS_UNIMPLEMENTED,
-      "node 'pick' (op TopK, opset 13): it runs only on the host (CPU fallback between GPU "
-      "segments), which --no-fallback forbids",
-      kiln_onnx_compile_graph(&graph, &options, kiln_allocator_system(), &module));
-  KILN_EXPECT_EQ(module.size, 0u);
-  kiln_byte_buffer_deinit(&module);
+  kiln_expect_refusal(&graph, &options,
+                      "node 'pick' (op TopK, opset 13): it runs only on the host (CPU fallback "
+                      "between GPU segments), which --no-fallback forbids");
   kiln_graph_deinitialize(&graph);
 }
 
 // x[4][5] -> Relu (GPU) -> NonZero (host): [2, count] int64, not the bound.
 KILN_TEST(OnnxFallbackTest, NonZeroReturnsItsRealCount) {
   kiln_graph_t graph;
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-nonzero", &graph);
-  graph.opset = 13;
+  kiln_start(&graph, "fallback-nonzero");
   const int64_t dims[2] = {4, 5};
-  int32_t x = kiln_add_input(&graph, "x", 2, dims), r = -1, nz = -1;
+  int32_t x = kiln_test_graph_input(&graph, "x", 2, dims), r = -1, nz = -1;
   kiln_add(&graph, "Relu", "relu", &x, 1, &r, 1);
   kiln_add(&graph, "NonZero", "nz", &r, 1, &nz, 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, nz));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_test_graph_finish(&graph, &nz, 1);
   kiln_graph_tensor_t input, output;
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[x].shape, &input));
+  kiln_test_graph_allocate_inputs(&graph, &input);
   float* data = (float*)input.data;
   size_t expected = 0;
   for (int i = 0; i < 20; ++i) {
@@ -181,28 +174,21 @@ KILN_TEST(OnnxFallbackTest, NonZeroReturnsItsRealCount) {
     KILN_EXPECT_EQ(coords[expected + j], (int64_t)(i % 5));
     ++j;
   }
-  kiln_graph_tensor_deinit(&output);
-  kiln_graph_tensor_deinit(&input);
+  kiln_test_tensors_deinit(&output, 1);
+  kiln_test_tensors_deinit(&input, 1);
   kiln_graph_deinitialize(&graph);
 }
 
 KILN_TEST(OnnxFallbackTest, DataDependentOutputReadByANodeIsRefused) {
   kiln_graph_t graph;
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-consumer", &graph);
-  graph.opset = 13;
+  kiln_start(&graph, "fallback-consumer");
   const int64_t dims[2] = {4, 5};
-  int32_t x = kiln_add_input(&graph, "x", 2, dims), nz = -1, f = -1;
+  int32_t x = kiln_test_graph_input(&graph, "x", 2, dims), nz = -1, f = -1;
   kiln_add(&graph, "NonZero", "nz", &x, 1, &nz, 1);
   int32_t cast = kiln_add(&graph, "Cast", "to_float", &nz, 1, &f, 1);
-  kiln_set_int(&graph, cast, "to", 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, f));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
-  kiln_byte_buffer_t module;
-  kiln_byte_buffer_init(&module, kiln_allocator_system());
-  KILN_EXPECT_STATUS_MESSAGE(
-      KILN_STATUS_UNIMPLEMENTED, "and node 'to_float' (op Cast) reads it",
-      kiln_onnx_compile_graph(&graph, NULL, kiln_allocator_system(), &module));
-  kiln_byte_buffer_deinit(&module);
+  kiln_test_attr_int(&graph, cast, "to", 1);
+  kiln_test_graph_finish(&graph, &f, 1);
+  kiln_expect_refusal(&graph, NULL, "and node 'to_float' (op Cast) reads it");
   kiln_graph_deinitialize(&graph);
 }
 
@@ -210,23 +196,18 @@ KILN_TEST(OnnxFallbackTest, DataDependentOutputReadByANodeIsRefused) {
 // first (order-preserving): boxes 3, 0, 5 survive in that order.
 KILN_TEST(OnnxFallbackTest, NonMaxSuppressionAfterGpuWork) {
   kiln_graph_t graph;
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-nms", &graph);
-  graph.opset = 13;
+  kiln_start(&graph, "fallback-nms");
   const int64_t box_dims[3] = {1, 6, 4}, score_dims[3] = {1, 1, 6};
-  int32_t boxes = kiln_add_input(&graph, "boxes", 3, box_dims);
-  int32_t scores = kiln_add_input(&graph, "scores", 3, score_dims);
+  int32_t boxes = kiln_test_graph_input(&graph, "boxes", 3, box_dims);
+  int32_t scores = kiln_test_graph_input(&graph, "scores", 3, score_dims);
   int32_t sig = -1, selected = -1;
   kiln_add(&graph, "Sigmoid", "sig", &scores, 1, &sig, 1);
   int32_t operands[5] = {boxes, sig, kiln_add_i64(&graph, "max", 3),
                          kiln_add_f32(&graph, "iou", 0.5f), kiln_add_f32(&graph, "score", 0.0f)};
   kiln_add(&graph, "NonMaxSuppression", "nms", operands, 5, &selected, 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, selected));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_test_graph_finish(&graph, &selected, 1);
   kiln_graph_tensor_t inputs[2], output;
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[boxes].shape, &inputs[0]));
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[scores].shape, &inputs[1]));
+  kiln_test_graph_allocate_inputs(&graph, inputs);
   const float box_data[24] = {0, 0,  1, 1,  0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f,
                               0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
   const float score_data[6] = {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
@@ -238,9 +219,8 @@ KILN_TEST(OnnxFallbackTest, NonMaxSuppressionAfterGpuWork) {
   KILN_ASSERT_EQ(output.shape.dims[0], 3);
   const int64_t expected[9] = {0, 0, 3, 0, 0, 0, 0, 0, 5};
   for (int i = 0; i < 9; ++i) KILN_EXPECT_EQ(((const int64_t*)output.data)[i], expected[i]);
-  kiln_graph_tensor_deinit(&output);
-  kiln_graph_tensor_deinit(&inputs[0]);
-  kiln_graph_tensor_deinit(&inputs[1]);
+  kiln_test_tensors_deinit(&output, 1);
+  kiln_test_tensors_deinit(inputs, 2);
   kiln_graph_deinitialize(&graph);
 }
 
@@ -249,11 +229,10 @@ KILN_TEST(OnnxFallbackTest, NonMaxSuppressionAfterGpuWork) {
 // after the GPU's Relu) -> +1 on the GPU; the bool mask leaves as an output.
 KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
   kiln_graph_t graph;
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-mask", &graph);
-  graph.opset = 13;
+  kiln_start(&graph, "fallback-mask");
   const int64_t dims[2] = {2, 6};
-  int32_t x = kiln_add_input(&graph, "x", 2, dims);
-  int32_t ids = kiln_add_input(&graph, "ids", 2, dims);
+  int32_t x = kiln_test_graph_input(&graph, "x", 2, dims);
+  int32_t ids = kiln_test_graph_input(&graph, "ids", 2, dims);
   graph.values[ids].dtype = KILN_GRAPH_DTYPE_I64;
   int32_t zero = -1, fill = -1, r = -1, mask = -1, w = -1, y = -1;
   const int64_t zero_value = 0;
@@ -268,14 +247,10 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
   kiln_add(&graph, "Equal", "is_pad", (const int32_t[]){ids, zero}, 2, &mask, 1);
   kiln_add(&graph, "Where", "masked", (const int32_t[]){mask, fill, r}, 3, &w, 1);
   kiln_add(&graph, "Add", "plus_one", (const int32_t[]){w, one}, 2, &y, 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, mask));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_test_graph_finish(&graph, (const int32_t[]){y, mask}, 2);
   kiln_graph_tensor_t inputs[2], outputs[2];
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[x].shape, &inputs[0]));
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_I64,
-                                            &graph.values[ids].shape, &inputs[1]));
+  kiln_test_graph_allocate_inputs(&graph, inputs);
+  KILN_ASSERT_EQ(inputs[1].dtype, KILN_GRAPH_DTYPE_I64);
   float* xs = (float*)inputs[0].data;
   int64_t* id = (int64_t*)inputs[1].data;
   for (int i = 0; i < 12; ++i) {
@@ -283,14 +258,7 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
     id[i] = i % 4 == 3 ? 0 : (INT64_C(1) << 33) + i;  // the high word alone is not zero
   }
   char* text = NULL;
-  size_t text_size = 0;
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = open_memstream(&text, &text_size);
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, inputs, outputs, &stats);
-  fclose(options.assembly_stream);
-  KILN_ASSERT_OK(status);
+  kiln_run_with_text(&graph, inputs, outputs, &text);
   KILN_EXPECT_EQ(kiln_count(text, "call.import cpu.elementwise "), 2u);
   free(text);
   KILN_ASSERT_EQ(outputs[1].dtype, KILN_GRAPH_DTYPE_BOOL);
@@ -301,8 +269,8 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
     KILN_EXPECT_EQ(ms[i] != 0, pad);
     KILN_EXPECT_EQ(ys[i], (pad ? -100.0f : fmaxf(xs[i], 0.0f)) + 1.0f);
   }
-  for (int o = 0; o < 2; ++o) kiln_graph_tensor_deinit(&outputs[o]);
-  for (int i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_test_tensors_deinit(outputs, 2);
+  kiln_test_tensors_deinit(inputs, 2);
   kiln_graph_deinitialize(&graph);
 }
 
@@ -310,11 +278,10 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
 // GPU math (x * mask); its negation leaves as a bool output.
 KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
   kiln_graph_t graph;
-  kiln_graph_initialize(kiln_allocator_system(), "fallback-bool", &graph);
-  graph.opset = 13;
+  kiln_start(&graph, "fallback-bool");
   const int64_t x_dims[2] = {2, 3}, m_dims[1] = {6}, target[2] = {2, 3};
-  int32_t x = kiln_add_input(&graph, "x", 2, x_dims);
-  int32_t m = kiln_add_input(&graph, "m", 1, m_dims);
+  int32_t x = kiln_test_graph_input(&graph, "x", 2, x_dims);
+  int32_t m = kiln_test_graph_input(&graph, "m", 1, m_dims);
   graph.values[m].dtype = KILN_GRAPH_DTYPE_BOOL;
   kiln_graph_shape_t shape_of_shape = {.rank = 1, .dims = {2}};
   int32_t shape = -1, m2 = -1, mf = -1, y = -1, not_m = -1;
@@ -322,17 +289,13 @@ KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
                                          target, &shape));
   kiln_add(&graph, "Reshape", "mask_2d", (const int32_t[]){m, shape}, 2, &m2, 1);
   int32_t cast = kiln_add(&graph, "Cast", "mask_f", &m2, 1, &mf, 1);
-  kiln_set_int(&graph, cast, "to", 1);
+  kiln_test_attr_int(&graph, cast, "to", 1);
   kiln_add(&graph, "Mul", "masked", (const int32_t[]){x, mf}, 2, &y, 1);
   kiln_add(&graph, "Not", "keep", &m2, 1, &not_m, 1);
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, not_m));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+  kiln_test_graph_finish(&graph, (const int32_t[]){y, not_m}, 2);
   kiln_graph_tensor_t inputs[2], outputs[2];
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &graph.values[x].shape, &inputs[0]));
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_BOOL,
-                                            &graph.values[m].shape, &inputs[1]));
+  kiln_test_graph_allocate_inputs(&graph, inputs);
+  KILN_ASSERT_EQ(inputs[1].dtype, KILN_GRAPH_DTYPE_BOOL);
   float* xs = (float*)inputs[0].data;
   uint8_t* ms = (uint8_t*)inputs[1].data;
   for (int i = 0; i < 6; ++i) {
@@ -348,7 +311,7 @@ KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
     KILN_EXPECT_EQ(ys[i], ms[i] ? xs[i] : 0.0f);
     KILN_EXPECT_EQ(keep[i] != 0, ms[i] == 0);
   }
-  for (int o = 0; o < 2; ++o) kiln_graph_tensor_deinit(&outputs[o]);
-  for (int i = 0; i < 2; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_test_tensors_deinit(outputs, 2);
+  kiln_test_tensors_deinit(inputs, 2);
   kiln_graph_deinitialize(&graph);
 }

@@ -13,6 +13,7 @@
 
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/kernels_codes.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 #include "reference/reference.h"
@@ -62,15 +63,6 @@ static void kiln_ieee_run(kiln_graph_t* graph, const float* const* inputs, size_
 
 static const kiln_graph_shape_t kShape = {.rank = 1, .dims = {KILN_IEEE_COUNT}};
 
-static void kiln_ieee_set_float(kiln_graph_t* graph, int32_t node, const char* name, float f) {
-  kiln_graph_attr_t attr;
-  memset(&attr, 0, sizeof(attr));
-  attr.name = name;
-  attr.type = KILN_GRAPH_ATTR_FLOAT;
-  attr.f = f;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(graph, node, &attr));
-}
-
 typedef struct kiln_ieee_unary_t {
   const char* op;
   uint32_t code;
@@ -102,9 +94,9 @@ static void kiln_ieee_check_unary(const kiln_ieee_unary_t* u, bool folded) {
   KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, u->op, inputs, input_count, &node, &y));
   if (u->code == KILN_ACT_LEAKY_RELU || u->code == KILN_ACT_ELU ||
       u->code == KILN_ACT_HARD_SIGMOID) {
-    kiln_ieee_set_float(&graph, node, "alpha", u->alpha);
+    kiln_test_attr_float(&graph, node, "alpha", u->alpha);
   }
-  if (u->code == KILN_ACT_HARD_SIGMOID) kiln_ieee_set_float(&graph, node, "beta", u->beta);
+  if (u->code == KILN_ACT_HARD_SIGMOID) kiln_test_attr_float(&graph, node, "beta", u->beta);
   if (folded) {
     int32_t sum_in[2] = {y, x};
     KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Add", sum_in, 2, &node, &y));

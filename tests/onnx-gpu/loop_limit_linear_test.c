@@ -13,8 +13,10 @@
 
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/graph_reference.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 #define KILN_LOOP_MAX_INPUTS 3
 
@@ -22,40 +24,6 @@ typedef struct kiln_loop_graph_t {
   kiln_graph_t graph;
   int32_t node;
 } kiln_loop_graph_t;
-
-static int32_t kiln_loop_input(kiln_graph_t* g, const char* name, int32_t rank,
-                               const int64_t* dims) {
-  int32_t id = -1;
-  KILN_EXPECT_OK(kiln_graph_add_value(g, name, KILN_GRAPH_DTYPE_F32, &id));
-  g->values[id].has_shape = true;
-  g->values[id].shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) g->values[id].shape.dims[d] = dims[d];
-  g->values[id].is_input = true;
-  KILN_EXPECT_OK(kiln_allocator_realloc_array(g->allocator, g->input_count + 1,
-                                              sizeof(int32_t), (void**)&g->inputs));
-  g->inputs[g->input_count++] = id;
-  return id;
-}
-
-static void kiln_loop_int_attr(kiln_graph_t* g, int32_t node, const char* name, int64_t v) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INT;
-  a.i = v;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
-
-static void kiln_loop_ints_attr(kiln_graph_t* g, int32_t node, const char* name,
-                                const int64_t* v, size_t count) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INTS;
-  a.ints = v;
-  a.count = count;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
 
 // One node `op` over the graph inputs `names`/shapes, optionally followed by
 // a Relu (fused into the last part of a split reduction); output "y".
@@ -66,7 +34,9 @@ static void kiln_loop_build(kiln_loop_graph_t* out, const char* op, size_t input
   kiln_graph_initialize(kiln_allocator_system(), "loop-limit-test", g);
   g->opset = 13;
   int32_t ins[KILN_LOOP_MAX_INPUTS];
-  for (size_t i = 0; i < input_count; ++i) ins[i] = kiln_loop_input(g, names[i], ranks[i], dims[i]);
+  for (size_t i = 0; i < input_count; ++i) {
+    ins[i] = kiln_test_graph_input(g, names[i], ranks[i], dims[i]);
+  }
   int32_t y = -1, z = -1, relu_node = -1;
   KILN_EXPECT_OK(kiln_graph_add_value(g, relu ? "t" : "y", KILN_GRAPH_DTYPE_INVALID, &y));
   KILN_EXPECT_OK(kiln_graph_add_node(g, op, "reduce_node", ins, input_count, &y, 1, &out->node));
@@ -75,10 +45,7 @@ static void kiln_loop_build(kiln_loop_graph_t* out, const char* op, size_t input
     KILN_EXPECT_OK(kiln_graph_add_node(g, "Relu", "relu", &y, 1, &z, 1, &relu_node));
     y = z;
   }
-  KILN_EXPECT_OK(kiln_allocator_realloc_array(g->allocator, 1, sizeof(int32_t),
-                                              (void**)&g->outputs));
-  g->outputs[g->output_count++] = y;
-  g->values[y].is_output = true;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
 }
 
 // Fills the inputs with values in [-1, 1) from a fixed LCG, runs the C
@@ -88,38 +55,13 @@ static void kiln_loop_check(kiln_loop_graph_t* lg, double k) {
   KILN_ASSERT_OK(kiln_graph_infer_shapes(g));
   kiln_graph_tensor_t inputs[KILN_LOOP_MAX_INPUTS], expected, actual;
   memset(inputs, 0, sizeof(inputs));
-  uint32_t state = 12345u;
-  for (size_t i = 0; i < g->input_count; ++i) {
-    KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                              &g->values[g->inputs[i]].shape, &inputs[i]));
-    float* data = inputs[i].data;
-    for (size_t e = 0; e < inputs[i].byte_size / sizeof(float); ++e) {
-      state = state * 1664525u + 1013904223u;
-      data[e] = (float)((state >> 8) * (1.0 / 8388608.0) - 1.0);
-    }
-  }
+  kiln_tensor_random_inputs(g, 12345u, inputs);
   KILN_ASSERT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
                                           kiln_allocator_system(), &expected));
   kiln_gpu_run_stats_t stats;
   KILN_ASSERT_OK(kiln_gpu_compile_and_run(g, NULL, inputs, &actual, &stats));
   KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
-  const float* a = actual.data;
-  const float* e = expected.data;
-  double max_ref = 0, max_err = 0;
-  size_t worst = 0;
-  for (size_t i = 0; i < expected.byte_size / sizeof(float); ++i) {
-    max_ref = fmax(max_ref, fabs(e[i]));
-    double err = fabs((double)a[i] - e[i]);
-    if (!(err <= max_err)) {
-      max_err = err;
-      worst = i;
-    }
-  }
-  const double tolerance = 1e-6 * sqrt(k) * max_ref;
-  fprintf(stderr, "  k %.0f: max|ref| %.4g, max err %.3g (element %zu), tolerance %.3g\n", k,
-          max_ref, max_err, worst, tolerance);
-  KILN_EXPECT_GT(max_ref, 0.0);
-  KILN_EXPECT_LE(max_err, tolerance);
+  kiln_tensor_expect_sum_error(&actual, &expected, k, g->nodes[lg->node].op_type);
   for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
@@ -154,14 +96,9 @@ KILN_TEST(OnnxGpuLoopLimitTest, GemmTransposedLongKWithBiasAndRelu) {
     const int32_t ranks[] = {2, 2, 1};
     const int64_t dims[][4] = {{ks[i], 3}, {6, ks[i]}, {6}};
     kiln_loop_build(&lg, "Gemm", 3, names, ranks, dims, true);
-    kiln_loop_int_attr(&lg.graph, lg.node, "transA", 1);
-    kiln_loop_int_attr(&lg.graph, lg.node, "transB", 1);
-    kiln_graph_attr_t alpha;
-    memset(&alpha, 0, sizeof(alpha));
-    alpha.name = "alpha";
-    alpha.type = KILN_GRAPH_ATTR_FLOAT;
-    alpha.f = 0.5f;
-    KILN_EXPECT_OK(kiln_graph_node_set_attr(&lg.graph, lg.node, &alpha));
+    kiln_test_attr_int(&lg.graph, lg.node, "transA", 1);
+    kiln_test_attr_int(&lg.graph, lg.node, "transB", 1);
+    kiln_test_attr_float(&lg.graph, lg.node, "alpha", 0.5f);
     kiln_loop_check(&lg, (double)ks[i]);
   }
 }
@@ -175,8 +112,8 @@ static void kiln_loop_conv(const char* op, const int64_t x[4], const int64_t w[4
   const int64_t dims[][4] = {{x[0], x[1], x[2], x[3]}, {w[0], w[1], w[2], w[3]}};
   kiln_loop_build(&lg, op, 2, names, ranks, dims, relu);
   const int64_t pads[4] = {pad, pad, pad, pad};
-  kiln_loop_ints_attr(&lg.graph, lg.node, "pads", pads, 4);
-  if (group != 1) kiln_loop_int_attr(&lg.graph, lg.node, "group", group);
+  kiln_test_attr_ints(&lg.graph, lg.node, "pads", pads, 4);
+  if (group != 1) kiln_test_attr_int(&lg.graph, lg.node, "group", group);
   const bool transpose = strcmp(op, "ConvTranspose") == 0;
   const int64_t cig = transpose ? x[1] / group : w[1];
   kiln_loop_check(&lg, (double)(cig * w[2] * w[3]));
@@ -269,6 +206,6 @@ KILN_TEST(OnnxGpuLoopLimitTest, MatMulBatchFoldAndOneRowProducts) {
   const int32_t gemm_ranks[] = {2, 2, 1};
   const int64_t dims[][4] = {{1, 300}, {10, 300}, {10}};
   kiln_loop_build(&lg, "Gemm", 3, names, gemm_ranks, dims, true);
-  kiln_loop_int_attr(&lg.graph, lg.node, "transB", 1);
+  kiln_test_attr_int(&lg.graph, lg.node, "transB", 1);
   kiln_loop_check(&lg, 300.0);
 }

@@ -18,14 +18,11 @@
 #include "kiln/hal.h"
 #include "kiln/hal/target_triple.h"
 #include "kiln_test.h"
+#include "model_compare.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 enum { kAndroidPushConstantBytes = 128 };
-
-static const char* models_dir(void) {
-  const char* dir = getenv("KILN_ONNX_MODELS_DIR");
-  return dir ? dir : "tests/onnx/models";
-}
 
 typedef struct mobile_case_t {
   const char* target;       // as users write it
@@ -126,15 +123,8 @@ static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
   kiln_graph_tensor_t actual;
   KILN_RETURN_IF_ERROR(run_model(uri, graph, options, input, &actual));
   KILN_EXPECT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected->shape));
-  size_t count = expected->byte_size / sizeof(float);
-  const float* a = (const float*)actual.data;
-  const float* e = (const float*)expected->data;
-  double max_ref = 0.0, max_err = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    max_ref = fmax(max_ref, fabs((double)e[i]));
-    double err = fabs((double)a[i] - e[i]);
-    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
-  }
+  kiln_tensor_error_t error = kiln_tensor_max_error(&actual, expected);
+  double max_ref = error.max_ref, max_err = error.max_err;
   printf("%s: max|err| %.3g vs max|ref| %.3g\n", uri, max_err, max_ref);
   KILN_EXPECT_TRUE(max_ref > 0.0);
   KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // the model tests' tolerance
@@ -143,13 +133,12 @@ static kiln_status_t run_on(const char* uri, kiln_graph_t* graph,
 }
 
 static void check_mobile_model(const char* model) {
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", models_dir(), model);
-  snprintf(input_path, sizeof(input_path), "%s/%s/input_0.pb", models_dir(), model);
-  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", models_dir(), model);
+  kiln_test_model_require(model);
+  char path[1024];
+  kiln_test_model_path(model, "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_test_model_read(model, "input_0.pb", &input);
+  kiln_test_model_read(model, "output_0.pb", &expected);
   for (size_t c = 0; c < sizeof(kCases) / sizeof(kCases[0]); ++c) {
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
@@ -192,13 +181,12 @@ KILN_TEST(MobileVariantTest, MobileNetV2ForValhallAndAdreno) {
 // Without the pose a desktop device refuses a module built only for a
 // mobile target, naming the variant and why it does not fit.
 KILN_TEST(MobileVariantTest, ForeignTargetIsRefusedByName) {
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/mlp_softmax/model.onnx", models_dir());
-  snprintf(input_path, sizeof(input_path), "%s/mlp_softmax/input_0.pb", models_dir());
-  snprintf(output_path, sizeof(output_path), "%s/mlp_softmax/output_0.pb", models_dir());
+  kiln_test_model_require("mlp_softmax");
+  char path[1024];
+  kiln_test_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, expected;
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_test_model_read("mlp_softmax", "input_0.pb", &input);
+  kiln_test_model_read("mlp_softmax", "output_0.pb", &expected);
   static const struct {
     const char* target;
     const char* reason;
@@ -256,12 +244,12 @@ static void device_arch(char* out, size_t size) {
 // (cooperative matrix, fp16), so they must agree within the model tests'
 // tolerance (1e-4 of the largest value).
 KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
-  char path[1024], input_path[1024];
-  snprintf(path, sizeof(path), "%s/transformer_encoder/model.onnx", models_dir());
-  snprintf(input_path, sizeof(input_path), "%s/transformer_encoder/input_0.pb", models_dir());
+  kiln_test_model_require("transformer_encoder");
+  char path[1024];
+  kiln_test_model_path("transformer_encoder", "model.onnx", path, sizeof(path));
   kiln_graph_tensor_t input, outputs[2];
   memset(outputs, 0, sizeof(outputs));
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &input));
+  kiln_test_model_read("transformer_encoder", "input_0.pb", &input);
   kiln_onnx_input_shape_t shape;
   KILN_ASSERT_OK(kiln_onnx_parse_input_shape("input:2x10x64", &shape));
   const char* uris[2] = {"vulkan://0", "vulkan://0?api=1.1"};
@@ -292,14 +280,8 @@ KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
   device_arch(arch, sizeof(arch));
   if (!status && outputs[0].byte_size == outputs[1].byte_size) {
     bool identical = memcmp(outputs[0].data, outputs[1].data, outputs[0].byte_size) == 0;
-    const float* a = (const float*)outputs[0].data;
-    const float* b = (const float*)outputs[1].data;
-    double max_value = 0.0, max_diff = 0.0;
-    for (size_t i = 0; i < outputs[0].byte_size / sizeof(float); ++i) {
-      max_value = fmax(max_value, fabs((double)a[i]));
-      double diff = fabs((double)a[i] - b[i]);
-      if (!(diff <= max_diff)) max_diff = isnan(diff) ? INFINITY : diff;
-    }
+    kiln_tensor_error_t error = kiln_tensor_max_error(&outputs[1], &outputs[0]);
+    double max_value = error.max_ref, max_diff = error.max_err;
     printf("device arch %s: outputs %s (max|diff| %.3g, max|value| %.3g)\n", arch,
            identical ? "bit-identical" : "differ", max_diff, max_value);
     if (strcmp(arch, "cpu") == 0) {

@@ -6,14 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln/compiler/onnx.h"
 #include "kiln_test.h"
+#include "model_compare.h"
 #include "onnx_gpu_util.h"
-
-static const char* kiln_models_dir(void) {
-  const char* dir = getenv("KILN_ONNX_MODELS_DIR");
-  return dir ? dir : "tests/onnx/models";
-}
+#include "tensor_compare.h"
 
 // FNV-1a over the output bytes: printed so runs in different device modes
 // (full features, KILN_VULKAN_API_VERSION=1.1) can be shown bit-identical.
@@ -37,34 +33,17 @@ static size_t kiln_count_dispatches(const char* text) {
 // not checked).
 static void kiln_check_model_dispatches(const char* name, const char* input_shape,
                                         size_t dispatches) {
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
-  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
-  kiln_onnx_input_shape_t shape;
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  if (input_shape) {
-    KILN_ASSERT_OK(kiln_onnx_parse_input_shape(input_shape, &shape));
-    options.import.input_shapes = &shape;
-    options.import.input_shape_count = 1;
-  }
-  kiln_graph_t graph;
-  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
-  // input_0.pb, input_1.pb...: one per graph input (token ids and mask).
-  kiln_graph_tensor_t inputs[4], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  KILN_ASSERT_TRUE(graph.input_count >= 1 && graph.input_count <= 4);
-  for (size_t i = 0; i < graph.input_count; ++i) {
-    snprintf(input_path, sizeof(input_path), "%s/%s/input_%zu.pb", kiln_models_dir(), name, i);
-    KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &inputs[i]));
-  }
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_test_model_require(name);
+  kiln_test_model_case_t model;
+  kiln_test_model_load(name, input_shape, &model);
+  kiln_graph_tensor_t actual;
   kiln_gpu_run_stats_t stats;
   char* text = NULL;
   size_t text_size = 0;
   FILE* stream = dispatches ? open_memstream(&text, &text_size) : NULL;
-  options.assembly_stream = stream;
-  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, inputs, &actual, &stats);
+  model.options.assembly_stream = stream;
+  kiln_status_t status =
+      kiln_gpu_compile_and_run(&model.graph, &model.options, model.inputs, &actual, &stats);
   if (stream) {
     fclose(stream);
     printf("%s: %zu dispatches\n", name, kiln_count_dispatches(text));
@@ -72,16 +51,9 @@ static void kiln_check_model_dispatches(const char* name, const char* input_shap
     free(text);
   }
   KILN_ASSERT_OK(status);
-  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
-  size_t count = expected.byte_size / sizeof(float);
-  const float* a = (const float*)actual.data;
-  const float* e = (const float*)expected.data;
-  double max_ref = 0.0, max_err = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    max_ref = fmax(max_ref, fabs((double)e[i]));
-    double err = fabs((double)a[i] - e[i]);
-    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
-  }
+  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &model.expected.shape));
+  kiln_tensor_error_t error = kiln_tensor_max_error(&actual, &model.expected);
+  double max_err = error.max_err, max_ref = error.max_ref;
   printf("%s on the GPU: max|err| %.3g vs max|ref| %.3g (ratio %.2g); compile %.0f ms, "
          "first call %.1f ms, second call %.1f ms\n",
          name, max_err, max_ref, max_err / max_ref, stats.compile_ms, stats.first_call_ms,
@@ -91,10 +63,8 @@ static void kiln_check_model_dispatches(const char* name, const char* input_shap
          (unsigned long long)kiln_output_digest(&actual), api && api[0] ? api : "none");
   KILN_EXPECT_TRUE(max_ref > 0.0);
   KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);  // values printed above
-  for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
-  kiln_graph_deinitialize(&graph);
+  kiln_test_model_release(&model);
 }
 
 static void kiln_check_model_on_gpu(const char* name, const char* input_shape) {

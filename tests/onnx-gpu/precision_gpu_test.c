@@ -15,12 +15,9 @@
 #include "kiln/compiler/onnx.h"
 #include "kiln/format/module_reader.h"
 #include "kiln_test.h"
+#include "model_compare.h"
 #include "onnx_gpu_util.h"
-
-static const char* kiln_models_dir(void) {
-  const char* dir = getenv("KILN_ONNX_MODELS_DIR");
-  return dir ? dir : "tests/onnx/models";
-}
+#include "tensor_compare.h"
 
 // Bytes of the module's "weights" rodata, read from its disassembly.
 static uint64_t kiln_weight_bytes(const char* text) {
@@ -53,64 +50,32 @@ static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_sh
   return bytes;
 }
 
-// max|a - e| / max|e| over float32 or float16 tensors (INFINITY on NaN).
-static double kiln_error_ratio(const kiln_graph_tensor_t* actual,
-                               const kiln_graph_tensor_t* expected) {
-  size_t count = expected->byte_size / kiln_graph_dtype_size(expected->dtype);
-  double max_ref = 0.0, max_err = 0.0;
-  for (size_t i = 0; i < count; ++i) {
-    double e = expected->dtype == KILN_GRAPH_DTYPE_F16
-                   ? kiln_f16_to_f32(((const uint16_t*)expected->data)[i])
-                   : ((const float*)expected->data)[i];
-    double a = actual->dtype == KILN_GRAPH_DTYPE_F16
-                   ? kiln_f16_to_f32(((const uint16_t*)actual->data)[i])
-                   : ((const float*)actual->data)[i];
-    max_ref = fmax(max_ref, fabs(e));
-    double err = fabs(a - e);
-    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
-  }
-  return max_ref > 0.0 ? max_err / max_ref : INFINITY;
-}
-
 // Runs models/<name> (graph inputs input_<i>.pb, reference output_0.pb) at
-// `precision` and checks the error ratio against `tolerance`.
+// `precision` and checks max|err| / max|ref| against `tolerance`.
 static void kiln_run_model(const char* name, const char* input_shape,
                            kiln_onnx_precision_t precision, double tolerance) {
-  char path[1024], input_path[1024], output_path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
-  snprintf(output_path, sizeof(output_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
-  kiln_onnx_input_shape_t shape;
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = precision;
-  if (input_shape) {
-    KILN_ASSERT_OK(kiln_onnx_parse_input_shape(input_shape, &shape));
-    options.import.input_shapes = &shape;
-    options.import.input_shape_count = 1;
+  kiln_test_model_require(name);
+  kiln_test_model_case_t model;
+  kiln_test_model_load(name, input_shape, &model);
+  model.options.precision = precision;
+  for (size_t i = 0; i < model.graph.input_count; ++i) {
+    KILN_EXPECT_EQ((int)model.inputs[i].dtype,
+                   (int)model.graph.values[model.graph.inputs[i]].dtype);
   }
-  kiln_graph_t graph;
-  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
-  kiln_graph_tensor_t inputs[4], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  KILN_ASSERT_TRUE(graph.input_count >= 1 && graph.input_count <= 4);
-  for (size_t i = 0; i < graph.input_count; ++i) {
-    snprintf(input_path, sizeof(input_path), "%s/%s/input_%zu.pb", kiln_models_dir(), name, i);
-    KILN_ASSERT_OK(kiln_onnx_read_tensor_file(input_path, kiln_allocator_system(), &inputs[i]));
-    KILN_EXPECT_EQ((int)inputs[i].dtype, (int)graph.values[graph.inputs[i]].dtype);
-  }
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(output_path, kiln_allocator_system(), &expected));
+  kiln_graph_tensor_t actual;
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, inputs, &actual, &stats));
-  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &expected.shape));
-  double ratio = kiln_error_ratio(&actual, &expected);
+  KILN_ASSERT_OK(
+      kiln_gpu_compile_and_run(&model.graph, &model.options, model.inputs, &actual, &stats));
+  KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &model.expected.shape));
+  kiln_tensor_error_t error = kiln_tensor_max_error(&actual, &model.expected);
+  double max_err = error.max_err, max_ref = error.max_ref;
+  double ratio = max_ref > 0.0 ? max_err / max_ref : INFINITY;
   printf("%s at %s (output %s): max|err|/max|ref| %.3g (tolerance %.0e); second call %.1f ms\n",
          name, precision == KILN_ONNX_PRECISION_F16 ? "f16" : "the model's precision",
          kiln_graph_dtype_name(actual.dtype), ratio, tolerance, stats.second_call_ms);
   KILN_EXPECT_TRUE(ratio <= tolerance);
-  for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
-  kiln_graph_deinitialize(&graph);
+  kiln_test_model_release(&model);
 }
 
 // The model at f16 within 1e-2 of max|ref|, and its weights in half the
@@ -119,7 +84,7 @@ static void kiln_run_model(const char* name, const char* input_shape,
 static void kiln_check_f16_model(const char* name, const char* input_shape) {
   kiln_run_model(name, input_shape, KILN_ONNX_PRECISION_F16, 1e-2);
   char path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
+  kiln_test_model_path(name, "model.onnx", path, sizeof(path));
   uint64_t f32 = kiln_compile_weight_bytes(path, input_shape, KILN_ONNX_PRECISION_F32);
   uint64_t f16 = kiln_compile_weight_bytes(path, input_shape, KILN_ONNX_PRECISION_F16);
   printf("%s weights: %llu bytes at f32, %llu at f16\n", name, (unsigned long long)f32,
@@ -169,8 +134,9 @@ KILN_TEST(OnnxGpuPrecisionTest, Fp16ModelMlpSoftmax) {
 // of the module declares the feature, so variant selection refuses devices
 // without it by name (the runtime's existing check).
 KILN_TEST(OnnxGpuPrecisionTest, TargetWithout16BitStorageIsRefused) {
+  kiln_test_model_require("mlp_softmax");
   char path[1024];
-  snprintf(path, sizeof(path), "%s/mlp_softmax/model.onnx", kiln_models_dir());
+  kiln_test_model_path("mlp_softmax", "model.onnx", path, sizeof(path));
   const char* targets[] = {"cpu-llvmpipe-linux", "unknown-unknown-unknown"};
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
@@ -217,8 +183,9 @@ KILN_TEST(OnnxGpuPrecisionTest, TargetWithout16BitStorageIsRefused) {
 
 // The recurrent kernel has no f16 build: refused naming the node.
 KILN_TEST(OnnxGpuPrecisionTest, RecurrentNodeIsRefusedNamingIt) {
+  kiln_test_model_require("lstm_bidir_net");
   char path[1024];
-  snprintf(path, sizeof(path), "%s/lstm_bidir_net/model.onnx", kiln_models_dir());
+  kiln_test_model_path("lstm_bidir_net", "model.onnx", path, sizeof(path));
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;

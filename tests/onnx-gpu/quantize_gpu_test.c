@@ -15,6 +15,7 @@
 #include "kiln/compiler/onnx.h"
 #include "kiln/compiler/quant.h"
 #include "kiln_test.h"
+#include "model_compare.h"
 #include "onnx_gpu_util.h"
 
 static const char* kiln_models_dir(void) {
@@ -192,6 +193,7 @@ static const kiln_quant_layout_t kLayouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0,
 // depthwise convs, the first 3x3 (K = 27) and the 1x1s over 16, 24 and
 // 144 channels stay fp32 (q4_K: q4_0 where 256 does not divide K).
 KILN_TEST(QuantizeGpuTest, MobileNetV2EveryLayout) {
+  kiln_test_model_require("mobilenet_v2");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("mobilenet_v2", NULL, kLayouts[i], true, 29);
   }
@@ -201,6 +203,7 @@ KILN_TEST(QuantizeGpuTest, MobileNetV2EveryLayout) {
 // element layouts; q4_K's 256-element superblocks fit only the FFN's
 // second product, the others fall back to q4_0).
 KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
+  kiln_test_model_require("transformer_encoder");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("transformer_encoder", "input:2x10x64", kLayouts[i],
                          true, 0);
@@ -210,6 +213,7 @@ KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
 // The GPT-2 block (fused GELU and residual epilogues on the quantized
 // products; its 256-wide MLP projection takes q4_K too).
 KILN_TEST(QuantizeGpuTest, Gpt2BlockEveryLayout) {
+  kiln_test_model_require("gpt2_block");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("gpt2_block", NULL, kLayouts[i], true, 0);
   }

@@ -15,51 +15,14 @@
 #include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
+#include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 #define SPLITK_MAX_INPUTS 4
 
 static const char kPoseUri[] = "vulkan://0?api=1.1&triple=valhall-g78-android30";
-
-static int32_t splitk_input(kiln_graph_t* g, const char* name, int32_t rank, const int64_t* dims) {
-  kiln_graph_shape_t shape;
-  memset(&shape, 0, sizeof(shape));
-  shape.rank = rank;
-  for (int32_t d = 0; d < rank; ++d) shape.dims[d] = dims[d];
-  int32_t id = -1;
-  KILN_EXPECT_OK(kiln_gpu_graph_add_input(g, name, &shape, &id));
-  return id;
-}
-
-static void splitk_ints(kiln_graph_t* g, int32_t node, const char* name, const int64_t* v,
-                        size_t count) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INTS;
-  a.ints = v;
-  a.count = count;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
-
-static void splitk_int(kiln_graph_t* g, int32_t node, const char* name, int64_t v) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_INT;
-  a.i = v;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
-
-static void splitk_float(kiln_graph_t* g, int32_t node, const char* name, float v) {
-  kiln_graph_attr_t a;
-  memset(&a, 0, sizeof(a));
-  a.name = name;
-  a.type = KILN_GRAPH_ATTR_FLOAT;
-  a.f = v;
-  KILN_EXPECT_OK(kiln_graph_node_set_attr(g, node, &a));
-}
 
 // Adds `residual` (a graph input) and/or a Relu after value `y`; marks the
 // result as the graph output.
@@ -87,16 +50,7 @@ static size_t splitk_check(kiln_graph_t* g, const char* target, double k) {
   memset(inputs, 0, sizeof(inputs));
   memset(&expected, 0, sizeof(expected));
   memset(&actual, 0, sizeof(actual));
-  uint32_t state = 777u;
-  for (size_t i = 0; i < g->input_count; ++i) {
-    KILN_EXPECT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                              &g->values[g->inputs[i]].shape, &inputs[i]));
-    float* data = inputs[i].data;
-    for (size_t e = 0; e < inputs[i].byte_size / sizeof(float); ++e) {
-      state = state * 1664525u + 1013904223u;
-      data[e] = (float)((state >> 8) * (1.0 / 8388608.0) - 1.0);
-    }
-  }
+  kiln_tensor_random_inputs(g, 777u, inputs);
   KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
                                           kiln_allocator_system(), &expected));
   kiln_onnx_compile_options_t options;
@@ -118,19 +72,10 @@ static size_t splitk_check(kiln_graph_t* g, const char* target, double k) {
   free(saved);
   KILN_EXPECT_OK(status);
   if (!status && actual.byte_size == expected.byte_size) {
-    const float* a = actual.data;
-    const float* e = expected.data;
-    double max_ref = 0, max_err = 0;
-    for (size_t i = 0; i < expected.byte_size / sizeof(float); ++i) {
-      max_ref = fmax(max_ref, fabs(e[i]));
-      double err = fabs((double)a[i] - e[i]);
-      if (!(err <= max_err)) max_err = err;
-    }
-    const double tolerance = 1e-6 * sqrt(k) * max_ref;
-    fprintf(stderr, "  %s, k %.0f: %zu dispatches, max|ref| %.4g, max err %.3g, tolerance %.3g\n",
-            target ? target : "default targets", k, dispatches, max_ref, max_err, tolerance);
-    KILN_EXPECT_GT(max_ref, 0.0);
-    KILN_EXPECT_LE(max_err, tolerance);
+    char label[128];
+    snprintf(label, sizeof(label), "%s: %zu dispatches", target ? target : "default targets",
+             dispatches);
+    kiln_tensor_expect_sum_error(&actual, &expected, k, label);
   } else {
     KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
   }
@@ -152,15 +97,15 @@ static void splitk_conv(const conv_case_t* c, const char* target, size_t want_di
   kiln_graph_t g;
   kiln_graph_initialize(kiln_allocator_system(), "split-k-conv", &g);
   g.opset = 13;
-  int32_t in[3] = {splitk_input(&g, "x", 4, c->x), splitk_input(&g, "w", 4, c->w), -1};
+  int32_t in[3] = {kiln_test_graph_input(&g, "x", 4, c->x), kiln_test_graph_input(&g, "w", 4, c->w), -1};
   const int64_t bias_dims[1] = {c->w[0]};
-  if (c->bias) in[2] = splitk_input(&g, "b", 1, bias_dims);
+  if (c->bias) in[2] = kiln_test_graph_input(&g, "b", 1, bias_dims);
   int32_t node = -1, y = -1;
   KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, c->bias ? 3 : 2, &node, &y));
-  splitk_ints(&g, node, "pads", c->pads, 4);
+  kiln_test_attr_ints(&g, node, "pads", c->pads, 4);
   const int64_t strides[2] = {c->stride, c->stride}, dilations[2] = {c->dilation, c->dilation};
-  splitk_ints(&g, node, "strides", strides, 2);
-  splitk_ints(&g, node, "dilations", dilations, 2);
+  kiln_test_attr_ints(&g, node, "strides", strides, 2);
+  kiln_test_attr_ints(&g, node, "dilations", dilations, 2);
   int32_t residual = -1;
   if (c->residual) {
     // The output's shape, from the conv arithmetic.
@@ -169,7 +114,7 @@ static void splitk_conv(const conv_case_t* c, const char* target, size_t want_di
       int64_t span = c->dilation * (c->w[2 + d] - 1) + 1;
       dims[2 + d] = (c->x[2 + d] + c->pads[d] + c->pads[2 + d] - span) / c->stride + 1;
     }
-    residual = splitk_input(&g, "r", 4, dims);
+    residual = kiln_test_graph_input(&g, "r", 4, dims);
   }
   splitk_tail(&g, y, residual, c->relu);
   size_t got = splitk_check(&g, target, (double)(c->w[1] * c->w[2] * c->w[3]));
@@ -227,8 +172,8 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm", &g);
     g.opset = 13;
     const int64_t a[2] = {5, 1000}, b[2] = {1000, 7}, c[1] = {7};
-    const int32_t in[3] = {splitk_input(&g, "a", 2, a), splitk_input(&g, "b", 2, b),
-                           splitk_input(&g, "c", 1, c)};
+    const int32_t in[3] = {kiln_test_graph_input(&g, "a", 2, a), kiln_test_graph_input(&g, "b", 2, b),
+                           kiln_test_graph_input(&g, "c", 1, c)};
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
     splitk_tail(&g, y, -1, true);
@@ -242,13 +187,13 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     kiln_graph_initialize(kiln_allocator_system(), "split-k-gemm-t", &g);
     g.opset = 13;
     const int64_t a[2] = {777, 4}, b[2] = {6, 777}, c[1] = {6};
-    const int32_t in[3] = {splitk_input(&g, "a", 2, a), splitk_input(&g, "b", 2, b),
-                           splitk_input(&g, "c", 1, c)};
+    const int32_t in[3] = {kiln_test_graph_input(&g, "a", 2, a), kiln_test_graph_input(&g, "b", 2, b),
+                           kiln_test_graph_input(&g, "c", 1, c)};
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
-    splitk_int(&g, node, "transA", 1);
-    splitk_int(&g, node, "transB", 1);
-    splitk_float(&g, node, "alpha", 0.5f);
+    kiln_test_attr_int(&g, node, "transA", 1);
+    kiln_test_attr_int(&g, node, "transB", 1);
+    kiln_test_attr_float(&g, node, "alpha", 0.5f);
     splitk_tail(&g, y, -1, false);
     KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 777), 4u);
     kiln_graph_deinitialize(&g);
@@ -259,7 +204,7 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     kiln_graph_initialize(kiln_allocator_system(), "split-k-matmul", &g);
     g.opset = 13;
     const int64_t a[3] = {2, 3, 640}, b[2] = {640, 9};
-    const int32_t in[2] = {splitk_input(&g, "a", 3, a), splitk_input(&g, "b", 2, b)};
+    const int32_t in[2] = {kiln_test_graph_input(&g, "a", 3, a), kiln_test_graph_input(&g, "b", 2, b)};
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "MatMul", in, 2, &node, &y));
     splitk_tail(&g, y, -1, false);
@@ -278,8 +223,8 @@ KILN_TEST(OnnxGpuSplitKTest, KernelRowPartsOnTheTiledCore) {
   kiln_graph_initialize(kiln_allocator_system(), "split-rows", &g);
   g.opset = 13;
   const int64_t bias_dims[1] = {2};
-  const int32_t in[3] = {splitk_input(&g, "x", 4, c.x), splitk_input(&g, "w", 4, c.w),
-                         splitk_input(&g, "b", 1, bias_dims)};
+  const int32_t in[3] = {kiln_test_graph_input(&g, "x", 4, c.x), kiln_test_graph_input(&g, "w", 4, c.w),
+                         kiln_test_graph_input(&g, "b", 1, bias_dims)};
   int32_t node = -1, y = -1;
   KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &node, &y));
   splitk_tail(&g, y, -1, true);

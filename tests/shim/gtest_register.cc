@@ -19,6 +19,12 @@ void ReportFailure(const char* file, int line, const char* message) {
   ADD_FAILURE_AT(file, line) << message;
 }
 
+// GTEST_SKIP's own report (a skip part result); the C side then leaves
+// the test body.
+void ReportSkip(const char* file, int line, const char* message) {
+  GTEST_MESSAGE_AT_(file, line, message, ::testing::TestPartResult::kSkip);
+}
+
 class KilnCTest : public testing::Test {
  public:
   explicit KilnCTest(const kiln_test_case_t* test) : test_(test) {}
@@ -33,6 +39,7 @@ class KilnCTest : public testing::Test {
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   kiln_test_set_failure_reporter(ReportFailure);
+  kiln_test_set_skip_reporter(ReportSkip);
   const char* deliberate = std::getenv("KILN_TEST_DELIBERATE_FAILURES");
   bool with_deliberate = deliberate && std::strcmp(deliberate, "1") == 0;
   for (size_t i = 0; i < kiln_test_count(); ++i) {

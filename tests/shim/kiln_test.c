@@ -14,6 +14,7 @@ static size_t kiln_test_total = 0;
 static size_t kiln_test_capacity = 0;
 
 static kiln_test_failure_reporter_t kiln_test_reporter = NULL;
+static kiln_test_failure_reporter_t kiln_test_skip_reporter = NULL;
 static jmp_buf kiln_test_jump;
 static bool kiln_test_running = false;
 static const kiln_test_case_t* kiln_test_current_case = NULL;
@@ -56,19 +57,39 @@ void kiln_test_invoke(const kiln_test_case_t* test) {
   kiln_test_current_case = NULL;
 }
 
+// Formats a failure or skip message and hands it to `reporter` (stderr
+// when none is installed).
+static void kiln_test_report(kiln_test_failure_reporter_t reporter, const char* kind,
+                             const char* file, int line, const char* format,
+                             va_list args) {
+  char message[2048];
+  vsnprintf(message, sizeof(message), format, args);
+  if (reporter) {
+    reporter(file, line, message);
+  } else {
+    fprintf(stderr, "%s:%d: %s: %s\n", file, line, kind, message);
+  }
+}
+
 void kiln_test_fail(bool fatal, const char* file, int line, const char* format,
                     ...) {
-  char message[2048];
   va_list args;
   va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
+  kiln_test_report(kiln_test_reporter, "failure", file, line, format, args);
   va_end(args);
-  if (kiln_test_reporter) {
-    kiln_test_reporter(file, line, message);
-  } else {
-    fprintf(stderr, "%s:%d: failure: %s\n", file, line, message);
-  }
   if (fatal && kiln_test_running) longjmp(kiln_test_jump, 1);
+}
+
+void kiln_test_set_skip_reporter(kiln_test_failure_reporter_t reporter) {
+  kiln_test_skip_reporter = reporter;
+}
+
+void kiln_test_skip(const char* file, int line, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  kiln_test_report(kiln_test_skip_reporter, "skipped", file, line, format, args);
+  va_end(args);
+  if (kiln_test_running) longjmp(kiln_test_jump, 1);
 }
 
 bool kiln_test_check_status(bool fatal, const char* file, int line,

@@ -49,6 +49,12 @@ void kiln_test_set_failure_reporter(kiln_test_failure_reporter_t reporter);
 // Assertion plumbing: records a failure; `fatal` leaves the current test.
 void kiln_test_fail(bool fatal, const char* file, int line, const char* format,
                     ...) KILN_PRINTF_LIKE(4, 5);
+// Marks the current test skipped (googletest's GTEST_SKIP, with the
+// message) and leaves it like a fatal assertion. Only for a test whose
+// optional input is absent on purpose; a skip must say which and why.
+void kiln_test_skip(const char* file, int line, const char* format, ...)
+    KILN_PRINTF_LIKE(3, 4);
+void kiln_test_set_skip_reporter(kiln_test_failure_reporter_t reporter);
 // Checks a status: passes when its code is `expected` and (if not NULL) its
 // formatted text contains `substring`. Always frees the status.
 bool kiln_test_check_status(bool fatal, const char* file, int line,
@@ -207,6 +213,7 @@ static inline long double kiln_test_ld_none_() { return 0; }
   kiln_test_check_status(true, __FILE__, __LINE__, #expr, (expr), (code), \
                          (substring))
 
+#define KILN_SKIP(...) kiln_test_skip(__FILE__, __LINE__, __VA_ARGS__)
 #define KILN_FAIL(...) kiln_test_fail(true, __FILE__, __LINE__, __VA_ARGS__)
 #define KILN_ADD_FAILURE(...) \
   kiln_test_fail(false, __FILE__, __LINE__, __VA_ARGS__)
