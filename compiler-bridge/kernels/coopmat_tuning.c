@@ -24,12 +24,14 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
     {"ada", {2, 2, 2, 2, 32}},    {"hopper", {2, 2, 2, 2, 32}},
 };
 
-// 128x128 (4 or 8 subgroups, BK 32 / 16), 128x64, 64x128, 64x64, then
-// 128x256 and 256x128 (8 subgroups of 64x64, BK 16).
+// 128x128 (4, 8 or 16 subgroups; BK 32 / 16), 128x256 and 256x128 (8
+// subgroups of 64x64, BK 16), 128x64 / 64x128 (4 and 8 subgroups), 64x64
+// (BK 32 / 64).
 static const kiln_kernel_coopmat_tiling_t kCoopmatCandidates[] = {
-    {2, 2, 4, 4, 32}, {2, 2, 4, 4, 16}, {2, 4, 4, 2, 16}, {4, 2, 2, 4, 16},
-    {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32}, {2, 2, 2, 2, 32}, {2, 2, 2, 2, 16},
-    {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16},
+    {2, 2, 4, 4, 32}, {2, 2, 4, 4, 16}, {2, 4, 4, 2, 32}, {4, 2, 2, 4, 32},
+    {2, 4, 4, 2, 16}, {4, 4, 2, 2, 32}, {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16},
+    {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32}, {4, 2, 2, 2, 32}, {2, 4, 2, 2, 32},
+    {2, 2, 2, 2, 32}, {2, 2, 2, 2, 64},
 };
 
 // Small products: 64x64 blocks.
@@ -64,13 +66,15 @@ const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index) 
 }
 
 uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* t) {
-  // Mirrors gemm_coopmat.comp: 2 * (A_SIZE + B_SIZE) uvec4s, reused after
-  // the loop for WARPS 16x16 f32 tiles (64 uvec4s each).
+  // Mirrors gemm_coopmat.comp: 2 * (A_SIZE + B_SIZE) uvec4s (B_SIZE of the
+  // larger of its two layouts), reused after the loop for each subgroup's
+  // 16 rows of WN f32 + one uvec4 of padding.
   const uint32_t bm = t->warps_m * t->tiles_m * 16, bn = t->warps_n * t->tiles_n * 16;
   const uint32_t a_size = bm * (t->bk / 8 + 1);
-  const uint32_t b_size = t->bk * bn / 8 + t->bk + bn;
-  const uint32_t staged = 2u * (a_size + b_size), tiles = t->warps_m * t->warps_n * 64u;
-  return (staged > tiles ? staged : tiles) * 16u;
+  const uint32_t b_size = t->bk * bn / 8 + (t->bk > bn ? t->bk : bn);
+  const uint32_t staged = 2u * (a_size + b_size);
+  const uint32_t rows = t->warps_m * t->warps_n * 16u * (t->tiles_n * 4u + 1u);
+  return (staged > rows ? staged : rows) * 16u;
 }
 
 kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_t* t,
@@ -138,7 +142,7 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
     return kiln_ok_status();
   }
   const kiln_kernel_coopmat_tiling_t* order[] = {&kCoopmatCandidates[0], &kCoopmatCandidates[1],
-                                                 &kCoopmatSmall, &kCoopmatCandidates[7]};
+                                                 &kCoopmatSmall};
   for (size_t i = small ? 2 : 0; i < sizeof(order) / sizeof(order[0]); ++i) {
     if (kiln_coopmat_fits(order[i], caps)) {
       *out_tiling = *order[i];

@@ -42,6 +42,7 @@ static const coop_shape_t kCoopShapes[] = {
     {"r50 1x1 128x784 k512", 128, 784, 512, false},
     {"r50 1x1 1024x196 k256", 1024, 196, 256, false},
     {"r50 1x1 512x49 k2048", 512, 49, 2048, false},
+    {"r50 1x1 2048x49 k512", 2048, 49, 512, false},
     {"r50 b32 1x1 256x100352 k64", 256, 100352, 64, false},
 };
 
@@ -218,6 +219,9 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
                                  kiln_kernel_variant_features(config.variant);
       config.workgroup_size[1] = config.workgroup_size[2] = 1;
       kiln_status_t fit = kiln_kernel_coopmat_tiling_apply(tiling, caps, &config);
+      if (!fit) {
+        fit = kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_B_KMAJOR, s->trans_b);
+      }
       if (fit) {
         printf("| %-32s | %-26s | skipped: %s\n", s->name, label, kiln_status_message(fit));
         kiln_status_free(fit);
