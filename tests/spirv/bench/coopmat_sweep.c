@@ -92,7 +92,7 @@ static double coop_ref_at(const coop_shape_t* s, const float* a, const float* b,
 static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
                               kiln_kernel_config_t* config, const char* label,
                               kiln_hal_buffer_t* const* buffers, const float* a, const float* b,
-                              int* failures) {
+                              const uint32_t* words, size_t word_count, int* failures) {
   const bool f16 = config->variant == KILN_KERNEL_VARIANT_FP16_STORAGE;
   const size_t c_count = (size_t)s->m * s->n;
   KILN_RETURN_IF_ERROR(
@@ -110,7 +110,11 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
       kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
   kiln_kernel_executable_t kernel;
   memset(&kernel, 0, sizeof(kernel));
-  if (!status) status = kiln_kernel_executable_create_from_config(device, config, &kernel);
+  if (!status) {
+    status = words ? kiln_kernel_executable_create_from_words(device, config, words, word_count,
+                                                              &kernel)
+                   : kiln_kernel_executable_create_from_config(device, config, &kernel);
+  }
   kiln_kernel_gemm_params_t p;
   memset(&p, 0, sizeof(p));
   p.m = s->m, p.n = s->n, p.k = s->k, p.batch = 1;
@@ -161,6 +165,34 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   return kiln_ok_status();
 }
 
+// The f16 build of `tiling` specialized and optimized offline (spirv-opt
+// --set-spec-const-default-value ... --freeze-spec-const
+// --fold-spec-const-op-composite -O: loops unrolled before the driver sees
+// them), read from $KILN_COOPMAT_SPV_DIR/f16_WMxWN_TMxTN_bkBK_kmKM.spv, or
+// NULL when there is none.
+static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, bool kmajor,
+                                  size_t* out_count) {
+  const char* dir = getenv("KILN_COOPMAT_SPV_DIR");
+  if (!dir || !dir[0]) return NULL;
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/f16_%ux%u_%ux%u_bk%u_km%d.spv", dir, t->warps_m, t->warps_n,
+           t->tiles_m, t->tiles_n, t->bk, kmajor ? 1 : 0);
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint32_t* words = NULL;
+  long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (bytes > 0 && bytes % 4 == 0 && bytes < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
+    words = malloc((size_t)bytes);
+    if (words && fread(words, 1, (size_t)bytes, f) != (size_t)bytes) {
+      free(words);
+      words = NULL;
+    }
+  }
+  fclose(f);
+  *out_count = words ? (size_t)bytes / 4 : 0;
+  return words;
+}
+
 // Without cooperative matrix: the fp16 gemm the library falls back to, on
 // the same f16 data and checks (so this tool's plumbing runs on lavapipe).
 static kiln_status_t coop_fallback(kiln_hal_device_t* device, const coop_shape_t* s,
@@ -170,7 +202,7 @@ static kiln_status_t coop_fallback(kiln_hal_device_t* device, const coop_shape_t
   kiln_kernel_config_t config;
   KILN_RETURN_IF_ERROR(
       kiln_kernel_config_select(KILN_KERNEL_GEMM, caps, KILN_KERNEL_STORAGE_FP16, &config));
-  return coop_run(device, s, &config, "gemm_f16 (fallback)", buffers, a, b, failures);
+  return coop_run(device, s, &config, "gemm_f16 (fallback)", buffers, a, b, NULL, 0, failures);
 }
 
 static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s,
@@ -227,7 +259,21 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
         kiln_status_free(fit);
         continue;
       }
-      status = coop_run(device, s, &config, label, buffers, a, b, failures);
+      status = coop_run(device, s, &config, label, buffers, a, b, NULL, 0, failures);
+      // The same tiling pre-specialized offline (KILN_COOPMAT_SPV_DIR):
+      // how much the driver's own specialization leaves on the table.
+      size_t word_count = 0;
+      uint32_t* words = f16 && !status ? coop_fixed_spirv(tiling, s->trans_b, &word_count) : NULL;
+      if (words) {
+        label[0] = 'F';  // "F16 ...": the fixed build
+        kiln_status_t fixed =
+            coop_run(device, s, &config, label, buffers, a, b, words, word_count, failures);
+        free(words);
+        if (fixed) {  // a diagnostic: reported, not fatal
+          printf("| %-32s | %-26s | error: %s\n", s->name, label, kiln_status_message(fixed));
+          kiln_status_free(fixed);
+        }
+      }
     }
     for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   }
