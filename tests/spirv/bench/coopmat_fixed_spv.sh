@@ -15,6 +15,12 @@ trap 'rm -rf "$tmp"' EXIT
 glslc --target-env=vulkan1.1 -O -DKILN_FP16_STORAGE -I"$here/include/kiln/compiler" \
   -I"$here/compiler-bridge/kernels/glsl" -fshader-stage=comp \
   "$here/compiler-bridge/kernels/glsl/gemm_coopmat.comp" -o "$tmp/base.spv"
+# The MMA-rate probes (coopmat_peak.comp), from registers and with loads.
+for loads in "" -DKILN_PEAK_LOADS; do
+  glslc --target-env=vulkan1.1 -O $loads -I"$here/include/kiln/compiler" \
+    -I"$here/compiler-bridge/kernels/glsl" -fshader-stage=comp \
+    "$here/tests/spirv/bench/coopmat_peak.comp" -o "$out/peak${loads:+_loads}.spv"
+done
 for tiling in "$@"; do
   read -r wm wn tm tn bk <<<"$tiling"
   for km in 0 1; do

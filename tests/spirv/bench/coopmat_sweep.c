@@ -110,8 +110,10 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
       kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
   kiln_kernel_executable_t kernel;
   memset(&kernel, 0, sizeof(kernel));
+  kiln_kernel_config_t baked = *config;
+  baked.spec_count = 0;  // an offline-specialized build declares none
   if (!status) {
-    status = words ? kiln_kernel_executable_create_from_words(device, config, words, word_count,
+    status = words ? kiln_kernel_executable_create_from_words(device, &baked, words, word_count,
                                                               &kernel)
                    : kiln_kernel_executable_create_from_config(device, config, &kernel);
   }
@@ -170,13 +172,11 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
 // --fold-spec-const-op-composite -O: loops unrolled before the driver sees
 // them), read from $KILN_COOPMAT_SPV_DIR/f16_WMxWN_TMxTN_bkBK_kmKM.spv, or
 // NULL when there is none.
-static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, bool kmajor,
-                                  size_t* out_count) {
+static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   const char* dir = getenv("KILN_COOPMAT_SPV_DIR");
   if (!dir || !dir[0]) return NULL;
   char path[1024];
-  snprintf(path, sizeof(path), "%s/f16_%ux%u_%ux%u_bk%u_km%d.spv", dir, t->warps_m, t->warps_n,
-           t->tiles_m, t->tiles_n, t->bk, kmajor ? 1 : 0);
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
   FILE* f = fopen(path, "rb");
   if (!f) return NULL;
   uint32_t* words = NULL;
@@ -191,6 +191,64 @@ static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, bool km
   fclose(f);
   *out_count = words ? (size_t)bytes / 4 : 0;
   return words;
+}
+
+static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, bool kmajor,
+                                  size_t* out_count) {
+  char name[96];
+  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u_km%d.spv", t->warps_m, t->warps_n,
+           t->tiles_m, t->tiles_n, t->bk, kmajor ? 1 : 0);
+  return coop_read_spirv(name, out_count);
+}
+
+// The driver's cooperative-matrix rate (coopmat_peak.comp, when
+// KILN_COOPMAT_SPV_DIR has it): 5 workgroups of 4 subgroups per SM-ish
+// grid, `rounds` x 8 MMAs of 16x16x16 per subgroup, from registers
+// ("peak") and with gemm_coopmat's shared-memory loads ("peak_loads").
+static kiln_status_t coop_peak(kiln_hal_device_t* device, const char* name) {
+  size_t word_count = 0;
+  uint32_t* words = coop_read_spirv(name, &word_count);
+  if (!words) return kiln_ok_status();
+  enum { kGroups = 660, kRounds = 4096 };
+  kiln_kernel_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.kernel = KILN_KERNEL_GEMM_COOPMAT;
+  config.variant = KILN_KERNEL_VARIANT_FP16_STORAGE;
+  config.required_features = kiln_kernel_desc(KILN_KERNEL_GEMM_COOPMAT)->base_features |
+                             kiln_kernel_variant_features(config.variant);
+  config.workgroup_size[0] = 128;
+  config.workgroup_size[1] = config.workgroup_size[2] = 1;
+  config.shared_memory_bytes = KILN_COOPMAT_SHARED_VEC4 * 16u;
+  kiln_hal_buffer_t* buffers[5] = {NULL};
+  kiln_status_t status = kiln_ok_status();
+  for (int i = 0; i < 5 && !status; ++i) {
+    status = kiln_kernel_test_buffer(device, NULL, i == 4 ? kGroups * 32 : 4, &buffers[i]);
+  }
+  kiln_kernel_executable_t kernel;
+  memset(&kernel, 0, sizeof(kernel));
+  if (!status) {
+    status = kiln_kernel_executable_create_from_words(device, &config, words, word_count, &kernel);
+  }
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.k = kRounds;
+  const uint32_t grid[3] = {kGroups, 1, 1};
+  double ns = 0;
+  if (!status) status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
+  if (!status) {
+    const double flops = 2.0 * 16 * 16 * 16 * 8.0 * kRounds * 4.0 * kGroups;
+    printf("| %-32s | %-26s | %10.4f | %8.1f | %-12s |\n", "probe: MMA rate", name, ns / 1e6,
+           flops / ns / 1e3, "-");
+  } else {
+    printf("| %-32s | %-26s | error: %s\n", "probe: MMA rate", name,
+           kiln_status_message(status));
+    kiln_status_free(status);
+    status = kiln_ok_status();
+  }
+  kiln_hal_executable_release(kernel.executable);
+  for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
+  free(words);
+  return status;
 }
 
 // Without cooperative matrix: the fp16 gemm the library falls back to, on
@@ -319,6 +377,8 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
   printf("|----------------------------------|----------------------------|------------|"
          "----------|--------------|\n");
   kiln_status_t status = kiln_ok_status();
+  if (coop) status = coop_peak(device, "peak.spv");
+  if (!status && coop) status = coop_peak(device, "peak_loads.spv");
   for (size_t i = 0; i < sizeof(kCoopShapes) / sizeof(kCoopShapes[0]) && !status; ++i) {
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;
