@@ -36,15 +36,25 @@
 #include "activation.glsl"
 #include "storage.glsl"
 
-layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
+#ifdef KILN_COOPMAT_FIXED_TILING
+// A build for one tiling (subgroups of 32): its loops unroll at build time.
+layout(local_size_x = KILN_CM_WM * KILN_CM_WN * 32, local_size_y = 1, local_size_z = 1) in;
+const uint WARPS_M = KILN_CM_WM;
+const uint WARPS_N = KILN_CM_WN;
+const uint TILES_M = KILN_CM_TM;
+const uint TILES_N = KILN_CM_TN;
+const uint BK = KILN_CM_BK;
+#else
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_COOPMAT_WARPS_M) const uint WARPS_M = 2;
 layout(constant_id = KILN_SPEC_COOPMAT_WARPS_N) const uint WARPS_N = 2;
 layout(constant_id = KILN_SPEC_COOPMAT_TILES_M) const uint TILES_M = 4;
 layout(constant_id = KILN_SPEC_COOPMAT_TILES_N) const uint TILES_N = 4;
 layout(constant_id = KILN_SPEC_COOPMAT_BK) const uint BK = 32;
+#endif
 layout(constant_id = KILN_SPEC_COOPMAT_B_KMAJOR) const bool B_KMAJOR = false;
 
 #ifdef KILN_FP16_STORAGE

@@ -110,8 +110,16 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
       kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
   kiln_kernel_executable_t kernel;
   memset(&kernel, 0, sizeof(kernel));
+  // A fixed-tiling build declares only the epilogue and B-layout ids.
   kiln_kernel_config_t baked = *config;
-  baked.spec_count = 0;  // an offline-specialized build declares none
+  baked.spec_count = 0;
+  for (size_t i = 0; i < config->spec_count; ++i) {
+    const uint32_t id = config->spec[i].id;
+    if (id == KILN_SPEC_GEMM_ACTIVATION || id == KILN_SPEC_GEMM_HAS_BIAS ||
+        id == KILN_SPEC_GEMM_HAS_RESIDUAL || id == KILN_SPEC_COOPMAT_B_KMAJOR) {
+      baked.spec[baked.spec_count++] = config->spec[i];
+    }
+  }
   if (!status) {
     status = words ? kiln_kernel_executable_create_from_words(device, &baked, words, word_count,
                                                               &kernel)
@@ -167,11 +175,7 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   return kiln_ok_status();
 }
 
-// The f16 build of `tiling` specialized and optimized offline (spirv-opt
-// --set-spec-const-default-value ... --freeze-spec-const
-// --fold-spec-const-op-composite -O: loops unrolled before the driver sees
-// them), read from $KILN_COOPMAT_SPV_DIR/f16_WMxWN_TMxTN_bkBK_kmKM.spv, or
-// NULL when there is none.
+// A SPIR-V file of $KILN_COOPMAT_SPV_DIR (coopmat_fixed_spv.sh), or NULL.
 static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   const char* dir = getenv("KILN_COOPMAT_SPV_DIR");
   if (!dir || !dir[0]) return NULL;
@@ -193,11 +197,12 @@ static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   return words;
 }
 
-static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, bool kmajor,
-                                  size_t* out_count) {
+// The fixed-tiling f16 build of `t` (its loops unrolled before the driver
+// sees it), or NULL.
+static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, size_t* out_count) {
   char name[96];
-  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u_km%d.spv", t->warps_m, t->warps_n,
-           t->tiles_m, t->tiles_n, t->bk, kmajor ? 1 : 0);
+  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u.spv", t->warps_m, t->warps_n, t->tiles_m,
+           t->tiles_n, t->bk);
   return coop_read_spirv(name, out_count);
 }
 
@@ -321,7 +326,7 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
       // The same tiling pre-specialized offline (KILN_COOPMAT_SPV_DIR):
       // how much the driver's own specialization leaves on the table.
       size_t word_count = 0;
-      uint32_t* words = f16 && !status ? coop_fixed_spirv(tiling, s->trans_b, &word_count) : NULL;
+      uint32_t* words = f16 && !status ? coop_fixed_spirv(tiling, &word_count) : NULL;
       if (words) {
         label[0] = 'F';  // "F16 ...": the fixed build
         kiln_status_t fixed =
