@@ -24,15 +24,16 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
     {"ada", {2, 2, 2, 2, 32}},    {"hopper", {2, 2, 2, 2, 32}},
 };
 
-// 128x256 and 256x128 (8 subgroups of 64x64, BK 16), 128x128 (4, 8 or 16
+// 128x256 and 256x128 (8 subgroups of 64x64, BK 16), 128x128 (8 or 16
 // subgroups), 128x64 / 64x128 (4 and 8 subgroups), 64x64 (BK 32 / 64).
-// 4 subgroups of 64x64 at BK 32 is left out: its staging registers on top
-// of 16 accumulators spilled on the H100 (28 ms at 4096^3 against 4.7).
+// 4 subgroups of 64x64 are left out: at BK 32 their staging registers on
+// top of 16 accumulators spilled on the H100 (28 ms at 4096^3 against
+// 4.7), and at BK 16 GpuCoopmatTest.EveryCandidateTilingMatchesReference
+// got NaNs from them on the H100 (2026-11-24, cause not found).
 static const kiln_kernel_coopmat_tiling_t kCoopmatCandidates[] = {
-    {2, 4, 4, 4, 16}, {2, 2, 4, 4, 16}, {4, 2, 4, 4, 16}, {2, 4, 4, 2, 32},
-    {4, 2, 2, 4, 32}, {2, 4, 4, 2, 16}, {4, 4, 2, 2, 32}, {2, 2, 4, 2, 32},
-    {2, 2, 2, 4, 32}, {4, 2, 2, 2, 32}, {2, 4, 2, 2, 32}, {2, 2, 2, 2, 32},
-    {2, 2, 2, 2, 64},
+    {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16}, {2, 4, 4, 2, 32}, {4, 2, 2, 4, 32},
+    {2, 4, 4, 2, 16}, {4, 4, 2, 2, 32}, {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32},
+    {4, 2, 2, 2, 32}, {2, 4, 2, 2, 32}, {2, 2, 2, 2, 32}, {2, 2, 2, 2, 64},
 };
 
 // Small products: 64x64 blocks.
@@ -116,6 +117,9 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
   }
   config->workgroup_size[0] = threads;
   config->workgroup_size[1] = 1;
+  // Also the spec constant: a config re-tiled after selection keeps its
+  // workgroup consistent with its tiling.
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, threads));
   config->shared_memory_bytes = declared;
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_WARPS_M, t->warps_m));
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_COOPMAT_WARPS_N, t->warps_n));
@@ -142,13 +146,11 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
     *out_tiling = *row;
     return kiln_ok_status();
   }
-  const kiln_kernel_coopmat_tiling_t* order[] = {&kCoopmatCandidates[0], &kCoopmatCandidates[1],
-                                                 &kCoopmatSmall};
-  for (size_t i = small ? 2 : 0; i < sizeof(order) / sizeof(order[0]); ++i) {
-    if (kiln_coopmat_fits(order[i], caps)) {
-      *out_tiling = *order[i];
-      return kiln_ok_status();
-    }
+  // Elsewhere (and for small products) the 64x64 tiling, the one the GPU
+  // tests have checked on every edge size.
+  if (kiln_coopmat_fits(&kCoopmatSmall, caps)) {
+    *out_tiling = kCoopmatSmall;
+    return kiln_ok_status();
   }
   return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                           "gemm_coopmat: no tiling fits %u invocations and %u bytes of "

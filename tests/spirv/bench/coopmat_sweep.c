@@ -135,7 +135,8 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   p.scale = 1.0f;
   uint32_t grid[3];
   double ns = 0;
-  if (!status) status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
+  // The grid from the tiling (a fixed build's config carries no tiling ids).
+  if (!status) status = kiln_kernel_grid_gemm(config, &p, grid);
   if (!status) status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
   if (!status) {
     status = kiln_hal_device_read_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
