@@ -1,11 +1,8 @@
 // Tilings of gemm_coopmat (kernels_gemm_tuning.h): one row per arch whose
 // target-table caps say cooperative matrix, and the sweep's candidates.
 //
-// Why these numbers (a first guess until `kiln-kernels-bench --coopmat` has
-// run on each device): NVIDIA gives Vulkan 48 KiB of shared memory, which
-// holds a double-buffered 128x128 block at BK 32 for 4 subgroups of 64x64
-// (16 accumulators each, the ratio of 8 matrix loads per 16 MMAs that
-// NVIDIA's own cooperative-matrix samples use); 8 subgroups need BK 16 to fit.
+// The kernel declares 41 KiB of shared memory (NVIDIA gives Vulkan 48):
+// double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16.
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
@@ -15,10 +12,14 @@ typedef struct kiln_coopmat_tuning_row_t {
   kiln_kernel_coopmat_tiling_t tiling;
 } kiln_coopmat_tuning_row_t;
 
-// hopper from `kiln-kernels-bench --coopmat` on an H100 (2026-11-24):
-// 2x2 subgroups of 2x2 tiles (64x64 blocks, BK 32) was fastest on every
-// shape (MatMul 4096^3: 7.2 ms, 19 TFLOP/s; the 128x128 rows 9-27 ms); the
-// other NVIDIA rows follow it unmeasured.
+// hopper from `kiln-kernels-bench --coopmat` on an H100 (2026-11-24, the
+// restructured kernel, two runs): 2x2 subgroups of 2x2 tiles (64x64
+// blocks, BK 32) was fastest or within 10% on most of the bench models'
+// shapes (linear 128x3072 k768: 0.037 ms) and 5.4-5.7 ms on MatMul 4096^3,
+// where the best (128x256, 8 subgroups of 4x4, BK 16) took 4.7 ms: every
+// tiling sits at 25-29 TFLOP/s there (docs/precision.md). It is also the
+// one GpuCoopmatTest checked on every edge size. The other NVIDIA rows
+// follow it unmeasured.
 static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
     {"turing", {2, 2, 2, 2, 32}}, {"ampere", {2, 2, 2, 2, 32}},
     {"ada", {2, 2, 2, 2, 32}},    {"hopper", {2, 2, 2, 2, 32}},
