@@ -370,6 +370,19 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
               (desc->storage == KILN_EMIT_STORAGE_NODE && !cast && kiln_emit_node_is_f16(program))
           ? KILN_KERNEL_STORAGE_FP16
           : KILN_KERNEL_STORAGE_FP32;
+  // gemm_coopmat stages B by its contiguous run: k-major for a transposed
+  // weight ([n][k]), n-major otherwise (KILN_SPEC_COOPMAT_B_KMAJOR).
+  kiln_kernel_spec_value_t ops[8];
+  kiln_emit_dispatch_desc_t coop;
+  if (desc->kernel == KILN_KERNEL_GEMM_COOPMAT && desc->op_count < 8) {
+    const kiln_kernel_gemm_params_t* p = desc->push;
+    coop = *desc;
+    if (desc->op_count) memcpy(ops, desc->ops, desc->op_count * sizeof(ops[0]));
+    ops[coop.op_count++] = (kiln_kernel_spec_value_t){
+        KILN_SPEC_COOPMAT_B_KMAJOR, p->b_row_stride == 1 && p->b_col_stride != 1};
+    coop.ops = ops;
+    desc = &coop;
+  }
   uint32_t executable = 0;
   KILN_RETURN_IF_ERROR(kiln_emit_find_executable(program, desc, storage, &executable));
   KILN_RETURN_IF_ERROR(kiln_emit_grow(

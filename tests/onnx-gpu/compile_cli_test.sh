@@ -50,6 +50,15 @@ if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
 fi
 grep -q "unknown precision 'f8'" "$dir/err.txt" || fail "precision refusal: $(cat "$dir/err.txt")"
 echo "ok: --precision"
+# --cooperative-matrix for a target with it: gemm_coopmat_f16, B staged
+# k-major for Gemm's transposed B (last op value 1), n-major for MatMul.
+for case in "test_gemm_transposeB gemm_coopmat_f16_0_1_0_1" "test_matmul_2d gemm_coopmat_f16_0_0_0_0"; do
+  read -r name exe <<<"$case"
+  "$compile" "$nodes/$name/model.onnx" -o "$dir/coop.kiln" --precision=f16 --cooperative-matrix \
+      --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "coopmat $name"
+  grep -q "$exe" "$dir/coop.kasm" || fail "coopmat $name: no $exe executable"
+done
+echo "ok: --cooperative-matrix"
 # NonZero runs on the host (docs/partitioning.md): the module calls
 # cpu.nonzero; --no-fallback refuses it instead, naming node and flag.
 nz=$nodes/test_nonzero_example/model.onnx

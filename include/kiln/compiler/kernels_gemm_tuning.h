@@ -58,8 +58,8 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
                                                    kiln_kernel_gemm_tiling_t* out_tiling);
 
 // gemm_coopmat (glsl/gemm_coopmat.comp): warps_m x warps_n subgroups, each
-// tiles_m x tiles_n 16x16 f32 accumulators; k staged bk at a time (16 or
-// 32). The block is (warps_m * tiles_m * 16) x (warps_n * tiles_n * 16).
+// tiles_m x tiles_n 16x16 f32 accumulators; k staged bk at a time (16, 32
+// or 64). The block is (warps_m * tiles_m * 16) x (warps_n * tiles_n * 16).
 typedef struct kiln_kernel_coopmat_tiling_t {
   uint32_t warps_m, warps_n, tiles_m, tiles_n, bk;
 } kiln_kernel_coopmat_tiling_t;
@@ -70,8 +70,9 @@ const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_tuning(const char* arch)
 size_t kiln_kernel_coopmat_candidate_count(void);
 const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index);
 // Shared memory gemm_coopmat uses at `tiling` (two staged A and B buffers of
-// uvec4 rows padded by one, reused for a 16x16 f32 tile per subgroup); at
-// most KILN_COOPMAT_SHARED_VEC4 * 16, the array the kernel declares.
+// uvec4 rows padded by one, reused for 16 rows of each subgroup's
+// accumulators); at most KILN_COOPMAT_SHARED_VEC4 * 16, the array the
+// kernel declares.
 uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* tiling);
 // Checks `tiling` against the kernel's rules and `caps` (cooperative matrix,
 // fp16, invocations = subgroups x subgroup size, shared memory) and writes
@@ -81,7 +82,7 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
                                                const kiln_kernel_arch_caps_t* caps,
                                                kiln_kernel_config_t* config);
 // The arch's row, or for caps without one (or `small`: products with few
-// 128x128 blocks, as gemm_small) the first fitting of 128x128 and 64x64.
+// blocks, as gemm_small) 64x64 blocks (4 subgroups of 2x2 tiles, BK 32).
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
 // Split-K (issue 16). A product whose output blocks (the small tiling's:

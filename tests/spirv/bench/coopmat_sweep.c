@@ -42,6 +42,7 @@ static const coop_shape_t kCoopShapes[] = {
     {"r50 1x1 128x784 k512", 128, 784, 512, false},
     {"r50 1x1 1024x196 k256", 1024, 196, 256, false},
     {"r50 1x1 512x49 k2048", 512, 49, 2048, false},
+    {"r50 1x1 2048x49 k512", 2048, 49, 512, false},
     {"r50 b32 1x1 256x100352 k64", 256, 100352, 64, false},
 };
 
@@ -91,7 +92,7 @@ static double coop_ref_at(const coop_shape_t* s, const float* a, const float* b,
 static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
                               kiln_kernel_config_t* config, const char* label,
                               kiln_hal_buffer_t* const* buffers, const float* a, const float* b,
-                              int* failures) {
+                              const uint32_t* words, size_t word_count, int* failures) {
   const bool f16 = config->variant == KILN_KERNEL_VARIANT_FP16_STORAGE;
   const size_t c_count = (size_t)s->m * s->n;
   KILN_RETURN_IF_ERROR(
@@ -109,7 +110,21 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
       kiln_hal_device_write_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
   kiln_kernel_executable_t kernel;
   memset(&kernel, 0, sizeof(kernel));
-  if (!status) status = kiln_kernel_executable_create_from_config(device, config, &kernel);
+  // A fixed-tiling build declares only the epilogue and B-layout ids.
+  kiln_kernel_config_t baked = *config;
+  baked.spec_count = 0;
+  for (size_t i = 0; i < config->spec_count; ++i) {
+    const uint32_t id = config->spec[i].id;
+    if (id == KILN_SPEC_GEMM_ACTIVATION || id == KILN_SPEC_GEMM_HAS_BIAS ||
+        id == KILN_SPEC_GEMM_HAS_RESIDUAL || id == KILN_SPEC_COOPMAT_B_KMAJOR) {
+      baked.spec[baked.spec_count++] = config->spec[i];
+    }
+  }
+  if (!status) {
+    status = words ? kiln_kernel_executable_create_from_words(device, &baked, words, word_count,
+                                                              &kernel)
+                   : kiln_kernel_executable_create_from_config(device, config, &kernel);
+  }
   kiln_kernel_gemm_params_t p;
   memset(&p, 0, sizeof(p));
   p.m = s->m, p.n = s->n, p.k = s->k, p.batch = 1;
@@ -120,7 +135,8 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   p.scale = 1.0f;
   uint32_t grid[3];
   double ns = 0;
-  if (!status) status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
+  // The grid from the tiling (a fixed build's config carries no tiling ids).
+  if (!status) status = kiln_kernel_grid_gemm(config, &p, grid);
   if (!status) status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
   if (!status) {
     status = kiln_hal_device_read_buffer(device, buffers[4], 0, got, c_count * (f16 ? 2 : 4));
@@ -160,6 +176,87 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   return kiln_ok_status();
 }
 
+// A SPIR-V file of $KILN_COOPMAT_SPV_DIR (coopmat_fixed_spv.sh), or NULL.
+static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
+  const char* dir = getenv("KILN_COOPMAT_SPV_DIR");
+  if (!dir || !dir[0]) return NULL;
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint32_t* words = NULL;
+  long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  if (bytes > 0 && bytes % 4 == 0 && bytes < (64l << 20) && fseek(f, 0, SEEK_SET) == 0) {
+    words = malloc((size_t)bytes);
+    if (words && fread(words, 1, (size_t)bytes, f) != (size_t)bytes) {
+      free(words);
+      words = NULL;
+    }
+  }
+  fclose(f);
+  *out_count = words ? (size_t)bytes / 4 : 0;
+  return words;
+}
+
+// The fixed-tiling f16 build of `t` (its loops unrolled before the driver
+// sees it), or NULL.
+static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, size_t* out_count) {
+  char name[96];
+  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u.spv", t->warps_m, t->warps_n, t->tiles_m,
+           t->tiles_n, t->bk);
+  return coop_read_spirv(name, out_count);
+}
+
+// The driver's cooperative-matrix rate (coopmat_peak.comp, when
+// KILN_COOPMAT_SPV_DIR has it): 5 workgroups of 4 subgroups per SM-ish
+// grid, `rounds` x 8 MMAs of 16x16x16 per subgroup, from registers
+// ("peak") and with gemm_coopmat's shared-memory loads ("peak_loads").
+static kiln_status_t coop_peak(kiln_hal_device_t* device, const char* name) {
+  size_t word_count = 0;
+  uint32_t* words = coop_read_spirv(name, &word_count);
+  if (!words) return kiln_ok_status();
+  enum { kGroups = 660, kRounds = 4096 };
+  kiln_kernel_config_t config;
+  memset(&config, 0, sizeof(config));
+  config.kernel = KILN_KERNEL_GEMM_COOPMAT;
+  config.variant = KILN_KERNEL_VARIANT_FP16_STORAGE;
+  config.required_features = kiln_kernel_desc(KILN_KERNEL_GEMM_COOPMAT)->base_features |
+                             kiln_kernel_variant_features(config.variant);
+  config.workgroup_size[0] = 128;
+  config.workgroup_size[1] = config.workgroup_size[2] = 1;
+  config.shared_memory_bytes = KILN_COOPMAT_SHARED_VEC4 * 16u;
+  kiln_hal_buffer_t* buffers[5] = {NULL};
+  kiln_status_t status = kiln_ok_status();
+  for (int i = 0; i < 5 && !status; ++i) {
+    status = kiln_kernel_test_buffer(device, NULL, i == 4 ? kGroups * 32 : 4, &buffers[i]);
+  }
+  kiln_kernel_executable_t kernel;
+  memset(&kernel, 0, sizeof(kernel));
+  if (!status) {
+    status = kiln_kernel_executable_create_from_words(device, &config, words, word_count, &kernel);
+  }
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.k = kRounds;
+  const uint32_t grid[3] = {kGroups, 1, 1};
+  double ns = 0;
+  if (!status) status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
+  if (!status) {
+    const double flops = 2.0 * 16 * 16 * 16 * 8.0 * kRounds * 4.0 * kGroups;
+    printf("| %-32s | %-26s | %10.4f | %8.1f | %-12s |\n", "probe: MMA rate", name, ns / 1e6,
+           flops / ns / 1e3, "-");
+  } else {
+    printf("| %-32s | %-26s | error: %s\n", "probe: MMA rate", name,
+           kiln_status_message(status));
+    kiln_status_free(status);
+    status = kiln_ok_status();
+  }
+  kiln_hal_executable_release(kernel.executable);
+  for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
+  free(words);
+  return status;
+}
+
 // Without cooperative matrix: the fp16 gemm the library falls back to, on
 // the same f16 data and checks (so this tool's plumbing runs on lavapipe).
 static kiln_status_t coop_fallback(kiln_hal_device_t* device, const coop_shape_t* s,
@@ -169,7 +266,7 @@ static kiln_status_t coop_fallback(kiln_hal_device_t* device, const coop_shape_t
   kiln_kernel_config_t config;
   KILN_RETURN_IF_ERROR(
       kiln_kernel_config_select(KILN_KERNEL_GEMM, caps, KILN_KERNEL_STORAGE_FP16, &config));
-  return coop_run(device, s, &config, "gemm_f16 (fallback)", buffers, a, b, failures);
+  return coop_run(device, s, &config, "gemm_f16 (fallback)", buffers, a, b, NULL, 0, failures);
 }
 
 static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s,
@@ -218,12 +315,29 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
                                  kiln_kernel_variant_features(config.variant);
       config.workgroup_size[1] = config.workgroup_size[2] = 1;
       kiln_status_t fit = kiln_kernel_coopmat_tiling_apply(tiling, caps, &config);
+      if (!fit) {
+        fit = kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_B_KMAJOR, s->trans_b);
+      }
       if (fit) {
         printf("| %-32s | %-26s | skipped: %s\n", s->name, label, kiln_status_message(fit));
         kiln_status_free(fit);
         continue;
       }
-      status = coop_run(device, s, &config, label, buffers, a, b, failures);
+      status = coop_run(device, s, &config, label, buffers, a, b, NULL, 0, failures);
+      // The same tiling pre-specialized offline (KILN_COOPMAT_SPV_DIR):
+      // how much the driver's own specialization leaves on the table.
+      size_t word_count = 0;
+      uint32_t* words = f16 && !status ? coop_fixed_spirv(tiling, &word_count) : NULL;
+      if (words) {
+        label[0] = 'F';  // "F16 ...": the fixed build
+        kiln_status_t fixed =
+            coop_run(device, s, &config, label, buffers, a, b, words, word_count, failures);
+        free(words);
+        if (fixed) {  // a diagnostic: reported, not fatal
+          printf("| %-32s | %-26s | error: %s\n", s->name, label, kiln_status_message(fixed));
+          kiln_status_free(fixed);
+        }
+      }
     }
     for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   }
@@ -269,6 +383,8 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
   printf("|----------------------------------|----------------------------|------------|"
          "----------|--------------|\n");
   kiln_status_t status = kiln_ok_status();
+  if (coop) status = coop_peak(device, "peak.spv");
+  if (!status && coop) status = coop_peak(device, "peak_loads.spv");
   for (size_t i = 0; i < sizeof(kCoopShapes) / sizeof(kCoopShapes[0]) && !status; ++i) {
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;

@@ -35,6 +35,10 @@ typedef struct coop_case_t {
   uint32_t m, n, k;
   bool trans_a, trans_b;
   bool epilogue;  // bias per column + residual + relu
+  // gemm_coopmat's B staging (KILN_SPEC_COOPMAT_B_KMAJOR): the fast path
+  // when it matches trans_b, element-wise loads when not; right either way.
+  bool b_kmajor;
+  const kiln_kernel_coopmat_tiling_t* tiling;  // NULL: the device's table row
 } coop_case_t;
 
 // One output of the case in double and its S = sum |a b| (row i, column j).
@@ -86,6 +90,13 @@ static void coop_run(kiln_kernel_id_t kernel, kiln_kernel_variant_t variant, con
   kiln_kernel_config_t config = gpu_config(kernel, f16 ? KILN_KERNEL_STORAGE_FP16
                                                        : KILN_KERNEL_STORAGE_FP32);
   KILN_EXPECT_EQ(config.variant, variant);
+  if (kernel == KILN_KERNEL_GEMM_COOPMAT) {
+    if (c->tiling) {
+      KILN_EXPECT_OK(kiln_kernel_coopmat_tiling_apply(
+          c->tiling, kiln_vk_harness_caps(gpu_harness()), &config));
+    }
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_B_KMAJOR, c->b_kmajor));
+  }
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION,
                                              c->epilogue ? KILN_ACT_RELU : KILN_ACT_NONE));
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, c->epilogue));
@@ -138,12 +149,18 @@ static void coop_run(kiln_kernel_id_t kernel, kiln_kernel_variant_t variant, con
     }
   }
   if (bad) {
-    KILN_ADD_FAILURE("%s%s m %u n %u k %u%s%s%s: %zu of %zu outputs outside the bound; "
-                     "worst [%zu]: got %.9g want %.9g",
+    char tiling[64] = "table tiling";
+    if (c->tiling) {
+      snprintf(tiling, sizeof(tiling), "%ux%u x %ux%u BK%u", c->tiling->warps_m,
+               c->tiling->warps_n, c->tiling->tiles_m, c->tiling->tiles_n, c->tiling->bk);
+    }
+    KILN_ADD_FAILURE("%s%s m %u n %u k %u%s%s%s (%s%s): %zu of %zu outputs outside the "
+                     "bound; worst [%zu]: got %.9g want %.9g",
                      kiln_kernel_desc(kernel)->name, f16 ? "_f16" : "", c->m, c->n, c->k,
                      c->trans_a ? " transA" : "", c->trans_b ? " transB" : "",
-                     c->epilogue ? " bias+residual+relu" : "", bad, samples, worst_at,
-                     got[worst_at], worst_want);
+                     c->epilogue ? " bias+residual+relu" : "", tiling,
+                     c->b_kmajor ? ", B k-major" : "", bad, samples, worst_at, got[worst_at],
+                     worst_want);
   }
   free(ha);
   free(hb);
@@ -226,7 +243,10 @@ KILN_TEST(GpuCoopmatTest, EdgeSizesMatchReference) {
         // Every size triple once in f32 and f16; layouts and the epilogue
         // rotate through the triples.
         const size_t r = im + in + ik;
-        coop_case_t c = {sizes[im], sizes[in], sizes[ik], r % 4 == 3, r % 2 == 1, r % 3 == 0};
+        // B's staging follows its layout but in one triple of 5.
+        const bool trans_b = r % 2 == 1;
+        coop_case_t c = {sizes[im], sizes[in], sizes[ik], r % 4 == 3,
+                         trans_b,   r % 3 == 0, trans_b != (r % 5 == 4), NULL};
         coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &c, true);
         coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP16_STORAGE, &c, true);
         runs += 2;
@@ -239,15 +259,51 @@ KILN_TEST(GpuCoopmatTest, EdgeSizesMatchReference) {
 // fp32 inputs that fp16 cannot hold: the f32 build rounds while staging.
 KILN_TEST(GpuCoopmatTest, F32InputsRoundedToF16) {
   if (!have_coopmat()) return;
-  const coop_case_t c = {129, 130, 257, false, true, true};
+  const coop_case_t c = {129, 130, 257, false, true, true, true, NULL};
   coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &c, false);
 }
 
 KILN_TEST(GpuCoopmatTest, Matmul4096Sampled) {
   if (!have_coopmat()) return;
-  const coop_case_t c = {4096, 4096, 4096, false, false, false};
+  const coop_case_t c = {4096, 4096, 4096, false, false, false, false, NULL};
   coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP16_STORAGE, &c, true);
   coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &c, true);
-  const coop_case_t t = {4096, 4096, 4096, false, true, true};
+  const coop_case_t t = {4096, 4096, 4096, false, true, true, true, NULL};
   coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP16_STORAGE, &t, true);
+}
+
+// Every tiling the table or the sweep may pick (kiln_kernel_coopmat_candidate
+// holds the table's rows), on sizes around its block (one block and a bit,
+// partial k steps) and the odd edges, B in both layouts and stagings.
+KILN_TEST(GpuCoopmatTest, EveryCandidateTilingMatchesReference) {
+  if (!have_coopmat()) return;
+  const kiln_kernel_arch_caps_t* caps = kiln_vk_harness_caps(gpu_harness());
+  size_t runs = 0;
+  for (size_t t = 0; t < kiln_kernel_coopmat_candidate_count(); ++t) {
+    const kiln_kernel_coopmat_tiling_t* tiling = kiln_kernel_coopmat_candidate(t);
+    kiln_kernel_config_t probe;
+    memset(&probe, 0, sizeof(probe));
+    kiln_status_t fit = kiln_kernel_coopmat_tiling_apply(tiling, caps, &probe);
+    if (fit) {  // beyond this device's limits: never chosen here
+      kiln_status_free(fit);
+      continue;
+    }
+    const uint32_t bm = tiling->warps_m * tiling->tiles_m * 16;
+    const uint32_t bn = tiling->warps_n * tiling->tiles_n * 16;
+    const coop_case_t cases[] = {
+        {bm + 1, bn + 3, 3 * tiling->bk + 5, false, false, true, false, tiling},
+        {bm + 1, bn + 3, 3 * tiling->bk + 5, false, true, false, true, tiling},
+        {2 * bm, 2 * bn, 4 * tiling->bk, false, true, true, true, tiling},
+        {2 * bm, 2 * bn, 4 * tiling->bk, false, false, false, false, tiling},
+        {17, 15, 33, true, true, true, false, tiling},
+        {129, 1000, 127, false, false, true, true, tiling},
+        {1, 129, 1000, false, true, false, true, tiling},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+      coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP16_STORAGE, &cases[i], true);
+      coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP32, &cases[i], true);
+      runs += 2;
+    }
+  }
+  KILN_EXPECT_GT(runs, 0);
 }

@@ -46,8 +46,8 @@ static kiln_target_features_t kiln_kernel_hal_features(uint32_t kernel_features)
 static kiln_status_t kiln_kernel_executable_create_with(
     kiln_hal_device_t* device, kiln_kernel_id_t kernel, const char* const* arches,
     size_t arch_count, const char* selector, const kiln_kernel_config_t* fixed,
-    const kiln_kernel_spec_value_t* ops, size_t op_count,
-    kiln_kernel_executable_t* out_executable) {
+    const kiln_kernel_spec_value_t* ops, size_t op_count, const uint32_t* words,
+    size_t word_count, kiln_kernel_executable_t* out_executable) {
   memset(out_executable, 0, sizeof(*out_executable));
   const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
   if (!desc || arch_count == 0 || arch_count > KILN_KERNEL_TEST_MAX_ARCHES) {
@@ -74,6 +74,10 @@ static kiln_status_t kiln_kernel_executable_create_with(
     }
     kiln_kernel_spirv_t spirv;
     KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(kernel, configs[a].variant, &spirv));
+    if (words) {
+      spirv.words = words;
+      spirv.word_count = word_count;
+    }
     // The variant's own binding types (cpu variants read texel buffers).
     for (uint32_t b = 0; b < desc->binding_count; ++b) {
       bool texel = (spirv.texel_bindings >> desc->bindings[b].binding) & 1u;
@@ -122,7 +126,7 @@ kiln_status_t kiln_kernel_executable_create(
     size_t arch_count, const kiln_kernel_spec_value_t* ops, size_t op_count,
     kiln_kernel_executable_t* out_executable) {
   return kiln_kernel_executable_create_with(device, kernel, arches, arch_count, NULL, NULL,
-                                            ops, op_count, out_executable);
+                                            ops, op_count, NULL, 0, out_executable);
 }
 
 kiln_status_t kiln_kernel_executable_create_portable(
@@ -130,7 +134,7 @@ kiln_status_t kiln_kernel_executable_create_portable(
     const kiln_kernel_spec_value_t* ops, size_t op_count,
     kiln_kernel_executable_t* out_executable) {
   return kiln_kernel_executable_create_with(device, kernel, &arch, 1, "unknown", NULL, ops,
-                                            op_count, out_executable);
+                                            op_count, NULL, 0, out_executable);
 }
 
 kiln_status_t kiln_kernel_executable_create_from_config(
@@ -138,7 +142,15 @@ kiln_status_t kiln_kernel_executable_create_from_config(
     kiln_kernel_executable_t* out_executable) {
   const char* arch = "unknown";
   return kiln_kernel_executable_create_with(device, config->kernel, &arch, 1, "unknown", config,
-                                            NULL, 0, out_executable);
+                                            NULL, 0, NULL, 0, out_executable);
+}
+
+kiln_status_t kiln_kernel_executable_create_from_words(
+    kiln_hal_device_t* device, const kiln_kernel_config_t* config, const uint32_t* words,
+    size_t word_count, kiln_kernel_executable_t* out_executable) {
+  const char* arch = "unknown";
+  return kiln_kernel_executable_create_with(device, config->kernel, &arch, 1, "unknown", config,
+                                            NULL, 0, words, word_count, out_executable);
 }
 
 kiln_status_t kiln_kernel_test_buffer(kiln_hal_device_t* device, const float* data,

@@ -40,6 +40,13 @@ kiln_status_t kiln_kernel_executable_create_from_config(
     kiln_hal_device_t* device, const kiln_kernel_config_t* config,
     kiln_kernel_executable_t* out_executable);
 
+// The same with `words` (a build of config's kernel specialized offline,
+// e.g. by spirv-opt) in place of the library's SPIR-V; the HAL validates
+// and clamps it as any module.
+kiln_status_t kiln_kernel_executable_create_from_words(
+    kiln_hal_device_t* device, const kiln_kernel_config_t* config, const uint32_t* words,
+    size_t word_count, kiln_kernel_executable_t* out_executable);
+
 // Allocates a device-local buffer of `count` floats, filled from `data`
 // when not NULL.
 kiln_status_t kiln_kernel_test_buffer(kiln_hal_device_t* device, const float* data,
