@@ -185,8 +185,10 @@ static bool tiling_config(kiln_kernel_id_t kernel, const kiln_kernel_gemm_tiling
     kiln_status_free(status);
     return false;
   }
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, t->wg_x));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, t->wg_y));
+  KILN_EXPECT_OK(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, config->workgroup_size[0]));
+  KILN_EXPECT_OK(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, config->workgroup_size[1]));
   return true;
 }
 
@@ -678,4 +680,42 @@ KILN_TEST(GpuConvTest, ImplicitGemmEveryTuningTiling) {
       run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
     }
   }
+}
+
+// The occupancy candidates (gemm_occupancy.c: narrow blocks, k split in
+// the workgroup) against the C reference: each on the edge cases in turn
+// (k = 1, 3, 17, 127, 129, 1000: slices with no steps, partial last
+// steps, k shorter than one step per slice) plus the long-k case, and
+// conv2d_gemm with every k-split candidate on two conv cases (k over
+// channels x taps). Candidates that do not fit the device are skipped.
+KILN_TEST(GpuGemmTest, OccupancyCandidatesAtEdgeSizes) {
+  const size_t cases = sizeof(kEdgeCases) / sizeof(kEdgeCases[0]);
+  size_t ran = 0, split = 0;
+  for (size_t i = 0; i < kiln_kernel_gemm_occupancy_candidate_count(); ++i) {
+    const kiln_kernel_gemm_tiling_t* t = kiln_kernel_gemm_occupancy_candidate(i);
+    const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+    kiln_kernel_config_t config;
+    if (!tiling_config(KILN_KERNEL_GEMM, t, &config)) continue;
+    ++ran;
+    split += ks > 1;
+    for (size_t c = 0; c < cases; ++c) {
+      // Every k-split candidate on every case; the others on two.
+      if (ks == 1 && c != i % cases && c != (i + 3) % cases) continue;
+      char what[128];
+      snprintf(what, sizeof(what), "gemm edge case %zu, occupancy candidate %zu (%ux%u x %ux%u "
+               "TK %u KS %u)", c, i, t->wg_x, t->wg_y, t->tm, t->tn, t->tk, ks);
+      run_gemm_case(what, &kEdgeCases[c], config, false);
+    }
+    if (ks == 1) continue;
+    if (!tiling_config(KILN_KERNEL_CONV2D_GEMM, t, &config)) continue;
+    const size_t conv_cases = sizeof(kConvCases) / sizeof(kConvCases[0]);
+    for (size_t c = i % conv_cases, n = 0; n < 2; ++n, c = (c + 1) % conv_cases) {
+      char what[128];
+      snprintf(what, sizeof(what), "conv2d_gemm case %zu, occupancy candidate %zu (KS %u)", c,
+               i, ks);
+      run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
+    }
+  }
+  KILN_EXPECT_GT(ran, 8u);
+  KILN_EXPECT_GT(split, 4u);
 }
