@@ -22,12 +22,14 @@ static const kiln_kernel_gemm_tiling_t kOccupancyCandidates[] = {
     {8, 16, 4, 4, 16, 2},   // 64x32, 256, k in 2
     {8, 8, 4, 4, 16, 2},    // 32x32, 128, k in 2
     {8, 8, 4, 4, 16, 4},    // 32x32, 256, k in 4
+    {8, 8, 4, 4, 8, 4},     // the same at TK 8 (31 KiB of shared memory, not 48)
     {16, 4, 4, 4, 8, 4},    // 16x64, 256, k in 4
     {8, 4, 4, 4, 16, 4},    // 16x32, 128, k in 4
     {4, 8, 4, 4, 16, 4},    // 32x16, 128, k in 4
     {4, 4, 4, 4, 16, 4},    // 16x16, 64, k in 4
     {4, 4, 4, 4, 16, 8},    // 16x16, 128, k in 8
     {8, 8, 4, 4, 4, 8},     // 32x32, 512, k in 8
+    {8, 4, 4, 4, 8, 8},     // 16x32, 256, k in 8
 };
 
 size_t kiln_kernel_gemm_occupancy_candidate_count(void) {
