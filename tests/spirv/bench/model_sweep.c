@@ -339,8 +339,15 @@ kiln_status_t kiln_bench_model_sweep(kiln_hal_device_t* device, const char* arch
     config_count[kind] = model_configs((model_kind_t)kind, &caps, configs[kind]);
     for (size_t c = 0; c < config_count[kind] && !status; ++c) {
       if (!configs[kind][c].usable) continue;
-      status = kiln_kernel_executable_create_from_config(device, &configs[kind][c].config,
-                                                         &exes[kind][c]);
+      // A config past the device's limits is a column of "-", not an abort.
+      kiln_status_t made = kiln_kernel_executable_create_from_config(
+          device, &configs[kind][c].config, &exes[kind][c]);
+      if (made) {
+        printf("  (%s %s: %s)\n", kind == MODEL_DW ? "depthwise" : kind == MODEL_CONV ? "conv" : "gemm",
+               configs[kind][c].label, kiln_status_message(made));
+        kiln_status_free(made);
+        configs[kind][c].usable = false;
+      }
     }
   }
   double total_old[MODEL_COUNT] = {0}, total_pick[MODEL_COUNT] = {0},
@@ -377,6 +384,7 @@ kiln_status_t kiln_bench_model_sweep(kiln_hal_device_t* device, const char* arch
     printf("%-26s %u/%u/%u/%u/%u/%u |", name, s->count[0], s->count[1], s->count[2], s->count[3],
            s->count[4], s->count[5]);
     double us[MODEL_MAX_CONFIGS];
+    for (size_t c = 0; c < MODEL_MAX_CONFIGS; ++c) us[c] = -1;
     size_t best = 0;
     for (size_t c = 0; c < config_count[s->kind] && !status; ++c) {
       us[c] = -1;
