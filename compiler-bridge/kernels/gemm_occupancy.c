@@ -59,6 +59,22 @@ uint64_t kiln_kernel_gemm_tiling_blocks(const kiln_kernel_gemm_tiling_t* t, uint
   return batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
 }
 
+// Preference order of the candidates above (indices): fewer k slices
+// first, then bigger blocks; the 32x32 KS 4 pair takes TK 16 from k = 1024
+// (kSplitTk16MinK) and TK 8 below. {8, 8, 4, 4, 4, 8} (TK 4) is left out:
+// the H100 sweep of 2026-11-24 never had it fastest.
+static const uint8_t kOccupancyOrder[] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 10, 11, 12, 13, 16, 14};
+#define KILN_OCCUPANCY_TK16_MIN_K 1024u
+
+// Fraction of a tiling's computed outputs that are inside C, scaled by
+// 2^20 (ties in the fallback go to less padding).
+static uint64_t kiln_occupancy_useful(const kiln_kernel_gemm_tiling_t* t, uint64_t m, uint64_t n,
+                                      uint64_t batch) {
+  const uint64_t area = (uint64_t)t->wg_y * t->tm * t->wg_x * t->tn;
+  const uint64_t blocks = kiln_kernel_gemm_tiling_blocks(t, m, n, batch);
+  return blocks ? (m * n * batch << 20) / (blocks * area) : 0;
+}
+
 kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
                                                    uint64_t m, uint64_t n, uint64_t k,
                                                    uint64_t batch,
@@ -67,27 +83,38 @@ kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t
   if (!kiln_kernel_gemm_occupancy_enabled(caps) || m == 0 || n == 0 || batch == 0) {
     return kiln_ok_status();
   }
-  // The first candidate whose blocks fill the target; failing that, the
-  // one with the most invocations at work (blocks up to the target times
-  // invocations per block), the earlier on ties.
-  const uint64_t target = (uint64_t)KILN_GEMM_OCCUPANCY_BLOCKS_PER_UNIT *
+  // The first candidate (in preference order) whose blocks put the target
+  // number of invocations to work; failing that, the one with the most
+  // (then the least padding, then the bigger workgroup).
+  const uint64_t target = (uint64_t)KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT *
                           kiln_kernel_gemm_compute_units(caps->arch);
   const kiln_kernel_gemm_tiling_t* best = NULL;
-  uint64_t best_work = 0;
-  for (size_t i = 0; i < kiln_kernel_gemm_occupancy_candidate_count(); ++i) {
+  uint64_t best_work = 0, best_useful = 0, best_threads = 0;
+  for (size_t o = 0; o < sizeof(kOccupancyOrder) / sizeof(kOccupancyOrder[0]); ++o) {
+    const size_t i = kOccupancyOrder[o];
+    if (i >= kiln_kernel_gemm_occupancy_candidate_count()) continue;
     const kiln_kernel_gemm_tiling_t* t = &kOccupancyCandidates[i];
     const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
     if (!kiln_occupancy_fits(t, caps)) continue;
     if (ks > 1 && k < (uint64_t)ks * KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE) continue;
-    const uint64_t blocks = kiln_kernel_gemm_tiling_blocks(t, m, n, batch);
-    if (blocks >= target) {
+    if (ks == 4 && t->wg_x == 8 && t->wg_y == 8 &&
+        (t->tk == 16) != (k >= KILN_OCCUPANCY_TK16_MIN_K)) {
+      continue;
+    }
+    const uint64_t threads = (uint64_t)t->wg_x * t->wg_y * ks;
+    const uint64_t work = kiln_kernel_gemm_tiling_blocks(t, m, n, batch) * threads;
+    if (work >= target) {
       best = t;
       break;
     }
-    const uint64_t work = blocks * t->wg_x * t->wg_y * ks;
-    if (work > best_work) {
+    const uint64_t useful = kiln_occupancy_useful(t, m, n, batch);
+    if (work > best_work ||
+        (work == best_work && (useful > best_useful ||
+                               (useful == best_useful && threads > best_threads)))) {
       best = t;
       best_work = work;
+      best_useful = useful;
+      best_threads = threads;
     }
   }
   if (best) *out_tiling = *best;

@@ -66,14 +66,18 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
 
 // Occupancy-aware tiling (gemm_occupancy.c): for arches with at least
 // KILN_GEMM_OCCUPANCY_MIN_UNITS compute units (desktop GPUs), gemm_small
-// and conv2d_gemm take, per product, the first candidate whose output
-// blocks reach KILN_GEMM_OCCUPANCY_BLOCKS_PER_UNIT per unit, else the one
-// with the most invocations at work (narrower blocks, then k split inside
-// the workgroup, each slice at least KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE
-// long). Other arches (CPU-like, mobile, unknown): the small tiling.
+// and conv2d_gemm take, per product, the first candidate (fewer k slices
+// first, then bigger blocks) whose blocks put at least
+// KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT invocations per unit to work,
+// else the one with the most; k split inside the workgroup only with at
+// least KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE k per slice. Fitted to an H100
+// sweep (kiln-kernels-bench --shapes=models, 2026-11-24): its fastest
+// tilings put 20-45 thousand invocations to work on BERT's and ViT's
+// linear layers, and as many as they can on 7x7 layers. Other arches
+// (CPU-like, mobile, unknown): the small tiling.
 #define KILN_GEMM_OCCUPANCY_MIN_UNITS 32u
-#define KILN_GEMM_OCCUPANCY_BLOCKS_PER_UNIT 2u
-#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE 64u
+#define KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT 155u
+#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE 32u
 bool kiln_kernel_gemm_occupancy_enabled(const kiln_kernel_arch_caps_t* caps);
 size_t kiln_kernel_gemm_occupancy_candidate_count(void);
 const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_occupancy_candidate(size_t index);
