@@ -691,6 +691,10 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
       {320, 49, 960, 16, 32, 8, 8},     // MobileNetV2's 7x7 projection
       {64, 196, 384, 16, 32, 8, 8},     // MobileNetV2's 14x14 projection
       {48, 1, 1152, 16, 32, 8, 8},      // EfficientNet's squeeze-excite
+      {197, 768, 768, 32, 64, 2, 16},   // ViT's output projection (rows 197: 32-row blocks)
+      {197, 768, 3072, 32, 64, 2, 16},  // ViT's second FFN layer
+      {197, 3072, 768, 64, 64, 1, 16},  // ViT's first FFN layer: the small tiling
+      {24, 3136, 144, 64, 64, 2, 8},    // no k split avoids the row padding: unchanged
   };
   for (size_t i = 0; i < sizeof(kFitted) / sizeof(kFitted[0]); ++i) {
     KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&hopper, kFitted[i].m, kFitted[i].n,
