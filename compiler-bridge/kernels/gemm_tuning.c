@@ -21,28 +21,28 @@ typedef struct kiln_gemm_tuning_row_t {
 } kiln_gemm_tuning_row_t;
 
 static const kiln_gemm_tuning_row_t kGemmTuning[] = {
-    {"unknown", {16, 8, 4, 4, 8}},
-    {"cpu", {8, 8, 4, 4, 8}},
-    {"valhall", {16, 16, 4, 4, 8}},
-    {"adreno", {16, 16, 4, 4, 8}},
-    {"rdna1", {16, 16, 8, 8, 8}},
-    {"rdna2", {16, 16, 8, 8, 8}},
-    {"rdna3", {16, 16, 8, 8, 8}},
-    {"pascal", {16, 16, 8, 8, 8}},
-    {"turing", {16, 16, 8, 8, 8}},
-    {"ampere", {16, 16, 8, 8, 8}},
-    {"ada", {16, 16, 8, 8, 8}},
-    {"hopper", {16, 16, 8, 8, 8}},
-    {"arc", {16, 16, 4, 4, 8}},
-    {"m1", {16, 16, 4, 4, 8}},
+    {"unknown", {16, 8, 4, 4, 8, 1}},
+    {"cpu", {8, 8, 4, 4, 8, 1}},
+    {"valhall", {16, 16, 4, 4, 8, 1}},
+    {"adreno", {16, 16, 4, 4, 8, 1}},
+    {"rdna1", {16, 16, 8, 8, 8, 1}},
+    {"rdna2", {16, 16, 8, 8, 8, 1}},
+    {"rdna3", {16, 16, 8, 8, 8, 1}},
+    {"pascal", {16, 16, 8, 8, 8, 1}},
+    {"turing", {16, 16, 8, 8, 8, 1}},
+    {"ampere", {16, 16, 8, 8, 8, 1}},
+    {"ada", {16, 16, 8, 8, 8, 1}},
+    {"hopper", {16, 16, 8, 8, 8, 1}},
+    {"arc", {16, 16, 4, 4, 8, 1}},
+    {"m1", {16, 16, 4, 4, 8, 1}},
 };
 
 // Block shapes 128x128, 128x64, 64x128, 64x64, 32x32 at TK 8 and 16.
 static const kiln_kernel_gemm_tiling_t kGemmCandidates[] = {
-    {16, 16, 8, 8, 8},  {16, 16, 8, 8, 16}, {8, 16, 8, 8, 8},  {8, 16, 8, 8, 16},
-    {16, 8, 8, 8, 8},   {16, 16, 8, 4, 8},  {16, 16, 4, 8, 8}, {8, 8, 8, 8, 8},
-    {8, 8, 8, 8, 16},   {16, 16, 4, 4, 8},  {16, 16, 4, 4, 16}, {16, 8, 4, 8, 16},
-    {8, 8, 4, 4, 8},    {32, 8, 4, 8, 8},
+    {16, 16, 8, 8, 8, 1},  {16, 16, 8, 8, 16, 1}, {8, 16, 8, 8, 8, 1},  {8, 16, 8, 8, 16, 1},
+    {16, 8, 8, 8, 8, 1},   {16, 16, 8, 4, 8, 1},  {16, 16, 4, 8, 8, 1}, {8, 8, 8, 8, 8, 1},
+    {8, 8, 8, 8, 16, 1},   {16, 16, 4, 4, 8, 1},  {16, 16, 4, 4, 16, 1}, {16, 8, 4, 8, 16, 1},
+    {8, 8, 4, 4, 8, 1},    {32, 8, 4, 8, 8, 1},
 };
 
 const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_tuning(const char* arch) {
@@ -69,9 +69,23 @@ const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_candidate(size_t index) {
   return index < kiln_kernel_gemm_candidate_count() ? &kGemmCandidates[index] : NULL;
 }
 
+uint32_t kiln_kernel_gemm_tiling_ks(const kiln_kernel_gemm_tiling_t* t) {
+  return t && t->ks > 1 ? t->ks : 1;
+}
+
+uint32_t kiln_kernel_gemm_config_ks(const kiln_kernel_config_t* config) {
+  const uint32_t ks = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_KSPLIT, 1);
+  return ks > 1 ? ks : 1;
+}
+
 uint32_t kiln_kernel_gemm_shared_bytes(const kiln_kernel_gemm_tiling_t* t) {
-  // Mirrors gemm_tile.glsl: 2 * TK * (TILE_M / 4 + 1 + TILE_N / 4 + 1) vec4s.
-  return 2u * t->tk * ((t->wg_y * t->tm) / 4 + 1 + (t->wg_x * t->tn) / 4 + 1) * 16u;
+  // Mirrors gemm_tile.glsl: per k slice 2 * TK * (TILE_M / 4 + 1 + TILE_N /
+  // 4 + 1) vec4s, and the reduction array: (KS - 1) * TM * TN / 4 vec4s per
+  // invocation of a slice (one vec4 when KS = 1).
+  const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+  const uint32_t staging = ks * 2u * t->tk * ((t->wg_y * t->tm) / 4 + 1 + (t->wg_x * t->tn) / 4 + 1);
+  const uint32_t reduce = ks > 1 ? (ks - 1) * t->tm * (t->tn / 4) * t->wg_x * t->wg_y : 1;
+  return (staging + reduce) * 16u;
 }
 
 kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* t,
@@ -88,15 +102,21 @@ kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* t,
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "gemm tiling: TK %u must be a multiple of 4 in [4, 32]", t->tk);
   }
-  if (t->wg_x == 0 || t->wg_y == 0 || t->wg_x > 64 || t->wg_y > 64) {
+  const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+  if (ks > 8) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                            "gemm tiling: workgroup %u x %u outside [1, 64] each", t->wg_x,
-                            t->wg_y);
+                            "gemm tiling: %u k slices (at most 8)", ks);
   }
-  if (t->wg_x * t->wg_y > caps->max_workgroup_invocations) {
+  if (t->wg_x == 0 || t->wg_y == 0 || t->wg_x > 64 || t->wg_y * ks > 64) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "gemm tiling: workgroup %u x (%u x %u k slices) outside [1, 64] "
+                            "each",
+                            t->wg_x, t->wg_y, ks);
+  }
+  if (t->wg_x * t->wg_y * ks > caps->max_workgroup_invocations) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
-                            "gemm tiling: %u x %u = %u invocations exceed the arch's %u",
-                            t->wg_x, t->wg_y, t->wg_x * t->wg_y,
+                            "gemm tiling: %u x %u x %u = %u invocations exceed the arch's %u",
+                            t->wg_x, t->wg_y, ks, t->wg_x * t->wg_y * ks,
                             caps->max_workgroup_invocations);
   }
   const uint32_t shared = kiln_kernel_gemm_shared_bytes(t);
@@ -108,8 +128,9 @@ kiln_status_t kiln_kernel_gemm_tiling_apply(const kiln_kernel_gemm_tiling_t* t,
                             caps->max_shared_memory_bytes);
   }
   config->workgroup_size[0] = t->wg_x;
-  config->workgroup_size[1] = t->wg_y;
+  config->workgroup_size[1] = t->wg_y * ks;
   config->shared_memory_bytes = shared;
+  if (ks > 1) KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_KSPLIT, ks));
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TM, t->tm));
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->tn));
   return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TK, t->tk);
@@ -130,7 +151,7 @@ static kiln_kernel_gemm_tiling_t kiln_gemm_derive(const kiln_kernel_arch_caps_t*
                                               ? caps->max_workgroup_invocations
                                               : 256);
   if (caps->subgroup_size <= 8 && threads > 64) threads = 64;
-  kiln_kernel_gemm_tiling_t t = {1, 1, 4, 4, 8};
+  kiln_kernel_gemm_tiling_t t = {1, 1, 4, 4, 8, 1};
   t.wg_x = threads >= 256 ? 16 : (threads < 8 ? threads : 8);
   t.wg_y = threads / t.wg_x;
   bool big = caps->subgroup_size >= 32 && caps->max_shared_memory_bytes >= 32 * 1024 &&
@@ -165,7 +186,7 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
                                                    kiln_kernel_gemm_tiling_t* out_tiling) {
   KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select(caps, out_tiling));
   if (out_tiling->tm < 8 && out_tiling->tn < 8) return kiln_ok_status();
-  const kiln_kernel_gemm_tiling_t small[] = {{16, 16, 4, 4, 16}, {16, 16, 4, 4, 8}};
+  const kiln_kernel_gemm_tiling_t small[] = {{16, 16, 4, 4, 16, 1}, {16, 16, 4, 4, 8, 1}};
   for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); ++i) {
     if (small[i].wg_x * small[i].wg_y <= caps->max_workgroup_invocations &&
         kiln_kernel_gemm_shared_bytes(&small[i]) <= caps->max_shared_memory_bytes) {

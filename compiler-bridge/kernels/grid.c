@@ -1,6 +1,7 @@
 // Dispatch grid formulas (the "Grid:" lines of kernels_abi.h).
 #include <string.h>
 
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_target.h"
 
 static uint64_t kiln_ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -49,7 +50,7 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   }
   uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
-  uint64_t tile_m = (uint64_t)config->workgroup_size[1] *
+  uint64_t tile_m = (uint64_t)(config->workgroup_size[1] / kiln_kernel_gemm_config_ks(config)) *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
@@ -121,7 +122,7 @@ kiln_status_t kiln_kernel_grid_conv2d_gemm(const kiln_kernel_config_t* config,
   }
   uint64_t tile_n = (uint64_t)config->workgroup_size[0] *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
-  uint64_t tile_m = (uint64_t)config->workgroup_size[1] *
+  uint64_t tile_m = (uint64_t)(config->workgroup_size[1] / kiln_kernel_gemm_config_ks(config)) *
                     kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
   if (tile_n == 0 || tile_m == 0 || params->groups == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,

@@ -7,6 +7,7 @@
 // measurement in kernels_loops.h saw them unrolled.
 #include <string.h>
 
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_loops.h"
 
 // The fixed loops of an epilogue (stores, activation of vec4s, per-row
@@ -47,16 +48,21 @@ static uint64_t kiln_loops_tiled(const kiln_kernel_config_t* config, uint64_t k)
   const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 8);
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 8);
   const uint64_t tk = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 8);
-  const uint64_t wg_x = config->workgroup_size[0], wg_y = config->workgroup_size[1];
+  // KSPLIT: WG_Y rows per k slice, each slice ceil(steps / KSPLIT) steps,
+  // then the slices' tiles written (16 quads) and summed (KSPLIT - 1 per
+  // quad inside the epilogue loop).
+  const uint64_t ks = kiln_kernel_gemm_config_ks(config);
+  const uint64_t wg_x = config->workgroup_size[0], wg_y = config->workgroup_size[1] / ks;
   const uint64_t threads = wg_x * wg_y > 0 ? wg_x * wg_y : 1;
   const uint64_t a_slots = kiln_loops_ceil_div(wg_y * tm * tk / 4, threads);
   const uint64_t b_slots = kiln_loops_ceil_div(wg_x * tn * tk / 4, threads);
   const uint64_t slots = kiln_loops_loop(a_slots, 0, 0) + kiln_loops_loop(b_slots, 0, 0);
   const uint64_t step = 2 * slots + kiln_loops_loop(tk / 4, 0, 0);
-  const uint64_t steps = kiln_loops_ceil_div(k, tk ? tk : 1);
-  return kiln_loops_loop(16, 0, 0) + 2 * slots + kiln_loops_loop(steps, step, 5) +
-         kiln_loops_loop(16, 3 * kiln_loops_loop(4, 0, 0), 3) + KILN_LOOPS_MASKED +
-         KILN_LOOPS_EPILOGUE;
+  const uint64_t steps = kiln_loops_ceil_div(kiln_loops_ceil_div(k, tk ? tk : 1), ks);
+  const uint64_t reduce = ks > 1 ? kiln_loops_loop(16, 0, 0) : 0;
+  return kiln_loops_loop(16, 0, 0) + 2 * slots + kiln_loops_loop(steps, step, 5) + reduce +
+         kiln_loops_loop(16, 3 * kiln_loops_loop(4, 0, 0) + kiln_loops_loop(ks - 1, 0, 0), 3) +
+         KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
 }
 
 // gemm_coopmat (never run on llvmpipe, whose devices lack cooperative

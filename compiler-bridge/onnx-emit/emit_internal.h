@@ -209,6 +209,13 @@ typedef struct kiln_emit_dispatch_desc_t {
   uint64_t grid_count;  // LINEAR: values; ROWS: rows
 } kiln_emit_dispatch_desc_t;
 
+// Target `target`'s configuration of `desc`'s kernel (gemm_small and
+// conv2d_gemm: the occupancy-aware tiling of its product).
+kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
+                                      const kiln_emit_dispatch_desc_t* desc, size_t target,
+                                      kiln_kernel_storage_t storage,
+                                      kiln_kernel_config_t* out_config);
+
 // The grid of `desc` at one target's `config`.
 kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
                                       const kiln_emit_dispatch_desc_t* desc,

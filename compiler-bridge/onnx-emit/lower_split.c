@@ -21,8 +21,7 @@ static kiln_status_t kiln_split_fits(const kiln_lower_t* l, const kiln_emit_disp
   for (size_t t = 0; t < program->target_count && *out_fits; ++t) {
     kiln_kernel_config_t config;
     KILN_RETURN_IF_ERROR_ANNOTATE(
-        kiln_kernel_config_select(desc->kernel, &program->caps[t], KILN_KERNEL_STORAGE_FP32,
-                                  &config),
+        kiln_emit_select_config(program, desc, t, KILN_KERNEL_STORAGE_FP32, &config),
         "target '%s'", program->targets[t]);
     uint32_t grid[3];
     KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&config, desc, grid));

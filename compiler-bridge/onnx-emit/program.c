@@ -5,6 +5,7 @@
 #include "emit_internal.h"
 #include "kiln/base/half.h"
 #include "kiln/base/size_math.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/hal/target_triple.h"
 
 kiln_status_t kiln_emit_program_init(const kiln_graph_t* graph,
@@ -261,23 +262,86 @@ uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
   return kiln_emit_scratch_base(program) + program->scratch_bytes;
 }
 
+// The product a gemm-family dispatch computes (m x n, reduction k, batch),
+// from its push constants; m = 0 for other kernels. The occupancy-aware
+// tiling (gemm_occupancy.c) chooses per product.
+static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[4]) {
+  memset(shape, 0, 4 * sizeof(uint64_t));
+  if (desc->kernel == KILN_KERNEL_GEMM_SMALL && desc->grid == KILN_EMIT_GRID_GEMM) {
+    const kiln_kernel_gemm_params_t* p = desc->push;
+    shape[0] = p->m, shape[1] = p->n, shape[2] = p->k, shape[3] = p->batch;
+  } else if (desc->kernel == KILN_KERNEL_CONV2D_GEMM &&
+             desc->grid == KILN_EMIT_GRID_CONV2D_GEMM) {
+    const kiln_kernel_conv2d_params_t* p = desc->push;
+    if (p->groups == 0) return;
+    const uint64_t cig = p->in_channels / p->groups;
+    const uint64_t ci_end = p->ci_end == 0 || p->ci_end > cig ? cig : p->ci_end;
+    const uint64_t kh_end = p->kh_end == 0 || p->kh_end > p->kernel_h ? p->kernel_h : p->kh_end;
+    const uint64_t channels = ci_end > p->ci_begin ? ci_end - p->ci_begin : 0;
+    const uint64_t rows = kh_end > p->kh_begin ? kh_end - p->kh_begin : 0;
+    shape[0] = p->out_channels / p->groups;
+    shape[1] = (uint64_t)p->out_height * p->out_width;
+    shape[2] = channels * (channels == 1 ? rows : p->kernel_h) * p->kernel_w;
+    shape[3] = (uint64_t)p->batch * p->groups;
+  }
+}
+
+// Per-product tilings split a kernel's executables by tiling, and every
+// executable builds a pipeline for the device's variant: a module with a
+// target that keeps one tiling (lavapipe, mobile, unknown: the default
+// targets) would build identical pipelines many times over (MobileNetV2 on
+// lavapipe: 18 instead of 8, the first call 2x slower). So only modules
+// whose targets all choose per product (e.g. --target-triple=hopper-...)
+// get them.
+static bool kiln_emit_per_product_tilings(const kiln_emit_program_t* program) {
+  for (size_t t = 0; t < program->target_count; ++t) {
+    if (!kiln_kernel_gemm_occupancy_enabled(&program->caps[t])) return false;
+  }
+  return program->target_count > 0;
+}
+
+kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
+                                      const kiln_emit_dispatch_desc_t* desc, size_t target,
+                                      kiln_kernel_storage_t storage,
+                                      kiln_kernel_config_t* out_config) {
+  uint64_t shape[4] = {0, 0, 0, 0};
+  if (kiln_emit_per_product_tilings(program)) kiln_emit_gemm_shape(desc, shape);
+  return kiln_kernel_config_select_shape(desc->kernel, &program->caps[target], storage, shape[0],
+                                         shape[1], shape[2], shape[3], out_config);
+}
+
 // Executables are shared by every dispatch of one kernel with the same op
-// spec constants (spec constants are per executable variant).
+// spec constants and the same configuration on every target (the
+// occupancy-aware gemm tilings differ per product; spec constants are per
+// executable variant).
 static kiln_status_t kiln_emit_find_executable(
     kiln_emit_program_t* program, const kiln_emit_dispatch_desc_t* desc,
     kiln_kernel_storage_t storage, uint32_t* out_index) {
+  if (desc->op_count > 8) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "too many op spec constants");
+  }
+  kiln_kernel_config_t configs[KILN_ONNX_COMPILE_MAX_TARGETS];
+  memset(configs, 0, sizeof(configs));
+  for (size_t t = 0; t < program->target_count; ++t) {
+    KILN_RETURN_IF_ERROR_ANNOTATE(
+        kiln_emit_select_config(program, desc, t, storage, &configs[t]),
+        "node '%s' (op %s), target '%s'", program->node ? program->node->name : "(output copy)",
+        program->node ? program->node->op_type : "-", program->targets[t]);
+    for (size_t i = 0; i < desc->op_count; ++i) {
+      KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&configs[t], desc->ops[i].id,
+                                                       desc->ops[i].value));
+    }
+  }
   for (size_t e = 0; e < program->executable_count; ++e) {
     const kiln_emit_executable_t* exe = &program->executables[e];
     if (exe->kernel == desc->kernel && exe->storage == storage &&
         exe->op_count == desc->op_count &&
         (desc->op_count == 0 ||
-         memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0)) {
+         memcmp(exe->ops, desc->ops, desc->op_count * sizeof(desc->ops[0])) == 0) &&
+        memcmp(exe->configs, configs, program->target_count * sizeof(configs[0])) == 0) {
       *out_index = (uint32_t)e;
       return kiln_ok_status();
     }
-  }
-  if (desc->op_count > 8) {
-    return kiln_make_status(KILN_STATUS_INTERNAL, "too many op spec constants");
   }
   KILN_RETURN_IF_ERROR(kiln_emit_grow(
       program->allocator, (void**)&program->executables, program->executable_count,
@@ -295,17 +359,16 @@ static kiln_status_t kiln_emit_find_executable(
     length += snprintf(exe->name + length, sizeof(exe->name) - (size_t)length,
                        "_%u", desc->ops[i].value);
   }
-  for (size_t t = 0; t < program->target_count; ++t) {
-    KILN_RETURN_IF_ERROR_ANNOTATE(
-        kiln_kernel_config_select(desc->kernel, &program->caps[t], storage,
-                                  &exe->configs[t]),
-        "node '%s' (op %s), target '%s'", program->node ? program->node->name : "(output copy)",
-        program->node ? program->node->op_type : "-", program->targets[t]);
-    for (size_t i = 0; i < desc->op_count; ++i) {
-      KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(
-          &exe->configs[t], desc->ops[i].id, desc->ops[i].value));
+  // Executables of one kernel and ops that differ only in their tiling
+  // are told apart by their index.
+  for (size_t e = 0; e < program->executable_count && length < (int)sizeof(exe->name); ++e) {
+    if (strcmp(program->executables[e].name, exe->name) == 0) {
+      snprintf(exe->name + length, sizeof(exe->name) - (size_t)length, "_t%zu",
+               program->executable_count);
+      break;
     }
   }
+  memcpy(exe->configs, configs, program->target_count * sizeof(configs[0]));
   *out_index = (uint32_t)program->executable_count++;
   return kiln_ok_status();
 }

@@ -131,14 +131,15 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   KILN_EXPECT_EQ(config.required_features, 0);
   // fp16 storage on the same caps keeps the shared-memory kernel, the
   // tuning table's cpu row: 8x8 invocations of 4x4, TK 8, two buffers of
-  // 8 * (32/4 + 1 + 32/4 + 1) vec4s.
+  // 8 * (32/4 + 1 + 32/4 + 1) vec4s, and the one vec4 of the (unused)
+  // k-split reduction array.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &cpu,
                                            KILN_KERNEL_STORAGE_FP16, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.workgroup_size[0], 8);
   KILN_EXPECT_EQ(config.workgroup_size[1], 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TK, 0), 8);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 18 * 16);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, (2 * 8 * 18 + 1) * 16);
   // NVIDIA: 16x16 invocations of 8x8 (128x128 blocks), TK 8.
   kiln_kernel_arch_caps_t ampere = caps_for("ampere");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &ampere,
@@ -147,7 +148,7 @@ KILN_TEST(KernelTargetTest, GemmTilings) {
   KILN_EXPECT_EQ(config.workgroup_size[1], 16);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0), 8);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0), 8);
-  KILN_EXPECT_EQ(config.shared_memory_bytes, 2 * 8 * 66 * 16);
+  KILN_EXPECT_EQ(config.shared_memory_bytes, (2 * 8 * 66 + 1) * 16);
   // unknown: 128 invocations, 16 KiB shared.
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &unknown,
@@ -637,4 +638,110 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   kiln_kernel_coopmat_tiling_t small;
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select(&hopper, true, &small));
   KILN_EXPECT_EQ(small.warps_m * small.tiles_m * 16, 64u);
+}
+
+static uint64_t tiling_invocations(const kiln_kernel_gemm_tiling_t* t, uint64_t m, uint64_t n,
+                                   uint64_t batch) {
+  return kiln_kernel_gemm_tiling_blocks(t, m, n, batch) * t->wg_x * t->wg_y *
+         kiln_kernel_gemm_tiling_ks(t);
+}
+
+// The occupancy-aware tiling (gemm_occupancy.c) on hopper: a product with
+// few 64x64 blocks gets narrower blocks or a k split with more invocations
+// at work (the target where the preferred candidates reach it); every pick
+// fits the caps; products that already fill the GPU keep the small
+// tiling; the picks the H100 sweep fitted; CPU, mobile and unknown arches
+// are unchanged.
+KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
+  const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  kiln_kernel_gemm_tiling_t small, pick;
+  KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_small(&hopper, &small));
+  KILN_ASSERT_TRUE(kiln_kernel_gemm_occupancy_enabled(&hopper));
+  const uint64_t target = (uint64_t)KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT *
+                          kiln_kernel_gemm_compute_units("hopper");
+  // m, n, k, batch: MobileNetV2's 7x7 and 14x14 1x1 convs, ResNet-50's
+  // late 3x3 (k = 512 * 9) and early 1x1, EfficientNet's squeeze-excite
+  // (n = 1), a big MatMul, a degenerate 1x1x1, a batch.
+  static const uint64_t kShapes[][4] = {
+      {320, 49, 960, 1},  {1280, 49, 320, 1}, {160, 49, 960, 1}, {96, 196, 576, 1},
+      {512, 49, 4608, 1}, {256, 3136, 64, 1}, {1152, 1, 48, 1},  {4096, 4096, 4096, 1},
+      {1, 1, 1, 1},       {64, 49, 2, 3}};
+  for (size_t i = 0; i < sizeof(kShapes) / sizeof(kShapes[0]); ++i) {
+    const uint64_t m = kShapes[i][0], n = kShapes[i][1], k = kShapes[i][2], b = kShapes[i][3];
+    KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&hopper, m, n, k, b, &pick));
+    kiln_kernel_config_t config;
+    memset(&config, 0, sizeof(config));
+    KILN_EXPECT_OK(kiln_kernel_gemm_tiling_apply(&pick, &hopper, &config));
+    const uint32_t ks = kiln_kernel_gemm_tiling_ks(&pick);
+    if (ks > 1) KILN_EXPECT_GE(k, (uint64_t)ks * KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE);
+    const uint64_t work = tiling_invocations(&pick, m, n, b);
+    KILN_EXPECT_GE(work, tiling_invocations(&small, m, n, b));
+    if (tiling_invocations(&small, m, n, b) >= target) {
+      KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
+    }
+  }
+  // The sweep's fastest tilings (block m x n, k slices, TK).
+  static const struct {
+    uint64_t m, n, k;
+    uint32_t block_m, block_n, ks, tk;
+  } kFitted[] = {
+      {128, 768, 3072, 32, 32, 4, 16},  // BERT's second FFN layer
+      {128, 2304, 768, 64, 64, 2, 8},   // BERT's QKV projection
+      {1280, 49, 320, 32, 32, 4, 8},    // MobileNetV2's last 1x1 conv
+      {320, 49, 960, 16, 32, 8, 8},     // MobileNetV2's 7x7 projection
+      {64, 196, 384, 16, 32, 8, 8},     // MobileNetV2's 14x14 projection
+      {48, 1, 1152, 16, 32, 8, 8},      // EfficientNet's squeeze-excite
+      {197, 768, 768, 32, 64, 2, 16},   // ViT's output projection (rows 197: 32-row blocks)
+      {197, 768, 3072, 32, 64, 2, 16},  // ViT's second FFN layer
+      {197, 3072, 768, 64, 64, 1, 16},  // ViT's first FFN layer: the small tiling
+      {24, 3136, 144, 64, 64, 2, 8},    // no k split avoids the row padding: unchanged
+  };
+  for (size_t i = 0; i < sizeof(kFitted) / sizeof(kFitted[0]); ++i) {
+    KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&hopper, kFitted[i].m, kFitted[i].n,
+                                                        kFitted[i].k, 1, &pick));
+    KILN_EXPECT_EQ(pick.wg_y * pick.tm, kFitted[i].block_m);
+    KILN_EXPECT_EQ(pick.wg_x * pick.tn, kFitted[i].block_n);
+    KILN_EXPECT_EQ(kiln_kernel_gemm_tiling_ks(&pick), kFitted[i].ks);
+    KILN_EXPECT_EQ(pick.tk, kFitted[i].tk);
+  }
+  // The motivating case: 5 blocks of 64x64 on 132 SMs; the pick puts at
+  // least 8x the invocations to work, by splitting k.
+  KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&hopper, 320, 49, 960, 1, &pick));
+  KILN_EXPECT_GE(tiling_invocations(&pick, 320, 49, 1), 8 * tiling_invocations(&small, 320, 49, 1));
+  KILN_EXPECT_GT(kiln_kernel_gemm_tiling_ks(&pick), 1u);
+  // Through the config: the workgroup holds the k slices, the grid the
+  // pick's blocks.
+  kiln_kernel_config_t config;
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM_SMALL, &hopper,
+                                                 KILN_KERNEL_STORAGE_FP32, 320, 49, 960, 1,
+                                                 &config));
+  KILN_EXPECT_EQ(config.workgroup_size[1], pick.wg_y * kiln_kernel_gemm_tiling_ks(&pick));
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_KSPLIT, 1),
+                 kiln_kernel_gemm_tiling_ks(&pick));
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_WORKGROUP_Y, 0),
+                 config.workgroup_size[1]);
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = 320, p.n = 49, p.k = 960, p.batch = 1;
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+  KILN_EXPECT_EQ((uint64_t)grid[0] * grid[1] * grid[2],
+                 kiln_kernel_gemm_tiling_blocks(&pick, 320, 49, 1));
+  // Other arches keep their choice for every shape and kernel.
+  const char* const kSame[] = {"cpu", "valhall", "adreno", "unknown", "m1"};
+  for (size_t a = 0; a < sizeof(kSame) / sizeof(kSame[0]); ++a) {
+    const kiln_kernel_arch_caps_t caps = caps_for(kSame[a]);
+    KILN_EXPECT_FALSE(kiln_kernel_gemm_occupancy_enabled(&caps));
+    KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_small(&caps, &small));
+    KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&caps, 320, 49, 960, 1, &pick));
+    KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
+    const kiln_kernel_id_t kernels[] = {KILN_KERNEL_GEMM_SMALL, KILN_KERNEL_CONV2D_GEMM};
+    for (size_t j = 0; j < 2; ++j) {
+      kiln_kernel_config_t plain, shaped;
+      KILN_ASSERT_OK(kiln_kernel_config_select(kernels[j], &caps, KILN_KERNEL_STORAGE_FP32, &plain));
+      KILN_ASSERT_OK(kiln_kernel_config_select_shape(kernels[j], &caps, KILN_KERNEL_STORAGE_FP32,
+                                                     320, 49, 960, 1, &shaped));
+      KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
+    }
+  }
 }

@@ -46,8 +46,8 @@ KILN_TEST(SpirvReflectTest, Gemm) {
   KILN_EXPECT_STREQ(r.bindings[0].name, "");  // glslc -O strips names
   KILN_EXPECT_EQ(r.push_constant_size, 80);
   // Ids 0..8: workgroup x, y, then TM=8, TN=8, TK=8, ACTIVATION=0,
-  // HAS_BIAS=false, HAS_RESIDUAL=false.
-  KILN_ASSERT_EQ(r.spec_constant_count, 8);
+  // HAS_BIAS=false, HAS_RESIDUAL=false; and the k slices (KSPLIT=1).
+  KILN_ASSERT_EQ(r.spec_constant_count, 9);
   KILN_EXPECT_EQ(r.spec_constants[0].id, 0);
   KILN_EXPECT_EQ(r.spec_constants[1].id, 1);
   expect_spec(&r, KILN_SPEC_GEMM_TM, KILN_SPIRV_SCALAR_UINT32, 8);
@@ -56,6 +56,7 @@ KILN_TEST(SpirvReflectTest, Gemm) {
   expect_spec(&r, KILN_SPEC_GEMM_ACTIVATION, KILN_SPIRV_SCALAR_UINT32, 0);
   expect_spec(&r, KILN_SPEC_GEMM_HAS_BIAS, KILN_SPIRV_SCALAR_BOOL, 0);
   expect_spec(&r, KILN_SPEC_GEMM_HAS_RESIDUAL, KILN_SPIRV_SCALAR_BOOL, 0);
+  expect_spec(&r, KILN_SPEC_GEMM_KSPLIT, KILN_SPIRV_SCALAR_UINT32, 1);
   const kiln_spirv_spec_constant_t* tm = NULL;
   KILN_EXPECT_STATUS(KILN_STATUS_NOT_FOUND,
                      kiln_spirv_reflection_find_spec_constant(&r, 2, &tm));

@@ -27,11 +27,22 @@
 // kiln_gemm_b_along_k, and calls kiln_gemm_mainloop then kiln_gemm_store.
 // Loop structure (counted in loops.c, kiln_loops_tiled): per step of TK the
 // A and B slot loops (A_SLOTS / B_SLOTS trips) and the TK / 4 compute loop.
+//
+// KSPLIT (spec constant, default 1) splits k inside the workgroup for
+// products with few output blocks (issue 16: a 7x7 layer's GEMM gives a
+// handful of blocks on a GPU of 100+ SMs): the workgroup's y dimension is
+// KSPLIT slices of WG_Y rows, slice s running the mainloop over the TK
+// steps s, s + KSPLIT, ... with its own staging buffers; kiln_gemm_store
+// adds the slices' register tiles in slice order through shared memory
+// (deterministic, no atomics) and slice 0 runs the epilogue. Every slice
+// walks the same number of steps (steps past k_end stage zeros), so the
+// barriers stay in uniform control flow.
 #ifndef KILN_GEMM_TILE_GLSL_
 #define KILN_GEMM_TILE_GLSL_
 
+layout(constant_id = KILN_SPEC_GEMM_KSPLIT) const uint KSPLIT = 1;
 const uint WG_X = gl_WorkGroupSize.x;
-const uint WG_Y = gl_WorkGroupSize.y;
+const uint WG_Y = gl_WorkGroupSize.y / KSPLIT;  // rows of one k slice
 const uint THREADS = WG_X * WG_Y;
 const uint TILE_M = WG_Y * TM;
 const uint TILE_N = WG_X * TN;
@@ -46,8 +57,12 @@ const uint B_QUADS = TILE_N * TK / 4;
 const uint A_SLOTS = (A_QUADS + THREADS - 1) / THREADS;
 const uint B_SLOTS = (B_QUADS + THREADS - 1) / THREADS;
 
-shared vec4 kiln_a_sh[2 * TK * A_S4];  // [buffer][k][m / 4]
-shared vec4 kiln_b_sh[2 * TK * B_S4];  // [buffer][k][n / 4]
+shared vec4 kiln_a_sh[KSPLIT * 2 * TK * A_S4];  // [slice][buffer][k][m / 4]
+shared vec4 kiln_b_sh[KSPLIT * 2 * TK * B_S4];  // [slice][buffer][k][n / 4]
+// Register tiles of slices 1.. for the in-workgroup k reduction:
+// [slice - 1][quad][invocation of the slice].
+const uint KILN_RED_VEC4 = KSPLIT > 1 ? (KSPLIT - 1) * TM * RN * THREADS : 1;
+shared vec4 kiln_red_sh[KILN_RED_VEC4];
 
 // Quads are along k (A row-major, B column-major: transposed into shared)
 // or along m / n.
@@ -57,21 +72,26 @@ bool kiln_gemm_b_along_k = false;
 vec4 kiln_acc[16];
 vec4 kiln_a_stage[A_SLOTS];
 vec4 kiln_b_stage[B_SLOTS];
+// This invocation's k slice, row within it and index within it (set by
+// kiln_gemm_mainloop).
+uint kiln_slice = 0, kiln_ly = 0, kiln_tid = 0;
 
 vec4 kiln_gemm_load_a(uint gm, uint gk);
 vec4 kiln_gemm_load_b(uint gk, uint gn);
 void kiln_gemm_epilogue(uint gm, uint gn, vec4 v);
 
 // Tile-local row of register row r and column of column quad c.
-uint kiln_gemm_row(uint r) { return (r >> 2) * (WG_Y * 4) + gl_LocalInvocationID.y * 4 + (r & 3); }
+uint kiln_gemm_row(uint r) { return (r >> 2) * (WG_Y * 4) + kiln_ly * 4 + (r & 3); }
 uint kiln_gemm_col(uint c) { return c * (WG_X * 4) + gl_LocalInvocationID.x * 4; }
 
-void kiln_gemm_fetch(uint row0, uint col0, uint k0) {
-  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
+// Steps at or past k_end (a slice's last steps under KSPLIT) stage zeros.
+void kiln_gemm_fetch(uint row0, uint col0, uint k0, uint k_end) {
+  const uint tid = kiln_tid;
+  const bool live = k0 < k_end;
   for (uint s = 0; s < A_SLOTS; ++s) {
     const uint q = tid + s * THREADS;
     vec4 v = vec4(0);
-    if (q < A_QUADS) {
+    if (live && q < A_QUADS) {
       v = kiln_gemm_a_along_k ? kiln_gemm_load_a(row0 + q / TK4, k0 + (q % TK4) * 4)
                               : kiln_gemm_load_a(row0 + (q % (TILE_M / 4)) * 4, k0 + q / (TILE_M / 4));
     }
@@ -80,7 +100,7 @@ void kiln_gemm_fetch(uint row0, uint col0, uint k0) {
   for (uint s = 0; s < B_SLOTS; ++s) {
     const uint q = tid + s * THREADS;
     vec4 v = vec4(0);
-    if (q < B_QUADS) {
+    if (live && q < B_QUADS) {
       v = kiln_gemm_b_along_k ? kiln_gemm_load_b(k0 + (q % TK4) * 4, col0 + q / TK4)
                               : kiln_gemm_load_b(k0 + q / (TILE_N / 4), col0 + (q % (TILE_N / 4)) * 4);
     }
@@ -89,8 +109,8 @@ void kiln_gemm_fetch(uint row0, uint col0, uint k0) {
 }
 
 void kiln_gemm_stage(uint buf) {
-  const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
-  const uint a0 = buf * TK * A_S4, b0 = buf * TK * B_S4;
+  const uint tid = kiln_tid;
+  const uint a0 = (kiln_slice * 2 + buf) * TK * A_S4, b0 = (kiln_slice * 2 + buf) * TK * B_S4;
   for (uint s = 0; s < A_SLOTS; ++s) {
     const uint q = tid + s * THREADS;
     if (q >= A_QUADS) continue;
@@ -158,8 +178,8 @@ void kiln_gemm_step(uint a_at, uint b_at) {
 }
 
 void kiln_gemm_compute(uint buf) {
-  uint a_at = buf * TK * A_S4 + gl_LocalInvocationID.y;
-  uint b_at = buf * TK * B_S4 + gl_LocalInvocationID.x;
+  uint a_at = (kiln_slice * 2 + buf) * TK * A_S4 + kiln_ly;
+  uint b_at = (kiln_slice * 2 + buf) * TK * B_S4 + gl_LocalInvocationID.x;
   for (uint k4 = 0; k4 < TK4; ++k4) {
     kiln_gemm_step(a_at, b_at);
     kiln_gemm_step(a_at + A_S4, b_at + B_S4);
@@ -173,15 +193,19 @@ void kiln_gemm_compute(uint buf) {
 // Accumulates A[row0.., k_begin..k_end) x B[k_begin..k_end), col0..) into
 // kiln_acc. Every invocation of the workgroup must call it (barriers).
 void kiln_gemm_mainloop(uint row0, uint col0, uint k_begin, uint k_end) {
+  kiln_slice = gl_LocalInvocationID.y / WG_Y;
+  kiln_ly = gl_LocalInvocationID.y - kiln_slice * WG_Y;
+  kiln_tid = kiln_ly * WG_X + gl_LocalInvocationID.x;
   for (uint i = 0; i < 16; ++i) kiln_acc[i] = vec4(0);
-  const uint steps = k_end > k_begin ? (k_end - k_begin + TK - 1) / TK : 0;
+  const uint total = k_end > k_begin ? (k_end - k_begin + TK - 1) / TK : 0;
+  const uint steps = (total + KSPLIT - 1) / KSPLIT;  // per slice, the same for all
   if (steps == 0) return;
-  kiln_gemm_fetch(row0, col0, k_begin);
+  kiln_gemm_fetch(row0, col0, k_begin + kiln_slice * TK, k_end);
   kiln_gemm_stage(0);
   barrier();
   for (uint t = 0; t < steps; ++t) {
     const bool more = t + 1 < steps;
-    if (more) kiln_gemm_fetch(row0, col0, k_begin + (t + 1) * TK);
+    if (more) kiln_gemm_fetch(row0, col0, k_begin + ((t + 1) * KSPLIT + kiln_slice) * TK, k_end);
     kiln_gemm_compute(t & 1);
     if (more) kiln_gemm_stage((t + 1) & 1);
     barrier();
@@ -202,12 +226,28 @@ vec4 kiln_gemm_pick(uint j) {
 }
 
 // Hands every register quad inside C (rows m, columns n) to the
-// includer's epilogue.
+// includer's epilogue; under KSPLIT, slices 1.. first hand their tiles to
+// slice 0, which adds them in slice order. Every invocation of the
+// workgroup must call it (a barrier when KSPLIT > 1).
 void kiln_gemm_store(uint row0, uint col0, uint m, uint n) {
+  if (KSPLIT > 1) {
+    if (kiln_slice > 0) {
+      for (uint i = 0; i < TM * RN; ++i) {
+        kiln_red_sh[((kiln_slice - 1) * TM * RN + i) * THREADS + kiln_tid] =
+            kiln_gemm_pick((i / RN) * 2 + i % RN);
+      }
+    }
+    barrier();
+    if (kiln_slice > 0) return;
+  }
   for (uint i = 0; i < TM * RN; ++i) {
     const uint r = i / RN, c = i % RN;
     const uint gm = row0 + kiln_gemm_row(r), gn = col0 + kiln_gemm_col(c);
-    if (gm < m && gn < n) kiln_gemm_epilogue(gm, gn, kiln_gemm_pick(r * 2 + c));
+    if (gm < m && gn < n) {
+      vec4 v = kiln_gemm_pick(r * 2 + c);
+      for (uint s = 1; s < KSPLIT; ++s) v += kiln_red_sh[((s - 1) * TM * RN + i) * THREADS + kiln_tid];
+      kiln_gemm_epilogue(gm, gn, v);
+    }
   }
 }
 

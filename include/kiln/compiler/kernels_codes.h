@@ -136,6 +136,9 @@
 #define KILN_SPEC_GEMM_ACTIVATION 6
 #define KILN_SPEC_GEMM_HAS_BIAS 7
 #define KILN_SPEC_GEMM_HAS_RESIDUAL 8
+// gemm / conv2d_gemm: k slices inside one workgroup (gemm_tile.glsl); the
+// workgroup's y size is WG_Y * KSPLIT. 1 (unset) = no split.
+#define KILN_SPEC_GEMM_KSPLIT 14
 // gemm_coopmat (same ids 6..8 for the epilogue): WARPS_M x WARPS_N
 // subgroups, each TILES_M x TILES_N 16x16 accumulator tiles; k staged BK
 // (a multiple of 16) at a time. Block = (WARPS_M*TILES_M*16) x (WARPS_N*TILES_N*16).

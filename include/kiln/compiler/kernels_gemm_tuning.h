@@ -17,10 +17,17 @@ extern "C" {
 #endif
 
 // Workgroup wg_x x wg_y; each invocation a tm x tn register tile (4 or 8
-// each); k staged tk at a time (a multiple of 4, 4..32).
+// each); k staged tk at a time (a multiple of 4, 4..32); ks k slices in
+// one workgroup (gemm_tile.glsl's KSPLIT: the workgroup is wg_x x (wg_y *
+// ks), the block still (wg_y * tm) x (wg_x * tn); 0 or 1 = no split).
 typedef struct kiln_kernel_gemm_tiling_t {
-  uint32_t wg_x, wg_y, tm, tn, tk;
+  uint32_t wg_x, wg_y, tm, tn, tk, ks;
 } kiln_kernel_gemm_tiling_t;
+
+// The k slices of `tiling` (ks, with 0 read as 1).
+uint32_t kiln_kernel_gemm_tiling_ks(const kiln_kernel_gemm_tiling_t* tiling);
+// KSPLIT of a gemm / conv2d_gemm config (1 where unset).
+uint32_t kiln_kernel_gemm_config_ks(const kiln_kernel_config_t* config);
 
 // The table's tiling for `arch`, or NULL when it has no row.
 const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_tuning(const char* arch);
@@ -56,6 +63,40 @@ kiln_status_t kiln_kernel_gemm_tiling_select(const kiln_kernel_arch_caps_t* caps
 // give too few 128x128 blocks to fill the GPU (kiln-kernels-bench --sweep).
 kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t* caps,
                                                    kiln_kernel_gemm_tiling_t* out_tiling);
+
+// Occupancy-aware tiling (gemm_occupancy.c): for arches with at least
+// KILN_GEMM_OCCUPANCY_MIN_UNITS compute units (desktop GPUs), gemm_small
+// and conv2d_gemm take, per product, the first candidate (fewer k slices
+// first, then bigger blocks) whose blocks put at least
+// KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT invocations per unit to work,
+// else the one with the most; k split inside the workgroup only with at
+// least KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE k per slice. Fitted to an H100
+// sweep (kiln-kernels-bench --shapes=models, 2026-11-24): its fastest
+// tilings put 20-45 thousand invocations to work on BERT's and ViT's
+// linear layers, and as many as they can on 7x7 layers. Other arches
+// (CPU-like, mobile, unknown): the small tiling.
+#define KILN_GEMM_OCCUPANCY_MIN_UNITS 32u
+#define KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT 155u
+#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE 32u
+bool kiln_kernel_gemm_occupancy_enabled(const kiln_kernel_arch_caps_t* caps);
+size_t kiln_kernel_gemm_occupancy_candidate_count(void);
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_occupancy_candidate(size_t index);
+// Output blocks of `tiling` on a batch x m x n product.
+uint64_t kiln_kernel_gemm_tiling_blocks(const kiln_kernel_gemm_tiling_t* tiling, uint64_t m,
+                                        uint64_t n, uint64_t batch);
+// The tiling for one product (m x n, reduction k, batch) under `caps`.
+kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
+                                                   uint64_t m, uint64_t n, uint64_t k,
+                                                   uint64_t batch,
+                                                   kiln_kernel_gemm_tiling_t* out_tiling);
+// kiln_kernel_config_select for one product: gemm_small and conv2d_gemm
+// (not their cpu variants) get kiln_kernel_gemm_tiling_select_shape's
+// tiling; every other kernel, or m == 0, the plain selection.
+kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
+                                              const kiln_kernel_arch_caps_t* caps,
+                                              kiln_kernel_storage_t storage, uint64_t m,
+                                              uint64_t n, uint64_t k, uint64_t batch,
+                                              kiln_kernel_config_t* out_config);
 
 // gemm_coopmat (glsl/gemm_coopmat.comp): warps_m x warps_n subgroups, each
 // tiles_m x tiles_n 16x16 f32 accumulators; k staged bk at a time (16, 32

@@ -23,6 +23,13 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
 kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gflop,
                                        int* out_failures);
 
+// kiln-kernels-bench --shapes=models [--arch=A] (model_sweep.c): every
+// GEMM / conv / depthwise shape of the four bench CNNs at batch 1 under
+// the old tiling, each occupancy candidate and the shape-aware pick (arch
+// A's caps, default the device's arch), timed and checked.
+kiln_status_t kiln_bench_model_sweep(kiln_hal_device_t* device, const char* arch,
+                                     int* out_failures);
+
 // kiln-kernels-bench --quant (qgemm_bench.c): quantized GEMVs, checked.
 kiln_status_t kiln_bench_qgemm(kiln_hal_device_t* device, const char* arch, int* out_failures);
 

@@ -11,7 +11,9 @@
 // gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
 // matrix). `--quant [--arch=A]` times the quantized GEMVs (qgemm_bench.c)
 // under arch A's configuration (default hopper; the device picks nothing:
-// the config runs as a portable variant).
+// the config runs as a portable variant). `--shapes=models [--arch=A]`
+// times the bench CNNs' conv/GEMM shapes per occupancy candidate
+// (model_sweep.c; arch default: the device's).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,14 +175,16 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 }
 
 int main(int argc, char** argv) {
-  bool sweep = false, coopmat = false, quant = false;
-  const char* arch = "hopper";
+  bool sweep = false, coopmat = false, quant = false, models = false;
+  const char* arch = NULL;
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sweep") == 0) {
       sweep = true;
     } else if (strcmp(argv[i], "--coopmat") == 0) {
       coopmat = true;
+    } else if (strcmp(argv[i], "--shapes=models") == 0) {
+      models = true;
     } else if (strcmp(argv[i], "--quant") == 0) {
       quant = true;
     } else if (strncmp(argv[i], "--arch=", 7) == 0) {
@@ -189,14 +193,18 @@ int main(int argc, char** argv) {
       max_gflop = atof(argv[i] + 12);
     } else {
       fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X] | "
-                      "--quant [--arch=A]\n");
+                      "--quant [--arch=A] | --shapes=models [--arch=A]\n");
       return 2;
     }
   }
   kiln_hal_device_t* device = NULL;
   kiln_status_t status = kiln_kernel_test_device_create(&device);
   int failures = 0;
-  if (!status && (sweep || coopmat)) {
+  if (!status && models) {
+    status = kiln_bench_model_sweep(
+        device, arch ? arch : kiln_hal_device_info(device)->triple.arch, &failures);
+    kiln_hal_device_release(device);
+  } else if (!status && (sweep || coopmat)) {
     status = coopmat ? kiln_bench_coopmat_sweep(device, max_gflop, &failures)
                      : kiln_bench_gemm_sweep(device, max_gflop, &failures);
     kiln_hal_device_release(device);
@@ -204,7 +212,7 @@ int main(int argc, char** argv) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
     printf("device: %s-%s-%s, GPU times from %s\n\n", info->triple.arch, info->triple.product,
            info->triple.os, info->timestamps ? "timestamps" : "wall clock");
-    status = kiln_bench_qgemm(device, arch, &failures);
+    status = kiln_bench_qgemm(device, arch ? arch : "hopper", &failures);
     kiln_hal_device_release(device);
   } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);

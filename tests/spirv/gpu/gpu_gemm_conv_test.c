@@ -185,8 +185,10 @@ static bool tiling_config(kiln_kernel_id_t kernel, const kiln_kernel_gemm_tiling
     kiln_status_free(status);
     return false;
   }
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, t->wg_x));
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, t->wg_y));
+  KILN_EXPECT_OK(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, config->workgroup_size[0]));
+  KILN_EXPECT_OK(
+      kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, config->workgroup_size[1]));
   return true;
 }
 
@@ -678,4 +680,47 @@ KILN_TEST(GpuConvTest, ImplicitGemmEveryTuningTiling) {
       run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
     }
   }
+}
+
+// The occupancy candidates (gemm_occupancy.c: narrow blocks, k split in
+// the workgroup) against the C reference, with two more k-split tilings
+// that fit small shared memories (KS 2 on 8x8 register tiles, an odd KS 3
+// with TM 4 / TN 8). k-split tilings run the edge cases with k = 17 (the
+// later slices get no step), k = 1000 and k = 3 (batch 2) and two conv
+// cases (k over channels x taps); the others one edge case each (every
+// pipeline costs seconds on llvmpipe). Tilings that do not fit the device
+// are skipped.
+KILN_TEST(GpuGemmTest, OccupancyCandidatesAtEdgeSizes) {
+  static const kiln_kernel_gemm_tiling_t kSplitTilings[] = {{4, 4, 8, 8, 8, 2},
+                                                            {8, 4, 4, 8, 4, 3}};
+  static const size_t kSplitCases[] = {0, 3, 4};
+  const size_t cases = sizeof(kEdgeCases) / sizeof(kEdgeCases[0]);
+  const size_t conv_cases = sizeof(kConvCases) / sizeof(kConvCases[0]);
+  const size_t candidates = kiln_kernel_gemm_occupancy_candidate_count();
+  size_t ran = 0, split = 0;
+  for (size_t i = 0; i < candidates + 2; ++i) {
+    const kiln_kernel_gemm_tiling_t* t =
+        i < candidates ? kiln_kernel_gemm_occupancy_candidate(i) : &kSplitTilings[i - candidates];
+    const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+    kiln_kernel_config_t config;
+    if (!tiling_config(KILN_KERNEL_GEMM, t, &config)) continue;
+    ++ran;
+    split += ks > 1;
+    for (size_t j = 0; j < (ks > 1 ? 3 : 1); ++j) {
+      const size_t c = ks > 1 ? kSplitCases[j] : i % cases;
+      char what[128];
+      snprintf(what, sizeof(what), "gemm edge case %zu, occupancy tiling %zu (%ux%u x %ux%u "
+               "TK %u KS %u)", c, i, t->wg_x, t->wg_y, t->tm, t->tn, t->tk, ks);
+      run_gemm_case(what, &kEdgeCases[c], config, false);
+    }
+    if (ks == 1 || !tiling_config(KILN_KERNEL_CONV2D_GEMM, t, &config)) continue;
+    for (size_t c = i % conv_cases, n = 0; n < 2; ++n, c = (c + 1) % conv_cases) {
+      char what[128];
+      snprintf(what, sizeof(what), "conv2d_gemm case %zu, occupancy tiling %zu (KS %u)", c, i,
+               ks);
+      run_conv_case_config(what, KILN_KERNEL_CONV2D_GEMM, &kConvCases[c], false, &config);
+    }
+  }
+  KILN_EXPECT_GE(ran, 6u);
+  KILN_EXPECT_GE(split, 3u);
 }

@@ -1,0 +1,164 @@
+// Occupancy-aware GEMM tilings (issue 16): a product with few output blocks
+// under the small tiling (a 7x7 layer's 1x1 conv: 5 blocks of 64x64 on a
+// 132-SM GPU) trades block size for grid size and, where narrower blocks
+// still leave the GPU idle, splits k inside the workgroup (gemm_tile.glsl's
+// KSPLIT: one dispatch, a fixed-order reduction in shared memory).
+//
+// Only for arches with a compute-unit count of a desktop part (>= 32:
+// NVIDIA, AMD); CPU-like devices (lavapipe), mobile and unknown arches keep
+// the small tiling, so their modules do not change.
+#include "kiln/compiler/kernels_gemm_tuning.h"
+
+// Candidates, in order of preference: bigger blocks first (fewer loads per
+// multiply-add), then the k-split ones. Each is checked against the caps
+// (invocations, shared memory) before use.
+static const kiln_kernel_gemm_tiling_t kOccupancyCandidates[] = {
+    {16, 16, 4, 4, 16, 1},  // 64x64, 256 invocations (the small tiling)
+    {16, 8, 4, 4, 16, 1},   // 32x64, 128
+    {8, 16, 4, 4, 16, 1},   // 64x32, 128
+    {8, 8, 4, 4, 16, 1},    // 32x32, 64
+    {16, 16, 4, 4, 8, 2},   // 64x64, 512, k in 2
+    {16, 8, 4, 4, 16, 2},   // 32x64, 256, k in 2
+    {8, 16, 4, 4, 16, 2},   // 64x32, 256, k in 2
+    {8, 8, 4, 4, 16, 2},    // 32x32, 128, k in 2
+    {8, 8, 4, 4, 16, 4},    // 32x32, 256, k in 4
+    {8, 8, 4, 4, 8, 4},     // the same at TK 8 (31 KiB of shared memory, not 48)
+    {16, 4, 4, 4, 8, 4},    // 16x64, 256, k in 4
+    {8, 4, 4, 4, 16, 4},    // 16x32, 128, k in 4
+    {4, 8, 4, 4, 16, 4},    // 32x16, 128, k in 4
+    {4, 4, 4, 4, 16, 4},    // 16x16, 64, k in 4
+    {4, 4, 4, 4, 16, 8},    // 16x16, 128, k in 8
+    {8, 8, 4, 4, 4, 8},     // 32x32, 512, k in 8
+    {8, 4, 4, 4, 8, 8},     // 16x32, 256, k in 8
+};
+
+size_t kiln_kernel_gemm_occupancy_candidate_count(void) {
+  return sizeof(kOccupancyCandidates) / sizeof(kOccupancyCandidates[0]);
+}
+
+const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_occupancy_candidate(size_t index) {
+  return index < kiln_kernel_gemm_occupancy_candidate_count() ? &kOccupancyCandidates[index]
+                                                               : NULL;
+}
+
+bool kiln_kernel_gemm_occupancy_enabled(const kiln_kernel_arch_caps_t* caps) {
+  return caps && caps->subgroup_size > 8 &&
+         kiln_kernel_gemm_compute_units(caps->arch) >= KILN_GEMM_OCCUPANCY_MIN_UNITS;
+}
+
+static bool kiln_occupancy_fits(const kiln_kernel_gemm_tiling_t* t,
+                                const kiln_kernel_arch_caps_t* caps) {
+  const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+  return t->wg_x * t->wg_y * ks <= caps->max_workgroup_invocations &&
+         kiln_kernel_gemm_shared_bytes(t) <= caps->max_shared_memory_bytes;
+}
+
+uint64_t kiln_kernel_gemm_tiling_blocks(const kiln_kernel_gemm_tiling_t* t, uint64_t m,
+                                        uint64_t n, uint64_t batch) {
+  const uint64_t tile_m = (uint64_t)t->wg_y * t->tm, tile_n = (uint64_t)t->wg_x * t->tn;
+  return batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
+}
+
+// Preference order of the candidates above (indices): fewer k slices
+// first, then bigger blocks; the 32x32 KS 4 pair takes TK 16 from k = 1024
+// (kSplitTk16MinK) and TK 8 below. {8, 8, 4, 4, 4, 8} (TK 4) is left out:
+// the H100 sweep of 2026-11-24 never had it fastest.
+static const uint8_t kOccupancyOrder[] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8, 10, 11, 12, 13, 16, 14};
+#define KILN_OCCUPANCY_TK16_MIN_K 1024u
+
+// Fraction of a tiling's computed outputs that are inside C, scaled by
+// 2^20 (ties in the fallback go to less padding).
+static uint64_t kiln_occupancy_useful(const kiln_kernel_gemm_tiling_t* t, uint64_t m, uint64_t n,
+                                      uint64_t batch) {
+  const uint64_t area = (uint64_t)t->wg_y * t->tm * t->wg_x * t->tn;
+  const uint64_t blocks = kiln_kernel_gemm_tiling_blocks(t, m, n, batch);
+  return blocks ? (m * n * batch << 20) / (blocks * area) : 0;
+}
+
+// Whether a k-split candidate pads m (rows) by more than 15%: ViT's 197
+// tokens in 64-row blocks (256 rows) ran 13% slower end to end on an H100
+// than with one tiling, where 32-row blocks (224) were the sweep's best.
+static bool kiln_occupancy_pads_rows(const kiln_kernel_gemm_tiling_t* t, uint64_t m) {
+  const uint64_t tile_m = (uint64_t)t->wg_y * t->tm;
+  const uint64_t rows = (m + tile_m - 1) / tile_m * tile_m;
+  return kiln_kernel_gemm_tiling_ks(t) > 1 && m * 100 < rows * 85;
+}
+
+// One pass over the candidates in preference order: the first whose
+// blocks put `target` invocations to work (skipping k splits that pad
+// rows when `strict`), else the one with the most (then the least
+// padding, then the bigger workgroup). Returns whether the target was met.
+static bool kiln_occupancy_pass(const kiln_kernel_arch_caps_t* caps, uint64_t m, uint64_t n,
+                                uint64_t k, uint64_t batch, uint64_t target, bool strict,
+                                const kiln_kernel_gemm_tiling_t** out_best) {
+  const kiln_kernel_gemm_tiling_t* best = NULL;
+  uint64_t best_work = 0, best_useful = 0, best_threads = 0;
+  for (size_t o = 0; o < sizeof(kOccupancyOrder) / sizeof(kOccupancyOrder[0]); ++o) {
+    const size_t i = kOccupancyOrder[o];
+    if (i >= kiln_kernel_gemm_occupancy_candidate_count()) continue;
+    const kiln_kernel_gemm_tiling_t* t = &kOccupancyCandidates[i];
+    const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
+    if (!kiln_occupancy_fits(t, caps)) continue;
+    if (ks > 1 && k < (uint64_t)ks * KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE) continue;
+    if (ks == 4 && t->wg_x == 8 && t->wg_y == 8 &&
+        (t->tk == 16) != (k >= KILN_OCCUPANCY_TK16_MIN_K)) {
+      continue;
+    }
+    const uint64_t threads = (uint64_t)t->wg_x * t->wg_y * ks;
+    const uint64_t work = kiln_kernel_gemm_tiling_blocks(t, m, n, batch) * threads;
+    if (work >= target && !(strict && kiln_occupancy_pads_rows(t, m))) {
+      *out_best = t;
+      return true;
+    }
+    const uint64_t useful = kiln_occupancy_useful(t, m, n, batch);
+    if (work > best_work ||
+        (work == best_work && (useful > best_useful ||
+                               (useful == best_useful && threads > best_threads)))) {
+      best = t;
+      best_work = work;
+      best_useful = useful;
+      best_threads = threads;
+    }
+  }
+  *out_best = best;
+  return false;
+}
+
+kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
+                                                   uint64_t m, uint64_t n, uint64_t k,
+                                                   uint64_t batch,
+                                                   kiln_kernel_gemm_tiling_t* out_tiling) {
+  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select_small(caps, out_tiling));
+  if (!kiln_kernel_gemm_occupancy_enabled(caps) || m == 0 || n == 0 || batch == 0) {
+    return kiln_ok_status();
+  }
+  // First without k splits that pad rows; where that meets no target, the
+  // plain pass decides.
+  const uint64_t target = (uint64_t)KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT *
+                          kiln_kernel_gemm_compute_units(caps->arch);
+  const kiln_kernel_gemm_tiling_t* best = NULL;
+  if (!kiln_occupancy_pass(caps, m, n, k, batch, target, true, &best)) {
+    kiln_occupancy_pass(caps, m, n, k, batch, target, false, &best);
+  }
+  if (best) *out_tiling = *best;
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
+                                              const kiln_kernel_arch_caps_t* caps,
+                                              kiln_kernel_storage_t storage, uint64_t m,
+                                              uint64_t n, uint64_t k, uint64_t batch,
+                                              kiln_kernel_config_t* out_config) {
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_select(kernel, caps, storage, out_config));
+  if ((kernel != KILN_KERNEL_GEMM_SMALL && kernel != KILN_KERNEL_CONV2D_GEMM) || m == 0 ||
+      out_config->variant == KILN_KERNEL_VARIANT_CPU || !kiln_kernel_gemm_occupancy_enabled(caps)) {
+    return kiln_ok_status();
+  }
+  kiln_kernel_gemm_tiling_t tiling;
+  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_select_shape(caps, m, n, k, batch, &tiling));
+  KILN_RETURN_IF_ERROR(kiln_kernel_gemm_tiling_apply(&tiling, caps, out_config));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_X,
+                                                   out_config->workgroup_size[0]));
+  return kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_Y,
+                                     out_config->workgroup_size[1]);
+}
