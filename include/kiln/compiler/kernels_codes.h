@@ -149,7 +149,7 @@
 #define KILN_SPEC_COOPMAT_BK 13
 // gemm_coopmat: B staged k-major ([n][k], a transposed weight's layout)
 // rather than n-major; either stages any B, this picks the fast path.
-#define KILN_SPEC_COOPMAT_B_KMAJOR 14
+#define KILN_SPEC_COOPMAT_B_KMAJOR 15
 // gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
