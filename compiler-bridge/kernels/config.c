@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
+#include "kiln/compiler/kernels_qgemv_tuning.h"
 #include "kiln/compiler/kernels_target.h"
 
 static uint32_t kiln_round_down_pow2(uint32_t value) {
@@ -198,6 +199,18 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
     case KILN_KERNEL_QGEMM:
       kiln_config_qgemm(caps, &config);
       break;
+    case KILN_KERNEL_QGEMV: {
+      // CPU devices: qgemm_cpu's one lane per weight row is already the
+      // GEMV shape there.
+      if (kiln_caps_is_cpu_like(caps)) {
+        kiln_config_qgemm(caps, &config);
+        break;
+      }
+      kiln_kernel_qgemv_tiling_t tiling;
+      KILN_RETURN_IF_ERROR(kiln_kernel_qgemv_tiling_select(caps, &tiling));
+      KILN_RETURN_IF_ERROR(kiln_kernel_qgemv_tiling_apply(&tiling, caps, &config));
+      break;
+    }
     case KILN_KERNEL_CONV2D_GEMM:
       // CPU devices: conv2d_cpu (several times faster there than the tiled
       // core, which leans on shared memory and barriers); see

@@ -11,7 +11,8 @@
 // gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
 // matrix). `--quant [--arch=A]` times the quantized GEMVs (qgemm_bench.c)
 // under arch A's configuration (default hopper; the device picks nothing:
-// the config runs as a portable variant).
+// the config runs as a portable variant); `--quant-sweep [--arch=A]` times
+// every qgemv tiling candidate under A's caps.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +174,7 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 }
 
 int main(int argc, char** argv) {
-  bool sweep = false, coopmat = false, quant = false;
+  bool sweep = false, coopmat = false, quant = false, quant_sweep = false;
   const char* arch = "hopper";
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
@@ -183,13 +184,15 @@ int main(int argc, char** argv) {
       coopmat = true;
     } else if (strcmp(argv[i], "--quant") == 0) {
       quant = true;
+    } else if (strcmp(argv[i], "--quant-sweep") == 0) {
+      quant = quant_sweep = true;
     } else if (strncmp(argv[i], "--arch=", 7) == 0) {
       arch = argv[i] + 7;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
       fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X] | "
-                      "--quant [--arch=A]\n");
+                      "--quant | --quant-sweep [--arch=A]\n");
       return 2;
     }
   }
@@ -204,7 +207,8 @@ int main(int argc, char** argv) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
     printf("device: %s-%s-%s, GPU times from %s\n\n", info->triple.arch, info->triple.product,
            info->triple.os, info->timestamps ? "timestamps" : "wall clock");
-    status = kiln_bench_qgemm(device, arch, &failures);
+    status = quant_sweep ? kiln_bench_qgemv_sweep(device, arch, &failures)
+                         : kiln_bench_qgemm(device, arch, &failures);
     kiln_hal_device_release(device);
   } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);

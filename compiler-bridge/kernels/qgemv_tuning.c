@@ -1,0 +1,105 @@
+// qgemv's tuning table (kernels_qgemv_tuning.h): workgroup size and weight
+// rows per workgroup per arch. GPUs only: CPU-like devices run qgemm_cpu
+// (config.c), one lane per weight row.
+//
+// Why these numbers (first guesses until `kiln-kernels-bench --quant-sweep`
+// refills a row): 128 invocations (32 groups of a row in flight per
+// workgroup) x 4 rows sharing each load of A on desktop GPUs; 64 x 2 where
+// registers and subgroups are smaller.
+#include <string.h>
+
+#include "kiln/compiler/kernels_qgemv_tuning.h"
+
+typedef struct kiln_qgemv_tuning_row_t {
+  const char* arch;
+  kiln_kernel_qgemv_tiling_t tiling;
+} kiln_qgemv_tuning_row_t;
+
+static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
+    {"unknown", {64, 2}},  {"valhall", {64, 2}}, {"adreno", {64, 2}},  {"rdna1", {128, 4}},
+    {"rdna2", {128, 4}},   {"rdna3", {128, 4}},  {"pascal", {128, 4}}, {"turing", {128, 4}},
+    {"ampere", {128, 4}},  {"ada", {128, 4}},    {"hopper", {128, 4}}, {"arc", {64, 2}},
+    {"m1", {64, 2}},
+};
+
+static const kiln_kernel_qgemv_tiling_t kQgemvCandidates[] = {
+    {32, 1},  {32, 2},  {32, 4},  {32, 8},  {64, 1},  {64, 2},  {64, 4},  {64, 8},
+    {128, 1}, {128, 2}, {128, 4}, {128, 8}, {256, 1}, {256, 2}, {256, 4},
+};
+
+const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_tuning(const char* arch) {
+  if (!arch) return NULL;
+  for (size_t i = 0; i < sizeof(kQgemvTuning) / sizeof(kQgemvTuning[0]); ++i) {
+    if (strcmp(kQgemvTuning[i].arch, arch) == 0) return &kQgemvTuning[i].tiling;
+  }
+  return NULL;
+}
+
+size_t kiln_kernel_qgemv_candidate_count(void) {
+  return sizeof(kQgemvCandidates) / sizeof(kQgemvCandidates[0]);
+}
+
+const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_candidate(size_t index) {
+  return index < kiln_kernel_qgemv_candidate_count() ? &kQgemvCandidates[index] : NULL;
+}
+
+uint32_t kiln_kernel_qgemv_shared_bytes(const kiln_kernel_qgemv_tiling_t* t, uint32_t tm) {
+  return t->wg * t->rows * tm * 4u;  // qgemv.comp: partial[WG * TM * TN]
+}
+
+kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t,
+                                             const kiln_kernel_arch_caps_t* caps,
+                                             kiln_kernel_config_t* config) {
+  if (!t || !caps || !config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
+  }
+  // The epilogue runs on the first TM x TN lanes; the tree halves a power of two.
+  if (t->wg < 32 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "qgemv tiling: %u invocations (a power of two in 32..256) x %u "
+                            "rows (1..8)",
+                            t->wg, t->rows);
+  }
+  if (t->wg > caps->max_workgroup_invocations) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "qgemv tiling: %u invocations exceed the arch's %u", t->wg,
+                            caps->max_workgroup_invocations);
+  }
+  const uint32_t shared = kiln_kernel_qgemv_shared_bytes(t, KILN_QGEMV_MAX_ROWS);
+  if (shared > caps->max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "qgemv tiling %u x %u: %u bytes of shared memory exceed the "
+                            "arch's %u",
+                            t->wg, t->rows, shared, caps->max_shared_memory_bytes);
+  }
+  config->workgroup_size[0] = t->wg;
+  config->workgroup_size[1] = 1;
+  config->shared_memory_bytes = shared;
+  return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->rows);
+}
+
+kiln_status_t kiln_kernel_qgemv_tiling_select(const kiln_kernel_arch_caps_t* caps,
+                                              kiln_kernel_qgemv_tiling_t* out_tiling) {
+  if (!caps || !out_tiling) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
+  }
+  const kiln_kernel_qgemv_tiling_t* row = kiln_kernel_qgemv_tuning(caps->arch);
+  const kiln_kernel_qgemv_tiling_t fallbacks[] = {{128, 2}, {64, 2}, {32, 2}, {32, 1}};
+  if (row && row->wg <= caps->max_workgroup_invocations &&
+      kiln_kernel_qgemv_shared_bytes(row, KILN_QGEMV_MAX_ROWS) <= caps->max_shared_memory_bytes) {
+    *out_tiling = *row;
+    return kiln_ok_status();
+  }
+  for (size_t i = 0; i < sizeof(fallbacks) / sizeof(fallbacks[0]); ++i) {
+    if (fallbacks[i].wg <= caps->max_workgroup_invocations &&
+        kiln_kernel_qgemv_shared_bytes(&fallbacks[i], KILN_QGEMV_MAX_ROWS) <=
+            caps->max_shared_memory_bytes) {
+      *out_tiling = fallbacks[i];
+      return kiln_ok_status();
+    }
+  }
+  return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                          "qgemv: the arch '%s' allows neither 32 invocations nor 1 KiB of "
+                          "shared memory",
+                          caps->arch ? caps->arch : "?");
+}
