@@ -200,10 +200,12 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       kiln_config_qgemm(caps, &config);
       break;
     case KILN_KERNEL_QGEMV: {
-      // CPU devices: qgemm_cpu's one lane per weight row is already the
-      // GEMV shape there.
+      // CPU devices: qgemm_cpu, 8 lanes each walking all of k for the cpu
+      // row's weight rows (A's group loaded once for them).
       if (kiln_caps_is_cpu_like(caps)) {
         kiln_config_qgemm(caps, &config);
+        const kiln_kernel_qgemv_tiling_t* cpu = kiln_kernel_qgemv_tuning("cpu");
+        kiln_config_add(&config, KILN_SPEC_GEMM_TN, cpu ? cpu->rows : 1);
         break;
       }
       kiln_kernel_qgemv_tiling_t tiling;
