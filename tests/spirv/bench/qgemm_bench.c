@@ -228,23 +228,29 @@ static kiln_status_t qbench_sweep_one(kiln_hal_device_t* device, qbench_case_t* 
   kiln_kernel_config_t config;
   KILN_RETURN_IF_ERROR(
       kiln_kernel_config_select(KILN_KERNEL_QGEMV, caps, KILN_KERNEL_STORAGE_FP32, &config));
+  char label[32];
   if (config.variant == KILN_KERNEL_VARIANT_CPU) {
-    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
-                            "--quant-sweep: the arch is CPU-like (qgemv runs qgemm_cpu there)");
-  }
-  if (tree) {
+    // qgemm_cpu's 8 lanes, `rows` weight rows each.
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TN, t->rows));
+    snprintf(label, sizeof(label), "qgemv cpu 8 x %u", t->rows);
+  } else if (tree) {
     config.variant = KILN_KERNEL_VARIANT_FP32;
     config.required_features &= ~(uint32_t)KILN_FORMAT_FEATURE_SUBGROUP_OPS;
   }
-  if (kiln_kernel_qgemv_tiling_apply(t, caps, &config)) return kiln_ok_status();  // not on this arch
-  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, t->wg));
-  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_Y, 1));
+  if (config.variant != KILN_KERNEL_VARIANT_CPU) {
+    kiln_status_t fits = kiln_kernel_qgemv_tiling_apply(t, caps, &config);
+    if (fits) {  // not on this arch
+      kiln_status_free(fits);
+      return kiln_ok_status();
+    }
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, t->wg));
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_Y, 1));
+    snprintf(label, sizeof(label), "qgemv%s %u x %u", tree ? " tree" : "", t->wg, t->rows);
+  }
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TM, tm));
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, KILN_SPEC_QGEMM_LAYOUT, c->layout));
   kiln_kernel_executable_t kernel = {0};
   KILN_RETURN_IF_ERROR(kiln_kernel_executable_create_from_config(device, &config, &kernel));
-  char label[32];
-  snprintf(label, sizeof(label), "qgemv%s %u x %u", tree ? " tree" : "", t->wg, t->rows);
   kiln_status_t status = qbench_run(device, c, &kernel, label, copy, failures);
   kiln_hal_executable_release(kernel.executable);
   return status;
@@ -257,6 +263,20 @@ kiln_status_t kiln_bench_qgemv_sweep(kiln_hal_device_t* device, const char* arch
   double copy = 0;
   qbench_header();
   KILN_RETURN_IF_ERROR(qbench_copy(device, arch, &copy));
+  if (caps.subgroup_size <= 8) {  // CPU-like: qgemm_cpu at 1, 2, 4, 8 rows per lane, 4096 x 4096
+    const kiln_kernel_qgemv_tiling_t cpu[] = {{8, 1}, {8, 2}, {8, 4}, {8, 8}};
+    for (size_t l = 0; l < sizeof(kLayouts) / sizeof(kLayouts[0]); ++l) {
+      qbench_case_t c;
+      KILN_RETURN_IF_ERROR(qbench_case_create(device, 1, 4096, 4096, kLayouts[l], &c));
+      kiln_status_t status = kiln_ok_status();
+      for (size_t i = 0; !status && i < sizeof(cpu) / sizeof(cpu[0]); ++i) {
+        status = qbench_sweep_one(device, &c, &caps, 1, &cpu[i], false, copy, out_failures);
+      }
+      qbench_case_free(&c);
+      KILN_RETURN_IF_ERROR(status);
+    }
+    return kiln_ok_status();
+  }
   for (size_t s = 0; s < sizeof(kShapes) / sizeof(kShapes[0]); ++s) {
     for (size_t l = 0; l < sizeof(kLayouts) / sizeof(kLayouts[0]); ++l) {
       qbench_case_t c;
