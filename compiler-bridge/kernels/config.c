@@ -200,11 +200,15 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       kiln_config_qgemm(caps, &config);
       break;
     case KILN_KERNEL_QGEMV: {
-      // CPU devices: qgemm_cpu, 8 lanes each walking all of k for the cpu
-      // row's weight rows (A's group loaded once for them).
+      // CPU devices: qgemv_cpu, 8 lanes along x (llvmpipe's SIMD lanes)
+      // each walking all of k for the cpu row's weight rows (A's group
+      // loaded once for them); no shared memory.
       if (kiln_caps_is_cpu_like(caps)) {
-        kiln_config_qgemm(caps, &config);
         const kiln_kernel_qgemv_tiling_t* cpu = kiln_kernel_qgemv_tuning("cpu");
+        config.variant = KILN_KERNEL_VARIANT_CPU;
+        config.workgroup_size[0] = cpu ? cpu->wg : 8;
+        config.workgroup_size[1] = 1;
+        kiln_config_add(&config, KILN_SPEC_GEMM_TM, 1);
         kiln_config_add(&config, KILN_SPEC_GEMM_TN, cpu ? cpu->rows : 1);
         break;
       }

@@ -114,8 +114,8 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
-    // qgemm's ABI for a few rows of A; the cpu variant is qgemm_cpu (one
-    // lane per weight row already), see below.
+    // qgemm's ABI for a few rows of A; the cpu variant (qgemv_cpu.comp)
+    // reads a and b through texel buffers like qgemm_cpu.
     {KILN_KERNEL_QGEMV, "qgemv", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(SUBGROUP) | V(CPU), 0, 3u},
@@ -200,9 +200,6 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
                          : desc->name;
   if (id == KILN_KERNEL_CONV2D_GEMM && variant == KILN_KERNEL_VARIANT_CPU) {
     base = kKernels[KILN_KERNEL_CONV2D].name;
-  }
-  if (id == KILN_KERNEL_QGEMV && variant == KILN_KERNEL_VARIANT_CPU) {
-    base = kKernels[KILN_KERNEL_QGEMM].name;
   }
   char blob_name[64];
   snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);

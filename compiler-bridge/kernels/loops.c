@@ -128,6 +128,17 @@ static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
          KILN_LOOPS_EPILOGUE;
 }
 
+// qgemv_cpu: TM rows of A, each a loop over the k / 32 groups holding the
+// TN-row loop, then the TN-row store loop; and the epilogue.
+static uint64_t kiln_loops_qgemv_cpu(const kiln_kernel_config_t* config,
+                                     const kiln_kernel_gemm_params_t* p) {
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
+  const uint64_t row = kiln_loops_loop(p->k / 32, kiln_loops_loop(tn, 0, 0), 1) +
+                       kiln_loops_loop(tn, 0, 0);
+  return kiln_loops_loop(tm, row, 2) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
 // path) all counted in full, the log2(WG_Y) slice reduction, and the
 // epilogue's loops.
@@ -279,8 +290,9 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
       *out_passes = kiln_loops_qgemm(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_QGEMV:
-      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_qgemm(config, gemm)
-                                                               : kiln_loops_qgemv(config, gemm);
+      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU
+                        ? kiln_loops_qgemv_cpu(config, gemm)
+                        : kiln_loops_qgemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM: {
       if (config->variant == KILN_KERNEL_VARIANT_CPU) {  // conv2d_cpu

@@ -1,6 +1,6 @@
 // qgemv's tuning table (kernels_qgemv_tuning.h): workgroup size and weight
-// rows per workgroup per arch. CPU-like devices run qgemm_cpu (config.c),
-// whose lanes each own the cpu row's `rows` weight rows.
+// rows per workgroup per arch. CPU-like devices run qgemv_cpu (config.c:
+// qgemm_cpu's 1 x 8 lanes), each lane the cpu row's `rows` weight rows.
 //
 // Why these numbers (first guesses until `kiln-kernels-bench --quant-sweep`
 // refills a row): 128 invocations (32 groups of a row in flight per
@@ -15,10 +15,11 @@ typedef struct kiln_qgemv_tuning_row_t {
   kiln_kernel_qgemv_tiling_t tiling;
 } kiln_qgemv_tuning_row_t;
 
-// "cpu" (llvmpipe): qgemm_cpu's 8 lanes, each `rows` weight rows over all
+// "cpu" (llvmpipe): qgemv_cpu's 8 lanes, each `rows` weight rows over all
 // of k, one load of A's group serving them all.
 static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
-    {"cpu", {8, 4}},       {"unknown", {64, 2}},  {"valhall", {64, 2}}, {"adreno", {64, 2}},  {"rdna1", {128, 4}},
+    {"cpu", {8, 4}},       {"unknown", {64, 2}},  {"valhall", {64, 2}}, {"adreno", {64, 2}},
+    {"rdna1", {128, 4}},
     {"rdna2", {128, 4}},   {"rdna3", {128, 4}},  {"pascal", {128, 4}}, {"turing", {128, 4}},
     {"ampere", {128, 4}},  {"ada", {128, 4}},    {"hopper", {128, 4}}, {"arc", {64, 2}},
     {"m1", {64, 2}},
