@@ -87,11 +87,10 @@ static uint64_t kiln_loops_coopmat(const kiln_kernel_config_t* config, uint64_t 
          KILN_LOOPS_EPILOGUE;
 }
 
-// qgemm: the group loop (k / 32 over WG_X slices) whose body holds the
-// 8-vec4 load of A's row and the TN loop of decodes (their constant loops
-// counted, up to 9 trips each) with their TM loops of 8-vec4 loads; the
-// setup loops, the log2(WG_X) slice reduction and the epilogue's TM x TN
-// loops.
+// qgemm: the group loop (k / 32 over WG_X slices) whose body holds TN
+// decodes (their constant loops counted, up to 9 trips each) and the TM x
+// TN dot loops; the setup loops, the log2(WG_X) slice reduction and the
+// epilogue's TM x TN loops.
 static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
                                  const kiln_kernel_gemm_params_t* p) {
   const uint64_t slices = config->workgroup_size[0] ? config->workgroup_size[0] : 1;
@@ -100,8 +99,8 @@ static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
   uint64_t halvings = 0;
   for (uint64_t h = slices / 2; h > 0; h /= 2) ++halvings;
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
-  const uint64_t row = 3 * kiln_loops_loop(9, 0, 0) + kiln_loops_loop(tm, kiln_loops_loop(8, 0, 0), 1);
-  const uint64_t body = kiln_loops_loop(8, 0, 0) + kiln_loops_loop(tn, row, 4);
+  const uint64_t body = kiln_loops_loop(tn, 3 * kiln_loops_loop(9, 0, 0), 3) +
+                        kiln_loops_loop(tm, kiln_loops_loop(tn, 0, 0), 1);
   const uint64_t tile = kiln_loops_loop(tm * tn, 0, 0);
   return kiln_loops_loop(tn, 0, 0) + kiln_loops_loop(tm, 0, 0) + tile +
          kiln_loops_loop(per_slice, body, 2) + kiln_loops_loop(halvings, tile, 1) + 2 * tile +
@@ -287,10 +286,10 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
                                                                : kiln_loops_gemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_QGEMM:
-      *out_passes = kiln_loops_qgemm(config, gemm);
-      return kiln_ok_status();
-    case KILN_KERNEL_QGEMV:
-      *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU
+    case KILN_KERNEL_QGEMV:  // both run qgemv_cpu on CPU devices
+      *out_passes = config->kernel == KILN_KERNEL_QGEMM && config->variant != KILN_KERNEL_VARIANT_CPU
+                        ? kiln_loops_qgemm(config, gemm)
+                        : config->variant == KILN_KERNEL_VARIANT_CPU
                         ? kiln_loops_qgemv_cpu(config, gemm)
                         : kiln_loops_qgemv(config, gemm);
       return kiln_ok_status();

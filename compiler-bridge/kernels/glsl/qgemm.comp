@@ -9,9 +9,9 @@
 // Workgroup: WG_X k slices x WG_Y invocations of TN columns; an invocation
 // owns TN columns (weight rows) and TM rows of A, walks the 32-element
 // groups g = slice, slice + WG_X, ..., decodes each group of its TN weight
-// rows once into vec4s and dots it with each row of A (one row: loaded once
-// per group for all TN); the slices are summed through shared memory (none
-// when WG_X == 1: the CPU configurations, 8 lanes, no barrier).
+// rows once into vec4s and dots them with each row of A, loaded once per
+// group; the slices are summed through shared memory. CPU devices run
+// qgemv_cpu.comp under this kernel's id instead (config.c).
 // Grid: (ceil(n / (WG_Y * TN)), ceil(m / TM), batch).
 #version 450
 #extension GL_GOOGLE_include_directive : require
@@ -27,27 +27,10 @@ layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
 
-#ifdef KILN_QGEMM_TEXEL_A
-// The cpu variant reads A through a uniform texel buffer (vec4 f32): on
-// llvmpipe a branch-free gather, cheaper than a storage load
-// (kernels/README.md).
-layout(set = 0, binding = 0) uniform samplerBuffer a4_t;
-#define A4(i) texelFetch(a4_t, int(i))
-#else
 layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
 #define A4(i) a4[i]
-#endif
-#ifdef KILN_QGEMM_TEXEL_B
-// The cpu variant reads the weight words through a texel buffer too (vec4
-// f32 texels reinterpreted as 4 words: texel fetches move bits unchanged),
-// a 16-byte fetch where a storage load gives 4 bytes.
-layout(set = 0, binding = 1) uniform samplerBuffer b4_t;
-uvec4 btexel(uint t) { return floatBitsToUint(texelFetch(b4_t, int(t))); }
-uint bword(uint i) { return btexel(i >> 2)[i & 3]; }
-#else
 layout(set = 0, binding = 1) readonly buffer BBuffer { uint bw[]; };
 uint bword(uint i) { return bw[i]; }
-#endif
 layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
 layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
 KILN_OUTPUT_BUFFER(4)
@@ -72,23 +55,9 @@ shared float partial[WG_X > 1 ? WG_X * WG_Y * TM * TN : 1];
 // shifts in registers.
 uint blk[9];
 void load_block(uint o, uint count) {
-#ifdef KILN_QGEMM_TEXEL_B
-  // The texels holding the block's words (2 for 5 words, 3 for 9), then
-  // the words from the first one on, chosen by constant-index selects.
-  const uint first = o >> 2, off = first & 3u;
-  const uvec4 t0 = btexel(first >> 2), t1 = btexel((first >> 2) + 1);
-  // (A third texel only when the words reach it: none past the buffer's end.)
-  const uvec4 t2 = off + count > 8u ? btexel((first >> 2) + 2) : uvec4(0);
-  const uint all[12] = uint[12](t0.x, t0.y, t0.z, t0.w, t1.x, t1.y, t1.z, t1.w,
-                                t2.x, t2.y, t2.z, t2.w);
-  for (uint i = 0; i < 9; ++i) {
-    blk[i] = off == 0u ? all[i] : off == 1u ? all[i + 1] : off == 2u ? all[i + 2] : all[i + 3];
-  }
-#else
   for (uint i = 0; i < 9; ++i) {
     if (i < count) blk[i] = bw[(o >> 2) + i];
   }
-#endif
 }
 float block_d(uint o) { return unpackHalf2x16((o & 2u) != 0 ? blk[0] >> 16 : blk[0]).x; }
 uint block_word(uint o, uint i) {
@@ -123,18 +92,9 @@ void decode(uint row, uint g, out vec4 w[8]) {
     const uint base = (row + (g >> 3) * 144u) >> 2;  // superblocks are 4-aligned
     const uint j = g & 7u;
     // Superblocks (144 = 9 x 16 bytes) and weight rows are 16-aligned:
-    // header and scales are one texel's worth of words, a sub-block pair's
-    // codes two texels.
-#ifdef KILN_QGEMM_TEXEL_B
-    const uvec4 head = btexel(base >> 2);
-    const uint c = (base >> 2) + 1u + 2u * (j >> 1);
-    const uvec4 c0 = btexel(c), c1 = btexel(c + 1u);
-    const uint codes[8] = uint[8](c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w);
-#else
-    const uvec4 head = uvec4(bword(base), bword(base + 1), bword(base + 2), bword(base + 3));
-#endif
-    const vec2 dm = unpackHalf2x16(head.x);
-    const uint s0 = head.y, s1 = head.z, s2 = head.w;
+    // header and scales are one texel's worth of words.
+    const vec2 dm = unpackHalf2x16(bword(base));
+    const uint s0 = bword(base + 1), s1 = bword(base + 2), s2 = bword(base + 3);
     // get_scale_min_k4: bytes j, j + 4 (and j - 4 for j >= 4) of s0 s1 s2.
     uint sc, mn;
     if (j < 4u) {
@@ -147,26 +107,17 @@ void decode(uint row, uint g, out vec4 w[8]) {
       mn = (hi >> 4u) | (((s1 >> sh) >> 6u) & 3u) << 4u;
     }
     const float d = dm.x * float(sc), m = dm.y * float(mn);
-    const uint shift = (j & 1u) * 4u;
-#ifdef KILN_QGEMM_TEXEL_B
-    for (uint i = 0; i < 8; ++i) w[i] = nibbles(codes[i], shift) * d - m;
-#else
     const uint q = base + 4u + 8u * (j >> 1);
+    const uint shift = (j & 1u) * 4u;
     for (uint i = 0; i < 8; ++i) w[i] = nibbles(bword(q + i), shift) * d - m;
-#endif
   } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
     // 7 words per group: scale 0..15, scale 16..31, zero points, 4 code words.
     const uint base = (row >> 2) + 7u * g;
-#ifdef KILN_QGEMM_TEXEL_B
-    load_block(base * 4u, 7u);  // the group's 7 words from 2-3 texels
-#else
-    for (uint i = 0; i < 7; ++i) blk[i] = bword(base + i);
-#endif
-    const vec2 s = vec2(uintBitsToFloat(blk[0]), uintBitsToFloat(blk[1]));
-    const uint zw = blk[2];
+    const vec2 s = vec2(uintBitsToFloat(bword(base)), uintBitsToFloat(bword(base + 1)));
+    const uint zw = bword(base + 2);
     const vec2 z = vec2(float(zw & 255u), float((zw >> 8) & 255u));
     for (uint i = 0; i < 4; ++i) {
-      const uint word = blk[3 + i];  // elements 8i .. 8i + 7, low nibble first
+      const uint word = bword(base + 3 + i);  // elements 8i .. 8i + 7, low nibble first
       const uint h = i >> 1;
       w[2 * i] = (vec4((uvec4(word) >> uvec4(0, 4, 8, 12)) & 15u) - z[h]) * s[h];
       w[2 * i + 1] = (vec4((uvec4(word) >> uvec4(16, 20, 24, 28)) & 15u) - z[h]) * s[h];
@@ -174,12 +125,7 @@ void decode(uint row, uint g, out vec4 w[8]) {
   } else {  // KILN_QGEMM_INT8: fp32 scale per row, then k int8
     const float s = uintBitsToFloat(bword(row >> 2));
     const uint q = (row >> 2) + 1u + 8u * g;
-#ifdef KILN_QGEMM_TEXEL_B
-    load_block(q * 4u, 8u);  // the group's 8 words from 2-3 texels
-    for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(blk[i]) * s;
-#else
     for (uint i = 0; i < 8; ++i) w[i] = bytes_signed(bword(q + i)) * s;
-#endif
   }
 }
 
@@ -201,22 +147,22 @@ void main() {
   for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
   const uint groups = p.k / 32u;
   for (uint g = slice; g < groups; g += WG_X) {
-    // One row of A: its group loaded once for the TN weight rows. Each
-    // weight row's group is decoded and used at once (a TN x 8 vec4 array
-    // of decoded groups spilled on llvmpipe).
-    vec4 a1[8];
-    if (TM == 1) {
-      for (uint i = 0; i < 8; ++i) a1[i] = A4(a_rows[0] + 8u * g + i);
-    }
+    // TN decoded groups, then each row of A loaded once for all of them.
+    vec4 w[TN * 8];
     for (uint r = 0; r < TN; ++r) {
-      vec4 w[8];
-      decode(w_rows[r], g, w);
-      for (uint t = 0; t < TM; ++t) {
-        vec4 a[8];
-        for (uint i = 0; i < 8; ++i) a[i] = TM == 1 ? a1[i] : A4(a_rows[t] + 8u * g + i);
-        acc[t * TN + r] += dot(w[0], a[0]) + dot(w[1], a[1]) + dot(w[2], a[2]) +
-                           dot(w[3], a[3]) + dot(w[4], a[4]) + dot(w[5], a[5]) +
-                           dot(w[6], a[6]) + dot(w[7], a[7]);
+      vec4 wr[8];
+      decode(w_rows[r], g, wr);
+      for (uint i = 0; i < 8; ++i) w[r * 8 + i] = wr[i];
+    }
+    for (uint t = 0; t < TM; ++t) {
+      const uint a = a_rows[t] + 8u * g;
+      const vec4 a0 = A4(a), a1 = A4(a + 1), a2 = A4(a + 2), a3 = A4(a + 3);
+      const vec4 a4_ = A4(a + 4), a5 = A4(a + 5), a6 = A4(a + 6), a7 = A4(a + 7);
+      for (uint r = 0; r < TN; ++r) {
+        const uint b = r * 8;
+        acc[t * TN + r] += dot(w[b], a0) + dot(w[b + 1], a1) + dot(w[b + 2], a2) +
+                           dot(w[b + 3], a3) + dot(w[b + 4], a4_) + dot(w[b + 5], a5) +
+                           dot(w[b + 6], a6) + dot(w[b + 7], a7);
       }
     }
   }
