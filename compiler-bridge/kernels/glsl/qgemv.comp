@@ -8,7 +8,7 @@
 // consecutive groups of a row as nearly contiguous words and its loads of A
 // (two vec4s per lane and row of A, reused for all TN weight rows) are
 // coalesced. Partial sums meet through subgroupAdd (the _subgroup build) or
-// a shared-memory tree, then the first TM x TN lanes run the epilogue.
+// a shared-memory tree, then the lanes run the TM x TN epilogues.
 // Grid: (ceil(n / TN), ceil(m / TM), batch). k a multiple of 32 (q4_K: 256);
 // the weight buffer ends with at least 4 readable bytes past the last row.
 #version 450
@@ -164,9 +164,6 @@ void main() {
     for (uint i = 0; i < ACC; ++i) partial[gl_SubgroupID * ACC + i] = acc[i];
   }
   barrier();
-  if (lane >= ACC) return;
-  float v = 0.0;
-  for (uint s = 0; s < gl_NumSubgroups; ++s) v += partial[s * ACC + lane];
 #else
   for (uint i = 0; i < ACC; ++i) partial[lane * ACC + i] = acc[i];
   barrier();
@@ -177,20 +174,27 @@ void main() {
     }
     barrier();
   }
-  if (lane >= ACC) return;
-  float v = partial[lane];
 #endif
-  // Lane i stores accumulator i: row t = i / TN of A, weight row r = i % TN.
-  const uint gm = m0 + lane / TN, gn = n0 + lane % TN;
-  if (gm >= p.m || gn >= p.n) return;
-  v *= p.scale;
-  if (HAS_BIAS) {
-    v += LOAD_AT(bias4, batch * p.bias_batch_stride + gm * p.bias_row_stride +
-                            gn * p.bias_col_stride);
+  // Lane i stores accumulator i (and i + WG, ...): row t = i / TN of A,
+  // weight row r = i % TN.
+  for (uint i = lane; i < ACC; i += WG) {
+#ifdef KILN_SUBGROUP
+    float v = 0.0;
+    for (uint s = 0; s < gl_NumSubgroups; ++s) v += partial[s * ACC + i];
+#else
+    float v = partial[i];
+#endif
+    const uint gm = m0 + i / TN, gn = n0 + i % TN;
+    if (gm >= p.m || gn >= p.n) continue;
+    v *= p.scale;
+    if (HAS_BIAS) {
+      v += LOAD_AT(bias4, batch * p.bias_batch_stride + gm * p.bias_row_stride +
+                              gn * p.bias_col_stride);
+    }
+    if (HAS_RESIDUAL) {
+      v += LOAD_AT(residual4, batch * p.residual_batch_stride + gm * p.residual_row_stride + gn);
+    }
+    kiln_store1(batch * p.c_batch_stride + gm * p.c_row_stride + gn,
+                kiln_activate(ACTIVATION, v, p.alpha, p.beta));
   }
-  if (HAS_RESIDUAL) {
-    v += LOAD_AT(residual4, batch * p.residual_batch_stride + gm * p.residual_row_stride + gn);
-  }
-  kiln_store1(batch * p.c_batch_stride + gm * p.c_row_stride + gn,
-              kiln_activate(ACTIVATION, v, p.alpha, p.beta));
 }

@@ -225,8 +225,11 @@ KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
     KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, tiling->wg));
     char what[48];
     snprintf(what, sizeof(what), "candidate %u x %u", tiling->wg, tiling->rows);
-    // Case 4 (m 3, n 33) under the tiling, q4_0.
+    // m 3, n 33 under the tiling (q4_0), and 8 rows of A (more
+    // accumulators than lanes at 32 x 8; q8_0).
     const qgemm_case_t c = {1, 3, 33, 64, true, false, KILN_ACT_GELU, 3};
     run_qgemm_case(what, KILN_QUANT_Q4_0, &c, config);
+    const qgemm_case_t c8 = {1, 8, 17, 96, false, true, KILN_ACT_NONE, 8};
+    run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config);
   }
 }
