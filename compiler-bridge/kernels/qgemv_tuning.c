@@ -3,9 +3,11 @@
 // qgemm_cpu's 1 x 8 lanes), each lane the cpu row's `rows` weight rows.
 //
 // Why these numbers (first guesses until `kiln-kernels-bench --quant-sweep`
-// refills a row): 128 invocations (32 groups of a row in flight per
-// workgroup) x 4 rows sharing each load of A on desktop GPUs; 64 x 2 where
-// registers and subgroups are smaller.
+// refills a row): 128 invocations (32 groups of a row per step) x 4 rows
+// sharing each load of A, 2 groups per lane per step, on desktop GPUs; 64 x
+// 2 where registers and subgroups are smaller. (H100, round 1 of the sweep
+// without the unroll: 128-256 invocations x 2-4 rows were within 10% of
+// each other; every tiling sat at 0.2-0.5 TB/s once the weight left the L2.)
 #include <string.h>
 
 #include "kiln/compiler/kernels_qgemv_tuning.h"
@@ -18,16 +20,18 @@ typedef struct kiln_qgemv_tuning_row_t {
 // "cpu" (llvmpipe): qgemv_cpu's 8 lanes, each `rows` weight rows over all
 // of k, one load of A's group serving them all.
 static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
-    {"cpu", {8, 4}},       {"unknown", {64, 2}},  {"valhall", {64, 2}}, {"adreno", {64, 2}},
-    {"rdna1", {128, 4}},
-    {"rdna2", {128, 4}},   {"rdna3", {128, 4}},  {"pascal", {128, 4}}, {"turing", {128, 4}},
-    {"ampere", {128, 4}},  {"ada", {128, 4}},    {"hopper", {128, 4}}, {"arc", {64, 2}},
-    {"m1", {64, 2}},
+    {"cpu", {8, 4, 1}},      {"unknown", {64, 2, 1}},  {"valhall", {64, 2, 1}},
+    {"adreno", {64, 2, 1}},  {"rdna1", {128, 4, 2}},   {"rdna2", {128, 4, 2}},
+    {"rdna3", {128, 4, 2}},  {"pascal", {128, 4, 2}},  {"turing", {128, 4, 2}},
+    {"ampere", {128, 4, 2}}, {"ada", {128, 4, 2}},     {"hopper", {128, 4, 2}},
+    {"arc", {64, 2, 1}},     {"m1", {64, 2, 1}},
 };
 
 static const kiln_kernel_qgemv_tiling_t kQgemvCandidates[] = {
-    {32, 1},  {32, 2},  {32, 4},  {32, 8},  {64, 1},  {64, 2},  {64, 4},  {64, 8},
-    {128, 1}, {128, 2}, {128, 4}, {128, 8}, {256, 1}, {256, 2}, {256, 4},
+    {64, 2, 1},  {64, 2, 2},  {64, 2, 4},  {64, 4, 1},  {64, 4, 2},  {64, 4, 4},
+    {128, 1, 4}, {128, 2, 1}, {128, 2, 2}, {128, 2, 4}, {128, 4, 1}, {128, 4, 2},
+    {128, 4, 4}, {128, 8, 1}, {128, 8, 2}, {256, 2, 2}, {256, 2, 4}, {256, 4, 1},
+    {256, 4, 2}, {256, 4, 4}, {32, 8, 1},
 };
 
 const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_tuning(const char* arch) {
@@ -57,11 +61,12 @@ kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
   }
   // The epilogue runs on the first TM x TN lanes; the tree halves a power of two.
-  if (t->wg < 32 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8) {
+  if (t->wg < 32 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8 ||
+      t->unroll == 0 || t->unroll > 4) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "qgemv tiling: %u invocations (a power of two in 32..256) x %u "
-                            "rows (1..8)",
-                            t->wg, t->rows);
+                            "rows (1..8), unroll %u (1..4)",
+                            t->wg, t->rows, t->unroll);
   }
   if (t->wg > caps->max_workgroup_invocations) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
@@ -78,6 +83,7 @@ kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t
   config->workgroup_size[0] = t->wg;
   config->workgroup_size[1] = 1;
   config->shared_memory_bytes = shared;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TK, t->unroll));
   return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->rows);
 }
 
@@ -87,7 +93,7 @@ kiln_status_t kiln_kernel_qgemv_tiling_select(const kiln_kernel_arch_caps_t* cap
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
   }
   const kiln_kernel_qgemv_tiling_t* row = kiln_kernel_qgemv_tuning(caps->arch);
-  const kiln_kernel_qgemv_tiling_t fallbacks[] = {{128, 2}, {64, 2}, {32, 2}, {32, 1}};
+  const kiln_kernel_qgemv_tiling_t fallbacks[] = {{128, 2, 1}, {64, 2, 1}, {32, 2, 1}, {32, 1, 1}};
   if (row && row->wg <= caps->max_workgroup_invocations &&
       kiln_kernel_qgemv_shared_bytes(row, KILN_QGEMV_MAX_ROWS) <= caps->max_shared_memory_bytes) {
     *out_tiling = *row;

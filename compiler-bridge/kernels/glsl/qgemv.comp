@@ -13,6 +13,7 @@
 // the weight buffer ends with at least 4 readable bytes past the last row.
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef KILN_SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -24,6 +25,9 @@
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;  // y is 1
 layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 1;  // rows of A
 layout(constant_id = KILN_SPEC_GEMM_TN) const uint TN = 1;  // weight rows per workgroup
+// Groups per lane per step: their loads issued together (more bytes in
+// flight per warp than one group's 4-byte words).
+layout(constant_id = KILN_SPEC_GEMM_TK) const uint U = 1;
 layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
@@ -134,38 +138,49 @@ void main() {
   const uint batch = gl_WorkGroupID.z;
   const uint n0 = gl_WorkGroupID.x * TN;
   const uint m0 = gl_WorkGroupID.y * TM;
-  // Rows past the end read the last one (not stored).
+  // Rows past the end read the last one (not stored). The constant-trip
+  // loops are unrolled so that these arrays and the accumulators stay in
+  // registers.
   uint w_rows[TN];
-  for (uint r = 0; r < TN; ++r) {
+  [[unroll]] for (uint r = 0; r < TN; ++r) {
     w_rows[r] = min(n0 + r, p.n - 1u) * p.b_row_stride + batch * p.b_batch_stride;
   }
   uint a_rows[TM];
-  for (uint t = 0; t < TM; ++t) {
+  [[unroll]] for (uint t = 0; t < TM; ++t) {
     a_rows[t] = (batch * p.a_batch_stride + min(m0 + t, p.m - 1u) * p.a_row_stride) >> 2;
   }
   float acc[ACC];
-  for (uint i = 0; i < ACC; ++i) acc[i] = 0.0;
-  const uint groups = p.k / 32u;
-  for (uint g = slot; g < groups; g += WG / 4u) {
-    for (uint r = 0; r < TN; ++r) {
-      vec4 w0, w1;
-      uint i0, i1;
-      decode_quarter(w_rows[r], g, q, w0, w1, i0, i1);
-      for (uint t = 0; t < TM; ++t) {
-        const uint a = a_rows[t] + 8u * g;
-        acc[t * TN + r] += dot(w0, a4[a + i0]) + dot(w1, a4[a + i1]);
+  [[unroll]] for (uint i = 0; i < ACC; ++i) acc[i] = 0.0;
+  const uint groups = p.k / 32u, step = WG / 4u;
+  for (uint g0 = slot; g0 < groups; g0 += U * step) {
+    // U groups; one past the end reads the last group, weighted 0 (no
+    // branch between the loads).
+    [[unroll]] for (uint u = 0; u < U; ++u) {
+      const uint gu = g0 + u * step;
+      const uint g = min(gu, groups - 1u);
+      const float live = gu < groups ? 1.0 : 0.0;
+      [[unroll]] for (uint r = 0; r < TN; ++r) {
+        vec4 w0, w1;
+        uint i0, i1;
+        decode_quarter(w_rows[r], g, q, w0, w1, i0, i1);
+        w0 *= live;
+        w1 *= live;
+        [[unroll]] for (uint t = 0; t < TM; ++t) {
+          const uint a = a_rows[t] + 8u * g;
+          acc[t * TN + r] += dot(w0, a4[a + i0]) + dot(w1, a4[a + i1]);
+        }
       }
     }
   }
 #ifdef KILN_SUBGROUP
   // Subgroup sums, then the subgroups' sums through shared memory.
-  for (uint i = 0; i < ACC; ++i) acc[i] = subgroupAdd(acc[i]);
+  [[unroll]] for (uint i = 0; i < ACC; ++i) acc[i] = subgroupAdd(acc[i]);
   if (subgroupElect()) {
-    for (uint i = 0; i < ACC; ++i) partial[gl_SubgroupID * ACC + i] = acc[i];
+    [[unroll]] for (uint i = 0; i < ACC; ++i) partial[gl_SubgroupID * ACC + i] = acc[i];
   }
   barrier();
 #else
-  for (uint i = 0; i < ACC; ++i) partial[lane * ACC + i] = acc[i];
+  [[unroll]] for (uint i = 0; i < ACC; ++i) partial[lane * ACC + i] = acc[i];
   barrier();
   // Halve the lanes until one is left (WG is a power of two).
   for (uint half_ = WG / 2; half_ > 0; half_ /= 2) {

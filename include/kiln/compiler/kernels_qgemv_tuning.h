@@ -19,9 +19,10 @@ extern "C" {
 #define KILN_QGEMV_MAX_ROWS 8u
 
 // wg invocations (a power of two, 32..256, four per 32-element group) own
-// `rows` weight rows (TN, 1..8) of the output.
+// `rows` weight rows (TN, 1..8) of the output; each lane steps `unroll`
+// (1..4) groups at a time (their loads in flight together).
 typedef struct kiln_kernel_qgemv_tiling_t {
-  uint32_t wg, rows;
+  uint32_t wg, rows, unroll;
 } kiln_kernel_qgemv_tiling_t;
 
 // The table's tiling for `arch`, or NULL when it has no row.
@@ -36,7 +37,7 @@ uint32_t kiln_kernel_qgemv_shared_bytes(const kiln_kernel_qgemv_tiling_t* tiling
 
 // Checks `tiling` against the kernel's rules and `caps` (invocations, and
 // the shared memory of KILN_QGEMV_MAX_ROWS rows of A) and writes the
-// workgroup size, shared use and TN into `config`.
+// workgroup size, shared use, TN and the unroll (KILN_SPEC_GEMM_TK) into `config`.
 kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* tiling,
                                              const kiln_kernel_arch_caps_t* caps,
                                              kiln_kernel_config_t* config);

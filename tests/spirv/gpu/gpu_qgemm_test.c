@@ -224,7 +224,8 @@ KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
     KILN_ASSERT_OK(kiln_kernel_qgemv_tiling_apply(tiling, &caps, &config));
     KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, tiling->wg));
     char what[48];
-    snprintf(what, sizeof(what), "candidate %u x %u", tiling->wg, tiling->rows);
+    snprintf(what, sizeof(what), "candidate %u x %u u%u", tiling->wg, tiling->rows,
+             tiling->unroll);
     // m 3, n 33 under the tiling (q4_0), and 8 rows of A (more
     // accumulators than lanes at 32 x 8; q8_0).
     const qgemm_case_t c = {1, 3, 33, 64, true, false, KILN_ACT_GELU, 3};
