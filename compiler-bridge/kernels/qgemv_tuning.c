@@ -1,13 +1,16 @@
 // qgemv's tuning table (kernels_qgemv_tuning.h): workgroup size and weight
 // rows per workgroup per arch. CPU-like devices run qgemv_cpu (config.c:
-// qgemm_cpu's 1 x 8 lanes), each lane the cpu row's `rows` weight rows.
+// `wg` lanes along x), each lane the cpu row's `rows` weight rows.
 //
-// Why these numbers (first guesses until `kiln-kernels-bench --quant-sweep`
-// refills a row): 128 invocations (32 groups of a row per step) x 4 rows
-// sharing each load of A, 2 groups per lane per step, on desktop GPUs; 64 x
-// 2 where registers and subgroups are smaller. (H100, round 1 of the sweep
-// without the unroll: 128-256 invocations x 2-4 rows were within 10% of
-// each other; every tiling sat at 0.2-0.5 TB/s once the weight left the L2.)
+// Why these numbers: H100 (`kiln-kernels-bench --quant-sweep --arch=hopper`,
+// two rounds, 2026-11-24): 128 invocations (32 groups of a row per step)
+// x 4 weight rows sharing each load of A was at or within ~10% of the best
+// tiling on every shape and layout; 2-4 groups per lane per step (unroll)
+// did not help (the long-k cases stayed at 0.10-0.17 ms whatever the
+// tiling), so unroll 1. The other GPU rows are that row unmeasured; 64 x 2
+// where registers and subgroups are smaller. cpu: qgemv_cpu's 8 lanes x 4
+// rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8 rows per lane within noise of
+// each other for q4_0, 4 best for q4_k and int8).
 #include <string.h>
 
 #include "kiln/compiler/kernels_qgemv_tuning.h"
@@ -21,9 +24,9 @@ typedef struct kiln_qgemv_tuning_row_t {
 // of k, one load of A's group serving them all.
 static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
     {"cpu", {8, 4, 1}},      {"unknown", {64, 2, 1}},  {"valhall", {64, 2, 1}},
-    {"adreno", {64, 2, 1}},  {"rdna1", {128, 4, 2}},   {"rdna2", {128, 4, 2}},
-    {"rdna3", {128, 4, 2}},  {"pascal", {128, 4, 2}},  {"turing", {128, 4, 2}},
-    {"ampere", {128, 4, 2}}, {"ada", {128, 4, 2}},     {"hopper", {128, 4, 2}},
+    {"adreno", {64, 2, 1}},  {"rdna1", {128, 4, 1}},   {"rdna2", {128, 4, 1}},
+    {"rdna3", {128, 4, 1}},  {"pascal", {128, 4, 1}},  {"turing", {128, 4, 1}},
+    {"ampere", {128, 4, 1}}, {"ada", {128, 4, 1}},     {"hopper", {128, 4, 1}},
     {"arc", {64, 2, 1}},     {"m1", {64, 2, 1}},
 };
 
