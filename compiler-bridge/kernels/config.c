@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
+#include "kiln/compiler/kernels_qgemv_tuning.h"
 #include "kiln/compiler/kernels_target.h"
 
 static uint32_t kiln_round_down_pow2(uint32_t value) {
@@ -86,19 +87,27 @@ static void kiln_config_gemv(const kiln_kernel_arch_caps_t* caps, kiln_kernel_co
   config->shared_memory_bytes = threads * 16;
 }
 
+// qgemv_cpu (qgemm's and qgemv's cpu variant): 8 lanes along x
+// (llvmpipe runs x as its SIMD lanes; qgemm's 1 x 8 lanes along y filled
+// one lane of 8), each walking all of k for the tuning table's cpu rows
+// (A's group loaded once for them); no shared memory, no barrier.
+static void kiln_config_qgemv_cpu(kiln_kernel_config_t* config) {
+  const kiln_kernel_qgemv_tiling_t* cpu = kiln_kernel_qgemv_tuning("cpu");
+  config->variant = KILN_KERNEL_VARIANT_CPU;
+  config->workgroup_size[0] = cpu ? cpu->wg : 8;
+  config->workgroup_size[1] = 1;
+  config->shared_memory_bytes = 0;
+  kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);
+  kiln_config_add(config, KILN_SPEC_GEMM_TN, cpu ? cpu->rows : 1);
+}
+
 // qgemm: lanes along k (32 slices: a warp reads consecutive blocks of one
 // weight row) times columns up to 256 invocations, shared memory for the
 // slice sums of up to TM = 8 rows (TN = 1 column each); CPU-like devices:
-// one 8-lane subgroup of 8 columns, each lane walking all of k (no shared
-// memory, no barrier). TN = 4 columns per lane (A read once for 4) was
-// measured 2x slower on lavapipe (its 32-vec4 private array spills).
+// qgemv_cpu.
 static void kiln_config_qgemm(const kiln_kernel_arch_caps_t* caps, kiln_kernel_config_t* config) {
   if (kiln_caps_is_cpu_like(caps)) {
-    config->variant = KILN_KERNEL_VARIANT_CPU;
-    config->workgroup_size[0] = 1;
-    config->workgroup_size[1] = 8;
-    kiln_config_add(config, KILN_SPEC_GEMM_TM, 4);
-    kiln_config_add(config, KILN_SPEC_GEMM_TN, 1);
+    kiln_config_qgemv_cpu(config);
     return;
   }
   uint32_t threads = kiln_round_down_pow2(caps->max_workgroup_invocations < 256
@@ -198,6 +207,17 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
     case KILN_KERNEL_QGEMM:
       kiln_config_qgemm(caps, &config);
       break;
+    case KILN_KERNEL_QGEMV: {
+      if (kiln_caps_is_cpu_like(caps)) {
+        kiln_config_qgemv_cpu(&config);
+        kiln_config_add(&config, KILN_SPEC_GEMM_TM, 1);
+        break;
+      }
+      kiln_kernel_qgemv_tiling_t tiling;
+      KILN_RETURN_IF_ERROR(kiln_kernel_qgemv_tiling_select(caps, &tiling));
+      KILN_RETURN_IF_ERROR(kiln_kernel_qgemv_tiling_apply(&tiling, caps, &config));
+      break;
+    }
     case KILN_KERNEL_CONV2D_GEMM:
       // CPU devices: conv2d_cpu (several times faster there than the tiled
       // core, which leans on shared memory and barriers); see

@@ -55,6 +55,20 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   if (tile_n == 0 || tile_m == 0) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "gemm: zero tile size");
   }
+  // qgemv: a workgroup per TN columns and TM rows; the cpu variant of
+  // qgemv and qgemm (qgemv_cpu) per WG_X lanes of TN columns.
+  if (config->kernel == KILN_KERNEL_QGEMV ||
+      (config->kernel == KILN_KERNEL_QGEMM && config->variant == KILN_KERNEL_VARIANT_CPU)) {
+    const uint64_t rows = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+    const uint64_t cols = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
+    if (rows == 0 || rows > 8 || cols == 0 || cols > 8) {
+      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv: bad TM or TN");
+    }
+    const uint64_t lanes =
+        config->variant == KILN_KERNEL_VARIANT_CPU ? config->workgroup_size[0] : 1;
+    return kiln_grid_store("qgemv", kiln_ceil_div(params->n, lanes * cols),
+                           kiln_ceil_div(params->m, rows), params->batch, out_grid);
+  }
   // qgemm: a workgroup per WG_Y * TN columns and TM rows.
   if (config->kernel == KILN_KERNEL_QGEMM) {
     const uint64_t rows = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);

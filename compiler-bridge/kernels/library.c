@@ -109,8 +109,8 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
      KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
-    // gemm's push constants; b is the quantized weight's words (the cpu
-    // variant reads a and b through texel buffers).
+    // gemm's push constants; b is the quantized weight's words. The cpu
+    // variant is qgemv_cpu (a and b through texel buffers), see below.
     {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
@@ -120,6 +120,11 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
      sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32)},
+    // qgemm's ABI for a few rows of A; the cpu variant (qgemv_cpu.comp)
+    // reads a and b through texel buffers like qgemm_cpu.
+    {KILN_KERNEL_QGEMV, "qgemv", "main", 5,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(SUBGROUP) | V(CPU), 0, 3u},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -201,6 +206,10 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
                          : desc->name;
   if (id == KILN_KERNEL_CONV2D_GEMM && variant == KILN_KERNEL_VARIANT_CPU) {
     base = kKernels[KILN_KERNEL_CONV2D].name;
+  }
+  // qgemm on CPU devices is qgemv_cpu (TM rows of A one after the other).
+  if (id == KILN_KERNEL_QGEMM && variant == KILN_KERNEL_VARIANT_CPU) {
+    base = kKernels[KILN_KERNEL_QGEMV].name;
   }
   char blob_name[64];
   snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);

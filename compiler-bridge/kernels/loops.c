@@ -114,6 +114,38 @@ static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
          KILN_LOOPS_EPILOGUE;
 }
 
+// qgemv: the group loop (k / 32 over WG / 4 lane quads, U groups a step)
+// holding the U x TN rows' TM dot loops; the setup loops, the accumulator reduction (log2(WG)
+// halvings of the TM x TN loop, or the subgroup build's loops) and the epilogue.
+static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
+                                 const kiln_kernel_gemm_params_t* p) {
+  const uint64_t quads = config->workgroup_size[0] >= 4 ? config->workgroup_size[0] / 4 : 1;
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
+  const uint64_t unroll = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 1);
+  const uint64_t per_lane = kiln_loops_ceil_div(p->k / 32, quads * (unroll ? unroll : 1));
+  uint64_t halvings = 0;
+  for (uint64_t h = config->workgroup_size[0] / 2; h > 0; h /= 2) ++halvings;
+  const uint64_t acc = kiln_loops_loop(tm * tn, 0, 0);
+  const uint64_t body =
+      kiln_loops_loop(unroll, kiln_loops_loop(tn, kiln_loops_loop(tm, 0, 0), 1), 1);
+  return kiln_loops_loop(tn, 0, 0) + kiln_loops_loop(tm, 0, 0) + 3 * acc +
+         kiln_loops_loop(per_lane, body, 1) + kiln_loops_loop(halvings, acc, 1) +
+         kiln_loops_loop(config->workgroup_size[0], 0, 0) + KILN_LOOPS_MASKED +
+         KILN_LOOPS_EPILOGUE;
+}
+
+// qgemv_cpu: TM rows of A, each a loop over the k / 32 groups holding the
+// TN-row loop, then the TN-row store loop; and the epilogue.
+static uint64_t kiln_loops_qgemv_cpu(const kiln_kernel_config_t* config,
+                                     const kiln_kernel_gemm_params_t* p) {
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
+  const uint64_t row = kiln_loops_loop(p->k / 32, kiln_loops_loop(tn, 0, 0), 1) +
+                       kiln_loops_loop(tn, 0, 0);
+  return kiln_loops_loop(tm, row, 2) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+}
+
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous
 // path) all counted in full, the log2(WG_Y) slice reduction, and the
 // epilogue's loops.
@@ -262,7 +294,12 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
                                                                : kiln_loops_gemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_QGEMM:
-      *out_passes = kiln_loops_qgemm(config, gemm);
+    case KILN_KERNEL_QGEMV:  // both run qgemv_cpu on CPU devices
+      *out_passes = config->kernel == KILN_KERNEL_QGEMM && config->variant != KILN_KERNEL_VARIANT_CPU
+                        ? kiln_loops_qgemm(config, gemm)
+                        : config->variant == KILN_KERNEL_VARIANT_CPU
+                        ? kiln_loops_qgemv_cpu(config, gemm)
+                        : kiln_loops_qgemv(config, gemm);
       return kiln_ok_status();
     case KILN_KERNEL_CONV2D_GEMM:
     case KILN_KERNEL_QCONV2D_GEMM: {  // its weight loader adds no loop

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels_loops.h"
+#include "kiln/compiler/kernels_qgemv_tuning.h"
 #include "kiln/compiler/quant.h"
 #include "lower_qweight.h"
 
@@ -30,13 +31,14 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
 }
 
 // Rows of A per qgemm invocation: each decoded weight group is reused for
-// them (1 for GEMVs; 8 from 8 rows, 4 below).
-static uint32_t kiln_quant_rows_per_invocation(uint32_t m) {
+// them (8 from 8 rows, 4 below); qgemv takes all of its m <= 8 rows.
+static uint32_t kiln_quant_rows_per_invocation(kiln_kernel_id_t kernel, uint32_t m) {
+  if (kernel == KILN_KERNEL_QGEMV) return m;
   return m == 1 ? 1u : (m >= 8 ? 8u : 4u);
 }
 
-// Whether the dispatch's (qgemm or qconv2d_gemm) invocations stay within
-// the loop budget on every target.
+// Whether the dispatch (qgemv, qgemm or qconv2d_gemm) stays within the loop
+// budget and the grid limits on every target.
 static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d,
                                      bool* out_fits) {
   *out_fits = true;
@@ -48,7 +50,13 @@ static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_disp
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, d->ops[i].id, d->ops[i].value));
     }
     uint32_t grid[3];
-    KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&config, d, grid));
+    kiln_status_t status = kiln_emit_dispatch_grid(&config, d, grid);
+    if (kiln_status_code(status) == KILN_STATUS_OUT_OF_RANGE) {  // over 65535 workgroups
+      kiln_status_free(status);
+      *out_fits = false;
+      break;
+    }
+    KILN_RETURN_IF_ERROR(status);
     uint64_t passes = 0;
     KILN_RETURN_IF_ERROR(kiln_kernel_loop_passes(&config, d->push, grid, &passes));
     *out_fits = passes <= KILN_KERNEL_LOOP_PASS_BUDGET;
@@ -76,6 +84,23 @@ static void kiln_quant_pack_qdq_int8(const float* rows, const float* scale, uint
       row[4 + i] = (uint8_t)(int8_t)c;
     }
   }
+}
+
+// Picks the kernel of `d` (whose ops[0] is TM): qgemv for products of at
+// most KILN_QGEMV_MAX_ROWS rows (the bandwidth-bound GEMV), else, or where
+// qgemv does not fit a target, qgemm; *out_fits false when neither fits.
+static kiln_status_t kiln_quant_pick(const kiln_lower_t* l, kiln_emit_dispatch_desc_t* d,
+                                     kiln_kernel_spec_value_t* ops, uint32_t m, bool* out_fits) {
+  *out_fits = false;
+  if (m <= KILN_QGEMV_MAX_ROWS) {
+    d->kernel = KILN_KERNEL_QGEMV;
+    ops[0].value = kiln_quant_rows_per_invocation(d->kernel, m);
+    KILN_RETURN_IF_ERROR(kiln_quant_fits(l, d, out_fits));
+    if (*out_fits) return kiln_ok_status();
+  }
+  d->kernel = KILN_KERNEL_QGEMM;
+  ops[0].value = kiln_quant_rows_per_invocation(d->kernel, m);
+  return kiln_quant_fits(l, d, out_fits);
 }
 
 // Packs w ([k][n] when !nk, else [n][k]) as n rows of k, plus the 4 bytes
@@ -173,16 +198,12 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
     return kiln_quant_keep_fp32(l, out_done,
                                 "the packed weight exceeds the storage-buffer range");
   }
-  if ((p->m + 3) / 4 > KILN_KERNEL_MAX_GRID_X || p->batch > KILN_KERNEL_MAX_GRID_X ||
-      p->n / 8 >= KILN_KERNEL_MAX_GRID_X) {
-    return kiln_quant_keep_fp32(l, out_done, "the product's grid exceeds 65535 workgroups");
-  }
   kiln_kernel_gemm_params_t qp = *p;
   qp.b_batch_stride = 0;
   qp.b_row_stride = (uint32_t)row_bytes;
   qp.b_col_stride = 0;
-  const kiln_kernel_spec_value_t ops[] = {
-      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation(p->m)},
+  kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_TM, 1},  // kiln_quant_pick's
       {KILN_SPEC_GEMM_ACTIVATION, q->activation},
       {KILN_SPEC_GEMM_HAS_BIAS, q->has_bias},
       {KILN_SPEC_GEMM_HAS_RESIDUAL, q->has_residual},
@@ -193,9 +214,11 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
                                  .grid = KILN_EMIT_GRID_GEMM};
   memcpy(d.bindings, q->bindings, sizeof(d.bindings[0]) * 5);
   bool fits = false;
-  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
+  KILN_RETURN_IF_ERROR(kiln_quant_pick(l, &d, ops, p->m, &fits));
   if (!fits) {
-    return kiln_quant_keep_fp32(l, out_done, "K = %u exceeds qgemm's loop budget", p->k);
+    return kiln_quant_keep_fp32(l, out_done,
+                                "K = %u exceeds qgemm's loop budget or the grid 65535 workgroups",
+                                p->k);
   }
   bool placed = false;
   KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, qdq_scale, (const float*)wv->data, q->b_nk,
@@ -339,8 +362,8 @@ kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l) {
       .a_row_stride = (uint32_t)k, .a_col_stride = 1, .b_row_stride = (uint32_t)row_bytes,
       .c_batch_stride = (uint32_t)(rows * (uint64_t)n), .c_row_stride = (uint32_t)n,
       .bias_col_stride = bias ? 1u : 0u, .scale = 1.0f};
-  const kiln_kernel_spec_value_t ops[] = {
-      {KILN_SPEC_GEMM_TM, kiln_quant_rows_per_invocation((uint32_t)rows)},
+  kiln_kernel_spec_value_t ops[] = {
+      {KILN_SPEC_GEMM_TM, 1},  // kiln_quant_pick's
       {KILN_SPEC_GEMM_ACTIVATION, KILN_ACT_NONE},
       {KILN_SPEC_GEMM_HAS_BIAS, bias != NULL},
       {KILN_SPEC_GEMM_HAS_RESIDUAL, 0},
@@ -350,8 +373,11 @@ kiln_status_t kiln_lower_matmul_nbits(const kiln_lower_t* l) {
                                  .binding_count = 5, .written_mask = 1u << 4,
                                  .grid = KILN_EMIT_GRID_GEMM};
   bool fits = false;
-  KILN_RETURN_IF_ERROR(kiln_quant_fits(l, &d, &fits));
-  if (!fits) return kiln_lower_refuse(l, "K = %lld exceeds qgemm's loop budget", (long long)k);
+  KILN_RETURN_IF_ERROR(kiln_quant_pick(l, &d, ops, (uint32_t)rows, &fits));
+  if (!fits) {
+    return kiln_lower_refuse(l, "K = %lld exceeds qgemm's loop budget or the grid 65535 "
+                             "workgroups", (long long)k);
+  }
   uint8_t* packed = NULL;
   KILN_RETURN_IF_ERROR(
       kiln_allocator_malloc(l->program->allocator, (size_t)bytes, (void**)&packed));

@@ -174,13 +174,21 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
                                     const kiln_kernel_executable_t* kernel, const void* push,
                                     uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
                                     const uint32_t grid[3], double* out_ns) {
+  return kiln_bench_time_dispatch(device, kernel, push, push_bytes, buffers, 5, grid, out_ns);
+}
+
+kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
+                                       const kiln_kernel_executable_t* kernel, const void* push,
+                                       uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                       uint32_t buffer_count, const uint32_t grid[3],
+                                       double* out_ns) {
   bool timestamps = kiln_hal_device_info(device)->timestamps;
   kiln_hal_command_buffer_t* cb = NULL;
   KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
       device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb));
   kiln_status_t status = kiln_hal_command_buffer_begin(cb);
   if (!status) {
-    status = kiln_kernel_test_dispatch(cb, kernel, push, push_bytes, buffers, 5, grid);
+    status = kiln_kernel_test_dispatch(cb, kernel, push, push_bytes, buffers, buffer_count, grid);
   }
   if (!status) status = kiln_hal_command_buffer_end(cb);
   if (!status) status = kiln_kernel_test_submit_and_wait(device, cb);  // warm-up

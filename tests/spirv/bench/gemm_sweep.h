@@ -16,6 +16,12 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
                                     const kiln_kernel_executable_t* kernel, const void* push,
                                     uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
                                     const uint32_t grid[3], double* out_ns);
+// The same binding buffers[0 .. buffer_count - 1].
+kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
+                                       const kiln_kernel_executable_t* kernel, const void* push,
+                                       uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
+                                       uint32_t buffer_count, const uint32_t grid[3],
+                                       double* out_ns);
 
 // kiln-kernels-bench --coopmat (coopmat_sweep.c): gemm_coopmat (f16 and
 // f32 buffers) over its tilings on MatMul 4096^3 and the bench models'
@@ -30,7 +36,11 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
 kiln_status_t kiln_bench_model_sweep(kiln_hal_device_t* device, const char* arch,
                                      int* out_failures);
 
-// kiln-kernels-bench --quant (qgemm_bench.c): quantized GEMVs, checked.
+// kiln-kernels-bench --quant (qgemm_bench.c): the copy bandwidth and the
+// quantized GEMVs through qgemv and qgemm, checked.
 kiln_status_t kiln_bench_qgemm(kiln_hal_device_t* device, const char* arch, int* out_failures);
+// kiln-kernels-bench --quant-sweep: every qgemv tiling candidate, checked.
+kiln_status_t kiln_bench_qgemv_sweep(kiln_hal_device_t* device, const char* arch,
+                                     int* out_failures);
 
 #endif  // KILN_TESTS_SPIRV_BENCH_GEMM_SWEEP_H_

@@ -13,7 +13,8 @@
 // under arch A's configuration (default hopper; the device picks nothing:
 // the config runs as a portable variant). `--shapes=models [--arch=A]`
 // times the bench CNNs' conv/GEMM shapes per occupancy candidate
-// (model_sweep.c; arch default: the device's).
+// (model_sweep.c; arch default: the device's); `--quant-sweep [--arch=A]`
+// times every qgemv tiling candidate under A's caps.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 }
 
 int main(int argc, char** argv) {
-  bool sweep = false, coopmat = false, quant = false, models = false;
+  bool sweep = false, coopmat = false, quant = false, quant_sweep = false, models = false;
   const char* arch = NULL;
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
@@ -187,13 +188,15 @@ int main(int argc, char** argv) {
       models = true;
     } else if (strcmp(argv[i], "--quant") == 0) {
       quant = true;
+    } else if (strcmp(argv[i], "--quant-sweep") == 0) {
+      quant = quant_sweep = true;
     } else if (strncmp(argv[i], "--arch=", 7) == 0) {
       arch = argv[i] + 7;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
       fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X] | "
-                      "--quant [--arch=A] | --shapes=models [--arch=A]\n");
+                      "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n");
       return 2;
     }
   }
@@ -212,7 +215,8 @@ int main(int argc, char** argv) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
     printf("device: %s-%s-%s, GPU times from %s\n\n", info->triple.arch, info->triple.product,
            info->triple.os, info->timestamps ? "timestamps" : "wall clock");
-    status = kiln_bench_qgemm(device, arch ? arch : "hopper", &failures);
+    status = quant_sweep ? kiln_bench_qgemv_sweep(device, arch ? arch : "hopper", &failures)
+                         : kiln_bench_qgemm(device, arch ? arch : "hopper", &failures);
     kiln_hal_device_release(device);
   } else if (!status) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);

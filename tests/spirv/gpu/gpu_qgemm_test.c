@@ -1,4 +1,4 @@
-// qgemm (quantized-weight GEMM/GEMV) on the test device against a plain C
+// qgemm and qgemv (quantized-weight GEMM / GEMV) on the test device against a plain C
 // reference: the weight packed by compiler-bridge/quant, dequantized by its
 // reference dequantizer, and the product summed in double. Tolerance
 // 1e-4 of max|ref| (fp32 accumulation over k terms of magnitude <= 1).
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu_test_util.h"
+#include "kiln/compiler/kernels_qgemv_tuning.h"
 #include "kiln/compiler/quant.h"
 #include "kiln_test.h"
 #include "reference/reference.h"
@@ -86,7 +87,7 @@ static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const q
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
   gpu_arg_t args[5] = {{a, a_count * 4}, {packed, w_bytes}, {bias, (size_t)c->n * 4},
                        {residual, out_count * 4}, {NULL, out_count * 4}};
-  gpu_run(KILN_KERNEL_QGEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
+  gpu_run(config.kernel, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
           out_count * 4, grid);
   gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, 0);
   free(a);
@@ -137,5 +138,99 @@ KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
         run_qgemm_case(what, layouts[l], &kCases[i], config);
       }
     }
+  }
+}
+
+// qgemv at edge sizes: n of 1, 7, 31, 32, 33 and 4097 weight rows (not
+// multiples of any tiling's rows), k of one block, of several and long (512
+// groups: more than one pass of every lane quad), m = 1..8 rows of A (TM =
+// m, and TM 4 over 8 rows), a batch of 2, every epilogue.
+typedef struct qgemv_case_t {
+  uint32_t batch, m, n, blocks;  // k = blocks x the layout's block (32; q4_K 256)
+  bool bias, residual;
+  uint32_t act;
+  uint32_t tm;
+} qgemv_case_t;
+
+static const qgemv_case_t kGemvCases[] = {
+    {1, 1, 1, 1, false, false, KILN_ACT_NONE, 1},
+    {1, 1, 7, 3, true, false, KILN_ACT_RELU, 1},
+    {1, 1, 31, 1, false, true, KILN_ACT_NONE, 1},
+    {1, 2, 32, 3, true, true, KILN_ACT_CLIP, 2},
+    {1, 3, 33, 2, true, false, KILN_ACT_GELU, 3},
+    {1, 1, 4097, 1, true, false, KILN_ACT_NONE, 1},
+    {1, 5, 7, 512, false, false, KILN_ACT_NONE, 5},
+    {2, 4, 9, 3, true, true, KILN_ACT_NONE, 4},
+    {1, 6, 3, 2, false, false, KILN_ACT_NONE, 6},
+    {1, 7, 5, 3, true, false, KILN_ACT_NONE, 7},
+    {1, 8, 33, 2, false, true, KILN_ACT_RELU, 8},
+    {1, 8, 13, 3, true, false, KILN_ACT_NONE, 4},
+};
+
+static void run_qgemv_cases(const char* arch, const kiln_kernel_config_t* base, bool few) {
+  const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
+                                         KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
+  for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
+    const uint32_t block = layouts[l] == KILN_QUANT_Q4_K ? 256 : 32;
+    for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
+      if (few && i != 1 && i != 4 && i != 7) continue;
+      const qgemv_case_t* g = &kGemvCases[i];
+      // Long k: 512 groups of 32 (q4_K: 64 superblocks).
+      const uint32_t blocks = g->blocks == 512 && block == 256 ? 64 : g->blocks;
+      const qgemm_case_t c = {g->batch, g->m, g->n, blocks * block, g->bias, g->residual,
+                              g->act, g->tm};
+      char what[128];
+      snprintf(what, sizeof(what), "qgemv %s case %zu (m %u n %u k %u), %s config",
+               kiln_quant_layout_name(layouts[l]), i, c.m, c.n, c.k, arch);
+      run_qgemm_case(what, layouts[l], &c, *base);
+    }
+  }
+}
+
+// Every case at the hopper tiling (the subgroup build where the device has
+// subgroup arithmetic) and on the CPU configuration (qgemv_cpu), a few
+// through the shared-memory tree and at every candidate tiling (8 rows of
+// A where the accumulators outnumber the lanes). CI time is 2 cores.
+KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  const char* arches[] = {"hopper", "cpu"};
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    caps.subgroup_arithmetic = device->subgroup_arithmetic;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMV, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_EQ(config.kernel, KILN_KERNEL_QGEMV);
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations) {
+      continue;
+    }
+    run_qgemv_cases(arches[a], &config, false);
+    if (config.variant == KILN_KERNEL_VARIANT_SUBGROUP) {
+      config.variant = KILN_KERNEL_VARIANT_FP32;
+      config.required_features &= ~(uint32_t)KILN_FORMAT_FEATURE_SUBGROUP_OPS;
+      run_qgemv_cases("hopper tree", &config, true);
+    }
+  }
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &caps));
+  caps.subgroup_arithmetic = device->subgroup_arithmetic;
+  for (size_t t = 0; t < kiln_kernel_qgemv_candidate_count(); ++t) {
+    const kiln_kernel_qgemv_tiling_t* tiling = kiln_kernel_qgemv_candidate(t);
+    if (tiling->wg > device->max_workgroup_invocations) continue;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMV, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_OK(kiln_kernel_qgemv_tiling_apply(tiling, &caps, &config));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, tiling->wg));
+    char what[48];
+    snprintf(what, sizeof(what), "candidate %u x %u u%u", tiling->wg, tiling->rows,
+             tiling->unroll);
+    // m 3, n 33 under the tiling (q4_0), and 8 rows of A (more
+    // accumulators than lanes at 32 x 8; q8_0).
+    const qgemm_case_t c = {1, 3, 33, 64, true, false, KILN_ACT_GELU, 3};
+    run_qgemm_case(what, KILN_QUANT_Q4_0, &c, config);
+    const qgemm_case_t c8 = {1, 8, 17, 96, false, true, KILN_ACT_NONE, 8};
+    if (8 * tiling->rows > tiling->wg) run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config);
   }
 }

@@ -1,0 +1,215 @@
+// Quantized-weight GEMV for a few rows of A (M <= 8): qgemm's push
+// constants, bindings, layouts and epilogue (qgemm.comp), built for
+// bandwidth: C[b][m][n] = act(scale * sum_k A[b][m][k] * W[n][k] + bias + residual).
+// A workgroup owns TN weight rows (output columns) and TM rows of A; its WG
+// lanes stride over k four lanes to a 32-element group, each lane reading a
+// quarter of the group (8 elements: one or two 32-bit words of codes plus the
+// group's scale words) for every one of its TN rows, so a subgroup reads WG / 4
+// consecutive groups of a row as nearly contiguous words and its loads of A
+// (two vec4s per lane and row of A, reused for all TN weight rows) are
+// coalesced. Partial sums meet through subgroupAdd (the _subgroup build) or
+// a shared-memory tree, then the lanes run the TM x TN epilogues.
+// Grid: (ceil(n / TN), ceil(m / TM), batch). k a multiple of 32 (q4_K: 256);
+// the weight buffer ends with at least 4 readable bytes past the last row.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#ifdef KILN_SUBGROUP
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+#include "kernels_codes.h"
+#include "activation.glsl"
+#include "storage.glsl"
+
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z = 1) in;  // y is 1
+layout(constant_id = KILN_SPEC_GEMM_TM) const uint TM = 1;  // rows of A
+layout(constant_id = KILN_SPEC_GEMM_TN) const uint TN = 1;  // weight rows per workgroup
+// Groups per lane per step: their loads issued together (more bytes in
+// flight per warp than one group's 4-byte words).
+layout(constant_id = KILN_SPEC_GEMM_TK) const uint U = 1;
+layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
+layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
+layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
+layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
+
+layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
+layout(set = 0, binding = 1) readonly buffer BBuffer { uint bw[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
+KILN_OUTPUT_BUFFER(4)
+
+// Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).
+layout(push_constant) uniform Params {
+  uint m, n, k, batch;
+  uint a_batch_stride, a_row_stride, a_col_stride;
+  uint b_batch_stride, b_row_stride, b_col_stride;
+  uint c_batch_stride, c_row_stride;
+  uint bias_batch_stride, bias_row_stride, bias_col_stride;
+  uint residual_batch_stride, residual_row_stride;
+  float scale, alpha, beta;
+} p;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint ACC = TM * TN;
+shared float partial[WG * ACC];
+
+vec4 nibbles(uint word, uint shift) {
+  return vec4((uvec4(word) >> (uvec4(0, 8, 16, 24) + shift)) & 15u);
+}
+
+vec4 bytes_signed(uint word) {
+  return vec4((ivec4(word) << ivec4(24, 16, 8, 0)) >> 24);  // sign-extended bytes
+}
+
+// The fp16 d at the 2-aligned byte offset o.
+float half_at(uint o) {
+  const uint word = bw[o >> 2];
+  return unpackHalf2x16((o & 2u) != 0 ? word >> 16 : word).x;
+}
+
+// The 32-bit word at the 2-aligned byte offset o (two loads when it
+// straddles words).
+uint word_at(uint o) {
+  const uint i = o >> 2;
+  return (o & 2u) != 0 ? (bw[i] >> 16) | (bw[i + 1] << 16) : bw[i];
+}
+
+// Quarter q (8 elements) of group g of the weight row at byte `row`: the
+// values in w0 / w1, which multiply the vec4s of A at 8 g + i0 / 8 g + i1.
+void decode_quarter(uint row, uint g, uint q, out vec4 w0, out vec4 w1, out uint i0,
+                    out uint i1) {
+  i0 = 2u * q;
+  i1 = 2u * q + 1u;
+  if (LAYOUT == KILN_QGEMM_Q4_0) {
+    // Code word q holds elements 4q..4q+3 (low nibbles) and 16+4q.. (high).
+    const uint o = row + g * 18u;
+    const float d = half_at(o);
+    const uint word = word_at(o + 2u + 4u * q);
+    w0 = (nibbles(word, 0u) - 8.0) * d;
+    w1 = (nibbles(word, 4u) - 8.0) * d;
+    i0 = q;
+    i1 = 4u + q;
+  } else if (LAYOUT == KILN_QGEMM_Q8_0) {
+    const uint o = row + g * 34u;
+    const float d = half_at(o);
+    w0 = bytes_signed(word_at(o + 2u + 8u * q)) * d;
+    w1 = bytes_signed(word_at(o + 6u + 8u * q)) * d;
+  } else if (LAYOUT == KILN_QGEMM_Q4_K) {
+    const uint base = (row + (g >> 3) * 144u) >> 2;  // superblocks are 4-aligned
+    const uint j = g & 7u;
+    const vec2 dm = unpackHalf2x16(bw[base]);
+    const uint s0 = bw[base + 1], s1 = bw[base + 2], s2 = bw[base + 3];
+    uint sc, mn;  // get_scale_min_k4 (docs/quantization.md)
+    if (j < 4u) {
+      sc = (s0 >> (8u * j)) & 63u;
+      mn = (s1 >> (8u * j)) & 63u;
+    } else {
+      const uint sh = 8u * (j - 4u);
+      const uint hi = (s2 >> sh) & 255u;
+      sc = (hi & 15u) | (((s0 >> sh) >> 6u) & 3u) << 4u;
+      mn = (hi >> 4u) | (((s1 >> sh) >> 6u) & 3u) << 4u;
+    }
+    const float d = dm.x * float(sc), mm = dm.y * float(mn);
+    const uint qw = base + 4u + 8u * (j >> 1) + 2u * q;
+    const uint shift = (j & 1u) * 4u;
+    w0 = nibbles(bw[qw], shift) * d - mm;
+    w1 = nibbles(bw[qw + 1u], shift) * d - mm;
+  } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
+    // 7 words per group: scale 0..15, scale 16..31, zero points, 4 code words.
+    const uint base = (row >> 2) + 7u * g;
+    const uint h = q >> 1;
+    const float s = uintBitsToFloat(bw[base + h]);
+    const float z = float((bw[base + 2u] >> (8u * h)) & 255u);
+    const uint word = bw[base + 3u + q];  // elements 8q .. 8q + 7, low nibble first
+    w0 = (vec4((uvec4(word) >> uvec4(0, 4, 8, 12)) & 15u) - z) * s;
+    w1 = (vec4((uvec4(word) >> uvec4(16, 20, 24, 28)) & 15u) - z) * s;
+  } else {  // KILN_QGEMM_INT8: fp32 scale per row, then k int8
+    const float s = uintBitsToFloat(bw[row >> 2]);
+    const uint qw = (row >> 2) + 1u + 8u * g + 2u * q;
+    w0 = bytes_signed(bw[qw]) * s;
+    w1 = bytes_signed(bw[qw + 1u]) * s;
+  }
+}
+
+void main() {
+  const uint lane = gl_LocalInvocationID.x;
+  const uint q = lane & 3u, slot = lane >> 2;
+  const uint batch = gl_WorkGroupID.z;
+  const uint n0 = gl_WorkGroupID.x * TN;
+  const uint m0 = gl_WorkGroupID.y * TM;
+  // Rows past the end read the last one (not stored). The constant-trip
+  // loops are unrolled so that these arrays and the accumulators stay in
+  // registers.
+  uint w_rows[TN];
+  [[unroll]] for (uint r = 0; r < TN; ++r) {
+    w_rows[r] = min(n0 + r, p.n - 1u) * p.b_row_stride + batch * p.b_batch_stride;
+  }
+  uint a_rows[TM];
+  [[unroll]] for (uint t = 0; t < TM; ++t) {
+    a_rows[t] = (batch * p.a_batch_stride + min(m0 + t, p.m - 1u) * p.a_row_stride) >> 2;
+  }
+  float acc[ACC];
+  [[unroll]] for (uint i = 0; i < ACC; ++i) acc[i] = 0.0;
+  const uint groups = p.k / 32u, step = WG / 4u;
+  for (uint g0 = slot; g0 < groups; g0 += U * step) {
+    // U groups; one past the end reads the last group, weighted 0 (no
+    // branch between the loads).
+    [[unroll]] for (uint u = 0; u < U; ++u) {
+      const uint gu = g0 + u * step;
+      const uint g = min(gu, groups - 1u);
+      const float live = gu < groups ? 1.0 : 0.0;
+      [[unroll]] for (uint r = 0; r < TN; ++r) {
+        vec4 w0, w1;
+        uint i0, i1;
+        decode_quarter(w_rows[r], g, q, w0, w1, i0, i1);
+        w0 *= live;
+        w1 *= live;
+        [[unroll]] for (uint t = 0; t < TM; ++t) {
+          const uint a = a_rows[t] + 8u * g;
+          acc[t * TN + r] += dot(w0, a4[a + i0]) + dot(w1, a4[a + i1]);
+        }
+      }
+    }
+  }
+#ifdef KILN_SUBGROUP
+  // Subgroup sums, then the subgroups' sums through shared memory.
+  [[unroll]] for (uint i = 0; i < ACC; ++i) acc[i] = subgroupAdd(acc[i]);
+  if (subgroupElect()) {
+    [[unroll]] for (uint i = 0; i < ACC; ++i) partial[gl_SubgroupID * ACC + i] = acc[i];
+  }
+  barrier();
+#else
+  [[unroll]] for (uint i = 0; i < ACC; ++i) partial[lane * ACC + i] = acc[i];
+  barrier();
+  // Halve the lanes until one is left (WG is a power of two).
+  for (uint half_ = WG / 2; half_ > 0; half_ /= 2) {
+    if (lane < half_) {
+      for (uint i = 0; i < ACC; ++i) partial[lane * ACC + i] += partial[(lane + half_) * ACC + i];
+    }
+    barrier();
+  }
+#endif
+  // Lane i stores accumulator i (and i + WG, ...): row t = i / TN of A,
+  // weight row r = i % TN.
+  for (uint i = lane; i < ACC; i += WG) {
+#ifdef KILN_SUBGROUP
+    float v = 0.0;
+    for (uint s = 0; s < gl_NumSubgroups; ++s) v += partial[s * ACC + i];
+#else
+    float v = partial[i];
+#endif
+    const uint gm = m0 + i / TN, gn = n0 + i % TN;
+    if (gm >= p.m || gn >= p.n) continue;
+    v *= p.scale;
+    if (HAS_BIAS) {
+      v += LOAD_AT(bias4, batch * p.bias_batch_stride + gm * p.bias_row_stride +
+                              gn * p.bias_col_stride);
+    }
+    if (HAS_RESIDUAL) {
+      v += LOAD_AT(residual4, batch * p.residual_batch_stride + gm * p.residual_row_stride + gn);
+    }
+    kiln_store1(batch * p.c_batch_stride + gm * p.c_row_stride + gn,
+                kiln_activate(ACTIVATION, v, p.alpha, p.beta));
+  }
+}

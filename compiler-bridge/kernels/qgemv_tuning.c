@@ -1,0 +1,117 @@
+// qgemv's tuning table (kernels_qgemv_tuning.h): workgroup size and weight
+// rows per workgroup per arch. CPU-like devices run qgemv_cpu (config.c:
+// `wg` lanes along x), each lane the cpu row's `rows` weight rows.
+//
+// Why these numbers: H100 (`kiln-kernels-bench --quant-sweep --arch=hopper`,
+// two rounds, 2026-11-24): 128 invocations (32 groups of a row per step)
+// x 4 weight rows sharing each load of A was at or within ~10% of the best
+// tiling on every shape and layout; 2-4 groups per lane per step (unroll)
+// did not help (the long-k cases stayed at 0.10-0.17 ms whatever the
+// tiling), so unroll 1. The other GPU rows are that row unmeasured; 64 x 2
+// where registers and subgroups are smaller. cpu: qgemv_cpu's 8 lanes x 4
+// rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8 rows per lane within noise of
+// each other for q4_0, 4 best for q4_k and int8).
+#include <string.h>
+
+#include "kiln/compiler/kernels_qgemv_tuning.h"
+
+typedef struct kiln_qgemv_tuning_row_t {
+  const char* arch;
+  kiln_kernel_qgemv_tiling_t tiling;
+} kiln_qgemv_tuning_row_t;
+
+// "cpu" (llvmpipe): qgemv_cpu's 8 lanes, each `rows` weight rows over all
+// of k, one load of A's group serving them all.
+static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
+    {"cpu", {8, 4, 1}},      {"unknown", {64, 2, 1}},  {"valhall", {64, 2, 1}},
+    {"adreno", {64, 2, 1}},  {"rdna1", {128, 4, 1}},   {"rdna2", {128, 4, 1}},
+    {"rdna3", {128, 4, 1}},  {"pascal", {128, 4, 1}},  {"turing", {128, 4, 1}},
+    {"ampere", {128, 4, 1}}, {"ada", {128, 4, 1}},     {"hopper", {128, 4, 1}},
+    {"arc", {64, 2, 1}},     {"m1", {64, 2, 1}},
+};
+
+static const kiln_kernel_qgemv_tiling_t kQgemvCandidates[] = {
+    {64, 2, 1},  {64, 2, 2},  {64, 2, 4},  {64, 4, 1},  {64, 4, 2},  {64, 4, 4},
+    {128, 1, 4}, {128, 2, 1}, {128, 2, 2}, {128, 2, 4}, {128, 4, 1}, {128, 4, 2},
+    {128, 4, 4}, {128, 8, 1}, {128, 8, 2}, {256, 2, 2}, {256, 2, 4}, {256, 4, 1},
+    {256, 4, 2}, {256, 4, 4}, {32, 8, 1},
+};
+
+const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_tuning(const char* arch) {
+  if (!arch) return NULL;
+  for (size_t i = 0; i < sizeof(kQgemvTuning) / sizeof(kQgemvTuning[0]); ++i) {
+    if (strcmp(kQgemvTuning[i].arch, arch) == 0) return &kQgemvTuning[i].tiling;
+  }
+  return NULL;
+}
+
+size_t kiln_kernel_qgemv_candidate_count(void) {
+  return sizeof(kQgemvCandidates) / sizeof(kQgemvCandidates[0]);
+}
+
+const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_candidate(size_t index) {
+  return index < kiln_kernel_qgemv_candidate_count() ? &kQgemvCandidates[index] : NULL;
+}
+
+uint32_t kiln_kernel_qgemv_shared_bytes(const kiln_kernel_qgemv_tiling_t* t, uint32_t tm) {
+  return t->wg * t->rows * tm * 4u;  // qgemv.comp: partial[WG * TM * TN]
+}
+
+kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t,
+                                             const kiln_kernel_arch_caps_t* caps,
+                                             kiln_kernel_config_t* config) {
+  if (!t || !caps || !config) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
+  }
+  // The epilogue runs on the first TM x TN lanes; the tree halves a power of two.
+  if (t->wg < 32 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8 ||
+      t->unroll == 0 || t->unroll > 4) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "qgemv tiling: %u invocations (a power of two in 32..256) x %u "
+                            "rows (1..8), unroll %u (1..4)",
+                            t->wg, t->rows, t->unroll);
+  }
+  if (t->wg > caps->max_workgroup_invocations) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "qgemv tiling: %u invocations exceed the arch's %u", t->wg,
+                            caps->max_workgroup_invocations);
+  }
+  const uint32_t shared = kiln_kernel_qgemv_shared_bytes(t, KILN_QGEMV_MAX_ROWS);
+  if (shared > caps->max_shared_memory_bytes) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                            "qgemv tiling %u x %u: %u bytes of shared memory exceed the "
+                            "arch's %u",
+                            t->wg, t->rows, shared, caps->max_shared_memory_bytes);
+  }
+  config->workgroup_size[0] = t->wg;
+  config->workgroup_size[1] = 1;
+  config->shared_memory_bytes = shared;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TK, t->unroll));
+  return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->rows);
+}
+
+kiln_status_t kiln_kernel_qgemv_tiling_select(const kiln_kernel_arch_caps_t* caps,
+                                              kiln_kernel_qgemv_tiling_t* out_tiling) {
+  if (!caps || !out_tiling) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
+  }
+  const kiln_kernel_qgemv_tiling_t* row = kiln_kernel_qgemv_tuning(caps->arch);
+  const kiln_kernel_qgemv_tiling_t fallbacks[] = {{128, 2, 1}, {64, 2, 1}, {32, 2, 1}, {32, 1, 1}};
+  if (row && row->wg <= caps->max_workgroup_invocations &&
+      kiln_kernel_qgemv_shared_bytes(row, KILN_QGEMV_MAX_ROWS) <= caps->max_shared_memory_bytes) {
+    *out_tiling = *row;
+    return kiln_ok_status();
+  }
+  for (size_t i = 0; i < sizeof(fallbacks) / sizeof(fallbacks[0]); ++i) {
+    if (fallbacks[i].wg <= caps->max_workgroup_invocations &&
+        kiln_kernel_qgemv_shared_bytes(&fallbacks[i], KILN_QGEMV_MAX_ROWS) <=
+            caps->max_shared_memory_bytes) {
+      *out_tiling = fallbacks[i];
+      return kiln_ok_status();
+    }
+  }
+  return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                          "qgemv: the arch '%s' allows neither 32 invocations nor 1 KiB of "
+                          "shared memory",
+                          caps->arch ? caps->arch : "?");
+}
