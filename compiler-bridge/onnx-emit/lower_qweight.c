@@ -150,6 +150,30 @@ static kiln_status_t kiln_quant_place(const kiln_lower_t* l, kiln_quant_layout_t
   return status;
 }
 
+// Places the packed weight as binding 1 of `d` (bias and residual, when
+// absent, alias it: never read) and emits the dispatch; *out_done false
+// with the layer kept fp32 when a QDQ weight's codes do not reproduce it.
+static kiln_status_t kiln_quant_place_and_emit(const kiln_lower_t* l,
+                                               kiln_emit_dispatch_desc_t* d,
+                                               kiln_quant_layout_t layout,
+                                               const float* qdq_scale, const float* w,
+                                               bool nk, uint32_t n, uint32_t k,
+                                               uint64_t row_bytes, bool has_bias,
+                                               bool has_residual, bool* out_done) {
+  bool placed = false;
+  KILN_RETURN_IF_ERROR(
+      kiln_quant_place(l, layout, qdq_scale, w, nk, n, k, row_bytes, &d->bindings[1], &placed));
+  if (!placed) {
+    return kiln_quant_keep_fp32(l, out_done, "the folded QDQ weight is not int8 codes times "
+                                "one scale per output channel");
+  }
+  if (!has_bias) d->bindings[2] = d->bindings[1];
+  if (!has_residual) d->bindings[3] = d->bindings[1];
+  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, d));
+  *out_done = true;
+  return kiln_ok_status();
+}
+
 // The QDQ per-output-channel scales the fold left on the node
 // (kiln.int8_scale, pass_fuse_qdq.c), or NULL when absent or not `rows`
 // fp32 values.
@@ -220,18 +244,9 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
                                 "K = %u exceeds qgemm's loop budget or the grid 65535 workgroups",
                                 p->k);
   }
-  bool placed = false;
-  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, qdq_scale, (const float*)wv->data, q->b_nk,
-                                        p->n, p->k, row_bytes, &d.bindings[1], &placed));
-  if (!placed) {
-    return kiln_quant_keep_fp32(l, out_done, "the folded QDQ weight is not int8 codes times "
-                                "one scale per output channel");
-  }
-  if (!q->has_bias) d.bindings[2] = d.bindings[1];
-  if (!q->has_residual) d.bindings[3] = d.bindings[1];
-  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
-  *out_done = true;
-  return kiln_ok_status();
+  return kiln_quant_place_and_emit(l, &d, layout, qdq_scale, (const float*)wv->data, q->b_nk,
+                                   p->n, p->k, row_bytes, q->has_bias, q->has_residual,
+                                   out_done);
 }
 
 // --quantize's layout for a reduction of k: q4_K falls back to q4_0 where
@@ -300,19 +315,9 @@ static kiln_status_t kiln_qconv_with(const kiln_lower_t* l, const kiln_lower_qco
     return kiln_quant_keep_fp32(l, out_done, "K = %llu exceeds qconv2d_gemm's loop budget "
                                 "(not split)", (unsigned long long)k);
   }
-  bool placed = false;
-  KILN_RETURN_IF_ERROR(kiln_quant_place(l, layout, qdq_scale, (const float*)wv->data, true,
-                                        p->out_channels, (uint32_t)k, row_bytes,
-                                        &d.bindings[1], &placed));
-  if (!placed) {
-    return kiln_quant_keep_fp32(l, out_done, "the folded QDQ weight is not int8 codes times "
-                                "one scale per output channel");
-  }
-  if (!q->has_bias) d.bindings[2] = d.bindings[1];
-  if (!q->has_residual) d.bindings[3] = d.bindings[1];
-  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &d));
-  *out_done = true;
-  return kiln_ok_status();
+  return kiln_quant_place_and_emit(l, &d, layout, qdq_scale, (const float*)wv->data, true,
+                                   p->out_channels, (uint32_t)k, row_bytes, q->has_bias,
+                                   q->has_residual, out_done);
 }
 
 kiln_status_t kiln_lower_try_qconv(const kiln_lower_t* l, const kiln_lower_qconv_t* q,
