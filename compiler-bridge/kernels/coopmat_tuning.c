@@ -3,6 +3,7 @@
 //
 // The kernel declares 41 KiB of shared memory (NVIDIA gives Vulkan 48):
 // double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16.
+#include <stdio.h>
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
@@ -12,33 +13,25 @@ typedef struct kiln_coopmat_tuning_row_t {
   kiln_kernel_coopmat_tiling_t tiling;
 } kiln_coopmat_tuning_row_t;
 
-// hopper from `kiln-kernels-bench --coopmat` on an H100 (2026-11-24, the
-// restructured kernel, two runs): 2x2 subgroups of 2x2 tiles (64x64
-// blocks, BK 32) was fastest or within 10% on most of the bench models'
-// shapes (linear 128x3072 k768: 0.037 ms) and 5.4-5.7 ms on MatMul 4096^3,
-// where the best (128x256, 8 subgroups of 4x4, BK 16) took 4.7 ms: every
-// tiling sits at 25-29 TFLOP/s there (docs/precision.md). It is also the
-// one GpuCoopmatTest checked on every edge size. The other NVIDIA rows
-// follow it unmeasured.
+// hopper from `kiln-kernels-bench --coopmat` on an H100 (2026-11-24, one
+// build per tiling with its loops unrolled): 2x4 subgroups of 4x4 tiles
+// (128x256 blocks, BK 16) ran MatMul 4096^3 in 0.99 ms (139 TFLOP/s; the
+// next tiling 58) and the bench models' largest linear shape fastest too.
+// The other NVIDIA rows follow it unmeasured.
+static const kiln_kernel_coopmat_tiling_t kCoopmatLarge = {2, 4, 4, 4, 16};
 static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
-    {"turing", {2, 2, 2, 2, 32}}, {"ampere", {2, 2, 2, 2, 32}},
-    {"ada", {2, 2, 2, 2, 32}},    {"hopper", {2, 2, 2, 2, 32}},
+    {"turing", {2, 4, 4, 4, 16}}, {"ampere", {2, 4, 4, 4, 16}},
+    {"ada", {2, 4, 4, 4, 16}},    {"hopper", {2, 4, 4, 4, 16}},
 };
 
-// 128x256 and 256x128 (8 subgroups of 64x64, BK 16), 128x128 (8 or 16
-// subgroups), 128x64 / 64x128 (4 and 8 subgroups), 64x64 (BK 32 / 64).
-// 4 subgroups of 64x64 are left out: at BK 32 their staging registers on
-// top of 16 accumulators spilled on the H100 (28 ms at 4096^3 against
-// 4.7), and at BK 16 GpuCoopmatTest.EveryCandidateTilingMatchesReference
-// got NaNs from them on the H100 (2026-11-24, cause not found).
-static const kiln_kernel_coopmat_tiling_t kCoopmatCandidates[] = {
-    {2, 4, 4, 4, 16}, {4, 2, 4, 4, 16}, {2, 4, 4, 2, 32}, {4, 2, 2, 4, 32},
-    {2, 4, 4, 2, 16}, {4, 4, 2, 2, 32}, {2, 2, 4, 2, 32}, {2, 2, 2, 4, 32},
-    {4, 2, 2, 2, 32}, {2, 4, 2, 2, 32}, {2, 2, 2, 2, 32}, {2, 2, 2, 2, 64},
-};
-
+// Every tiling has a build of its own (kernels meson: kiln_coopmat_tilings),
+// so the candidates are exactly the built ones: the table's and the small
+// products' (the meson list's first row, blob names without a tiling).
+// Earlier sweeps of 12 tilings as spec constants: docs/precision.md.
 // Small products: 64x64 blocks.
 static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
+static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {&kCoopmatLarge,
+                                                                         &kCoopmatSmall};
 
 // The kernel's device needs, named so that a refusal says what is missing.
 static kiln_status_t kiln_coopmat_check_caps(const kiln_kernel_arch_caps_t* caps) {
@@ -65,7 +58,39 @@ size_t kiln_kernel_coopmat_candidate_count(void) {
 }
 
 const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index) {
-  return index < kiln_kernel_coopmat_candidate_count() ? &kCoopmatCandidates[index] : NULL;
+  return index < kiln_kernel_coopmat_candidate_count() ? kCoopmatCandidates[index] : NULL;
+}
+
+static bool kiln_coopmat_same(const kiln_kernel_coopmat_tiling_t* a,
+                              const kiln_kernel_coopmat_tiling_t* b) {
+  return a->warps_m == b->warps_m && a->warps_n == b->warps_n && a->tiles_m == b->tiles_m &&
+         a->tiles_n == b->tiles_n && a->bk == b->bk;
+}
+
+kiln_status_t kiln_kernel_coopmat_build_name(const kiln_kernel_coopmat_tiling_t* t, char* out,
+                                             size_t capacity) {
+  if (!t || !out || capacity == 0) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "coopmat build name: NULL argument");
+  }
+  out[0] = '\0';
+  bool built = false;
+  for (size_t i = 0; i < kiln_kernel_coopmat_candidate_count(); ++i) {
+    built = built || kiln_coopmat_same(t, kCoopmatCandidates[i]);
+  }
+  if (!built) {
+    return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                            "gemm_coopmat has no build for %ux%u subgroups of %ux%u tiles, "
+                            "BK %u (kernels meson: kiln_coopmat_tilings)",
+                            t->warps_m, t->warps_n, t->tiles_m, t->tiles_n, t->bk);
+  }
+  int n = kiln_coopmat_same(t, &kCoopmatSmall)
+              ? snprintf(out, capacity, "gemm_coopmat")
+              : snprintf(out, capacity, "gemm_coopmat_%ux%u_%ux%u_k%u", t->warps_m, t->warps_n,
+                         t->tiles_m, t->tiles_n, t->bk);
+  if (n < 0 || (size_t)n >= capacity) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "coopmat build name: buffer too small");
+  }
+  return kiln_ok_status();
 }
 
 uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* t) {
@@ -98,8 +123,16 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "coopmat tiling: BK %u must be 16, 32 or 64", t->bk);
   }
+  // The builds assume subgroups of 32 (every NVIDIA GPU's).
+  if (caps->subgroup_size != 32) {
+    return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                            "gemm_coopmat's builds assume subgroups of 32; the %s has %u",
+                            caps->arch ? caps->arch : "device", caps->subgroup_size);
+  }
+  char name[64];
+  KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_build_name(t, name, sizeof(name)));
   const uint32_t threads = t->warps_m * t->warps_n * caps->subgroup_size;
-  if (caps->subgroup_size < 16 || threads > caps->max_workgroup_invocations) {
+  if (threads > caps->max_workgroup_invocations) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
                             "coopmat tiling: %u subgroups of %u invocations exceed the "
                             "arch's %u (or the subgroup is under 16)",

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "kiln/compiler/kernels.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
+#include "kiln/compiler/kernels_target.h"
 #include "spirv_blobs.h"
 
 #define RO(b, role) {b, true, role}
@@ -180,6 +182,29 @@ uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant) {
   }
 }
 
+// The blob `base` + the variant's suffix, with the kernel's features.
+static kiln_status_t kiln_kernel_find_blob(const kiln_kernel_desc_t* desc, const char* base,
+                                           kiln_kernel_variant_t variant,
+                                           kiln_kernel_spirv_t* out_spirv) {
+  char blob_name[64];
+  snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);
+  for (size_t i = 0; i < kiln_kernel_spirv_blob_count; ++i) {
+    if (strcmp(kiln_kernel_spirv_blobs[i].name, blob_name) == 0) {
+      out_spirv->blob_name = kiln_kernel_spirv_blobs[i].name;
+      out_spirv->words = kiln_kernel_spirv_blobs[i].words;
+      out_spirv->word_count = kiln_kernel_spirv_blobs[i].word_count;
+      out_spirv->required_features =
+          desc->base_features | kiln_kernel_variant_features(variant);
+      out_spirv->texel_bindings =
+          variant == KILN_KERNEL_VARIANT_CPU ? desc->cpu_texel_bindings : 0;
+      return kiln_ok_status();
+    }
+  }
+  return kiln_make_status(KILN_STATUS_INTERNAL,
+                          "kernel '%s': SPIR-V blob '%s' was not embedded",
+                          desc->name, blob_name);
+}
+
 kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
                                     kiln_kernel_variant_t variant,
                                     kiln_kernel_spirv_t* out_spirv) {
@@ -211,21 +236,29 @@ kiln_status_t kiln_kernel_get_spirv(kiln_kernel_id_t id,
   if (id == KILN_KERNEL_QGEMM && variant == KILN_KERNEL_VARIANT_CPU) {
     base = kKernels[KILN_KERNEL_QGEMV].name;
   }
-  char blob_name[64];
-  snprintf(blob_name, sizeof(blob_name), "%s%s", base, kVariantSuffix[variant]);
-  for (size_t i = 0; i < kiln_kernel_spirv_blob_count; ++i) {
-    if (strcmp(kiln_kernel_spirv_blobs[i].name, blob_name) == 0) {
-      out_spirv->blob_name = kiln_kernel_spirv_blobs[i].name;
-      out_spirv->words = kiln_kernel_spirv_blobs[i].words;
-      out_spirv->word_count = kiln_kernel_spirv_blobs[i].word_count;
-      out_spirv->required_features =
-          desc->base_features | kiln_kernel_variant_features(variant);
-      out_spirv->texel_bindings =
-          variant == KILN_KERNEL_VARIANT_CPU ? desc->cpu_texel_bindings : 0;
-      return kiln_ok_status();
-    }
+  return kiln_kernel_find_blob(desc, base, variant, out_spirv);
+}
+
+kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
+                                           kiln_kernel_spirv_t* out_spirv) {
+  if (out_spirv) memset(out_spirv, 0, sizeof(*out_spirv));
+  if (!config || !out_spirv) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_get_config_spirv: NULL argument");
   }
-  return kiln_make_status(KILN_STATUS_INTERNAL,
-                          "kernel '%s': SPIR-V blob '%s' was not embedded",
-                          desc->name, blob_name);
+  if (config->kernel != KILN_KERNEL_GEMM_COOPMAT) {
+    return kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv);
+  }
+  // gemm_coopmat: one build per tiling, named by it (kernels meson).
+  KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv));
+  kiln_kernel_coopmat_tiling_t tiling = {
+      kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_M, 0),
+      kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_N, 0),
+      kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_M, 0),
+      kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_N, 0),
+      kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_BK, 0)};
+  char base[64];
+  KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_build_name(&tiling, base, sizeof(base)));
+  return kiln_kernel_find_blob(kiln_kernel_desc(config->kernel), base, config->variant,
+                               out_spirv);
 }

@@ -120,7 +120,7 @@ static kiln_status_t kiln_emit_executable(kiln_emit_module_t* m,
   for (size_t t = 0; t < program->target_count; ++t) {
     const kiln_kernel_config_t* config = &exe->configs[t];
     kiln_kernel_spirv_t spirv;
-    KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(exe->kernel, config->variant, &spirv));
+    KILN_RETURN_IF_ERROR(kiln_kernel_get_config_spirv(config, &spirv));
     kiln_executable_variant_desc_t variant = {
         .target = kiln_make_cstring_view(program->targets[t]),
         .required_features = kiln_emit_features(config->required_features),

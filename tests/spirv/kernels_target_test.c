@@ -614,10 +614,19 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
     config.kernel = KILN_KERNEL_GEMM_COOPMAT;
     KILN_EXPECT_OK(kiln_kernel_coopmat_tiling_apply(t, &hopper, &config));
     KILN_EXPECT_LE(kiln_kernel_coopmat_shared_bytes(t), KILN_COOPMAT_SHARED_VEC4 * 16u);
+    // Each candidate has its own build, in both storages.
+    for (int f16 = 0; f16 < 2; ++f16) {
+      config.variant = f16 ? KILN_KERNEL_VARIANT_FP16_STORAGE : KILN_KERNEL_VARIANT_FP32;
+      kiln_kernel_spirv_t spirv;
+      KILN_EXPECT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
+      KILN_EXPECT_TRUE(spirv.word_count > 0);
+    }
   }
-  const kiln_kernel_coopmat_tiling_t too_big = {2, 2, 4, 4, 64};
-  KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
-                     kiln_kernel_coopmat_tiling_apply(&too_big, &hopper, &config));
+  // A tiling without a build is refused by name, as one over the shared
+  // memory would be.
+  const kiln_kernel_coopmat_tiling_t unbuilt = {2, 2, 4, 4, 64};
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "no build",
+                             kiln_kernel_coopmat_tiling_apply(&unbuilt, &hopper, &config));
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &hopper,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP32);
@@ -626,10 +635,10 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   p.m = 4096, p.n = 4097, p.k = 4096, p.batch = 3;
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
-  KILN_EXPECT_EQ(grid[0], 65u);  // hopper's row: 64-column blocks
-  KILN_EXPECT_EQ(grid[1], 64u);
+  KILN_EXPECT_EQ(grid[0], 17u);  // hopper's row: 128x256 blocks
+  KILN_EXPECT_EQ(grid[1], 32u);
   KILN_EXPECT_EQ(grid[2], 3u);
-  // The loop model covers it (steps of BK 32 grow with k).
+  // The loop model covers it (steps of BK 16 grow with k).
   uint64_t passes = 0, longer = 0;
   KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &p, grid, &passes));
   p.k = 8192;

@@ -11,6 +11,7 @@
 #include "hal_internal.h"
 #include "kiln/compiler/kernels.h"
 #include "kiln/compiler/kernels_target.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln_test.h"
 
 enum { kOpExtInst = 12, kOpArrayLength = 68, kOpVariable = 59, kStorageWorkgroup = 4 };
@@ -114,9 +115,20 @@ KILN_TEST(RobustClampTest, CooperativeMatrixAccessesAreBoundedByExtent) {
   kiln_allocator_t allocator = kiln_allocator_system();
   const kiln_kernel_variant_t variants[] = {KILN_KERNEL_VARIANT_FP32,
                                             KILN_KERNEL_VARIANT_FP16_STORAGE};
-  for (size_t v = 0; v < 2; ++v) {
+  // Every build: each tiling and both storages.
+  for (size_t b = 0; b < 2 * kiln_kernel_coopmat_candidate_count(); ++b) {
+    kiln_kernel_config_t config;
+    memset(&config, 0, sizeof(config));
+    config.kernel = KILN_KERNEL_GEMM_COOPMAT;
+    config.variant = variants[b % 2];
+    const kiln_kernel_coopmat_tiling_t* t = kiln_kernel_coopmat_candidate(b / 2);
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_WARPS_M, t->warps_m));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_WARPS_N, t->warps_n));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_TILES_M, t->tiles_m));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_TILES_N, t->tiles_n));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_BK, t->bk));
     kiln_kernel_spirv_t spirv;
-    KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, variants[v], &spirv));
+    KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
     KILN_EXPECT_TRUE(kiln_hal_spirv_uses_cooperative_matrix(spirv.words, spirv.word_count));
     size_t accesses = count_opcode(spirv.words, spirv.word_count, kOpCooperativeMatrixLoadNV) +
                       count_opcode(spirv.words, spirv.word_count, kOpCooperativeMatrixStoreNV);

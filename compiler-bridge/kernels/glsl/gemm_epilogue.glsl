@@ -10,6 +10,12 @@
 uint batch;
 bool c_vec4;
 
+// gemm_coopmat defines it as [[unroll]] so that no loop around its
+// accumulators stays rolled (gemm does not enable the attribute).
+#ifndef KILN_EPILOGUE_UNROLL
+#define KILN_EPILOGUE_UNROLL
+#endif
+
 // Columns past n (not stored) read column n - 1: no read outside the bias.
 float bias_at(uint gm, uint gn) {
   const uint i = batch * p.bias_batch_stride + gm * p.bias_row_stride +
@@ -29,16 +35,16 @@ void kiln_gemm_epilogue(uint gm, uint gn, vec4 v) {
     if (whole) {
       v += LOAD4(residual4[r >> 2]);
     } else {
-      for (uint j = 0; j < 4; ++j) {
+      KILN_EPILOGUE_UNROLL for (uint j = 0; j < 4; ++j) {
         if (gn + j < p.n) v[j] += LOAD_AT(residual4, r + j);
       }
     }
   }
-  for (uint j = 0; j < 4; ++j) v[j] = kiln_activate(ACTIVATION, v[j], p.alpha, p.beta);
+  KILN_EPILOGUE_UNROLL for (uint j = 0; j < 4; ++j) v[j] = kiln_activate(ACTIVATION, v[j], p.alpha, p.beta);
   if (whole) {
     kiln_store4(o, v);
   } else {
-    for (uint j = 0; j < 4; ++j) {
+    KILN_EPILOGUE_UNROLL for (uint j = 0; j < 4; ++j) {
       if (gn + j < p.n) kiln_store1(o + j, v[j]);
     }
   }

@@ -107,9 +107,14 @@ typedef struct kiln_kernel_coopmat_tiling_t {
 
 // The table's tiling for `arch` (cooperative-matrix arches only), or NULL.
 const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_tuning(const char* arch);
-// Tilings kiln-kernels-bench sweeps (the table's among them).
+// The tilings gemm_coopmat is built for (the table's among them).
 size_t kiln_kernel_coopmat_candidate_count(void);
 const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index);
+// The blob base name of `tiling`'s build ("gemm_coopmat" for the small
+// products' tiling, else "gemm_coopmat_WMxWN_TMxTN_kBK"); NOT_FOUND when
+// it has none.
+kiln_status_t kiln_kernel_coopmat_build_name(const kiln_kernel_coopmat_tiling_t* tiling,
+                                             char* out, size_t capacity);
 // Shared memory gemm_coopmat uses at `tiling` (two staged A and B buffers of
 // uvec4 rows padded by one, reused for 16 rows of each subgroup's
 // accumulators); at most KILN_COOPMAT_SHARED_VEC4 * 16, the array the

@@ -78,6 +78,11 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
 // Adds or replaces one spec constant (keeps the list sorted).
 kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
                                           uint32_t id, uint32_t value);
+// The SPIR-V that runs `config`: kiln_kernel_get_spirv's, except for
+// kernels built once per tiling (gemm_coopmat), where the config's tiling
+// names the build; NOT_FOUND when that tiling has none.
+kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
+                                           kiln_kernel_spirv_t* out_spirv);
 // The value of spec constant `id`, or `fallback` when the config lacks it.
 uint32_t kiln_kernel_config_spec(const kiln_kernel_config_t* config,
                                  uint32_t id, uint32_t fallback);

@@ -349,7 +349,7 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
 }
 
 kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gflop,
-                                       int* out_failures) {
+                                       const char* only, int* out_failures) {
   *out_failures = 0;
   const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
   kiln_kernel_arch_caps_t caps = {
@@ -388,6 +388,7 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
   for (size_t i = 0; i < sizeof(kCoopShapes) / sizeof(kCoopShapes[0]) && !status; ++i) {
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;
+    if (only && strcmp(s->name, only) != 0) continue;
     if (2.0 * s->m * s->n * (double)s->k > max_gflop * 1e9) {
       printf("| %-32s | (over --max-gflop=%g)\n", s->name, max_gflop);
       continue;

@@ -26,8 +26,9 @@ kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
 // kiln-kernels-bench --coopmat (coopmat_sweep.c): gemm_coopmat (f16 and
 // f32 buffers) over its tilings on MatMul 4096^3 and the bench models'
 // GEMM shapes, timed and checked; refuses on devices without the feature.
+// `only`: one shape's name (e.g. "matmul 4096^3"), or NULL for all.
 kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gflop,
-                                       int* out_failures);
+                                       const char* only, int* out_failures);
 
 // kiln-kernels-bench --shapes=models [--arch=A] (model_sweep.c): every
 // GEMM / conv / depthwise shape of the four bench CNNs at batch 1 under

@@ -178,6 +178,7 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 int main(int argc, char** argv) {
   bool sweep = false, coopmat = false, quant = false, quant_sweep = false, models = false;
   const char* arch = NULL;
+  const char* only = NULL;
   double max_gflop = 1e9;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--sweep") == 0) {
@@ -192,10 +193,12 @@ int main(int argc, char** argv) {
       quant = quant_sweep = true;
     } else if (strncmp(argv[i], "--arch=", 7) == 0) {
       arch = argv[i] + 7;
+    } else if (strncmp(argv[i], "--only=", 7) == 0) {
+      only = argv[i] + 7;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
-      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat] [--max-gflop=X] | "
+      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat [--only=SHAPE]] [--max-gflop=X] | "
                       "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n");
       return 2;
     }
@@ -208,7 +211,7 @@ int main(int argc, char** argv) {
         device, arch ? arch : kiln_hal_device_info(device)->triple.arch, &failures);
     kiln_hal_device_release(device);
   } else if (!status && (sweep || coopmat)) {
-    status = coopmat ? kiln_bench_coopmat_sweep(device, max_gflop, &failures)
+    status = coopmat ? kiln_bench_coopmat_sweep(device, max_gflop, only, &failures)
                      : kiln_bench_gemm_sweep(device, max_gflop, &failures);
     kiln_hal_device_release(device);
   } else if (!status && quant) {

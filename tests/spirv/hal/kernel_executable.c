@@ -73,7 +73,7 @@ static kiln_status_t kiln_kernel_executable_create_with(
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&configs[a], ops[i].id, ops[i].value));
     }
     kiln_kernel_spirv_t spirv;
-    KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(kernel, configs[a].variant, &spirv));
+    KILN_RETURN_IF_ERROR(kiln_kernel_get_config_spirv(&configs[a], &spirv));
     if (words) {
       spirv.words = words;
       spirv.word_count = word_count;
