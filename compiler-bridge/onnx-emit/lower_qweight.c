@@ -19,8 +19,9 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
   kiln_emit_program_t* program = l->program;
   program->quant_kept_fp32++;
   if (program->statistics_stream) {
-    fprintf(program->statistics_stream, "quantize: %s '%s' stays fp32: ", l->node->op_type,
-            l->node->name ? l->node->name : "");
+    // At f16 the product stays unquantized with fp16 weights.
+    fprintf(program->statistics_stream, "quantize: %s '%s' stays %s: ", l->node->op_type,
+            l->node->name ? l->node->name : "", kiln_emit_node_is_f16(program) ? "f16" : "fp32");
     va_list args;
     va_start(args, format);
     vfprintf(program->statistics_stream, format, args);
