@@ -22,17 +22,6 @@ typedef struct qconv_case_t {
   uint32_t act;
 } qconv_case_t;
 
-// `v` rounded to fp16 in place; returns the halves (free them).
-static uint16_t* round_to_halves(float* v, size_t count) {
-  uint16_t* h = malloc(count * 2 + 2);
-  if (!h) abort();
-  for (size_t i = 0; i < count; ++i) {
-    h[i] = gpu_float_to_half(v[i]);
-    v[i] = gpu_half_to_float(h[i]);
-  }
-  return h;
-}
-
 // `f16`: qconv2d_gemm_f16 (config's variant): image, bias and residual
 // rounded to fp16 and passed as halves, the output read back as halves;
 // the reference convolves the rounded values, and one fp16 rounding of
@@ -63,9 +52,9 @@ static void run_qconv_case(const char* what, kiln_quant_layout_t layout, const q
   float* got = gpu_alloc(out_count);
   uint16_t *hx = NULL, *hbias = NULL, *hresidual = NULL, *hgot = NULL;
   if (f16) {
-    hx = round_to_halves(x, x_count);
-    hbias = round_to_halves(bias, c.out_channels);
-    hresidual = round_to_halves(residual, out_count);
+    hx = gpu_round_to_halves(x, x_count);
+    hbias = gpu_round_to_halves(bias, c.out_channels);
+    hresidual = gpu_round_to_halves(residual, out_count);
     hgot = malloc(out_count * 2 + 2);
     KILN_ASSERT_TRUE(hgot != NULL);
   }

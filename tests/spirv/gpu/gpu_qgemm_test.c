@@ -20,17 +20,6 @@ typedef struct qgemm_case_t {
   uint32_t tm;
 } qgemm_case_t;
 
-// `v` rounded to fp16 in place; returns the halves (free them).
-static uint16_t* round_to_halves(float* v, size_t count) {
-  uint16_t* h = malloc(count * 2 + 2);
-  if (!h) abort();
-  for (size_t i = 0; i < count; ++i) {
-    h[i] = gpu_float_to_half(v[i]);
-    v[i] = gpu_half_to_float(h[i]);
-  }
-  return h;
-}
-
 // `f16`: the fp16-storage build (config's variant): A, bias and residual
 // rounded to fp16 and passed as halves, C read back as halves; the
 // reference sums the rounded values in double, and one fp16 rounding of
@@ -50,9 +39,9 @@ static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const q
   float* got = gpu_alloc(out_count);
   uint16_t *ha = NULL, *hbias = NULL, *hresidual = NULL, *hgot = NULL;
   if (f16) {
-    ha = round_to_halves(a, a_count);
-    hbias = round_to_halves(bias, c->n);
-    hresidual = round_to_halves(residual, out_count);
+    ha = gpu_round_to_halves(a, a_count);
+    hbias = gpu_round_to_halves(bias, c->n);
+    hresidual = gpu_round_to_halves(residual, out_count);
     hgot = malloc(out_count * 2 + 2);
     KILN_ASSERT_TRUE(hgot != NULL);
   }
