@@ -54,6 +54,13 @@ static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_disp
     kiln_kernel_config_t config;
     KILN_RETURN_IF_ERROR(kiln_kernel_config_select(d->kernel, &l->program->caps[t],
                                                    kiln_quant_storage(l), &config));
+    // An f16 node must get an fp16-storage build on every target (a cpu
+    // variant reads fp32 texels): anything else does not fit.
+    if (kiln_quant_storage(l) == KILN_KERNEL_STORAGE_FP16 &&
+        config.variant != KILN_KERNEL_VARIANT_FP16_STORAGE) {
+      *out_fits = false;
+      break;
+    }
     for (size_t i = 0; i < d->op_count; ++i) {
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, d->ops[i].id, d->ops[i].value));
     }
