@@ -370,8 +370,10 @@ KILN_TEST(OnnxQdqKernelTest, FusedPairAtF16MatchesTheReferenceBitForBit) {
 // multiplier 0.5 makes every odd sum an exact tie (round half to even);
 // the other multiplier is an arbitrary float. With k = 2048 and weights up
 // to 127 the fp32 sums could pass 2^24: the pass leaves the graph alone and
-// the device compile refuses it.
-static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8, int64_t k) {
+// the device compile refuses it. `f16`: at --precision=f16 the chain stays
+// fp32 between its Casts (pass_precision.c), so the device gives the
+// reference's values on the input rounded to fp16, rounded to fp16.
+static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8, int64_t k, bool f16) {
   enum { M = 8, N = 16 };
   const int64_t K = k;
   kiln_graph_t g;
@@ -411,10 +413,17 @@ static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8, int64_t k) 
   kiln_graph_tensor_t input, cpu, gpu;
   KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
                                             &shape, &input));
-  for (int64_t i = 0; i < M * K; ++i) ((float*)input.data)[i] = (float)((i * 53) % 97 - 48) * 0.07f;
+  for (int64_t i = 0; i < M * K; ++i) {
+    const float v = (float)((i * 53) % 97 - 48) * 0.07f;
+    ((float*)input.data)[i] = f16 ? kiln_qdq_round_f16(v) : v;
+  }
   KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &cpu));
+  for (int64_t i = 0; f16 && i < M * N; ++i) {
+    ((float*)cpu.data)[i] = kiln_qdq_round_f16(((float*)cpu.data)[i]);
+  }
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
+  if (f16) options.precision = KILN_ONNX_PRECISION_F16;
   kiln_gpu_run_stats_t stats;
   if (K > 64) {
     kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, &input, &gpu, &stats);
@@ -432,8 +441,8 @@ static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8, int64_t k) 
   for (int i = 0; i < M * N; ++i) {
     float a = ((const float*)gpu.data)[i], e = ((const float*)cpu.data)[i];
     if (a != e && differ++ < 4) {
-      KILN_ADD_FAILURE("factor %g %s element %d: device %.9g, reference %.9g (step %.9g)",
-                       y_scale_factor, s8 ? "int8" : "uint8", i, a, e, sy);
+      KILN_ADD_FAILURE("%s factor %g %s element %d: device %.9g, reference %.9g (step %.9g)",
+                       f16 ? "f16" : "f32", y_scale_factor, s8 ? "int8" : "uint8", i, a, e, sy);
     }
   }
   KILN_EXPECT_EQ(differ, 0u);
@@ -444,11 +453,19 @@ static void kiln_check_qlinear_matmul(float y_scale_factor, bool s8, int64_t k) 
 }
 
 KILN_TEST(OnnxQdqKernelTest, QLinearMatMulRequantizesLikeTheReference) {
-  kiln_check_qlinear_matmul(0.5f, false, 64);
-  kiln_check_qlinear_matmul(0.5f, true, 64);
-  kiln_check_qlinear_matmul(0.3137f, false, 64);
-  kiln_check_qlinear_matmul(0.3137f, true, 64);
-  kiln_check_qlinear_matmul(0.5f, false, 2048);  // inexact in fp32: refused
+  kiln_check_qlinear_matmul(0.5f, false, 64, false);
+  kiln_check_qlinear_matmul(0.5f, true, 64, false);
+  kiln_check_qlinear_matmul(0.3137f, false, 64, false);
+  kiln_check_qlinear_matmul(0.3137f, true, 64, false);
+  kiln_check_qlinear_matmul(0.5f, false, 2048, false);  // inexact in fp32: refused
+}
+
+// Multiplier 1/64 keeps sums up to about 7000 unsaturated: fp16 would
+// round those past 2048 and move a few outputs by a step (2-3 of 128 here).
+KILN_TEST(OnnxQdqKernelTest, QLinearMatMulAtF16StaysExact) {
+  kiln_check_qlinear_matmul(0.5f, false, 64, true);
+  kiln_check_qlinear_matmul(0.015625f, false, 64, true);
+  kiln_check_qlinear_matmul(0.015625f, true, 64, true);
 }
 
 // A DequantizeLinear on an int8 / uint8 weight initializer: stored int8 in
