@@ -103,7 +103,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      KILN_CPU_TEXEL_INPUTS},
     {KILN_KERNEL_QUANTIZE_DEQUANTIZE, "quantize_dequantize", "main", 4,
      {RO(0, "x"), RO(1, "scale"), RO(2, "zero_point"), RW(3, "y")},
-     sizeof(kiln_kernel_quantize_params_t), 1, V(FP32)},
+     sizeof(kiln_kernel_quantize_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     // gemm's ABI; f16 x f16 -> f32 on 16x16 cooperative matrices
     // (SPV_NV_cooperative_matrix, shaderFloat16). The fp32 build stages f32
     // A/B as f16; the fp16-storage build reads and writes f16.
@@ -112,16 +112,18 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
      KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
     // gemm's push constants; b is the quantized weight's words. The cpu
-    // variant is qgemv_cpu (a and b through texel buffers), see below.
+    // variant is qgemv_cpu (a and b through texel buffers), see below; the
+    // fp16-storage build (f16 a, bias, residual, c; the weight words
+    // unchanged) serves every device at f16, CPU devices included.
     {KILN_KERNEL_QGEMM, "qgemm", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(CPU), 0, 3u},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(CPU), 0, 3u},
     // conv2d_gemm's ABI and tiling on every target (no cpu variant); the
     // weight is a quantized [C_out][C_in/groups*KH*KW] matrix.
     {KILN_KERNEL_QCONV2D_GEMM, "qconv2d_gemm", "main", 5,
      {RO(0, "input"), RO(1, "weight"), RO(2, "bias"), RO(3, "residual"),
       RW(4, "output")},
-     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32)},
+     sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
     // qgemm's ABI for a few rows of A; the cpu variant (qgemv_cpu.comp)
     // reads a and b through texel buffers like qgemm_cpu.
     {KILN_KERNEL_QGEMV, "qgemv", "main", 5,

@@ -9,12 +9,34 @@
 #include "lower_util.h"
 #include "ops.h"
 
+// Scale (input 1) or zero point (input 2) as fp32 words: an f16 node
+// (quantize_dequantize_f16) still reads its parameters in fp32, so a
+// scale is not rounded to fp16 (the emitter converts the constants an
+// f16 node binds otherwise).
+static kiln_status_t kiln_lower_quant_param(const kiln_lower_t* l, size_t index,
+                                            kiln_emit_range_t* out) {
+  if (!kiln_emit_node_is_f16(l->program)) return kiln_lower_in_range(l, index, out);
+  const kiln_graph_value_t* v = kiln_lower_in(l, index);
+  if (!v || !v->data || v->dtype != KILN_GRAPH_DTYPE_F32) {
+    return kiln_lower_refuse(l, "input %zu must be an fp32 constant", index);
+  }
+  return kiln_emit_add_weight(l->program, v->data,
+                              (size_t)kiln_lower_count(&v->shape) * sizeof(float), out);
+}
+
 kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
   const kiln_graph_value_t* zero = kiln_lower_in(l, 2);
   if (!scale->data || (zero && !zero->data)) {
     return kiln_lower_refuse(l, "scale and zero point must be constants");
+  }
+  const int mode = kiln_quant_mode(l->node->op_type);
+  if (mode == KILN_QUANT_REQUANTIZE && kiln_emit_node_is_f16(l->program)) {
+    // Its input is an exact integer sum, which fp16 would round
+    // (pass_precision.c keeps QOperator chains fp32; this is the guard).
+    return kiln_lower_refuse(l, "requantizes integer sums, which float16 storage would round; "
+                             "compile with --precision=f32");
   }
   uint64_t count = kiln_lower_count(&x->shape);
   uint64_t channels = kiln_lower_count(&scale->shape);
@@ -35,7 +57,7 @@ kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
                                      (uint32_t)channels, zero ? 1u : 0u,
                                      (float)qmin, (float)qmax};
   kiln_kernel_spec_value_t ops[] = {
-      {KILN_SPEC_QUANT_MODE, (uint32_t)kiln_quant_mode(l->node->op_type)}};
+      {KILN_SPEC_QUANT_MODE, (uint32_t)mode}};
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_QUANTIZE_DEQUANTIZE,
                                     .ops = ops, .op_count = 1,
                                     .push = &p, .binding_count = 4,
@@ -43,8 +65,8 @@ kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
                                     .grid = KILN_EMIT_GRID_LINEAR,
                                     .grid_count = count};
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, zero ? 2 : 1, &desc.bindings[2]));
+  KILN_RETURN_IF_ERROR(kiln_lower_quant_param(l, 1, &desc.bindings[1]));
+  KILN_RETURN_IF_ERROR(kiln_lower_quant_param(l, zero ? 2 : 1, &desc.bindings[2]));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
   return kiln_emit_add_dispatch(l->program, &desc);
 }

@@ -19,8 +19,9 @@ kiln_status_t kiln_quant_keep_fp32(const kiln_lower_t* l, bool* out_done,
   kiln_emit_program_t* program = l->program;
   program->quant_kept_fp32++;
   if (program->statistics_stream) {
-    fprintf(program->statistics_stream, "quantize: %s '%s' stays fp32: ", l->node->op_type,
-            l->node->name ? l->node->name : "");
+    // At f16 the product stays unquantized with fp16 weights.
+    fprintf(program->statistics_stream, "quantize: %s '%s' stays %s: ", l->node->op_type,
+            l->node->name ? l->node->name : "", kiln_emit_node_is_f16(program) ? "f16" : "fp32");
     va_list args;
     va_start(args, format);
     vfprintf(program->statistics_stream, format, args);
@@ -37,15 +38,29 @@ static uint32_t kiln_quant_rows_per_invocation(kiln_kernel_id_t kernel, uint32_t
   return m == 1 ? 1u : (m >= 8 ? 8u : 4u);
 }
 
+// The storage of the node's kernels: f16 nodes run the fp16-storage builds
+// (f16 activations, bias, residual and output; the weight words as packed).
+static kiln_kernel_storage_t kiln_quant_storage(const kiln_lower_t* l) {
+  return kiln_emit_node_is_f16(l->program) ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32;
+}
+
 // Whether the dispatch (qgemv, qgemm or qconv2d_gemm) stays within the loop
-// budget and the grid limits on every target.
+// budget and the grid limits on every target, in the configuration the
+// node's storage selects (qgemm_f16 on CPU devices is not qgemv_cpu).
 static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d,
                                      bool* out_fits) {
   *out_fits = true;
   for (size_t t = 0; t < l->program->target_count && *out_fits; ++t) {
     kiln_kernel_config_t config;
     KILN_RETURN_IF_ERROR(kiln_kernel_config_select(d->kernel, &l->program->caps[t],
-                                                   KILN_KERNEL_STORAGE_FP32, &config));
+                                                   kiln_quant_storage(l), &config));
+    // An f16 node must get an fp16-storage build on every target (a cpu
+    // variant reads fp32 texels): anything else does not fit.
+    if (kiln_quant_storage(l) == KILN_KERNEL_STORAGE_FP16 &&
+        config.variant != KILN_KERNEL_VARIANT_FP16_STORAGE) {
+      *out_fits = false;
+      break;
+    }
     for (size_t i = 0; i < d->op_count; ++i) {
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&config, d->ops[i].id, d->ops[i].value));
     }
@@ -86,13 +101,22 @@ static void kiln_quant_pack_qdq_int8(const float* rows, const float* scale, uint
   }
 }
 
+// Whether `kernel` has a build for the node's storage (qgemv has no
+// fp16-storage build yet: f16 nodes then take qgemm).
+static bool kiln_quant_has_build(const kiln_lower_t* l, kiln_kernel_id_t kernel) {
+  const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
+  return desc && (kiln_quant_storage(l) == KILN_KERNEL_STORAGE_FP32 ||
+                  (desc->variant_mask & (1u << KILN_KERNEL_VARIANT_FP16_STORAGE)));
+}
+
 // Picks the kernel of `d` (whose ops[0] is TM): qgemv for products of at
-// most KILN_QGEMV_MAX_ROWS rows (the bandwidth-bound GEMV), else, or where
-// qgemv does not fit a target, qgemm; *out_fits false when neither fits.
+// most KILN_QGEMV_MAX_ROWS rows (the bandwidth-bound GEMV) where it has a
+// build for the node's storage, else, or where qgemv does not fit a
+// target, qgemm; *out_fits false when neither fits.
 static kiln_status_t kiln_quant_pick(const kiln_lower_t* l, kiln_emit_dispatch_desc_t* d,
                                      kiln_kernel_spec_value_t* ops, uint32_t m, bool* out_fits) {
   *out_fits = false;
-  if (m <= KILN_QGEMV_MAX_ROWS) {
+  if (m <= KILN_QGEMV_MAX_ROWS && kiln_quant_has_build(l, KILN_KERNEL_QGEMV)) {
     d->kernel = KILN_KERNEL_QGEMV;
     ops[0].value = kiln_quant_rows_per_invocation(d->kernel, m);
     KILN_RETURN_IF_ERROR(kiln_quant_fits(l, d, out_fits));
@@ -209,9 +233,6 @@ static kiln_status_t kiln_qgemm_with(const kiln_lower_t* l, const kiln_lower_qge
   if (!q->eligible_a) {
     return kiln_quant_keep_fp32(l, out_done, "A is not a dense row-major operand");
   }
-  if (kiln_emit_node_is_f16(l->program)) {
-    return kiln_quant_keep_fp32(l, out_done, "f16 activations (qgemm reads fp32)");
-  }
   const uint32_t block = kiln_quant_block_elements(layout);
   if (p->k % block != 0) {
     return kiln_quant_keep_fp32(l, out_done, "K = %u is not a multiple of %s's %u-element block",
@@ -280,9 +301,6 @@ static kiln_status_t kiln_qconv_with(const kiln_lower_t* l, const kiln_lower_qco
   if (q->depthwise) {
     return kiln_quant_keep_fp32(l, out_done, "depthwise (%u weights per channel: tiny, and "
                                 "the depthwise kernel reads fp32)", p->kernel_h * p->kernel_w);
-  }
-  if (kiln_emit_node_is_f16(l->program)) {
-    return kiln_quant_keep_fp32(l, out_done, "f16 activations (qconv2d_gemm reads fp32)");
   }
   const uint32_t block = kiln_quant_block_elements(layout);
   const uint64_t k = (uint64_t)(p->in_channels / p->groups) * p->kernel_h * p->kernel_w;

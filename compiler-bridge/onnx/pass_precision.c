@@ -171,6 +171,70 @@ bool kiln_graph_has_f16_io(const kiln_graph_t* graph) {
   return false;
 }
 
+// QOperator chains (pass_qoperator.c: kiln.Quantize -> Sub -> Conv / MatMul
+// -> kiln.Requantize ... -> kiln.Dequantize) carry int8 values as exact
+// fp32 integers, and their Conv / MatMul sums (up to 2^24) would be rounded
+// by fp16 storage. So at f16 every value from a kiln.Quantize or
+// kiln.Requantize up to the kiln.Dequantize that ends the chain stays
+// float32: a Cast to float joins each kiln.Quantize's f16 input (the
+// quantization is computed from the f16 value, exactly as ONNX defines it)
+// and a Cast to float16 each kiln.Dequantize's output; the chain's kernels
+// are the fp32 ones, bit for bit the f32 path's.
+static bool kiln_precision_is_op(const kiln_graph_node_t* node, const char* op) {
+  return !node->removed && strcmp(node->op_type, op) == 0;
+}
+
+static kiln_status_t kiln_precision_keep_qop_f32(kiln_graph_t* graph) {
+  for (size_t n = 0; n < graph->node_count; ++n) {  // producers come first
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed) continue;
+    bool integer = kiln_precision_is_op(node, "kiln.Quantize") ||
+                   kiln_precision_is_op(node, "kiln.Requantize");
+    for (size_t i = 0; i < node->input_count && !integer; ++i) {
+      int32_t id = node->inputs[i];
+      integer = id >= 0 && !graph->values[id].data &&
+                graph->values[id].dtype == KILN_GRAPH_DTYPE_F32 &&
+                !kiln_precision_is_op(node, "kiln.Dequantize") && !graph->values[id].is_input;
+    }
+    if (!integer) continue;
+    for (size_t o = 0; o < node->output_count; ++o) {
+      int32_t id = node->outputs[o];
+      if (id >= 0 && graph->values[id].dtype == KILN_GRAPH_DTYPE_F16) {
+        graph->values[id].dtype = KILN_GRAPH_DTYPE_F32;
+      }
+    }
+  }
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const bool quantize = kiln_precision_is_op(&graph->nodes[n], "kiln.Quantize");
+    const bool dequantize = kiln_precision_is_op(&graph->nodes[n], "kiln.Dequantize");
+    if (!quantize && !dequantize) continue;
+    const int32_t id = quantize ? graph->nodes[n].inputs[0] : graph->nodes[n].outputs[0];
+    if (id < 0 || graph->values[id].dtype != KILN_GRAPH_DTYPE_F16) continue;
+    int32_t twin = -1;
+    KILN_RETURN_IF_ERROR(
+        kiln_precision_twin(graph, id, ".f32", KILN_GRAPH_DTYPE_F32, &twin));
+    const size_t added = graph->node_count;
+    if (quantize) {
+      // x (f16) -> Cast -> twin (f32) -> kiln.Quantize, the Cast right
+      // after x's producer (or first).
+      graph->nodes[n].inputs[0] = twin;
+      const int32_t producer = graph->values[id].producer;
+      KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, id, twin, 1, producer < 0));
+      if (producer >= 0) {
+        KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, (size_t)producer, added));
+      }
+    } else {
+      // kiln.Dequantize -> twin (f32) -> Cast -> y (f16), right after it.
+      graph->nodes[n].outputs[0] = twin;
+      graph->values[twin].producer = (int32_t)n;
+      KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, twin, id, 10, false));
+      KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, n, added));
+    }
+    ++n;  // the node moved one on (quantize) or the Cast follows it
+  }
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
   for (size_t i = 0; i < graph->input_count; ++i) {
     int32_t id = graph->inputs[i];
@@ -201,5 +265,5 @@ kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
     }
     value->dtype = KILN_GRAPH_DTYPE_F16;
   }
-  return kiln_ok_status();
+  return kiln_precision_keep_qop_f32(graph);
 }

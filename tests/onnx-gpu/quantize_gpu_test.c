@@ -116,43 +116,28 @@ static double kiln_max_diff(const kiln_graph_tensor_t* a, const kiln_graph_tenso
   return m;
 }
 
-static void kiln_check_quantized(const char* name, const char* input_shape,
-                                 kiln_quant_layout_t layout, bool expect_quantized,
-                                 size_t min_convs) {
-  char path[1024], io_path[1024];
-  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
-  kiln_onnx_input_shape_t shape;
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  if (input_shape) {
-    KILN_ASSERT_OK(kiln_onnx_parse_input_shape(input_shape, &shape));
-    options.import.input_shapes = &shape;
-    options.import.input_shape_count = 1;
-  }
-  kiln_graph_t graph, ref_graph;
-  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
-  KILN_ASSERT_OK(
-      kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &ref_graph));
-  kiln_graph_tensor_t input, fp32, ref, gpu;
-  KILN_ASSERT_TRUE(graph.input_count == 1);
-  snprintf(io_path, sizeof(io_path), "%s/%s/input_0.pb", kiln_models_dir(), name);
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(io_path, kiln_allocator_system(), &input));
-  snprintf(io_path, sizeof(io_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
-  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(io_path, kiln_allocator_system(), &fp32));
-  // The reference: the compiler's passes, then the rounded weights.
-  KILN_ASSERT_OK(kiln_graph_run_default_passes(&ref_graph));
-  size_t convs = 0;
-  const size_t rounded = kiln_dequantize_weights(&ref_graph, layout, &convs);
-  KILN_EXPECT_GE(convs, min_convs);
-  KILN_ASSERT_OK(
-      kiln_graph_reference_run(&ref_graph, &input, 1, NULL, kiln_allocator_system(), &ref));
+// Compiles `graph` with --quantize=`layout` at `precision` and checks the
+// GPU against the reference on the rounded weights: <= 1e-4 of max|ref| in
+// fp32, <= 1e-2 at f16 (activations fp16 in memory: qgemm_f16,
+// qconv2d_gemm_f16 and the f16 builds of everything else).
+static void kiln_check_quantized_at(const char* name, kiln_graph_t* graph,
+                                    kiln_onnx_compile_options_t* options,
+                                    kiln_quant_layout_t layout, kiln_onnx_precision_t precision,
+                                    const kiln_graph_tensor_t* input,
+                                    const kiln_graph_tensor_t* fp32,
+                                    const kiln_graph_tensor_t* ref, size_t rounded,
+                                    size_t convs, bool expect_quantized) {
+  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  kiln_graph_tensor_t gpu;
   char* stats = NULL;
   size_t stats_size = 0;
-  options.statistics_stream = open_memstream(&stats, &stats_size);
-  options.quantize = (int)layout;
+  options->statistics_stream = open_memstream(&stats, &stats_size);
+  options->quantize = (int)layout;
+  options->precision = precision;
   kiln_gpu_run_stats_t run;
-  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &gpu, &run);
-  fclose(options.statistics_stream);
+  kiln_status_t status = kiln_gpu_compile_and_run(graph, options, input, &gpu, &run);
+  fclose(options->statistics_stream);
+  options->statistics_stream = NULL;
   KILN_ASSERT_OK(status);
   // "quantize LAYOUT: N weights, X fp32 bytes -> Y bytes".
   // (the per-node notes read "quantize: ...", after a newline).
@@ -167,20 +152,63 @@ static void kiln_check_quantized(const char* name, const char* input_shape,
   KILN_EXPECT_EQ((size_t)weights, rounded);
   if (expect_quantized) KILN_EXPECT_GT(weights, 0u);
   if (weights) KILN_EXPECT_LT(q_bytes, fp32_bytes);
-  const double max_ref = kiln_max_abs(&ref), err = kiln_max_diff(&gpu, &ref);
-  const double e2e = kiln_max_diff(&gpu, &fp32) / kiln_max_abs(&fp32);
-  printf("%s --quantize=%s: %llu weights (%zu convs) %llu -> %llu bytes; GPU vs dequantized "
+  const double max_ref = kiln_max_abs(ref), err = kiln_max_diff(&gpu, ref);
+  const double e2e = kiln_max_diff(&gpu, fp32) / kiln_max_abs(fp32);
+  printf("%s --quantize=%s%s: %llu weights (%zu convs) %llu -> %llu bytes; GPU vs dequantized "
          "reference %.3g of max|ref|; end to end vs fp32 %.3g of max|ref|; second call "
          "%.1f ms\n",
-         name, layout_name, weights, convs, fp32_bytes, q_bytes, err / max_ref, e2e,
-         run.second_call_ms);
+         name, layout_name, f16 ? " --precision=f16" : "", weights, convs, fp32_bytes, q_bytes,
+         err / max_ref, e2e, run.second_call_ms);
   KILN_EXPECT_TRUE(max_ref > 0);
-  KILN_EXPECT_TRUE(err <= 1e-4 * max_ref);
+  KILN_EXPECT_TRUE(err <= (f16 ? 1e-2 : 1e-4) * max_ref);
   free(stats);
+  kiln_graph_tensor_deinit(&gpu);
+}
+
+// `f16`: also at --precision=f16, against the same reference.
+static void kiln_check_quantized(const char* name, const char* input_shape,
+                                 kiln_quant_layout_t layout, bool expect_quantized,
+                                 size_t min_convs, bool f16) {
+  char path[1024], io_path[1024];
+  snprintf(path, sizeof(path), "%s/%s/model.onnx", kiln_models_dir(), name);
+  kiln_onnx_input_shape_t shape;
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  if (input_shape) {
+    KILN_ASSERT_OK(kiln_onnx_parse_input_shape(input_shape, &shape));
+    options.import.input_shapes = &shape;
+    options.import.input_shape_count = 1;
+  }
+  kiln_graph_t graph, ref_graph;
+  KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+  KILN_ASSERT_OK(
+      kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &ref_graph));
+  kiln_graph_tensor_t input, fp32, ref;
+  KILN_ASSERT_TRUE(graph.input_count == 1);
+  snprintf(io_path, sizeof(io_path), "%s/%s/input_0.pb", kiln_models_dir(), name);
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(io_path, kiln_allocator_system(), &input));
+  snprintf(io_path, sizeof(io_path), "%s/%s/output_0.pb", kiln_models_dir(), name);
+  KILN_ASSERT_OK(kiln_onnx_read_tensor_file(io_path, kiln_allocator_system(), &fp32));
+  // The reference: the compiler's passes, then the rounded weights.
+  KILN_ASSERT_OK(kiln_graph_run_default_passes(&ref_graph));
+  size_t convs = 0;
+  const size_t rounded = kiln_dequantize_weights(&ref_graph, layout, &convs);
+  KILN_EXPECT_GE(convs, min_convs);
+  KILN_ASSERT_OK(
+      kiln_graph_reference_run(&ref_graph, &input, 1, NULL, kiln_allocator_system(), &ref));
+  kiln_check_quantized_at(name, &graph, &options, layout, KILN_ONNX_PRECISION_DEFAULT, &input,
+                          &fp32, &ref, rounded, convs, expect_quantized);
+  if (f16) {
+    // The same model again at f16 (the compile changes the graph: import it anew).
+    kiln_graph_deinitialize(&graph);
+    KILN_ASSERT_OK(
+        kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
+    kiln_check_quantized_at(name, &graph, &options, layout, KILN_ONNX_PRECISION_F16, &input,
+                            &fp32, &ref, rounded, convs, expect_quantized);
+  }
   kiln_graph_tensor_deinit(&input);
   kiln_graph_tensor_deinit(&fp32);
   kiln_graph_tensor_deinit(&ref);
-  kiln_graph_tensor_deinit(&gpu);
   kiln_graph_deinitialize(&graph);
   kiln_graph_deinitialize(&ref_graph);
 }
@@ -195,7 +223,7 @@ static const kiln_quant_layout_t kLayouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0,
 KILN_TEST(QuantizeGpuTest, MobileNetV2EveryLayout) {
   kiln_test_model_require("mobilenet_v2");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
-    kiln_check_quantized("mobilenet_v2", NULL, kLayouts[i], true, 29);
+    kiln_check_quantized("mobilenet_v2", NULL, kLayouts[i], true, 29, true);
   }
 }
 
@@ -206,7 +234,7 @@ KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
   kiln_test_model_require("transformer_encoder");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
     kiln_check_quantized("transformer_encoder", "input:2x10x64", kLayouts[i],
-                         true, 0);
+                         true, 0, true);
   }
 }
 
@@ -215,6 +243,6 @@ KILN_TEST(QuantizeGpuTest, TransformerEncoderEveryLayout) {
 KILN_TEST(QuantizeGpuTest, Gpt2BlockEveryLayout) {
   kiln_test_model_require("gpt2_block");
   for (size_t i = 0; i < sizeof(kLayouts) / sizeof(kLayouts[0]); ++i) {
-    kiln_check_quantized("gpt2_block", NULL, kLayouts[i], true, 0);
+    kiln_check_quantized("gpt2_block", NULL, kLayouts[i], true, 0, false);
   }
 }

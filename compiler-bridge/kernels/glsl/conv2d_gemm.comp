@@ -6,9 +6,11 @@
 // gathered while it is staged (implicit im2col, no buffer): quads of 4
 // pixels of one k. Grid: (ceil(OH*OW / (WG_X*TN)), ceil((C_out/groups) /
 // (WG_Y*TM)), N * groups).
-// The qconv2d_gemm build (KILN_QCONV, fp32 only): the weights are a
-// quantized matrix [C_out][C_in/groups*KH*KW] (rows in im2col's k order,
-// one quant.h layout, spec constant LAYOUT), decoded by the A loader.
+// The qconv2d_gemm builds (KILN_QCONV; qconv2d_gemm_f16 adds
+// KILN_FP16_STORAGE: image, bias, residual and output fp16, the weight
+// words unchanged): the weights are a quantized matrix
+// [C_out][C_in/groups*KH*KW] (rows in im2col's k order, one quant.h
+// layout, spec constant LAYOUT), decoded by the A loader.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"

@@ -2,7 +2,9 @@
 // a quantized weight W [n][k] (one row per output column, k along the
 // row) in a layout of include/kiln/compiler/quant.h, read from its words:
 //   C[b][m][n] = act(scale * sum_k A[b][m][k] * W[n][k] + bias + residual).
-// A is fp32 with k contiguous (a_col_stride 1, a_row_stride % 4 == 0);
+// A is fp32 (fp16 in the qgemm_f16 build: KILN_FP16_STORAGE, A, bias,
+// residual and C in fp16, arithmetic in fp32, the weight words unchanged)
+// with k contiguous (a_col_stride 1, a_row_stride % 4 == 0);
 // b_row_stride is the bytes of one weight row; the weight buffer ends with
 // at least 4 readable bytes past the last row (2-aligned blocks are loaded
 // as whole words, up to one word past their last byte).
@@ -34,12 +36,12 @@ layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0
 layout(set = 0, binding = 0) uniform samplerBuffer a4_t;
 #define A4(i) texelFetch(a4_t, int(i))
 #else
-layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
-#define A4(i) a4[i]
+layout(set = 0, binding = 0) readonly buffer ABuffer { STORAGE_VEC4_T a4[]; };
+#define A4(i) LOAD4(a4[i])
 #endif
 #include "qweight.glsl"
-layout(set = 0, binding = 2) readonly buffer BiasBuffer { vec4 bias4[]; };
-layout(set = 0, binding = 3) readonly buffer ResidualBuffer { vec4 residual4[]; };
+layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]; };
+layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
 KILN_OUTPUT_BUFFER(4)
 
 // Mirrors kiln_kernel_gemm_params_t (kernels_abi.h).

@@ -13,18 +13,24 @@
 // residual decide a product that rounded onto a .5. NaN gives qmin as the C
 // reference does. Per tensor (channels 1) or per axis: element i's channel
 // is (i / inner) % channels. Grid: linear, grid-stride.
+// The quantize_dequantize_f16 build (KILN_FP16_STORAGE): x and y fp16, the
+// scale and zero point still fp32; each value is widened to fp32 (exact)
+// and the arithmetic above runs on it, y rounded to fp16 once. Only the QDQ
+// pair runs there (QOperator chains keep their integer tensors fp32:
+// pass_precision.c).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
 #include "divide.glsl"
+#include "storage.glsl"
 
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = KILN_SPEC_QUANT_MODE) const uint MODE = KILN_QUANT_QDQ;
 
-layout(set = 0, binding = 0) readonly buffer XBuffer { float x[]; };
+layout(set = 0, binding = 0) readonly buffer XBuffer { STORAGE_T x[]; };
 layout(set = 0, binding = 1) readonly buffer ScaleBuffer { float s[]; };
 layout(set = 0, binding = 2) readonly buffer ZeroBuffer { float z[]; };
-layout(set = 0, binding = 3) writeonly buffer YBuffer { float y[]; };
+layout(set = 0, binding = 3) writeonly buffer YBuffer { STORAGE_T y[]; };
 
 // Mirrors kiln_kernel_quantize_params_t.
 layout(push_constant) uniform Params {
@@ -52,19 +58,20 @@ void main() {
     uint c = p.channels == 1u ? 0u : (i / p.inner) % p.channels;
     float scale = s[c];
     float zp = p.has_zero_point != 0u ? z[c] : 0.0;
+    const float xi = LOAD(x[i]);
     if (MODE == KILN_QUANT_DEQUANTIZE) {
-      precise float d = (x[i] - zp) * scale;
-      y[i] = d;
+      precise float d = (xi - zp) * scale;
+      y[i] = STORE(d);
       continue;
     }
-    float q = MODE == KILN_QUANT_REQUANTIZE ? kiln_round_product(x[i], scale, zp)
-                                            : roundEven(kiln_div(x[i], scale));
+    float q = MODE == KILN_QUANT_REQUANTIZE ? kiln_round_product(xi, scale, zp)
+                                            : roundEven(kiln_div(xi, scale));
     float v = isnan(q) ? p.qmin : clamp(q + zp, p.qmin, p.qmax);
     if (MODE == KILN_QUANT_QDQ) {
       precise float d = (v - zp) * scale;
-      y[i] = d;
+      y[i] = STORE(d);
     } else {
-      y[i] = v;
+      y[i] = STORE(v);
     }
   }
 }

@@ -22,8 +22,12 @@ typedef struct qconv_case_t {
   uint32_t act;
 } qconv_case_t;
 
+// `f16`: qconv2d_gemm_f16 (config's variant): image, bias and residual
+// rounded to fp16 and passed as halves, the output read back as halves;
+// the reference convolves the rounded values, and one fp16 rounding of
+// the result is allowed on top of 1e-4 of max|ref| (rtol 2^-10).
 static void run_qconv_case(const char* what, kiln_quant_layout_t layout, const qconv_case_t* k,
-                           kiln_kernel_config_t config) {
+                           kiln_kernel_config_t config, bool f16) {
   const size_t block = kiln_quant_block_elements(layout) < 32 ? 32
                                                               : kiln_quant_block_elements(layout);
   ref_conv2d_t c = {.batch = k->batch, .in_channels = k->blocks_in * block * k->groups,
@@ -46,6 +50,14 @@ static void run_qconv_case(const char* what, kiln_quant_layout_t layout, const q
   float* deq = gpu_alloc(w_count);
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
+  uint16_t *hx = NULL, *hbias = NULL, *hresidual = NULL, *hgot = NULL;
+  if (f16) {
+    hx = gpu_round_to_halves(x, x_count);
+    hbias = gpu_round_to_halves(bias, c.out_channels);
+    hresidual = gpu_round_to_halves(residual, out_count);
+    hgot = malloc(out_count * 2 + 2);
+    KILN_ASSERT_TRUE(hgot != NULL);
+  }
   const size_t w_bytes = ((size_t)(c.out_channels * row_bytes) + 4 + 3) & ~(size_t)3;
   uint8_t* packed = calloc(w_bytes, 1);
   KILN_ASSERT_TRUE(packed != NULL);
@@ -72,11 +84,20 @@ static void run_qconv_case(const char* what, kiln_quant_layout_t layout, const q
   KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_RESIDUAL, k->residual));
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_conv2d_gemm(&config, &p, grid));
-  gpu_arg_t args[5] = {{x, x_count * 4}, {packed, w_bytes}, {bias, c.out_channels * 4},
-                       {residual, out_count * 4}, {NULL, out_count * 4}};
-  gpu_run(KILN_KERNEL_QCONV2D_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
-          out_count * 4, grid);
-  gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, 0);
+  const size_t fb = f16 ? 2 : 4;
+  gpu_arg_t args[5] = {{f16 ? (const void*)hx : x, x_count * fb},
+                       {packed, w_bytes},
+                       {f16 ? (const void*)hbias : bias, c.out_channels * fb},
+                       {f16 ? (const void*)hresidual : residual, out_count * fb},
+                       {NULL, out_count * fb}};
+  gpu_run(KILN_KERNEL_QCONV2D_GEMM, config.variant, &config, &p, sizeof(p), args, 5, 4,
+          f16 ? (void*)hgot : got, out_count * fb, grid);
+  for (size_t i = 0; f16 && i < out_count; ++i) got[i] = gpu_half_to_float(hgot[i]);
+  gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, f16 ? 1.0 / 1024 : 0);
+  free(hx);
+  free(hbias);
+  free(hresidual);
+  free(hgot);
   free(x);
   free(w);
   free(bias);
@@ -99,8 +120,9 @@ static const qconv_case_t kCases[] = {
 };
 
 // The CPU-like, H100 and portable targets' tilings (those the device can
-// run), every layout.
-KILN_TEST(GpuQconvTest, EveryLayoutEveryArch) {
+// run), every layout; `storage` FP16: the qconv2d_gemm_f16 build.
+static void run_qconv_every_arch(kiln_kernel_storage_t storage) {
+  const bool f16 = storage == KILN_KERNEL_STORAGE_FP16;
   const char* arches[] = {"cpu", "hopper", "unknown"};
   const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
                                          KILN_QUANT_Q4_K};
@@ -109,9 +131,11 @@ KILN_TEST(GpuQconvTest, EveryLayoutEveryArch) {
   for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
     kiln_kernel_arch_caps_t caps;
     KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    caps.fp16_storage = caps.fp16_storage || f16;
     kiln_kernel_config_t config;
-    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QCONV2D_GEMM, &caps,
-                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QCONV2D_GEMM, &caps, storage, &config));
+    KILN_ASSERT_EQ(config.variant,
+                   f16 ? KILN_KERNEL_VARIANT_FP16_STORAGE : KILN_KERNEL_VARIANT_FP32);
     if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
         config.shared_memory_bytes > device->max_shared_memory_bytes) {
       continue;
@@ -121,15 +145,29 @@ KILN_TEST(GpuQconvTest, EveryLayoutEveryArch) {
         // Pipelines are built per case and CI has 2 cores: the geometry
         // cases once (q4_0, CPU tiling), every layout on cases 0-1 there
         // and on case 1 at the GPU tilings.
+        // f16: case 1 only for the other layouts, q4_0 only at the GPU
+        // tilings (the f16 build differs in the image, bias, residual and
+        // output, not in the decoders).
         const bool all = a == 0 && layouts[l] == KILN_QUANT_Q4_0;
-        if (!all && !(a == 0 ? i <= 1 : i == 1)) continue;
+        const bool some = f16 ? i == 1 && (a == 0 || layouts[l] == KILN_QUANT_Q4_0)
+                              : (a == 0 ? i <= 1 : i == 1);
+        if (!all && !some) continue;
         char what[96];
-        snprintf(what, sizeof(what), "qconv2d_gemm %s case %zu, %s config",
-                 kiln_quant_layout_name(layouts[l]), i, arches[a]);
-        run_qconv_case(what, layouts[l], &kCases[i], config);
+        snprintf(what, sizeof(what), "qconv2d_gemm%s %s case %zu, %s config",
+                 f16 ? "_f16" : "", kiln_quant_layout_name(layouts[l]), i, arches[a]);
+        run_qconv_case(what, layouts[l], &kCases[i], config, f16);
         ++ran;
       }
     }
   }
   KILN_EXPECT_GT(ran, 0);
+}
+
+KILN_TEST(GpuQconvTest, EveryLayoutEveryArch) { run_qconv_every_arch(KILN_KERNEL_STORAGE_FP32); }
+
+// --precision=f16 convs: the same cases on qconv2d_gemm_f16 (devices with
+// 16-bit storage).
+KILN_TEST(GpuQconvTest, F16EveryLayoutEveryArch) {
+  if (!kiln_vk_harness_caps(gpu_harness())->fp16_storage) return;
+  run_qconv_every_arch(KILN_KERNEL_STORAGE_FP16);
 }

@@ -20,8 +20,12 @@ typedef struct qgemm_case_t {
   uint32_t tm;
 } qgemm_case_t;
 
+// `f16`: the fp16-storage build (config's variant): A, bias and residual
+// rounded to fp16 and passed as halves, C read back as halves; the
+// reference sums the rounded values in double, and one fp16 rounding of
+// the result is allowed on top of 1e-4 of max|ref| (rtol 2^-10).
 static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const qgemm_case_t* c,
-                           kiln_kernel_config_t config) {
+                           kiln_kernel_config_t config, bool f16) {
   const uint64_t row_bytes = kiln_quant_row_bytes(layout, c->k);
   KILN_ASSERT_GT(row_bytes, 0);
   const size_t a_count = (size_t)c->batch * c->m * c->k, w_count = (size_t)c->n * c->k;
@@ -33,6 +37,14 @@ static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const q
   float* deq = gpu_alloc(w_count);
   float* want = gpu_alloc(out_count);
   float* got = gpu_alloc(out_count);
+  uint16_t *ha = NULL, *hbias = NULL, *hresidual = NULL, *hgot = NULL;
+  if (f16) {
+    ha = gpu_round_to_halves(a, a_count);
+    hbias = gpu_round_to_halves(bias, c->n);
+    hresidual = gpu_round_to_halves(residual, out_count);
+    hgot = malloc(out_count * 2 + 2);
+    KILN_ASSERT_TRUE(hgot != NULL);
+  }
   // The packed rows, then at least 4 bytes the kernel may read ahead.
   const size_t w_bytes = ((size_t)(c->n * row_bytes) + 4 + 3) & ~(size_t)3;
   uint8_t* packed = calloc(w_bytes, 1);
@@ -85,11 +97,20 @@ static void run_qgemm_case(const char* what, kiln_quant_layout_t layout, const q
   KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_RESIDUAL, c->residual));
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
-  gpu_arg_t args[5] = {{a, a_count * 4}, {packed, w_bytes}, {bias, (size_t)c->n * 4},
-                       {residual, out_count * 4}, {NULL, out_count * 4}};
-  gpu_run(config.kernel, config.variant, &config, &p, sizeof(p), args, 5, 4, got,
-          out_count * 4, grid);
-  gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, 0);
+  const size_t fb = f16 ? 2 : 4;
+  gpu_arg_t args[5] = {{f16 ? (const void*)ha : a, a_count * fb},
+                       {packed, w_bytes},
+                       {f16 ? (const void*)hbias : bias, (size_t)c->n * fb},
+                       {f16 ? (const void*)hresidual : residual, out_count * fb},
+                       {NULL, out_count * fb}};
+  gpu_run(config.kernel, config.variant, &config, &p, sizeof(p), args, 5, 4,
+          f16 ? (void*)hgot : got, out_count * fb, grid);
+  for (size_t i = 0; f16 && i < out_count; ++i) got[i] = gpu_half_to_float(hgot[i]);
+  gpu_expect_close(what, got, want, out_count, 1e-4 * max_ref, f16 ? 1.0 / 1024 : 0);
+  free(ha);
+  free(hbias);
+  free(hresidual);
+  free(hgot);
   free(a);
   free(w);
   free(bias);
@@ -135,7 +156,7 @@ KILN_TEST(GpuQgemmTest, EveryLayoutEveryArch) {
         char what[96];
         snprintf(what, sizeof(what), "qgemm %s case %zu, %s config",
                  kiln_quant_layout_name(layouts[l]), i, arches[a]);
-        run_qgemm_case(what, layouts[l], &kCases[i], config);
+        run_qgemm_case(what, layouts[l], &kCases[i], config, false);
       }
     }
   }
@@ -182,7 +203,7 @@ static void run_qgemv_cases(const char* arch, const kiln_kernel_config_t* base, 
       char what[128];
       snprintf(what, sizeof(what), "qgemv %s case %zu (m %u n %u k %u), %s config",
                kiln_quant_layout_name(layouts[l]), i, c.m, c.n, c.k, arch);
-      run_qgemm_case(what, layouts[l], &c, *base);
+      run_qgemm_case(what, layouts[l], &c, *base, base->variant == KILN_KERNEL_VARIANT_FP16_STORAGE);
     }
   }
 }
@@ -229,8 +250,47 @@ KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
     // m 3, n 33 under the tiling (q4_0), and 8 rows of A (more
     // accumulators than lanes at 32 x 8; q8_0).
     const qgemm_case_t c = {1, 3, 33, 64, true, false, KILN_ACT_GELU, 3};
-    run_qgemm_case(what, KILN_QUANT_Q4_0, &c, config);
+    run_qgemm_case(what, KILN_QUANT_Q4_0, &c, config, false);
     const qgemm_case_t c8 = {1, 8, 17, 96, false, true, KILN_ACT_NONE, 8};
-    if (8 * tiling->rows > tiling->wg) run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config);
+    if (8 * tiling->rows > tiling->wg) run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config, false);
+  }
+}
+
+// qgemm_f16 (--precision=f16; f16 nodes take qgemm for every row count
+// while qgemv has no fp16-storage build): the CPU configuration lavapipe
+// gets at f16 (8 k slices x 32 columns) on every qgemm case and three of
+// the GEMV edge sizes, and the GPU tilings (hopper 32 x 8, portable 32 x 4)
+// on the GEMV and the 4- and 8-row cases in q4_0.
+KILN_TEST(GpuQgemmTest, F16EveryLayoutEdgeSizes) {
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  if (!device->fp16_storage) return;  // the f16 builds need 16-bit storage
+  const char* arches[] = {"cpu", "hopper", "unknown"};
+  const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
+                                         KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    caps.fp16_storage = true;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &caps,
+                                             KILN_KERNEL_STORAGE_FP16, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+    if (config.workgroup_size[0] * config.workgroup_size[1] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;
+    }
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
+      // The GPU tilings on q4_0 only: the f16 build differs from qgemm in
+      // A, bias, residual and C, not in the decoders (every layout above).
+      if (a > 0 && layouts[l] != KILN_QUANT_Q4_0) continue;
+      for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+        if (a > 0 && i != 1 && i != 2 && i != 4) continue;
+        char what[96];
+        snprintf(what, sizeof(what), "qgemm_f16 %s case %zu, %s config",
+                 kiln_quant_layout_name(layouts[l]), i, arches[a]);
+        run_qgemm_case(what, layouts[l], &kCases[i], config, true);
+      }
+    }
+    if (a == 0) run_qgemv_cases("qgemm_f16 cpu", &config, true);
   }
 }

@@ -121,3 +121,13 @@ float gpu_half_to_float(uint16_t bits) {
   memcpy(&h, &bits, 2);
   return (float)h;
 }
+
+uint16_t* gpu_round_to_halves(float* values, size_t count) {
+  uint16_t* halves = malloc(count * 2 + 2);
+  if (!halves) abort();
+  for (size_t i = 0; i < count; ++i) {
+    halves[i] = gpu_float_to_half(values[i]);
+    values[i] = gpu_half_to_float(halves[i]);
+  }
+  return halves;
+}

@@ -46,5 +46,8 @@ void gpu_expect_close(const char* what, const float* got, const float* want,
 // fp16 round trips for the fp16-storage variants.
 uint16_t gpu_float_to_half(float value);
 float gpu_half_to_float(uint16_t value);
+// Rounds `values` to fp16 in place and returns the halves (malloc'd, abort
+// on failure; free them).
+uint16_t* gpu_round_to_halves(float* values, size_t count);
 
 #endif  // KILN_TESTS_SPIRV_GPU_TEST_UTIL_H_
