@@ -110,7 +110,7 @@ KILN_TEST(KernelLibraryTest, ConfigsSpecializeTheirSpirv) {
         continue;
       }
       kiln_kernel_spirv_t spirv;
-      KILN_ASSERT_OK(kiln_kernel_get_spirv((kiln_kernel_id_t)id, config.variant, &spirv));
+      KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
       kiln_spirv_reflection_t r;
       KILN_ASSERT_OK(kiln_spirv_reflect(spirv.blob_name, spirv.words, spirv.word_count, &r));
       uint32_t ids[KILN_KERNEL_MAX_SPEC_VALUES], values[KILN_KERNEL_MAX_SPEC_VALUES];

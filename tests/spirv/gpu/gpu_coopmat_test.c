@@ -201,7 +201,7 @@ KILN_TEST(GpuCoopmatTest, HalRefusesOnDevicesWithout) {
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM_COOPMAT, &hopper,
                                            KILN_KERNEL_STORAGE_FP32, &config));
   kiln_kernel_spirv_t spirv;
-  KILN_ASSERT_OK(kiln_kernel_get_spirv(KILN_KERNEL_GEMM_COOPMAT, config.variant, &spirv));
+  KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
   kiln_vk_harness_t* h = gpu_harness();
   kiln_vk_buffer_t* buffers[5] = {0};
   for (int i = 0; i < 5; ++i) KILN_ASSERT_OK(kiln_vk_buffer_create(h, 64, NULL, &buffers[i]));

@@ -57,8 +57,14 @@ void gpu_run(kiln_kernel_id_t kernel, kiln_kernel_variant_t variant,
              uint32_t out_binding, void* out, size_t out_bytes,
              const uint32_t grid[3]) {
   kiln_vk_harness_t* h = gpu_harness();
+  // The build the config names (gemm_coopmat has one per tiling).
+  kiln_kernel_config_t lookup;
+  memset(&lookup, 0, sizeof(lookup));
+  if (config) lookup = *config;
+  lookup.kernel = kernel;
+  lookup.variant = variant;
   kiln_kernel_spirv_t spirv;
-  KILN_ASSERT_OK(kiln_kernel_get_spirv(kernel, variant, &spirv));
+  KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&lookup, &spirv));
   const kiln_kernel_desc_t* desc = kiln_kernel_desc(kernel);
   KILN_ASSERT_EQ(arg_count, desc->binding_count);
   KILN_ASSERT_EQ(push_size, desc->push_constant_size);

@@ -73,7 +73,9 @@ static kiln_status_t kiln_kernel_executable_create_with(
       KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(&configs[a], ops[i].id, ops[i].value));
     }
     kiln_kernel_spirv_t spirv;
-    KILN_RETURN_IF_ERROR(kiln_kernel_get_config_spirv(&configs[a], &spirv));
+    // Words given: the kernel's table entry only for its binding types.
+    KILN_RETURN_IF_ERROR(words ? kiln_kernel_get_spirv(kernel, configs[a].variant, &spirv)
+                               : kiln_kernel_get_config_spirv(&configs[a], &spirv));
     if (words) {
       spirv.words = words;
       spirv.word_count = word_count;
