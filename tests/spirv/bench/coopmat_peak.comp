@@ -1,5 +1,5 @@
 // kiln-kernels-bench --coopmat's probe of the driver's cooperative-matrix
-// rate (KILN_COOPMAT_SPV_DIR/peak*.spv, built by coopmat_fixed_spv.sh): 4
+// rate (KILN_COOPMAT_SPV_DIR/peak*.spv, built by coopmat_probe_spv.sh): 4
 // subgroups, each p.k rounds of 8 independent 16x16x16 f16 -> f32
 // multiply-adds on fragments in registers (no memory in the loop), or with
 // KILN_PEAK_LOADS 2 A and 4 B fragments loaded from shared memory per round

@@ -176,7 +176,7 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   return kiln_ok_status();
 }
 
-// A SPIR-V file of $KILN_COOPMAT_SPV_DIR (coopmat_fixed_spv.sh), or NULL.
+// A SPIR-V file of $KILN_COOPMAT_SPV_DIR (coopmat_probe_spv.sh), or NULL.
 static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   const char* dir = getenv("KILN_COOPMAT_SPV_DIR");
   if (!dir || !dir[0]) return NULL;
@@ -196,15 +196,6 @@ static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   fclose(f);
   *out_count = words ? (size_t)bytes / 4 : 0;
   return words;
-}
-
-// The fixed-tiling f16 build of `t` (its loops unrolled before the driver
-// sees it), or NULL.
-static uint32_t* coop_fixed_spirv(const kiln_kernel_coopmat_tiling_t* t, size_t* out_count) {
-  char name[96];
-  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u.spv", t->warps_m, t->warps_n, t->tiles_m,
-           t->tiles_n, t->bk);
-  return coop_read_spirv(name, out_count);
 }
 
 // The driver's cooperative-matrix rate (coopmat_peak.comp, when
@@ -324,20 +315,6 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
         continue;
       }
       status = coop_run(device, s, &config, label, buffers, a, b, NULL, 0, failures);
-      // The same tiling pre-specialized offline (KILN_COOPMAT_SPV_DIR):
-      // how much the driver's own specialization leaves on the table.
-      size_t word_count = 0;
-      uint32_t* words = f16 && !status ? coop_fixed_spirv(tiling, &word_count) : NULL;
-      if (words) {
-        label[0] = 'F';  // "F16 ...": the fixed build
-        kiln_status_t fixed =
-            coop_run(device, s, &config, label, buffers, a, b, words, word_count, failures);
-        free(words);
-        if (fixed) {  // a diagnostic: reported, not fatal
-          printf("| %-32s | %-26s | error: %s\n", s->name, label, kiln_status_message(fixed));
-          kiln_status_free(fixed);
-        }
-      }
     }
     for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   }

@@ -7,7 +7,7 @@
 // reference (single-threaded, double accumulation: a floor, not a rival).
 // `--sweep [--max-gflop=X]` instead runs every GEMM tiling of the tuning
 // table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
-// non-zero when a result fails its check; `--coopmat` the same for
+// non-zero when a result fails its check; `--coopmat [--only=SHAPE]` the same for
 // gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
 // matrix). `--quant [--arch=A]` times the quantized GEMVs (qgemm_bench.c)
 // under arch A's configuration (default hopper; the device picks nothing:
