@@ -86,11 +86,16 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // One-row products (batch-1 linear layers) take gemv, products with few
 // output blocks gemm_small, the rest the tiled gemm; all have gemm's ABI
 // (and on CPU-like and mobile targets gemm and gemm_small tile alike).
-// With --cooperative-matrix, fp16 products run on tensor cores
-// (gemm_coopmat) when every target of the module has cooperative matrix
-// and fp16 arithmetic (a module keeps one kernel per dispatch;
-// multi-target modules with a target without it keep gemm_f16). Opt-in:
-// on an H100 it measured slower than gemm_f16 (docs/precision.md).
+// With --cooperative-matrix, fp16 products of at least
+// KILN_COOPMAT_MIN_OUTPUTS outputs run on tensor cores (gemm_coopmat) when
+// every target of the module has cooperative matrix and fp16 arithmetic (a
+// module keeps one kernel per dispatch; multi-target modules with a target
+// without it keep gemm_f16). Smaller products stay on gemm_f16: on an H100
+// gemm_coopmat is 3.6x faster at 4096^3 but slower on few blocks
+// (docs/precision.md).
+// A wave of 128x256 blocks on an H100's 132 SMs (2048 x 2048 outputs).
+#define KILN_COOPMAT_MIN_OUTPUTS (128ull * 256ull * 128ull)
+
 static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
   if (!l->program->cooperative_matrix || !kiln_emit_node_is_f16(l->program)) return false;
   for (size_t t = 0; t < l->program->target_count; ++t) {
@@ -103,7 +108,10 @@ static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
 static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l,
                                                const kiln_kernel_gemm_params_t* p) {
   if (p->m == 1) return KILN_KERNEL_GEMV;
-  if (kiln_lower_coopmat_ok(l)) return KILN_KERNEL_GEMM_COOPMAT;
+  if (kiln_lower_coopmat_ok(l) &&
+      (uint64_t)p->m * p->n * p->batch >= KILN_COOPMAT_MIN_OUTPUTS) {
+    return KILN_KERNEL_GEMM_COOPMAT;
+  }
   uint64_t blocks = ((uint64_t)p->m + 127) / 128 * (((uint64_t)p->n + 127) / 128) * p->batch;
   return blocks < KILN_GEMM_SMALL_BLOCKS ? KILN_KERNEL_GEMM_SMALL : KILN_KERNEL_GEMM;
 }

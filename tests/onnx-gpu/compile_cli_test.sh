@@ -50,13 +50,28 @@ if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
 fi
 grep -q "unknown precision 'f8'" "$dir/err.txt" || fail "precision refusal: $(cat "$dir/err.txt")"
 echo "ok: --precision"
-# --cooperative-matrix for a target with it: gemm_coopmat_f16, B staged
-# k-major for Gemm's transposed B (last op value 1), n-major for MatMul.
-for case in "test_gemm_transposeB gemm_coopmat_f16_0_1_0_1" "test_matmul_2d gemm_coopmat_f16_0_0_0_0"; do
-  read -r name exe <<<"$case"
-  "$compile" "$nodes/$name/model.onnx" -o "$dir/coop.kiln" --precision=f16 --cooperative-matrix \
-      --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "coopmat $name"
-  grep -q "$exe" "$dir/coop.kasm" || fail "coopmat $name: no $exe executable"
+# --cooperative-matrix for a target with it: products of 2048 x 2048
+# outputs take gemm_coopmat_f16 (B staged k-major for Gemm's transposed B,
+# last op value 1; n-major for MatMul); a small product keeps gemm_f16.
+/usr/bin/python3 - "$dir" <<'PY' || fail "writing the coopmat models"
+import sys
+from onnx import TensorProto, helper, save
+def model(name, node, b_shape):
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2048, 64])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2048, 2048])
+    graph = helper.make_graph([node], name, [a, b], [y])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         sys.argv[1] + "/" + name + ".onnx")
+model("gemm_tb", helper.make_node("Gemm", ["a", "b"], ["y"], transB=1), [2048, 64])
+model("matmul", helper.make_node("MatMul", ["a", "b"], ["y"]), [64, 2048])
+PY
+for case in "$dir/gemm_tb.onnx gemm_coopmat_f16_0_0_0_1" "$dir/matmul.onnx gemm_coopmat_f16_0_0_0_0" \
+            "$nodes/test_matmul_2d/model.onnx gemm_small_f16"; do
+  read -r model exe <<<"$case"
+  "$compile" "$model" -o "$dir/coop.kiln" --precision=f16 --cooperative-matrix \
+      --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "coopmat $model"
+  grep -q "$exe" "$dir/coop.kasm" || fail "coopmat $model: no $exe executable"
 done
 echo "ok: --cooperative-matrix"
 # NonZero runs on the host (docs/partitioning.md): the module calls
