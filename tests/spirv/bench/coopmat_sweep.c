@@ -198,6 +198,17 @@ static uint32_t* coop_read_spirv(const char* name, size_t* out_count) {
   return words;
 }
 
+// An experimental f16 build of tiling `t` (f16_WMxWN_TMxTN_bkBK.spv in
+// $KILN_COOPMAT_SPV_DIR: e.g. gemm_coopmat.comp with a change under test,
+// built as the kernels meson does), or NULL.
+static uint32_t* coop_experiment_spirv(const kiln_kernel_coopmat_tiling_t* t,
+                                       size_t* out_count) {
+  char name[96];
+  snprintf(name, sizeof(name), "f16_%ux%u_%ux%u_bk%u.spv", t->warps_m, t->warps_n, t->tiles_m,
+           t->tiles_n, t->bk);
+  return coop_read_spirv(name, out_count);
+}
+
 // The driver's cooperative-matrix rate (coopmat_peak.comp, when
 // KILN_COOPMAT_SPV_DIR has it): 5 workgroups of 4 subgroups per SM-ish
 // grid, `rounds` x 8 MMAs of 16x16x16 per subgroup, from registers
@@ -315,6 +326,19 @@ static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s
         continue;
       }
       status = coop_run(device, s, &config, label, buffers, a, b, NULL, 0, failures);
+      // Beside it, an experimental build of the same tiling ("X16" rows).
+      size_t word_count = 0;
+      uint32_t* words = f16 && !status ? coop_experiment_spirv(tiling, &word_count) : NULL;
+      if (words) {
+        label[0] = 'X';
+        kiln_status_t x =
+            coop_run(device, s, &config, label, buffers, a, b, words, word_count, failures);
+        free(words);
+        if (x) {  // a diagnostic: reported, not fatal
+          printf("| %-32s | %-26s | error: %s\n", s->name, label, kiln_status_message(x));
+          kiln_status_free(x);
+        }
+      }
     }
     for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
   }
