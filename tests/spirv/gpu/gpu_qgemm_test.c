@@ -199,15 +199,15 @@ static const qgemv_case_t kGemvCases[] = {
     {1, 8, 13, 3, true, false, KILN_ACT_NONE, 4},
 };
 
-// The cases at `base` (its variant's storage); `few`: the cases 1, 4 and 7
-// and the long k (6).
+// The cases at `base` (its variant's storage); `few`: the cases 4 and 7
+// (epilogues, 3 and 4 rows of A) and the long k (6).
 static void run_qgemv_cases(const char* arch, const kiln_kernel_config_t* base, bool few) {
   const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
                                          KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
   for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
     const uint32_t block = layouts[l] == KILN_QUANT_Q4_K ? 256 : 32;
     for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
-      if (few && i != 1 && i != 4 && i != 6 && i != 7) continue;
+      if (few && i != 4 && i != 6 && i != 7) continue;
       const qgemv_case_t* g = &kGemvCases[i];
       // Long k: 512 groups of 32 (q4_K: 64 superblocks).
       const uint32_t blocks = g->blocks == 512 && block == 256 ? 64 : g->blocks;
