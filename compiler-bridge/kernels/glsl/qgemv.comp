@@ -75,36 +75,38 @@ float half_at(uint o) {
 }
 
 // Quarters q0 .. q0 + SPAN - 1 (8 elements each) of group g of the weight
-// row at byte `row`: w[i] multiplies the vec4 of A at 8 g + ai[i] (i <
-// 2 SPAN). A span's code words are loaded together, one word more where
-// they start mid-word (2-aligned blocks; the buffer's tail makes it
-// readable), and picked by funnel shifts.
-void decode_span(uint row, uint g, uint q0, out vec4 w[8], out uint ai[8]) {
+// row at byte `row`: scale * w[i] multiplies the vec4 of A at 8 g + ai[i]
+// (i < 2 SPAN); the group's scale is applied once to the span's dot
+// products where the layout allows. A span's code words are loaded
+// together, one word more where they start mid-word (2-aligned blocks; the
+// buffer's tail makes it readable), and picked by funnel shifts.
+void decode_span(uint row, uint g, uint q0, out vec4 w[8], out uint ai[8], out float scale) {
   [[unroll]] for (uint i = 0; i < 2u * SPAN; ++i) ai[i] = 2u * q0 + i;
+  scale = 1.0;
   if (LAYOUT == KILN_QGEMM_Q4_0) {
     // Code word q holds elements 4q..4q+3 (low nibbles) and 16+4q.. (high).
     const uint o = row + g * 18u;
-    const float d = half_at(o);
+    scale = half_at(o);
     const uint c = (o + 2u + 4u * q0) >> 2;
     const bool mid = ((o + 2u) & 2u) != 0u;
     uint cw[5];
     [[unroll]] for (uint i = 0; i <= SPAN; ++i) cw[i] = bw[c + i];
     [[unroll]] for (uint e = 0; e < SPAN; ++e) {
       const uint word = mid ? (cw[e] >> 16) | (cw[e + 1] << 16) : cw[e];
-      w[2 * e] = (nibbles(word, 0u) - 8.0) * d;
-      w[2 * e + 1] = (nibbles(word, 4u) - 8.0) * d;
+      w[2 * e] = nibbles(word, 0u) - 8.0;
+      w[2 * e + 1] = nibbles(word, 4u) - 8.0;
       ai[2 * e] = q0 + e;
       ai[2 * e + 1] = 4u + q0 + e;
     }
   } else if (LAYOUT == KILN_QGEMM_Q8_0) {
     const uint o = row + g * 34u;
-    const float d = half_at(o);
+    scale = half_at(o);
     const uint c = (o + 2u + 8u * q0) >> 2;
     const bool mid = ((o + 2u) & 2u) != 0u;
     uint cw[9];
     [[unroll]] for (uint i = 0; i <= 2u * SPAN; ++i) cw[i] = bw[c + i];
     [[unroll]] for (uint i = 0; i < 2u * SPAN; ++i) {
-      w[i] = bytes_signed(mid ? (cw[i] >> 16) | (cw[i + 1] << 16) : cw[i]) * d;
+      w[i] = bytes_signed(mid ? (cw[i] >> 16) | (cw[i + 1] << 16) : cw[i]);
     }
   } else if (LAYOUT == KILN_QGEMM_Q4_K) {
     const uint base = (row + (g >> 3) * 144u) >> 2;  // superblocks are 4-aligned
@@ -137,9 +139,9 @@ void decode_span(uint row, uint g, uint q0, out vec4 w[8], out uint ai[8]) {
       w[2 * e + 1] = (vec4((uvec4(word) >> uvec4(16, 20, 24, 28)) & 15u) - z) * s;
     }
   } else {  // KILN_QGEMM_INT8: fp32 scale per row, then k int8
-    const float s = uintBitsToFloat(bw[row >> 2]);
+    scale = uintBitsToFloat(bw[row >> 2]);
     const uint qw = (row >> 2) + 1u + 8u * g + 2u * q0;
-    [[unroll]] for (uint i = 0; i < 2u * SPAN; ++i) w[i] = bytes_signed(bw[qw + i]) * s;
+    [[unroll]] for (uint i = 0; i < 2u * SPAN; ++i) w[i] = bytes_signed(bw[qw + i]);
   }
 }
 
@@ -174,12 +176,14 @@ void main() {
       [[unroll]] for (uint r = 0; r < TN; ++r) {
         vec4 w[8];
         uint ai[8];
-        decode_span(w_rows[r], g, q0, w, ai);
+        float scale;
+        decode_span(w_rows[r], g, q0, w, ai, scale);
+        scale *= live;
         [[unroll]] for (uint t = 0; t < TM; ++t) {
           const uint a = a_rows[t] + 8u * g;
           float s = 0.0;
           [[unroll]] for (uint i = 0; i < 2u * SPAN; ++i) s += dot(w[i], LOAD4(a4[a + ai[i]]));
-          acc[t * TN + r] += s * live;
+          acc[t * TN + r] += s * scale;
         }
       }
     }
