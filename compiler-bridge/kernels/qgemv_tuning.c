@@ -3,14 +3,18 @@
 // `wg` lanes along x), each lane the cpu row's `rows` weight rows.
 //
 // Why these numbers: H100 (`kiln-kernels-bench --quant-sweep --arch=hopper`,
-// two rounds, 2026-11-24): 128 invocations (32 groups of a row per step)
-// x 4 weight rows sharing each load of A was at or within ~10% of the best
-// tiling on every shape and layout; 2-4 groups per lane per step (unroll)
-// did not help (the long-k cases stayed at 0.10-0.17 ms whatever the
-// tiling), so unroll 1. The other GPU rows are that row unmeasured; 64 x 2
-// where registers and subgroups are smaller. cpu: qgemv_cpu's 8 lanes x 4
-// rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8 rows per lane within noise of
-// each other for q4_0, 4 best for q4_k and int8).
+// in-stream timing, 2026-11-24 session 7, two rounds): 2 weight rows per
+// workgroup beat 4 and 8 on every shape and layout (more workgroups, fewer
+// registers); a span of 2 code words was best or within ~3% for the 4-bit
+// layouts (q4_0, q4_K) and 1 quarter (the 2-word span of an 8-bit layout)
+// for q8_0 / int8 (int8 83-85% of copy against 70-74% at 2 quarters); 128
+// invocations within ~5% of the best of 64 / 256 everywhere; unroll 2 gave
+// 0-3%, unroll 1 kept. 4 rows of A (M = 4) prefer span 1 (0.018 against
+// 0.028 ms): not tuned separately. The other GPU rows are hopper's
+// unmeasured; 64 x 2 x span 1 where registers and subgroups are smaller.
+// cpu: qgemv_cpu's 8 lanes x 4 rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8
+// rows per lane within noise for q4_0, 4 best for q4_k and int8); qgemv_f16
+// on CPU devices takes it with a whole group per lane (span 4).
 #include <string.h>
 
 #include "kiln/compiler/kernels_qgemv_tuning.h"
