@@ -119,17 +119,17 @@ static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
 // halvings of the TM x TN loop, or the subgroup build's loops) and the epilogue.
 static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
                                  const kiln_kernel_gemm_params_t* p) {
-  // Quarters per lane: SPAN, halved (at least 1) for the 8-bit layouts,
-  // and for an unset layout (the conservative count).
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  // Quarters per lane: SPAN, halved (at least 1) for the 8-bit layouts and
+  // more than 2 rows of A, and for an unset layout (the conservative count).
   const uint64_t words = kiln_kernel_config_spec(config, KILN_SPEC_QGEMV_SPAN, 1);
   const uint32_t layout = kiln_kernel_config_spec(config, KILN_SPEC_QGEMM_LAYOUT, 0);
   const bool four_bit = layout == KILN_QGEMM_Q4_0 || layout == KILN_QGEMM_Q4_K ||
                         layout == KILN_QGEMM_Q4_ZP;
-  const uint64_t span = four_bit || words <= 1 ? words : words / 2;
+  const uint64_t span = (four_bit && tm <= 2) || words <= 1 ? words : words / 2;
   const uint64_t lanes = span >= 1 && span <= 4 ? 4 / span : 4;  // per group
   const uint64_t quads =
       config->workgroup_size[0] >= lanes ? config->workgroup_size[0] / lanes : 1;
-  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
   const uint64_t unroll = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 1);
   const uint64_t per_lane = kiln_loops_ceil_div(p->k / 32, quads * (unroll ? unroll : 1));

@@ -9,8 +9,8 @@
 // layouts (q4_0, q4_K) and 1 quarter (the 2-word span of an 8-bit layout)
 // for q8_0 / int8 (int8 83-85% of copy against 70-74% at 2 quarters); 128
 // invocations within ~5% of the best of 64 / 256 everywhere; unroll 2 gave
-// 0-3%, unroll 1 kept. 4 rows of A (M = 4) prefer span 1 (0.018 against
-// 0.028 ms): not tuned separately. The other GPU rows are hopper's
+// 0-3%, unroll 1 kept. 4 rows of A (M = 4) preferred 1 quarter (0.019
+// against 0.028 ms), so the kernel halves the span above 2 rows. The other GPU rows are hopper's
 // unmeasured; 64 x 2 x span 1 where registers and subgroups are smaller.
 // cpu: qgemv_cpu's 8 lanes x 4 rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8
 // rows per lane within noise for q4_0, 4 best for q4_k and int8); qgemv_f16

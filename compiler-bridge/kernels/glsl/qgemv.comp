@@ -35,14 +35,16 @@ layout(constant_id = KILN_SPEC_GEMM_TK) const uint U = 1;
 // Code words (4 bytes) per lane, group and row: 1, 2 or 4, i.e. the
 // quarters of a group a lane reads in the 4-bit layouts; the 8-bit ones
 // (a quarter is 8 bytes) read half as many quarters (at least one), so a
-// lane loads the same code bytes in every layout.
+// lane loads the same code bytes in every layout; so do more than 2 rows
+// of A (their 2 SPAN vec4 loads each: registers; H100, M = 4: 1 quarter
+// 0.019 ms, 2 quarters 0.028).
 layout(constant_id = KILN_SPEC_QGEMV_SPAN) const uint SPAN_WORDS = 1;
 layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_QGEMM_LAYOUT) const uint LAYOUT = KILN_QGEMM_Q4_0;
 const bool EIGHT_BIT = LAYOUT == KILN_QGEMM_INT8 || LAYOUT == KILN_QGEMM_Q8_0;
-const uint SPAN = EIGHT_BIT && SPAN_WORDS > 1u ? SPAN_WORDS / 2u : SPAN_WORDS;  // quarters
+const uint SPAN = (EIGHT_BIT || TM > 2u) && SPAN_WORDS > 1u ? SPAN_WORDS / 2u : SPAN_WORDS;
 
 layout(set = 0, binding = 0) readonly buffer ABuffer { STORAGE_VEC4_T a4[]; };
 layout(set = 0, binding = 1) readonly buffer BBuffer { uint bw[]; };
