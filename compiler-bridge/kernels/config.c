@@ -220,7 +220,9 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       kiln_config_qgemm(caps, &config);
       break;
     case KILN_KERNEL_QGEMV: {
-      if (kiln_caps_is_cpu_like(caps)) {
+      // CPU devices: qgemv_cpu, or at fp16 storage (qgemv_cpu reads fp32
+      // texels) qgemv_f16 under the table's cpu tiling (8 lanes, a group each).
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
         kiln_config_qgemv_cpu(&config);
         kiln_config_add(&config, KILN_SPEC_GEMM_TM, 1);
         break;

@@ -125,10 +125,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
       RW(4, "output")},
      sizeof(kiln_kernel_conv2d_params_t), 2, V(FP32) | V(FP16_STORAGE)},
     // qgemm's ABI for a few rows of A; the cpu variant (qgemv_cpu.comp)
-    // reads a and b through texel buffers like qgemm_cpu.
+    // reads a and b through texel buffers like qgemm_cpu. The fp16-storage
+    // build (f16 a, bias, residual, c; the weight words unchanged; the
+    // shared-memory tree) serves every device at f16, CPU devices included.
     {KILN_KERNEL_QGEMV, "qgemv", "main", 5,
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(SUBGROUP) | V(CPU), 0, 3u},
+     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(CPU), 0,
+     3u},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -114,21 +114,33 @@ static uint64_t kiln_loops_qgemm(const kiln_kernel_config_t* config,
          KILN_LOOPS_EPILOGUE;
 }
 
-// qgemv: the group loop (k / 32 over WG / 4 lane quads, U groups a step)
+// qgemv: the group loop (k / 32 over WG * SPAN / 4 lane groups, U groups a step)
 // holding the U x TN rows' TM dot loops; the setup loops, the accumulator reduction (log2(WG)
 // halvings of the TM x TN loop, or the subgroup build's loops) and the epilogue.
 static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
                                  const kiln_kernel_gemm_params_t* p) {
-  const uint64_t quads = config->workgroup_size[0] >= 4 ? config->workgroup_size[0] / 4 : 1;
   const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
+  // Quarters per lane: SPAN, halved (at least 1) for the 8-bit layouts and
+  // more than 2 rows of A, and for an unset layout (the conservative count).
+  const uint64_t words = kiln_kernel_config_spec(config, KILN_SPEC_QGEMV_SPAN, 1);
+  const uint32_t layout = kiln_kernel_config_spec(config, KILN_SPEC_QGEMM_LAYOUT, 0);
+  const bool four_bit = layout == KILN_QGEMM_Q4_0 || layout == KILN_QGEMM_Q4_K ||
+                        layout == KILN_QGEMM_Q4_ZP;
+  const uint64_t span = (four_bit && tm <= 2) || words <= 1 ? words : words / 2;
+  const uint64_t lanes = span >= 1 && span <= 4 ? 4 / span : 4;  // per group
+  const uint64_t quads =
+      config->workgroup_size[0] >= lanes ? config->workgroup_size[0] / lanes : 1;
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
   const uint64_t unroll = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TK, 1);
   const uint64_t per_lane = kiln_loops_ceil_div(p->k / 32, quads * (unroll ? unroll : 1));
   uint64_t halvings = 0;
   for (uint64_t h = config->workgroup_size[0] / 2; h > 0; h /= 2) ++halvings;
   const uint64_t acc = kiln_loops_loop(tm * tn, 0, 0);
-  const uint64_t body =
-      kiln_loops_loop(unroll, kiln_loops_loop(tn, kiln_loops_loop(tm, 0, 0), 1), 1);
+  // Per weight row: the span's up to three decode loops (2 SPAN + 1 trips
+  // at most), then per row of A its 2 SPAN dot loop.
+  const uint64_t spans = kiln_loops_loop(2 * span + 1, 0, 0);
+  const uint64_t body = kiln_loops_loop(
+      unroll, kiln_loops_loop(tn, 3 * spans + kiln_loops_loop(tm, spans, 1), 4), 1);
   return kiln_loops_loop(tn, 0, 0) + kiln_loops_loop(tm, 0, 0) + 3 * acc +
          kiln_loops_loop(per_lane, body, 1) + kiln_loops_loop(halvings, acc, 1) +
          kiln_loops_loop(config->workgroup_size[0], 0, 0) + KILN_LOOPS_MASKED +

@@ -3,14 +3,18 @@
 // `wg` lanes along x), each lane the cpu row's `rows` weight rows.
 //
 // Why these numbers: H100 (`kiln-kernels-bench --quant-sweep --arch=hopper`,
-// two rounds, 2026-11-24): 128 invocations (32 groups of a row per step)
-// x 4 weight rows sharing each load of A was at or within ~10% of the best
-// tiling on every shape and layout; 2-4 groups per lane per step (unroll)
-// did not help (the long-k cases stayed at 0.10-0.17 ms whatever the
-// tiling), so unroll 1. The other GPU rows are that row unmeasured; 64 x 2
-// where registers and subgroups are smaller. cpu: qgemv_cpu's 8 lanes x 4
-// rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8 rows per lane within noise of
-// each other for q4_0, 4 best for q4_k and int8).
+// in-stream timing, 2026-11-24 session 7, two rounds): 2 weight rows per
+// workgroup beat 4 and 8 on every shape and layout (more workgroups, fewer
+// registers); a span of 2 code words was best or within ~3% for the 4-bit
+// layouts (q4_0, q4_K) and 1 quarter (the 2-word span of an 8-bit layout)
+// for q8_0 / int8 (int8 83-85% of copy against 70-74% at 2 quarters); 128
+// invocations within ~5% of the best of 64 / 256 everywhere; unroll 2 gave
+// 0-3%, unroll 1 kept. 4 rows of A (M = 4) preferred 1 quarter (0.019
+// against 0.028 ms), so the kernel halves the span above 2 rows. The other GPU rows are hopper's
+// unmeasured; 64 x 2 x span 1 where registers and subgroups are smaller.
+// cpu: qgemv_cpu's 8 lanes x 4 rows (lavapipe, 4096 x 4096: 1 / 2 / 4 / 8
+// rows per lane within noise for q4_0, 4 best for q4_k and int8); qgemv_f16
+// on CPU devices takes it with a whole group per lane (span 4).
 #include <string.h>
 
 #include "kiln/compiler/kernels_qgemv_tuning.h"
@@ -23,18 +27,20 @@ typedef struct kiln_qgemv_tuning_row_t {
 // "cpu" (llvmpipe): qgemv_cpu's 8 lanes, each `rows` weight rows over all
 // of k, one load of A's group serving them all.
 static const kiln_qgemv_tuning_row_t kQgemvTuning[] = {
-    {"cpu", {8, 4, 1}},      {"unknown", {64, 2, 1}},  {"valhall", {64, 2, 1}},
-    {"adreno", {64, 2, 1}},  {"rdna1", {128, 4, 1}},   {"rdna2", {128, 4, 1}},
-    {"rdna3", {128, 4, 1}},  {"pascal", {128, 4, 1}},  {"turing", {128, 4, 1}},
-    {"ampere", {128, 4, 1}}, {"ada", {128, 4, 1}},     {"hopper", {128, 4, 1}},
-    {"arc", {64, 2, 1}},     {"m1", {64, 2, 1}},
+    {"cpu", {8, 4, 1, 4}},      {"unknown", {64, 2, 1, 1}},  {"valhall", {64, 2, 1, 1}},
+    {"adreno", {64, 2, 1, 1}},  {"rdna1", {128, 2, 1, 2}},   {"rdna2", {128, 2, 1, 2}},
+    {"rdna3", {128, 2, 1, 2}},  {"pascal", {128, 2, 1, 2}},  {"turing", {128, 2, 1, 2}},
+    {"ampere", {128, 2, 1, 2}}, {"ada", {128, 2, 1, 2}},     {"hopper", {128, 2, 1, 2}},
+    {"arc", {64, 2, 1, 1}},     {"m1", {64, 2, 1, 1}},
 };
 
+// wg x rows x unroll x span: round 1 (2026-11-24) tried 64-256 x 2-8 rows
+// x unroll 1-4 x span 1-4; 2 rows at span 1-2 won every shape, 8 rows and
+// span 4 lost everywhere (registers), so the list keeps the neighbourhood.
 static const kiln_kernel_qgemv_tiling_t kQgemvCandidates[] = {
-    {64, 2, 1},  {64, 2, 2},  {64, 2, 4},  {64, 4, 1},  {64, 4, 2},  {64, 4, 4},
-    {128, 1, 4}, {128, 2, 1}, {128, 2, 2}, {128, 2, 4}, {128, 4, 1}, {128, 4, 2},
-    {128, 4, 4}, {128, 8, 1}, {128, 8, 2}, {256, 2, 2}, {256, 2, 4}, {256, 4, 1},
-    {256, 4, 2}, {256, 4, 4}, {32, 8, 1},
+    {64, 2, 1, 1},  {64, 2, 1, 2},  {64, 4, 1, 1},  {128, 2, 1, 1}, {128, 2, 1, 2},
+    {128, 2, 2, 2}, {128, 2, 4, 1}, {128, 4, 1, 2}, {128, 4, 2, 2}, {128, 2, 1, 4},
+    {256, 2, 1, 1}, {256, 2, 1, 2}, {256, 4, 1, 2}, {32, 4, 2, 4},
 };
 
 const kiln_kernel_qgemv_tiling_t* kiln_kernel_qgemv_tuning(const char* arch) {
@@ -63,13 +69,13 @@ kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t
   if (!t || !caps || !config) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
   }
-  // The epilogue runs on the first TM x TN lanes; the tree halves a power of two.
-  if (t->wg < 32 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8 ||
-      t->unroll == 0 || t->unroll > 4) {
+  // The tree halves a power of two; 4 / span lanes share a group.
+  if (t->wg < 8 || t->wg > 256 || (t->wg & (t->wg - 1)) != 0 || t->rows == 0 || t->rows > 8 ||
+      t->unroll == 0 || t->unroll > 4 || (t->span != 1 && t->span != 2 && t->span != 4)) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                            "qgemv tiling: %u invocations (a power of two in 32..256) x %u "
-                            "rows (1..8), unroll %u (1..4)",
-                            t->wg, t->rows, t->unroll);
+                            "qgemv tiling: %u invocations (a power of two in 8..256) x %u "
+                            "rows (1..8), unroll %u (1..4), span %u (1, 2 or 4)",
+                            t->wg, t->rows, t->unroll, t->span);
   }
   if (t->wg > caps->max_workgroup_invocations) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
@@ -87,6 +93,7 @@ kiln_status_t kiln_kernel_qgemv_tiling_apply(const kiln_kernel_qgemv_tiling_t* t
   config->workgroup_size[1] = 1;
   config->shared_memory_bytes = shared;
   KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TK, t->unroll));
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_QGEMV_SPAN, t->span));
   return kiln_kernel_config_set_spec(config, KILN_SPEC_GEMM_TN, t->rows);
 }
 
@@ -96,7 +103,8 @@ kiln_status_t kiln_kernel_qgemv_tiling_select(const kiln_kernel_arch_caps_t* cap
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT, "qgemv tiling: NULL argument");
   }
   const kiln_kernel_qgemv_tiling_t* row = kiln_kernel_qgemv_tuning(caps->arch);
-  const kiln_kernel_qgemv_tiling_t fallbacks[] = {{128, 2, 1}, {64, 2, 1}, {32, 2, 1}, {32, 1, 1}};
+  const kiln_kernel_qgemv_tiling_t fallbacks[] = {
+      {128, 2, 1, 1}, {64, 2, 1, 1}, {32, 2, 1, 1}, {32, 1, 1, 1}};
   if (row && row->wg <= caps->max_workgroup_invocations &&
       kiln_kernel_qgemv_shared_bytes(row, KILN_QGEMV_MAX_ROWS) <= caps->max_shared_memory_bytes) {
     *out_tiling = *row;

@@ -157,6 +157,8 @@
 // qgemm: gemm's TM (rows of A per invocation), activation, bias and
 // residual ids, and the weight layout (KILN_QGEMM_*, = kiln_quant_layout_t).
 #define KILN_SPEC_QGEMM_LAYOUT 9
+// qgemv: quarters of a 32-element group per lane (1, 2 or 4).
+#define KILN_SPEC_QGEMV_SPAN 10
 #define KILN_QGEMM_INT8 1
 #define KILN_QGEMM_Q8_0 2
 #define KILN_QGEMM_Q4_0 3

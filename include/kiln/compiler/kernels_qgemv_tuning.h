@@ -18,11 +18,13 @@ extern "C" {
 // products of at most this many rows (per batch) use qgemv, larger ones qgemm.
 #define KILN_QGEMV_MAX_ROWS 8u
 
-// wg invocations (a power of two, 32..256, four per 32-element group) own
-// `rows` weight rows (TN, 1..8) of the output; each lane steps `unroll`
+// wg invocations (a power of two, 8..256) own `rows` weight rows (TN, 1..8)
+// of the output; each lane reads `span` (1, 2 or 4) 4-byte code words of a
+// group per row (that many quarters of a 4-bit group; half as many, at
+// least one, of an 8-bit one or above 2 rows of A) and steps `unroll`
 // (1..4) groups at a time (their loads in flight together).
 typedef struct kiln_kernel_qgemv_tiling_t {
-  uint32_t wg, rows, unroll;
+  uint32_t wg, rows, unroll, span;
 } kiln_kernel_qgemv_tiling_t;
 
 // The table's tiling for `arch`, or NULL when it has no row.

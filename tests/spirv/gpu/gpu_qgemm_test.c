@@ -188,13 +188,15 @@ static const qgemv_case_t kGemvCases[] = {
     {1, 8, 13, 3, true, false, KILN_ACT_NONE, 4},
 };
 
+// The cases at `base` (its variant's storage); `few`: the cases 4 and 7
+// (epilogues, 3 and 4 rows of A) and the long k (6).
 static void run_qgemv_cases(const char* arch, const kiln_kernel_config_t* base, bool few) {
   const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
                                          KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
   for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
     const uint32_t block = layouts[l] == KILN_QUANT_Q4_K ? 256 : 32;
     for (size_t i = 0; i < sizeof(kGemvCases) / sizeof(kGemvCases[0]); ++i) {
-      if (few && i != 1 && i != 4 && i != 7) continue;
+      if (few && i != 4 && i != 6 && i != 7) continue;
       const qgemv_case_t* g = &kGemvCases[i];
       // Long k: 512 groups of 32 (q4_K: 64 superblocks).
       const uint32_t blocks = g->blocks == 512 && block == 256 ? 64 : g->blocks;
@@ -203,15 +205,27 @@ static void run_qgemv_cases(const char* arch, const kiln_kernel_config_t* base, 
       char what[128];
       snprintf(what, sizeof(what), "qgemv %s case %zu (m %u n %u k %u), %s config",
                kiln_quant_layout_name(layouts[l]), i, c.m, c.n, c.k, arch);
-      run_qgemm_case(what, layouts[l], &c, *base, base->variant == KILN_KERNEL_VARIANT_FP16_STORAGE);
+      run_qgemm_case(what, layouts[l], &c, *base,
+                     base->variant == KILN_KERNEL_VARIANT_FP16_STORAGE);
     }
   }
 }
 
+// `config` under `tiling` (hopper caps): workgroup size, rows, unroll, span.
+static void apply_qgemv_tiling(const kiln_kernel_qgemv_tiling_t* tiling,
+                               kiln_kernel_config_t* config) {
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &caps));
+  KILN_ASSERT_OK(kiln_kernel_qgemv_tiling_apply(tiling, &caps, config));
+  KILN_ASSERT_OK(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, tiling->wg));
+}
+
 // Every case at the hopper tiling (the subgroup build where the device has
-// subgroup arithmetic) and on the CPU configuration (qgemv_cpu), a few
-// through the shared-memory tree and at every candidate tiling (8 rows of
-// A where the accumulators outnumber the lanes). CI time is 2 cores.
+// subgroup arithmetic) and on the CPU configuration (qgemv_cpu), a few and
+// the long k through the shared-memory tree and at each span (quarters of a
+// group per lane) the table does not use, and a candidate per distinct
+// span, unroll and accumulators-outnumber-lanes (8 rows of A): CI time is
+// 2 cores, and pipelines are built per case.
 KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
   const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
   const char* arches[] = {"hopper", "cpu"};
@@ -228,36 +242,75 @@ KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
     }
     run_qgemv_cases(arches[a], &config, false);
     if (config.variant == KILN_KERNEL_VARIANT_SUBGROUP) {
-      config.variant = KILN_KERNEL_VARIANT_FP32;
-      config.required_features &= ~(uint32_t)KILN_FORMAT_FEATURE_SUBGROUP_OPS;
-      run_qgemv_cases("hopper tree", &config, true);
+      kiln_kernel_config_t tree = config;
+      tree.variant = KILN_KERNEL_VARIANT_FP32;
+      tree.required_features &= ~(uint32_t)KILN_FORMAT_FEATURE_SUBGROUP_OPS;
+      run_qgemv_cases("hopper tree", &tree, true);
+    }
+    if (a == 0) {
+      const kiln_kernel_qgemv_tiling_t* table = kiln_kernel_qgemv_tuning("hopper");
+      KILN_ASSERT_TRUE(table != NULL);
+      for (uint32_t span = 1; span <= 4; span *= 2) {
+        if (span == table->span) continue;
+        kiln_kernel_qgemv_tiling_t t = *table;
+        t.span = span;
+        kiln_kernel_config_t spanned = config;
+        apply_qgemv_tiling(&t, &spanned);
+        char what[32];
+        snprintf(what, sizeof(what), "hopper span %u", span);
+        run_qgemv_cases(what, &spanned, true);
+      }
     }
   }
   kiln_kernel_arch_caps_t caps;
   KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &caps));
   caps.subgroup_arithmetic = device->subgroup_arithmetic;
+  uint32_t seen[3][5][2] = {{{0}}};  // span 1/2/4, unroll 1..4, 8 x rows > wg
   for (size_t t = 0; t < kiln_kernel_qgemv_candidate_count(); ++t) {
     const kiln_kernel_qgemv_tiling_t* tiling = kiln_kernel_qgemv_candidate(t);
     if (tiling->wg > device->max_workgroup_invocations) continue;
+    const bool crowded = 8 * tiling->rows > tiling->wg;
+    uint32_t* mark = &seen[tiling->span == 4 ? 2 : tiling->span - 1][tiling->unroll][crowded];
+    if ((*mark)++) continue;
     kiln_kernel_config_t config;
     KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMV, &caps,
                                              KILN_KERNEL_STORAGE_FP32, &config));
-    KILN_ASSERT_OK(kiln_kernel_qgemv_tiling_apply(tiling, &caps, &config));
-    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_WORKGROUP_X, tiling->wg));
+    apply_qgemv_tiling(tiling, &config);
     char what[48];
-    snprintf(what, sizeof(what), "candidate %u x %u u%u", tiling->wg, tiling->rows,
-             tiling->unroll);
+    snprintf(what, sizeof(what), "candidate %u x %u u%u s%u", tiling->wg, tiling->rows,
+             tiling->unroll, tiling->span);
     // m 3, n 33 under the tiling (q4_0), and 8 rows of A (more
     // accumulators than lanes at 32 x 8; q8_0).
     const qgemm_case_t c = {1, 3, 33, 64, true, false, KILN_ACT_GELU, 3};
     run_qgemm_case(what, KILN_QUANT_Q4_0, &c, config, false);
     const qgemm_case_t c8 = {1, 8, 17, 96, false, true, KILN_ACT_NONE, 8};
-    if (8 * tiling->rows > tiling->wg) run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config, false);
+    if (crowded) run_qgemm_case(what, KILN_QUANT_Q8_0, &c8, config, false);
   }
 }
 
-// qgemm_f16 (--precision=f16; f16 nodes take qgemm for every row count
-// while qgemv has no fp16-storage build): the CPU configuration lavapipe
+// qgemv_f16 (--precision=f16 GEMVs): the hopper tiling's fp16-storage build
+// (shared-memory tree) and the one CPU devices get at f16 (the table's cpu
+// tiling: 8 lanes, a whole group each) on a few cases and the long k.
+KILN_TEST(GpuQgemmTest, QgemvF16EdgeSizes) {
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  if (!device->fp16_storage) return;  // the f16 builds need 16-bit storage
+  const char* arches[] = {"hopper", "cpu"};
+  for (size_t a = 0; a < sizeof(arches) / sizeof(arches[0]); ++a) {
+    kiln_kernel_arch_caps_t caps;
+    KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch(arches[a], &caps));
+    caps.fp16_storage = true;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMV, &caps,
+                                             KILN_KERNEL_STORAGE_FP16, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+    if (config.workgroup_size[0] > device->max_workgroup_invocations) continue;
+    char what[32];
+    snprintf(what, sizeof(what), "qgemv_f16 %s", arches[a]);
+    run_qgemv_cases(what, &config, true);
+  }
+}
+
+// qgemm_f16 (--precision=f16 products of more rows than qgemv takes): the CPU configuration lavapipe
 // gets at f16 (8 k slices x 32 columns) on every qgemm case and three of
 // the GEMV edge sizes, and the GPU tilings (hopper 32 x 8, portable 32 x 4)
 // on the GEMV and the 4- and 8-row cases in q4_0.
