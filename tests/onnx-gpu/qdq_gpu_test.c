@@ -129,17 +129,19 @@ static void kiln_check_qdq_model(const char* name, unsigned long long min_int8_w
   kiln_graph_deinitialize(&graph);
 }
 
+// The committed quantize_static models and how many of their MatMul / Conv
+// weights stay int8 (the QOperator models' weights go through
+// pass_qoperator.c instead).
+static const struct {
+  const char* name;
+  unsigned long long int8_weights;
+} kQdqModels[] = {{"mlp_u8_tensor", 1},       {"mlp_s8_channel", 1},
+                  {"cnn_u8_channel", 1},      {"cnn_s8_tensor", 1},
+                  {"qop_conv_u8_channel", 0}, {"qop_matmul_s8_tensor", 0}};
+
 KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsMatchOnnxruntime) {
-  // With the int8 weights each model's MatMul / Conv layers keep int8 (the
-  // QOperator models' weights go through pass_qoperator.c instead).
-  static const struct {
-    const char* name;
-    unsigned long long int8_weights;
-  } kModels[] = {{"mlp_u8_tensor", 1},       {"mlp_s8_channel", 1},
-                 {"cnn_u8_channel", 1},      {"cnn_s8_tensor", 1},
-                 {"qop_conv_u8_channel", 0}, {"qop_matmul_s8_tensor", 0}};
-  for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
-    kiln_check_qdq_model(kModels[i].name, kModels[i].int8_weights);
+  for (size_t i = 0; i < sizeof(kQdqModels) / sizeof(kQdqModels[0]); ++i) {
+    kiln_check_qdq_model(kQdqModels[i].name, kQdqModels[i].int8_weights);
   }
 }
 
@@ -215,14 +217,8 @@ static void kiln_check_qdq_model_f16(const char* name, unsigned long long min_in
 }
 
 KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsAtF16) {
-  static const struct {
-    const char* name;
-    unsigned long long int8_weights;
-  } kModels[] = {{"mlp_u8_tensor", 1},       {"mlp_s8_channel", 1},
-                 {"cnn_u8_channel", 1},      {"cnn_s8_tensor", 1},
-                 {"qop_conv_u8_channel", 0}, {"qop_matmul_s8_tensor", 0}};
-  for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
-    kiln_check_qdq_model_f16(kModels[i].name, kModels[i].int8_weights);
+  for (size_t i = 0; i < sizeof(kQdqModels) / sizeof(kQdqModels[0]); ++i) {
+    kiln_check_qdq_model_f16(kQdqModels[i].name, kQdqModels[i].int8_weights);
   }
 }
 
