@@ -21,7 +21,9 @@ Usage: bench_gpu.py BUILD_DIR [--calls N] [--models a,b,...] [--no-compile]
 Environment: KILN_BENCH_DEVICE (default "vulkan"); KILN_BENCH_TARGET, the
 target triple kiln-compile builds for (default: the device's own triple from
 kiln-run-module --list_devices, as a deployment would; "default" keeps
-kiln-compile's multi-target default).
+kiln-compile's multi-target default); KILN_BENCH_STATS_DIR, a folder that
+receives each model's kiln-run-module --print_statistics text (per-dispatch
+profile) as MODEL_PRECISION.txt.
 """
 import argparse
 import copy
@@ -128,7 +130,7 @@ def device_triple(build):
     return lines[0][-1] if lines else ""
 
 
-def kiln_run(build, onnx_path, inputs, calls, work, triple, precision):
+def kiln_run(build, onnx_path, inputs, calls, work, triple, precision, name):
     module = os.path.join(work, "m.kiln")
     compile_args = [os.path.join(build, "tools/compile/kiln-compile"), onnx_path, "-o", module,
                     "--precision=" + precision]
@@ -150,6 +152,11 @@ def kiln_run(build, onnx_path, inputs, calls, work, triple, precision):
     # MobileNetV2 on an H100), so the wall time comes from a second run
     # without them; the GPU time and dispatch count from the timestamped one.
     text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    stats_dir = os.environ.get("KILN_BENCH_STATS_DIR", "")
+    if stats_dir:
+        os.makedirs(stats_dir, exist_ok=True)
+        with open(os.path.join(stats_dir, "%s_%s.txt" % (name, precision)), "w") as f:
+            f.write(text)
     untimed = subprocess.run(args + ["--no_timestamps"], check=True, capture_output=True,
                              text=True).stdout
     wall = (re.search(r"warm call \(median of calls 2..[0-9]+\): ([0-9.]+) ms", untimed)
@@ -267,7 +274,7 @@ def main():
             onnx_path = os.path.join(work, "model.onnx")
             export(model, inputs, onnx_path)
             wall, gpu, dispatches, got = kiln_run(args.build, onnx_path, inputs, args.calls, work,
-                                                  triple, args.precision)
+                                                  triple, args.precision, name)
             if CUDA and half:
                 # Timed in fp16; checked against the fp32 model's output.
                 with torch.no_grad():

@@ -86,15 +86,30 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // One-row products (batch-1 linear layers) take gemv, products with few
 // output blocks gemm_small, the rest the tiled gemm; all have gemm's ABI
 // (and on CPU-like and mobile targets gemm and gemm_small tile alike).
-// With --cooperative-matrix, fp16 products of at least
-// KILN_COOPMAT_MIN_OUTPUTS outputs run on tensor cores (gemm_coopmat) when
-// every target of the module has cooperative matrix and fp16 arithmetic (a
-// module keeps one kernel per dispatch; multi-target modules with a target
-// without it keep gemm_f16). Smaller products stay on gemm_f16: on an H100
-// gemm_coopmat is 3.6x faster at 4096^3 but slower on few blocks
+// With --cooperative-matrix, fp16 products of at least 16 rows and 16
+// columns (one 16x16 tensor-core tile) run on tensor cores (gemm_coopmat)
+// when every target of the module has cooperative matrix and fp16
+// arithmetic (a module keeps one kernel per dispatch; multi-target modules
+// with a target without it keep gemm_f16); the tiling follows the product
+// (kiln_kernel_coopmat_tiling_select_shape). On an H100 gemm_coopmat ran
+// BERT's 128 x 3072 linear in 0.024 ms where gemm_small_f16 took 0.072
 // (docs/precision.md).
-// A wave of 128x256 blocks on an H100's 132 SMs (2048 x 2048 outputs).
-#define KILN_COOPMAT_MIN_OUTPUTS (128ull * 256ull * 128ull)
+// Only products whose steps all load by uvec4 (8 halves): k of at least
+// one 32-deep step, A along k and B along its run contiguous and 8-aligned.
+// Elsewhere gemm_coopmat fetches element by element, and 1x1 convs at 14x14
+// and 7x7 (B rows of 196 and 49) ran slower on it than on gemm_small_f16
+// (ResNet-50 f16 3.21 ms against 2.73 on an H100).
+#define KILN_COOPMAT_MIN_SIDE 16u
+#define KILN_COOPMAT_MIN_K 32u
+
+static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
+  const bool b_n_major = p->b_col_stride == 1 && (p->b_row_stride & 7) == 0;
+  const bool b_k_major = p->b_row_stride == 1 && (p->b_col_stride & 7) == 0;
+  return p->m >= KILN_COOPMAT_MIN_SIDE && p->n >= KILN_COOPMAT_MIN_SIDE &&
+         p->k >= KILN_COOPMAT_MIN_K && (p->k & 7) == 0 && p->a_col_stride == 1 &&
+         (p->a_row_stride & 7) == 0 && (p->a_batch_stride & 7) == 0 &&
+         (p->b_batch_stride & 7) == 0 && (b_n_major || b_k_major);
+}
 
 static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
   if (!l->program->cooperative_matrix || !kiln_emit_node_is_f16(l->program)) return false;
@@ -108,8 +123,7 @@ static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
 static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l,
                                                const kiln_kernel_gemm_params_t* p) {
   if (p->m == 1) return KILN_KERNEL_GEMV;
-  if (kiln_lower_coopmat_ok(l) &&
-      (uint64_t)p->m * p->n * p->batch >= KILN_COOPMAT_MIN_OUTPUTS) {
+  if (kiln_lower_coopmat_ok(l) && kiln_lower_coopmat_shape_ok(p)) {
     return KILN_KERNEL_GEMM_COOPMAT;
   }
   uint64_t blocks = ((uint64_t)p->m + 127) / 128 * (((uint64_t)p->n + 127) / 128) * p->batch;

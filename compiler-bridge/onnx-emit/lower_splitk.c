@@ -8,22 +8,27 @@
 // One gemv then adds the slices (per output row, a row of ones times that
 // row's [parts x n] partials) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
+// gemm_coopmat splits the same way, by its own blocks
+// (kiln_kernel_coopmat_split_k_parts; also on NVIDIA, where the SIMT
+// kernels do not split). On fp16 storage the partials are fp16: each part
+// rounds once, as a split for the loop budget does (docs/precision.md).
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
 #include "lower_util.h"
 
-// gemm parts start at multiples of this many k, so the shifted operand
-// bindings stay KILN_EMIT_ALIGNMENT-aligned (64 floats = 256 bytes).
-#define KILN_SPLITK_ALIGN 64u
-
 // The split every target agrees to: the least of their parts (1: none).
-static uint32_t kiln_splitk_parts(const kiln_lower_t* l, uint64_t rows, uint64_t cols,
-                                  uint64_t k, uint64_t groups) {
+static uint32_t kiln_splitk_parts(const kiln_lower_t* l, bool coopmat, uint64_t rows,
+                                  uint64_t cols, uint64_t k, uint64_t groups) {
   uint32_t parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
   for (size_t t = 0; t < l->program->target_count; ++t) {
-    if (!kiln_kernel_gemm_split_k_enabled(l->program->caps[t].arch)) return 1;
-    uint32_t p = kiln_kernel_gemm_split_k_parts(&l->program->caps[t], rows, cols, k, groups);
+    const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
+    uint32_t p = 1;
+    if (coopmat) {
+      p = kiln_kernel_coopmat_split_k_parts(caps, rows, cols, k, groups);
+    } else if (kiln_kernel_gemm_split_k_enabled(caps->arch)) {
+      p = kiln_kernel_gemm_split_k_parts(caps, rows, cols, k, groups);
+    }
     if (p < parts) parts = p;
   }
   return parts;
@@ -46,19 +51,26 @@ static bool kiln_splitk_bindings_ok(const kiln_lower_t* l, const kiln_emit_dispa
 kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
                                      const kiln_lower_reduction_t* r, bool* out_done) {
   *out_done = false;
-  const bool gemm = desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL;
+  const bool coopmat = desc->kernel == KILN_KERNEL_GEMM_COOPMAT;
+  const bool gemm =
+      desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL || coopmat;
   const bool conv = desc->kernel == KILN_KERNEL_CONV2D_GEMM;
   if ((!gemm && !conv) || !kiln_splitk_bindings_ok(l, desc)) return kiln_ok_status();
-  // The partials and operand shifts count 4-byte values: no split of a
-  // node on fp16 storage (--precision=f16).
+  // Partials, scratch and operand shifts count the node's float size: only
+  // nodes whose tensors all have it (constants are placed in it).
+  const uint64_t elem = kiln_emit_float_bytes(l->program);
+  const kiln_graph_dtype_t dtype = elem == 2 ? KILN_GRAPH_DTYPE_F16 : KILN_GRAPH_DTYPE_F32;
   for (size_t i = 0; i < l->node->output_count; ++i) {
     const kiln_graph_value_t* y = kiln_lower_out(l, i);
-    if (y && y->dtype != KILN_GRAPH_DTYPE_F32) return kiln_ok_status();
+    if (y && y->dtype != dtype) return kiln_ok_status();
   }
   for (size_t i = 0; i < l->node->input_count; ++i) {
     const kiln_graph_value_t* x = kiln_lower_in(l, i);
-    if (x && !x->data && x->dtype != KILN_GRAPH_DTYPE_F32) return kiln_ok_status();
+    if (x && !x->data && x->dtype != dtype) return kiln_ok_status();
   }
+  // gemm parts start at multiples of `align` k, so the shifted operand
+  // bindings stay KILN_EMIT_ALIGNMENT-aligned (64 floats, 128 halves).
+  const uint64_t align = KILN_EMIT_ALIGNMENT / elem;
   const kiln_kernel_gemm_params_t* g = desc->push;
   const kiln_kernel_conv2d_params_t* c = desc->push;
   // The product as rows x cols x k per group; the partials as out_rows x
@@ -80,7 +92,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
     k = cig * c->kernel_h * c->kernel_w;
   }
   const uint64_t out_rows = rows * groups;
-  uint32_t parts = kiln_splitk_parts(l, rows, cols, k, groups);
+  uint32_t parts = kiln_splitk_parts(l, coopmat, rows, cols, k, groups);
   if (parts < 2 || out_rows == 0 || cols == 0 || out_rows > KILN_KERNEL_MAX_GRID_X) {
     return kiln_ok_status();
   }
@@ -88,7 +100,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   uint64_t step = 0;
   if (gemm) {
     step = (k + parts - 1) / parts;
-    step = (step + KILN_SPLITK_ALIGN - 1) / KILN_SPLITK_ALIGN * KILN_SPLITK_ALIGN;
+    step = (step + align - 1) / align * align;
     parts = (uint32_t)((k + step - 1) / step);
   } else {
     step = (cig + parts - 1) / parts;
@@ -96,26 +108,26 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   }
   if (parts < 2) return kiln_ok_status();
   const uint64_t count = out_rows * cols;
-  const uint64_t slice = (count + KILN_SPLITK_ALIGN - 1) / KILN_SPLITK_ALIGN * KILN_SPLITK_ALIGN;
+  const uint64_t slice = (count + align - 1) / align * align;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, parts * slice));
   kiln_emit_range_t scratch;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, parts * slice * sizeof(float), &scratch));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, parts * slice * elem, &scratch));
   const kiln_lower_reduction_t plain = {r->specs, KILN_ACT_NONE, false, false};
   for (uint32_t s = 0; s < parts; ++s) {
     kiln_emit_dispatch_desc_t d = *desc;
     kiln_kernel_gemm_params_t gp;
     kiln_kernel_conv2d_params_t cp;
     d.bindings[4] = scratch;
-    d.bindings[4].offset += s * slice * sizeof(float);
-    d.bindings[4].length = count * sizeof(float);
+    d.bindings[4].offset += s * slice * elem;
+    d.bindings[4].length = count * elem;
     d.bindings[3] = d.bindings[1];  // no residual: any read-only binding
     if (gemm) {
       const uint64_t k0 = s * step;
       gp = *g;
       gp.k = (uint32_t)(k - k0 < step ? k - k0 : step);
       gp.scale = 1.0f;
-      const uint64_t a_shift = k0 * g->a_col_stride * sizeof(float);
-      const uint64_t b_shift = k0 * g->b_row_stride * sizeof(float);
+      const uint64_t a_shift = k0 * g->a_col_stride * elem;
+      const uint64_t b_shift = k0 * g->b_row_stride * elem;
       if (a_shift >= d.bindings[0].length || b_shift >= d.bindings[1].length) {
         return kiln_make_status(KILN_STATUS_INTERNAL, "split-K: part %u outside its operands", s);
       }
@@ -137,7 +149,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   float ones[KILN_GEMM_SPLIT_K_MAX_PARTS];
   for (uint32_t s = 0; s < parts; ++s) ones[s] = 1.0f;
   kiln_emit_range_t ones_range;
-  KILN_RETURN_IF_ERROR(kiln_emit_add_weight(l->program, ones, parts * sizeof(float), &ones_range));
+  KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, ones, parts, &ones_range));
   kiln_kernel_gemm_params_t q = {
       .m = 1, .n = (uint32_t)cols, .k = parts, .batch = (uint32_t)out_rows,
       .a_batch_stride = 0, .a_row_stride = parts, .a_col_stride = 1,
@@ -162,7 +174,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
                                    .written_mask = 1u << 4, .grid = KILN_EMIT_GRID_GEMM};
   sum.bindings[0] = ones_range;
   sum.bindings[1] = scratch;
-  sum.bindings[1].length = ((parts - 1) * slice + count) * sizeof(float);
+  sum.bindings[1].length = ((parts - 1) * slice + count) * elem;
   sum.bindings[2] = r->has_bias ? desc->bindings[2] : ones_range;
   sum.bindings[3] = r->has_residual ? desc->bindings[3] : ones_range;
   sum.bindings[4] = desc->bindings[4];

@@ -380,6 +380,36 @@ static void kiln_run_print_top_dispatches(kiln_run_hook_state_t* hook,
             d->total_ns / calls / 1e6, d->executable, d->grid[0], d->grid[1],
             d->grid[2]);
   }
+  // The same time summed per executable: where a model's time goes by kernel.
+  typedef struct {
+    const char* name;
+    double ns;
+    size_t count;
+  } kiln_run_kernel_sum_t;
+  kiln_run_kernel_sum_t sums[64];
+  size_t sum_count = 0;
+  for (size_t i = 0; i < hook->dispatch_count; ++i) {
+    const kiln_run_dispatch_t* d = &hook->dispatches[i];
+    size_t s = 0;
+    while (s < sum_count && strcmp(sums[s].name, d->executable) != 0) ++s;
+    if (s == sum_count) {
+      if (sum_count == 64) continue;
+      sums[sum_count++] = (kiln_run_kernel_sum_t){d->executable, 0.0, 0};
+    }
+    sums[s].ns += d->total_ns;
+    sums[s].count++;
+  }
+  for (size_t i = 1; i < sum_count; ++i) {  // insertion sort, most time first
+    kiln_run_kernel_sum_t x = sums[i];
+    size_t j = i;
+    for (; j > 0 && sums[j - 1].ns < x.ns; --j) sums[j] = sums[j - 1];
+    sums[j] = x;
+  }
+  fprintf(hook->out, "[statistics] by executable (mean GPU ms per call, dispatches):\n");
+  for (size_t s = 0; s < sum_count; ++s) {
+    fprintf(hook->out, "[statistics]   %9.3f  %4zu  %s\n", sums[s].ns / calls / 1e6,
+            sums[s].count, sums[s].name);
+  }
 }
 
 // Adds the timestamped dispatch times of a just-completed submission.

@@ -91,7 +91,8 @@ kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t
                                                    kiln_kernel_gemm_tiling_t* out_tiling);
 // kiln_kernel_config_select for one product: gemm_small and conv2d_gemm
 // (not their cpu variants) get kiln_kernel_gemm_tiling_select_shape's
-// tiling; every other kernel, or m == 0, the plain selection.
+// tiling, gemm_coopmat kiln_kernel_coopmat_tiling_select_shape's; every
+// other kernel, or m == 0, the plain selection.
 kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
                                               const kiln_kernel_arch_caps_t* caps,
                                               kiln_kernel_storage_t storage, uint64_t m,
@@ -131,6 +132,15 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
 // blocks, as gemm_small) 64x64 blocks (4 subgroups of 2x2 tiles, BK 32).
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
+// The tiling for an m x n x batch product: the table's where its blocks
+// fill the arch's compute units, else the small products' 64x64.
+kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
+                                                      uint64_t m, uint64_t n, uint64_t batch,
+                                                      kiln_kernel_coopmat_tiling_t* out_tiling);
+// Split-K parts for gemm_coopmat (as kiln_kernel_gemm_split_k_parts, by the
+// blocks of kiln_kernel_coopmat_tiling_select_shape's tiling; 1: none).
+uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
+                                           uint64_t n, uint64_t k, uint64_t batch);
 // Split-K (issue 16). A product whose output blocks (the small tiling's:
 // batch x ceil(m / TILE_M) x ceil(n / TILE_N)) are fewer than the arch's
 // compute units leaves most of the GPU idle however long k is; its k is
