@@ -299,6 +299,15 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       config.workgroup_size[0] = wg ? wg : 1;
       config.shared_memory_bytes = 2 * tile * KILN_ATTN_MAX_DIM * 4;
       kiln_config_add(&config, KILN_SPEC_ATTN_KEY_TILE, tile);
+      // Desktop GPUs: 4 invocations per query row (a 128-token head was 4
+      // workgroups of 32 rows, 48 for all of BERT's heads on 132 SMs: 60 us
+      // per layer on an H100). The lanes' states meet in the tile memory,
+      // whose 2 * TILE rows hold rows * 3 records.
+      const uint32_t lanes = 4;
+      if (kiln_kernel_gemm_occupancy_enabled(caps) && config.workgroup_size[0] % lanes == 0 &&
+          config.workgroup_size[0] / lanes * (lanes - 1) <= 2 * tile) {
+        kiln_config_add(&config, KILN_SPEC_ATTN_KEY_LANES, lanes);
+      }
       break;
     }
     case KILN_KERNEL_RECURRENT:

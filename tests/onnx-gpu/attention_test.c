@@ -127,7 +127,9 @@ static size_t kiln_count_text(const char* text, const char* needle) {
   return n;
 }
 
-static void kiln_attn_check(const kiln_attn_case_t* c) {
+// `target` (NULL: the default targets) names the module's one target; the
+// run then poses lavapipe as that device.
+static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
   fprintf(stderr, "  b %lld h %lld sq %lld sk %lld d %lld mask %d\n", (long long)c->batch,
           (long long)c->heads, (long long)c->sq, (long long)c->sk, (long long)c->d,
           (int)c->mask);
@@ -161,8 +163,21 @@ static void kiln_attn_check(const kiln_attn_case_t* c) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.assembly_stream = stream;
+  const char* const targets[1] = {target};
+  char pose[128] = "";
+  const char* before = getenv("KILN_TEST_DEVICE");
+  char* saved = before ? strdup(before) : NULL;
+  if (target) {
+    options.targets = targets;
+    options.target_count = 1;
+    snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
+    setenv("KILN_TEST_DEVICE", pose, 1);
+  }
   kiln_gpu_run_stats_t stats;
   kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, &actual, &stats);
+  if (saved) setenv("KILN_TEST_DEVICE", saved, 1);
+  else unsetenv("KILN_TEST_DEVICE");
+  free(saved);
   fclose(stream);
   KILN_ASSERT_OK(status);
   KILN_EXPECT_EQ(kiln_count_text(text, "call.import hal.command_buffer.dispatch "),
@@ -193,6 +208,8 @@ static void kiln_attn_check(const kiln_attn_case_t* c) {
   kiln_graph_deinitialize(&g);
 }
 
+static void kiln_attn_check(const kiln_attn_case_t* c) { kiln_attn_check_for(c, NULL); }
+
 KILN_TEST(OnnxGpuAttentionTest, ShortSequencesNoMask) {
   const kiln_attn_case_t cases[] = {{1, 2, 1, 1, 32, kMaskNone, 1},
                                     {2, 3, 7, 7, 64, kMaskNone, 1},
@@ -213,6 +230,24 @@ KILN_TEST(OnnxGpuAttentionTest, CausalMask) {
                                     {1, 2, 128, 128, 64, kMaskCausal, 1},
                                     {1, 1, 300, 300, 32, kMaskCausal, 1}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) kiln_attn_check(&cases[i]);
+}
+
+// Desktop GPU modules run 4 invocations per query row (KEY_LANES), each
+// on every 4th key, their softmax states merged at the end: compiled for
+// an Ampere triple and run on lavapipe posing as it. Rows and keys not
+// multiples of the 8 rows per workgroup or the 4 lanes, fewer keys than
+// lanes, every mask kind, head dims 4 to 64.
+KILN_TEST(OnnxGpuAttentionTest, KeyLanesOnDesktopTargets) {
+  const kiln_attn_case_t cases[] = {{1, 2, 1, 1, 32, kMaskNone, 1},
+                                    {1, 2, 3, 2, 4, kMaskNone, 1},
+                                    {2, 3, 7, 7, 64, kMaskNone, 1},
+                                    {1, 2, 5, 9, 32, kMaskAdd, 1},
+                                    {2, 2, 128, 128, 64, kMaskPadding, 1},
+                                    {1, 2, 37, 37, 64, kMaskCausal, 1},
+                                    {1, 1, 300, 300, 32, kMaskCausal, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
+  }
 }
 
 // Keys past one invocation's loop budget: a partial dispatch over key

@@ -3,8 +3,12 @@
 // an online softmax (running max m and sum l, the accumulator rescaled as
 // the max grows) over key tiles of TILE rows staged in shared memory, so
 // the scores never reach memory and any sequence length fits. fp32 all
-// through. One invocation per query row, one workgroup per block of rows
-// of one (b, h); grid (ceil(sq / WG), heads, batch * chunks).
+// through. KEY_LANES invocations per query row, each taking every
+// KEY_LANES-th key of a tile with its own (m, l, acc), merged through
+// shared memory at the end (desktop GPUs: 4, so BERT's 128-token heads
+// fill 16 workgroups each, not 4); one workgroup per block of
+// WG / KEY_LANES rows of one (b, h); grid (ceil(sq / (WG / KEY_LANES)),
+// heads, batch * chunks).
 //
 // Every tensor is addressed through a view (element offset and strides for
 // b, h and the row; the last dim contiguous), so head split/merge
@@ -27,6 +31,7 @@ layout(constant_id = KILN_SPEC_ATTN_KEY_TILE) const uint TILE = 16;
 layout(constant_id = KILN_SPEC_ATTN_MASK) const uint MASK = KILN_ATTN_MASK_NONE;
 layout(constant_id = KILN_SPEC_ATTN_CAUSAL) const bool CAUSAL = false;
 layout(constant_id = KILN_SPEC_ATTN_PHASE) const uint PHASE = KILN_ATTN_PHASE_FULL;
+layout(constant_id = KILN_SPEC_ATTN_KEY_LANES) const uint KEY_LANES = 1;
 
 layout(set = 0, binding = 0) readonly buffer QBuffer { STORAGE_T q[]; };
 layout(set = 0, binding = 1) readonly buffer KBuffer { STORAGE_T k[]; };
@@ -46,8 +51,18 @@ layout(push_constant) uniform Params {
   uint m_sb, m_sh, m_si, m_sj;
 } p;
 
-shared vec4 k_tile[TILE * D4];
-shared vec4 v_tile[TILE * D4];
+// K rows then V rows of a tile; after the key loop, the partial states of
+// lanes 1.. of each row (acc, then m, l, nan in one vec4). With
+// KEY_LANES > 1 the lanes of a row read different rows at once, so row r's
+// vec4s are rotated by r (kiln_tile_at) to spread them over the banks.
+const uint ROW4 = D4;
+shared vec4 kv_tile[2 * TILE * ROW4];
+
+uint kiln_tile_at(uint r, uint e) {
+  if (KEY_LANES == 1) return r * ROW4 + e;
+  const uint x = e + r % D4;
+  return r * ROW4 + (x >= D4 ? x - D4 : x);
+}
 
 #define kNegInf uintBitsToFloat(0xff800000u)
 
@@ -94,17 +109,31 @@ void kiln_merge(uint b, uint h, uint i) {
   kiln_store_row(b, h, i, acc, nan_row ? uintBitsToFloat(0x7fc00000u) : 1.0 / l);
 }
 
+// Folds lane state (m2, l2, acc2) into (m, l, acc): the online softmax's
+// rescale, a state with every key masked (-inf) contributing nothing.
+void kiln_fold(inout float m, inout float l, inout vec4 acc[D4], float m2, float l2,
+               vec4 acc2[D4]) {
+  const float m_new = max(m, m2);
+  if (m_new == kNegInf) return;
+  const float w1 = m == kNegInf ? 0.0 : exp(m - m_new);
+  const float w2 = m2 == kNegInf ? 0.0 : exp(m2 - m_new);
+  l = l * w1 + l2 * w2;
+  for (uint e = 0; e < D4; ++e) acc[e] = acc[e] * w1 + acc2[e] * w2;
+  m = m_new;
+}
+
 void main() {
   const uint wg = gl_WorkGroupSize.x, lane = gl_LocalInvocationID.x;
-  const uint i = gl_WorkGroupID.x * wg + lane;
+  const uint rows = wg / KEY_LANES, key_lane = lane % KEY_LANES, row_in_wg = lane / KEY_LANES;
+  const uint i = gl_WorkGroupID.x * rows + row_in_wg;
   const uint h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.chunks, chunk = gl_WorkGroupID.z % p.chunks;
-  const bool live = i < p.sq;
+  const bool live = i < p.sq && row_in_wg < rows;
   if (PHASE == KILN_ATTN_PHASE_MERGE) {
-    if (live) kiln_merge(b, h, i);
+    if (live && key_lane == 0) kiln_merge(b, h, i);
     return;
   }
-  const uint row = live ? i : p.sq - 1;
+  const uint row = i < p.sq ? i : p.sq - 1;
   vec4 qr[D4], acc[D4];
   uint q_base = p.q_off + b * p.q_sb + h * p.q_sh + row * p.q_ss;
   for (uint e = 0; e < D4; ++e) {
@@ -118,7 +147,7 @@ void main() {
   uint begin = chunk * p.key_chunk;
   uint end = min(p.sk, begin + p.key_chunk);
   // Causal (top-left aligned, j <= i): no key past the block's last row.
-  if (CAUSAL) end = min(end, min(p.sq, (gl_WorkGroupID.x + 1) * wg));
+  if (CAUSAL) end = min(end, min(p.sq, (gl_WorkGroupID.x + 1) * rows));
   float m = kNegInf, l = 0.0;
   bool nan_row = false;
   for (uint t0 = begin; t0 < end; t0 += TILE) {
@@ -135,16 +164,16 @@ void main() {
           if (dd + c < p.dv) vv[c] = LOAD(v[vb + c]);
         }
       }
-      k_tile[e] = kv;
-      v_tile[e] = vv;
+      kv_tile[kiln_tile_at(r, e % D4)] = kv;
+      kv_tile[TILE * ROW4 + kiln_tile_at(r, e % D4)] = vv;
     }
     barrier();
     // Lanes past sq skip the math but keep to the barriers above.
     uint mask_base = b * p.m_sb + h * p.m_sh + i * p.m_si;
-    for (uint r = 0; r < (live ? n : 0); ++r) {
+    for (uint r = key_lane; r < (live ? n : 0); r += KEY_LANES) {
       uint j = t0 + r;
       float s = 0.0;
-      for (uint e = 0; e < D4; ++e) s += dot(qr[e], k_tile[r * D4 + e]);
+      for (uint e = 0; e < D4; ++e) s += dot(qr[e], kv_tile[kiln_tile_at(r, e)]);
       if (MASK == KILN_ATTN_MASK_ADD) {
         s += LOAD(mask[mask_base + j * p.m_sj]);
       } else if (MASK == KILN_ATTN_MASK_SELECT) {
@@ -158,9 +187,36 @@ void main() {
       float correction = exp(m - m_new), weight = exp(s - m_new);
       l = l * correction + weight;
       for (uint e = 0; e < D4; ++e) {
-        acc[e] = acc[e] * correction + weight * v_tile[r * D4 + e];
+        acc[e] = acc[e] * correction + weight * kv_tile[TILE * ROW4 + kiln_tile_at(r, e)];
       }
       m = m_new;
+    }
+  }
+  if (KEY_LANES > 1) {
+    // Lanes 1.. of each row hand their state to lane 0 through the tile
+    // memory in two rounds, (m, l, nan) then acc: rows * (KEY_LANES - 1)
+    // records of one and of D4 vec4s (the config keeps that <= 2 * TILE).
+    const uint slot = row_in_wg * (KEY_LANES - 1) + key_lane - 1;
+    barrier();  // the last tile is consumed
+    if (key_lane > 0 && live) kv_tile[slot] = vec4(m, l, nan_row ? 1.0 : 0.0, 0.0);
+    barrier();
+    vec4 states[KEY_LANES];
+    for (uint kl = 1; kl < KEY_LANES; ++kl) {
+      states[kl] = key_lane == 0 && live ? kv_tile[row_in_wg * (KEY_LANES - 1) + kl - 1]
+                                         : vec4(0.0);
+    }
+    barrier();
+    if (key_lane > 0 && live) {
+      for (uint e = 0; e < D4; ++e) kv_tile[slot * D4 + e] = acc[e];
+    }
+    barrier();
+    if (key_lane > 0 || !live) return;
+    for (uint kl = 1; kl < KEY_LANES; ++kl) {
+      const uint at = (row_in_wg * (KEY_LANES - 1) + kl - 1) * D4;
+      vec4 acc2[D4];
+      for (uint e = 0; e < D4; ++e) acc2[e] = kv_tile[at + e];
+      kiln_fold(m, l, acc, states[kl].x, states[kl].y, acc2);
+      nan_row = nan_row || states[kl].z != 0.0;
     }
   }
   if (!live) return;

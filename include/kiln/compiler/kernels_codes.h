@@ -190,12 +190,13 @@
 // gather: 32-bit words per index (1: int32, 2: int64 read as lo/hi words).
 #define KILN_SPEC_GATHER_INDEX_WORDS 3
 // attention: q/k/v row capacity in vec4s, keys per shared tile, mask
-// kind, causal, phase.
+// kind, causal, phase, invocations per query row.
 #define KILN_SPEC_ATTN_DIM4 3
 #define KILN_SPEC_ATTN_KEY_TILE 4
 #define KILN_SPEC_ATTN_MASK 5
 #define KILN_SPEC_ATTN_CAUSAL 6
 #define KILN_SPEC_ATTN_PHASE 7
+#define KILN_SPEC_ATTN_KEY_LANES 8
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
 // quantize_dequantize: what it computes (KILN_QUANT_*).
