@@ -1,0 +1,182 @@
+// Tensor-core lowerings (issue 17) through the real compile + run path on a
+// device with cooperative matrix (the GPU machine; lavapipe has none and
+// skips): --precision=f16 --cooperative-matrix modules for the device's own
+// triple, checked against the C reference executor on the fp32 graph within
+// 1e-2 of max|ref| (fp16 operands, fp32 sums). Covered: KxK convs as
+// pad + column gather + gemm_coopmat (pads, strides, dilation, bias,
+// residual, relu, batch 2), and products that split k (BERT's 128 x 768,
+// k 3072) or stage B k-major (Gemm transB). Each case also checks that the
+// module runs gemm_coopmat.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/compiler/graph_passes.h"
+#include "kiln/compiler/graph_reference.h"
+#include "kiln/compiler/onnx_compile.h"
+#include "kiln/hal/device.h"
+#include "kiln/hal/target_triple.h"
+#include "kiln/session.h"
+#include "graph_build.h"
+#include "kiln_test.h"
+#include "onnx_gpu_util.h"
+#include "tensor_compare.h"
+
+#define COOP_MAX_INPUTS 4
+
+// The device's triple when it has cooperative matrix; false (and a SKIP
+// line) otherwise.
+static bool coop_device_triple(char* triple, size_t size) {
+  kiln_session_t* session = NULL;
+  KILN_EXPECT_OK(kiln_gpu_open(&session));
+  if (!session) return false;
+  const kiln_hal_device_info_t* info = kiln_hal_device_info(kiln_session_device(session));
+  const bool has = info->cooperative_matrix_shape_count > 0;
+  kiln_target_triple_format(&info->triple, triple, size);
+  if (!has) {
+    fprintf(stderr, "SKIPPED: device '%s' lacks cooperative matrix\n", info->name);
+  }
+  kiln_session_destroy(session);
+  return has;
+}
+
+// Compiles `g` (f16, cooperative matrix, for `triple`), checks that it runs
+// gemm_coopmat, runs it and compares with the C reference.
+static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+  kiln_graph_tensor_t inputs[COOP_MAX_INPUTS], expected, actual;
+  memset(inputs, 0, sizeof(inputs));
+  memset(&expected, 0, sizeof(expected));
+  memset(&actual, 0, sizeof(actual));
+  kiln_tensor_random_inputs(g, 4242u, inputs);
+  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
+                                          kiln_allocator_system(), &expected));
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* stream = open_memstream(&text, &text_size);
+  KILN_ASSERT_TRUE(stream != NULL);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = KILN_ONNX_PRECISION_F16;
+  options.cooperative_matrix = true;
+  options.assembly_stream = stream;
+  const char* const targets[1] = {triple};
+  options.targets = targets;
+  options.target_count = 1;
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
+  fclose(stream);
+  KILN_EXPECT_OK(status);
+  KILN_EXPECT_TRUE(text && strstr(text, "executable gemm_coopmat_f16") != NULL);
+  free(text);
+  if (!status && actual.byte_size == expected.byte_size) {
+    const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
+    fprintf(stderr, "  %s: max err %.3g, max|ref| %.4g (bound 1e-2 of it)\n", label, e.max_err,
+            e.max_ref);
+    KILN_EXPECT_TRUE(e.max_ref > 0.0);
+    KILN_EXPECT_TRUE(e.max_err <= 1e-2 * e.max_ref);
+  } else {
+    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
+  }
+  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&actual);
+}
+
+typedef struct coop_conv_case_t {
+  int64_t x[4], w[4];
+  int64_t pads[4];  // top, left, bottom, right
+  int64_t stride, dilation;
+  bool residual, relu;
+} coop_conv_case_t;
+
+static const coop_conv_case_t kConvCases[] = {
+    // ResNet's 3x3 at 14x14 (P 196: rows padded to 200), batch 2, relu.
+    {{2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
+    // stride 2, dilation 2, asymmetric pads, odd sizes.
+    {{1, 32, 17, 19}, {48, 32, 3, 3}, {1, 0, 2, 1}, 2, 2, false, false},
+    // 5x5 (K 400), no pads, residual + relu.
+    {{1, 16, 12, 12}, {24, 16, 5, 5}, {0, 0, 0, 0}, 1, 1, true, true},
+    // 3x3 at 7x7 (P 49) with 512 channels: K 4608.
+    {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
+};
+
+static void coop_conv(const coop_conv_case_t* c, const char* triple) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "coop-conv", &g);
+  g.opset = 13;
+  const int64_t bias_dims[1] = {c->w[0]};
+  const int32_t in[3] = {kiln_test_graph_input(&g, "x", 4, c->x),
+                         kiln_test_graph_input(&g, "w", 4, c->w),
+                         kiln_test_graph_input(&g, "b", 1, bias_dims)};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &node, &y));
+  kiln_test_attr_ints(&g, node, "pads", c->pads, 4);
+  const int64_t strides[2] = {c->stride, c->stride}, dilations[2] = {c->dilation, c->dilation};
+  kiln_test_attr_ints(&g, node, "strides", strides, 2);
+  kiln_test_attr_ints(&g, node, "dilations", dilations, 2);
+  if (c->residual) {
+    int64_t dims[4] = {c->x[0], c->w[0], 0, 0};
+    for (int d = 0; d < 2; ++d) {
+      const int64_t span = c->dilation * (c->w[2 + d] - 1) + 1;
+      dims[2 + d] = (c->x[2 + d] + c->pads[d] + c->pads[2 + d] - span) / c->stride + 1;
+    }
+    const int32_t sum[2] = {y, kiln_test_graph_input(&g, "r", 4, dims)};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Add", sum, 2, &node, &y));
+  }
+  if (c->relu) {
+    const int32_t one[1] = {y};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Relu", one, 1, &node, &y));
+  }
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
+  char label[96];
+  snprintf(label, sizeof(label), "conv %lldx%lld, %lld -> %lld channels", (long long)c->w[2],
+           (long long)c->w[3], (long long)c->w[1], (long long)c->w[0]);
+  coop_check(&g, triple, label);
+  kiln_graph_deinitialize(&g);
+}
+
+KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
+  char triple[128];
+  if (!coop_device_triple(triple, sizeof(triple))) return;
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    coop_conv(&kConvCases[i], triple);
+  }
+}
+
+KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {
+  char triple[128];
+  if (!coop_device_triple(triple, sizeof(triple))) return;
+  {
+    // BERT's FFN down-projection: 128 x 768, k 3072 (24 blocks of 64x64:
+    // split into k parts, fp16 partials summed by gemv_f16).
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "coop-splitk", &g);
+    g.opset = 13;
+    const int64_t a[3] = {1, 128, 3072}, b[2] = {3072, 768};
+    const int32_t in[2] = {kiln_test_graph_input(&g, "a", 3, a),
+                           kiln_test_graph_input(&g, "b", 2, b)};
+    int32_t node = -1, y = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "MatMul", in, 2, &node, &y));
+    KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
+    coop_check(&g, triple, "matmul 128 x 768, k 3072");
+    kiln_graph_deinitialize(&g);
+  }
+  {
+    // Gemm transB (B staged k-major) with a bias row, 197 rows (ViT).
+    kiln_graph_t g;
+    kiln_graph_initialize(kiln_allocator_system(), "coop-transb", &g);
+    g.opset = 13;
+    const int64_t a[2] = {197, 256}, b[2] = {384, 256}, c[1] = {384};
+    const int32_t in[3] = {kiln_test_graph_input(&g, "a", 2, a),
+                           kiln_test_graph_input(&g, "b", 2, b),
+                           kiln_test_graph_input(&g, "c", 1, c)};
+    int32_t node = -1, y = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Gemm", in, 3, &node, &y));
+    kiln_test_attr_int(&g, node, "transB", 1);
+    KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
+    coop_check(&g, triple, "gemm transB 197 x 384, k 256");
+    kiln_graph_deinitialize(&g);
+  }
+}
