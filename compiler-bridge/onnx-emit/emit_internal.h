@@ -119,6 +119,11 @@ typedef struct kiln_emit_program_t {
   // Scratch of multi-pass lowerings, placed past the plan's transient
   // values (kiln_emit_scratch); the transient buffer grows by this much.
   uint64_t scratch_bytes;
+  // Bytes at the start of scratch a lowering holds while it records a pass
+  // that takes scratch of its own (columns of a conv while its split-K
+  // partials are placed): kiln_emit_scratch hands out what follows them.
+  // 0 outside such a section (kiln_emit_scratch_reserve).
+  uint64_t scratch_reserved;
   // The node being lowered (NULL outside kiln_emit_lower_node): messages
   // about its dispatches name it.
   const kiln_graph_node_t* node;
@@ -184,6 +189,12 @@ uint64_t kiln_emit_float_bytes(const kiln_emit_program_t* program);
 // caller binds must start at KILN_EMIT_ALIGNMENT multiples.
 kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
                                 kiln_emit_range_t* out);
+// Holds the first `bytes` (KILN_EMIT_ALIGNMENT-rounded) of scratch for the
+// caller: later kiln_emit_scratch ranges start after them until the hold is
+// set back to 0. Returns the end of the held part (a transient offset).
+uint64_t kiln_emit_scratch_reserve(kiln_emit_program_t* program, uint64_t bytes);
+// The end of the held part (the scratch base when nothing is held).
+uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program);
 // Bytes of transient buffer the program needs: the plan's peak plus scratch.
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program);
 

@@ -249,7 +249,11 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   desc.bindings[2] = desc.bindings[0];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   *out_done = true;
-  return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
+  // The columns stay held while split-K places its partials after them.
+  (void)kiln_emit_scratch_reserve(l->program, cols_at + cols * elem);
+  kiln_status_t status = kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
+  (void)kiln_emit_scratch_reserve(l->program, 0);
+  return status;
 }
 
 // With --quantize, a product whose B (input 1) is a constant 2-D matrix

@@ -34,16 +34,17 @@ static uint32_t kiln_splitk_parts(const kiln_lower_t* l, bool coopmat, uint64_t 
   return parts;
 }
 
-// Bindings that all fit the targets' range and none of them in scratch
-// (an operand expanded there by the lowering would overlap the partials).
+// Bindings that all fit the targets' range and none of them in the scratch
+// the partials take (an operand the lowering expanded into scratch must lie
+// in the part it holds: kiln_emit_scratch_reserve).
 static bool kiln_splitk_bindings_ok(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* d) {
   const uint64_t limit = kiln_emit_range_limit(l->program);
+  const uint64_t end = l->program->scratch_reserved ? kiln_emit_scratch_held_end(l->program)
+                                                    : l->program->plan->peak_bytes;
   for (uint32_t b = 0; b < d->binding_count; ++b) {
     const kiln_emit_range_t* r = &d->bindings[b];
     if (r->length > limit) return false;
-    if (r->space == KILN_EMIT_SPACE_TRANSIENT && r->offset + r->length > l->program->plan->peak_bytes) {
-      return false;
-    }
+    if (r->space == KILN_EMIT_SPACE_TRANSIENT && r->offset + r->length > end) return false;
   }
   return true;
 }

@@ -251,10 +251,21 @@ kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
     return kiln_make_status(KILN_STATUS_INTERNAL, "scratch of %llu bytes",
                             (unsigned long long)bytes);
   }
-  if (bytes > program->scratch_bytes) program->scratch_bytes = bytes;
-  *out = (kiln_emit_range_t){KILN_EMIT_SPACE_TRANSIENT, 0, kiln_emit_scratch_base(program),
-                             bytes};
+  const uint64_t start = program->scratch_reserved;
+  if (start + bytes > program->scratch_bytes) program->scratch_bytes = start + bytes;
+  *out = (kiln_emit_range_t){KILN_EMIT_SPACE_TRANSIENT, 0,
+                             kiln_emit_scratch_base(program) + start, bytes};
   return kiln_ok_status();
+}
+
+uint64_t kiln_emit_scratch_reserve(kiln_emit_program_t* program, uint64_t bytes) {
+  program->scratch_reserved =
+      (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  return kiln_emit_scratch_held_end(program);
+}
+
+uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program) {
+  return kiln_emit_scratch_base(program) + program->scratch_reserved;
 }
 
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
