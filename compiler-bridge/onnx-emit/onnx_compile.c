@@ -19,6 +19,7 @@ const size_t kiln_onnx_compile_default_target_count = 4;
 void kiln_onnx_compile_options_init(kiln_onnx_compile_options_t* options) {
   memset(options, 0, sizeof(*options));
   options->function_name = "predict";
+  options->cooperative_matrix = true;
 }
 
 kiln_status_t kiln_onnx_precision_parse(const char* text, kiln_onnx_precision_t* out) {

@@ -50,8 +50,8 @@ if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
 fi
 grep -q "unknown precision 'f8'" "$dir/err.txt" || fail "precision refusal: $(cat "$dir/err.txt")"
 echo "ok: --precision"
-# --cooperative-matrix for a target with it: products of 2048 x 2048
-# outputs take gemm_coopmat_f16 (B staged k-major for Gemm's transposed B,
+# --cooperative-matrix for a target with it: aligned products of 16+ rows
+# and columns take gemm_coopmat_f16 (B staged k-major for Gemm's transposed B,
 # last op value 1; n-major for MatMul); a small product keeps gemm_f16.
 /usr/bin/python3 - "$dir" <<'PY' || fail "writing the coopmat models"
 import sys
@@ -73,6 +73,16 @@ for case in "$dir/gemm_tb.onnx gemm_coopmat_f16_0_0_0_1" "$dir/matmul.onnx gemm_
       --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "coopmat $model"
   grep -q "$exe" "$dir/coop.kasm" || fail "coopmat $model: no $exe executable"
 done
+# The default is --cooperative-matrix; --no-cooperative-matrix keeps the
+# SIMT kernel (gemm_f16's big tiling at 2048 x 2048).
+"$compile" "$dir/matmul.onnx" -o "$dir/coop.kiln" --precision=f16 \
+    --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "coopmat default"
+grep -q "gemm_coopmat_f16" "$dir/coop.kasm" || fail "coopmat is not the default"
+"$compile" "$dir/matmul.onnx" -o "$dir/coop.kiln" --precision=f16 --no-cooperative-matrix \
+    --target-triple=hopper-h100-linux --dump-assembly="$dir/coop.kasm" || fail "no coopmat"
+grep -q "gemm_coopmat" "$dir/coop.kasm" && fail "--no-cooperative-matrix still runs gemm_coopmat"
+grep -q "executable gemm_f16\|executable gemm_small_f16" "$dir/coop.kasm" ||
+  fail "--no-cooperative-matrix: no SIMT gemm"
 echo "ok: --cooperative-matrix"
 # NonZero runs on the host (docs/partitioning.md): the module calls
 # cpu.nonzero; --no-fallback refuses it instead, naming node and flag.

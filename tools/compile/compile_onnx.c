@@ -37,10 +37,10 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "                           outputs keep the model's dtype; needs 16-bit\n"
           "                           storage). Default: the model's (f16 for fp16\n"
           "                           models), see docs/precision.md\n"
-          "  --cooperative-matrix     f16 products of 2048x2048 outputs or more on\n"
+          "  --cooperative-matrix     (default) f16 products and KxK convs on\n"
           "                           gemm_coopmat (tensor cores) when every target has\n"
-          "                           cooperative matrix (3.6x gemm_f16 at 4096^3 on an\n"
-          "                           H100; smaller products stay on gemm_f16)\n"
+          "                           cooperative matrix; others keep gemm_f16\n"
+          "  --no-cooperative-matrix  keep every f16 product on the SIMT kernels\n"
           "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
           "                           running them on the host between GPU segments\n"
           "                           (TopK, NonZero, NonMaxSuppression)\n"
@@ -188,6 +188,8 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       options.no_fallback = true;
     } else if (strcmp(arg, "--cooperative-matrix") == 0) {
       options.cooperative_matrix = true;
+    } else if (strcmp(arg, "--no-cooperative-matrix") == 0) {
+      options.cooperative_matrix = false;
     } else if (strncmp(arg, "--quantize=", 11) == 0) {
       kiln_quant_layout_t layout;
       kiln_status_t status = kiln_quant_layout_parse(arg + 11, &layout);

@@ -56,9 +56,10 @@ typedef struct kiln_onnx_compile_options_t {
   // Refuse nodes that would run on the host between GPU segments (TopK,
   // NonZero, NonMaxSuppression; docs/partitioning.md) instead of splitting.
   bool no_fallback;
-  // f16 products on gemm_coopmat (tensor cores) where every target has
-  // cooperative matrix. Off by default: on an H100 today it is slower than
-  // gemm_f16 (docs/precision.md has the figures).
+  // f16 products and KxK convs on gemm_coopmat (tensor cores) where every
+  // target has cooperative matrix. On by default (kiln_onnx_compile_options_init):
+  // on an H100 every f16 bench model but MobileNetV2 ran faster with it
+  // (docs/precision.md has the figures).
   bool cooperative_matrix;
   // Non-zero (a kiln_quant_layout_t, kiln/compiler/quant.h): weight-only
   // quantization of MatMul / Gemm constant B operands (lower_qweight.c).
