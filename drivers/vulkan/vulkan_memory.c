@@ -1,7 +1,10 @@
 // Suballocation of device memory: buffers are placed in large blocks (never
 // one vkAllocateMemory per buffer), each block keeps a sorted free list with
 // first-fit placement and coalescing on free. Large requests get a block of
-// their own. Mappable blocks are mapped once for their lifetime.
+// their own; one emptied large block per memory type is kept for the next
+// large request of its size class (a per-call 64 MiB output otherwise cost
+// a vkAllocateMemory + map per call: 1.6 ms of an H100 MatMul's 3.5 ms).
+// Mappable blocks are mapped once for their lifetime.
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +29,7 @@ struct kiln_vk_block_t {
   size_t range_count;
   size_t range_capacity;
   size_t live_allocations;
+  bool dedicated;  // made for one request over half the block size
 };
 
 void kiln_vk_memory_init(kiln_vk_memory_t* memory, kiln_vk_device_t* device) {
@@ -263,12 +267,24 @@ kiln_status_t kiln_vk_memory_allocate(kiln_vk_memory_t* memory,
         break;
       }
     }
+  } else {
+    // A kept empty large block of this type, if the request fills at least
+    // half of it.
+    for (kiln_vk_block_t* block = memory->blocks; block; block = block->next) {
+      if (block->type_index == type_index && block->live_allocations == 0 &&
+          block->dedicated && block->size / 2 <= size &&
+          block_place(block, size, alignment, &offset)) {
+        chosen = block;
+        break;
+      }
+    }
   }
   kiln_status_t status = kiln_ok_status();
   if (!chosen) {
     VkDeviceSize block_size =
         size > memory->block_size / 2 ? size : memory->block_size;
     status = block_create(memory, type_index, block_size, &chosen);
+    if (!status) chosen->dedicated = size > memory->block_size / 2;
     if (!status && !block_place(chosen, size, alignment, &offset)) {
       status = kiln_make_status(KILN_STATUS_INTERNAL,
                                 "a fresh %llu-byte block could not place %llu "
@@ -296,16 +312,19 @@ void kiln_vk_memory_free(kiln_vk_memory_t* memory,
   pthread_mutex_lock(&memory->mutex);
   block_release(block, allocation->offset, allocation->size);
   block->live_allocations--;
-  // Empty blocks go back to the driver, except the last block of a type,
-  // which is kept for the next allocation.
+  // Empty blocks go back to the driver, except the last block of a type and
+  // one empty large block of a type, which are kept for the next allocation.
   if (block->live_allocations == 0) {
-    bool another_of_type = false;
+    const bool large = block->dedicated;
+    bool release = false;
     for (kiln_vk_block_t* other = memory->blocks; other; other = other->next) {
-      if (other != block && other->type_index == block->type_index) {
-        another_of_type = true;
+      if (other == block || other->type_index != block->type_index) continue;
+      if (!large) release = true;
+      if (large && other->dedicated && other->live_allocations == 0) {
+        release = true;
       }
     }
-    if (another_of_type || block->size > memory->block_size) {
+    if (release) {
       kiln_vk_block_t** link = &memory->blocks;
       while (*link != block) link = &(*link)->next;
       *link = block->next;

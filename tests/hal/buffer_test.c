@@ -112,6 +112,44 @@ KILN_TEST(BufferTest, ManySmallBuffersShareMemoryBlocks) {
   kiln_test_device_release(device);
 }
 
+// A per-call large buffer (a model's big output) reuses the emptied block
+// of the previous call instead of a vkAllocateMemory each time; a second
+// emptied large block goes back to the driver, and a much smaller request
+// does not take the kept one.
+KILN_TEST(BufferTest, KeepsOneEmptiedLargeBlockForTheNextCall) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  if (strcmp(kiln_hal_device_info(device)->driver, "vulkan") != 0) {
+    kiln_test_device_release(device);
+    return;
+  }
+  kiln_vk_memory_t* memory = &kiln_vk_device_cast(device)->memory;
+  const size_t large = memory->block_size * 3 / 4;
+  kiln_hal_buffer_t* a = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                          KILN_HAL_BUFFER_USAGE_DEFAULT, large);
+  const uint64_t with_one = memory->block_count;
+  kiln_hal_buffer_release(a);
+  KILN_EXPECT_EQ(memory->block_count, with_one);  // kept
+  for (int call = 0; call < 3; ++call) {
+    a = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT,
+                         large - 4096 * (size_t)call);
+    KILN_EXPECT_EQ(memory->block_count, with_one);  // reused, no new block
+    uint32_t tag = 0xabc0u + (uint32_t)call, back = 0;
+    KILN_ASSERT_OK(kiln_hal_device_write_buffer(device, a, 0, &tag, 4));
+    KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, a, 0, &back, 4));
+    KILN_EXPECT_EQ(back, tag);
+    kiln_hal_buffer_release(a);
+  }
+  // Two live large buffers, then both emptied: one block is kept.
+  a = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, large);
+  kiln_hal_buffer_t* b = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                          KILN_HAL_BUFFER_USAGE_DEFAULT, large);
+  KILN_EXPECT_EQ(memory->block_count, with_one + 1);
+  kiln_hal_buffer_release(a);
+  kiln_hal_buffer_release(b);
+  KILN_EXPECT_EQ(memory->block_count, with_one);
+  kiln_test_device_release(device);
+}
+
 KILN_TEST(BufferTest, FillsUpdatesAndCopiesWithOffsets) {
   kiln_hal_device_t* device = kiln_test_device_create();
   kiln_hal_buffer_t* a = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
