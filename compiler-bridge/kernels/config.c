@@ -329,6 +329,47 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
   return kiln_ok_status();
 }
 
+// The paths gemm_cpu.comp's main() takes for `p` (its k loops' and
+// epilogue's conditions, in the same 32-bit arithmetic). The epilogue bits
+// do not know the op spec constants, so they assume a residual and a bias
+// may be read (a superset is safe; a missing path makes the kernel write NaN).
+static uint32_t kiln_gemm_cpu_paths(const kiln_kernel_gemm_params_t* p) {
+  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
+                    (p->a_batch_stride & 3) == 0;
+  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0;
+  const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
+  const uint32_t k4_end = (a_k4 && (b_k4 || p->b_col_stride == 1)) ? (p->k & ~3u) : 0;
+  const bool gemv = p->m == 1;
+  const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
+  const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  const bool c_n4 = (p->c_row_stride & 3) == 0 && (p->c_batch_stride & 3) == 0 &&
+                    (p->n & 3) == 0 && (p->residual_row_stride & 3) == 0 &&
+                    (p->residual_batch_stride & 3) == 0;
+  uint32_t paths = 0;
+  if (b_k4 && gemv && k4_end > 0) paths |= KILN_GEMM_CPU_GEMV;
+  if (b_k4 && !gemv && k4_end > 0) paths |= KILN_GEMM_CPU_KN;
+  if (b_n4 && !b_k4 && k4_end > 0) paths |= KILN_GEMM_CPU_NN;
+  if (a_k4 && b_n1 && (p->k & ~3u) > 0) paths |= KILN_GEMM_CPU_NU;
+  if (k4_end < p->k) paths |= KILN_GEMM_CPU_SCALAR_K;
+  if (!c_n4) paths |= KILN_GEMM_CPU_SCALAR_STORE;
+  if (p->bias_col_stride != 0) paths |= KILN_GEMM_CPU_BIAS_COLS;
+  return paths;
+}
+
+kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_gemm_params_t* params) {
+  if (!config || !params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_gemm_cpu_paths: NULL argument");
+  }
+  const bool gemm = config->kernel == KILN_KERNEL_GEMM || config->kernel == KILN_KERNEL_GEMM_SMALL ||
+                    config->kernel == KILN_KERNEL_GEMV;
+  if (!gemm || config->variant != KILN_KERNEL_VARIANT_CPU) return kiln_ok_status();
+  return kiln_config_set_raw(config, KILN_SPEC_GEMM_CPU_PATHS, kiln_gemm_cpu_paths(params));
+}
+
 kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
                                           uint32_t id, uint32_t value) {
   if (!config) {

@@ -306,8 +306,12 @@ kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
                                       kiln_kernel_config_t* out_config) {
   uint64_t shape[4] = {0, 0, 0, 0};
   if (kiln_emit_per_product_tilings(program)) kiln_emit_gemm_shape(desc, shape);
-  return kiln_kernel_config_select_shape(desc->kernel, &program->caps[target], storage, shape[0],
-                                         shape[1], shape[2], shape[3], out_config);
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_select_shape(desc->kernel, &program->caps[target],
+                                                       storage, shape[0], shape[1], shape[2],
+                                                       shape[3], out_config));
+  // gemm_cpu builds in only the paths of this dispatch's layout.
+  if (desc->grid != KILN_EMIT_GRID_GEMM) return kiln_ok_status();
+  return kiln_kernel_config_gemm_cpu_paths(out_config, desc->push);
 }
 
 // Executables are shared by every dispatch of one kernel with the same op

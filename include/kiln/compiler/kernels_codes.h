@@ -150,6 +150,20 @@
 // gemm_coopmat: B staged k-major ([n][k], a transposed weight's layout)
 // rather than n-major; either stages any B, this picks the fast path.
 #define KILN_SPEC_COOPMAT_B_KMAJOR 15
+// gemm_cpu: the code paths its pipeline is built with, a KILN_GEMM_CPU_*
+// bit set (llvmpipe runs every loop body at least once, masked, so each
+// unused path costs a pass of fetches per workgroup). Default: all; the
+// bridge sets the ones a dispatch's layout takes
+// (kiln_kernel_config_gemm_cpu_paths).
+#define KILN_SPEC_GEMM_CPU_PATHS 16
+#define KILN_GEMM_CPU_GEMV 0x01u         // m == 1, A and B contiguous in k
+#define KILN_GEMM_CPU_KN 0x02u           // A and B contiguous in k
+#define KILN_GEMM_CPU_NN 0x04u           // A in k, B in n (16-byte rows)
+#define KILN_GEMM_CPU_NU 0x08u           // A in k, B in n (unaligned rows)
+#define KILN_GEMM_CPU_SCALAR_K 0x10u     // other layouts and k tails
+#define KILN_GEMM_CPU_SCALAR_STORE 0x20u // C rows not in whole vec4s
+#define KILN_GEMM_CPU_BIAS_COLS 0x40u    // bias varying along n
+#define KILN_GEMM_CPU_ALL 0x7Fu
 // gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
