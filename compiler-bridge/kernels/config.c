@@ -370,6 +370,45 @@ kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
   return kiln_config_set_raw(config, KILN_SPEC_GEMM_CPU_PATHS, kiln_gemm_cpu_paths(params));
 }
 
+// The paths conv2d_cpu.comp (`depthwise` false) or depthwise_conv2d_cpu.comp
+// take for `p`; a superset where a path depends on the output block.
+static uint32_t kiln_conv_cpu_paths(const kiln_kernel_conv2d_params_t* p, bool depthwise) {
+  const uint32_t kh_end = p->kh_end == 0 || p->kh_end > p->kernel_h ? p->kernel_h : p->kh_end;
+  if (depthwise) {
+    const uint32_t plane = p->in_height * p->in_width;
+    const bool wide3 = p->kernel_w == 3 && p->kernel_h == 3 && p->dilation_w == 1 &&
+                       p->dilation_h == 1 && (p->stride_w == 1 || p->stride_w == 2) &&
+                       (p->stride_h == 1 || p->stride_h == 2) &&
+                       ((p->batch * p->in_channels * plane) & 3) == 0 && p->kh_begin == 0 &&
+                       kh_end == 3;
+    return wide3 ? KILN_CONV_CPU_WIDE3 : KILN_CONV_CPU_TAPS;
+  }
+  const bool row8 = p->kernel_w == 3 && p->dilation_w == 1 &&
+                    (p->stride_w == 1 || p->stride_w == 2) && (p->out_width & 7) == 0;
+  // Blocks of 8 output channels straddle groups unless groups are whole blocks.
+  const uint32_t cog = p->groups ? p->out_channels / p->groups : 0;
+  const bool straddle = p->groups > 1 && (cog & 7) != 0;
+  const uint32_t pixels = p->out_height * p->out_width;
+  return (row8 ? KILN_CONV_CPU_ROW8 : KILN_CONV_CPU_TAPS) | (straddle ? KILN_CONV_CPU_OWN : 0) |
+         ((pixels & 3) == 0 ? 0 : KILN_CONV_CPU_SCALAR_STORE);
+}
+
+kiln_status_t kiln_kernel_config_conv_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_conv2d_params_t* params) {
+  if (!config || !params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_conv_cpu_paths: NULL argument");
+  }
+  if (config->variant != KILN_KERNEL_VARIANT_CPU) return kiln_ok_status();
+  const bool depthwise = config->kernel == KILN_KERNEL_DEPTHWISE_CONV2D;
+  if (!depthwise && config->kernel != KILN_KERNEL_CONV2D &&
+      config->kernel != KILN_KERNEL_CONV2D_GEMM) {
+    return kiln_ok_status();
+  }
+  return kiln_config_set_raw(config, KILN_SPEC_CONV_CPU_PATHS,
+                             kiln_conv_cpu_paths(params, depthwise));
+}
+
 kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
                                           uint32_t id, uint32_t value) {
   if (!config) {

@@ -22,6 +22,11 @@ layout(constant_id = KILN_SPEC_CONV_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_CONV_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_CONV_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_CONV_TILE_W) const uint TILE_W = 4;
+// The paths built in (KILN_CONV_CPU_* bits; llvmpipe runs every unused loop
+// body once per invocation, masked): the bridge builds each dispatch's
+// layout alone; a layout that needs a path left out writes NaN.
+layout(constant_id = KILN_SPEC_CONV_CPU_PATHS) const uint PATHS = KILN_CONV_CPU_ALL;
+bool built(uint path) { return (PATHS & path) != 0; }
 
 layout(set = 0, binding = 0) uniform samplerBuffer x_t;
 layout(set = 0, binding = 1) uniform samplerBuffer w_t;  // [C_out, C_in/groups, KH, KW]
@@ -54,7 +59,7 @@ vec4 activate4(vec4 v) {
 void store4(uint n, uint co, uint pix0, uint pixels, vec4 v) {
   if (co >= p.out_channels || pix0 >= pixels) return;
   const uint base = (n * p.out_channels + co) * pixels + pix0;
-  const bool whole = (pixels & 3) == 0;
+  const bool whole = (pixels & 3) == 0 || !built(KILN_CONV_CPU_SCALAR_STORE);
   if (whole) {
     if (HAS_RESIDUAL) v += texelFetch(residual_t, int(base >> 2));
     y4[base >> 2] = activate4(v);
@@ -164,7 +169,7 @@ void main() {
     const bvec4 ok0 = cols_ok(iw0), ok1 = cols_ok(iw0 + 4), ok2 = cols_ok(iw0 + 8);
     const bvec4 ok3 = cols_ok(iw0 + 12), ok4 = cols_ok(iw0 + 16);
     const int x_last4 = textureSize(x_t) - 1;
-    for (uint ci = p.ci_begin; ci < row8_end; ++ci) {
+    for (uint ci = p.ci_begin; built(KILN_CONV_CPU_ROW8) && ci < row8_end; ++ci) {
       for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         const int ih = int(oh * p.stride_h + kh * p.dilation_h) - int(p.pad_top);
         const bool row_ok = ih >= 0 && ih < int(p.in_height);
@@ -204,7 +209,7 @@ void main() {
       }
     }
   }
-  for (uint ci = p.ci_begin; ci < shared_end; ++ci) {
+  for (uint ci = p.ci_begin; built(KILN_CONV_CPU_TAPS) && ci < shared_end; ++ci) {
     const uint x_plane = x_base + ci * plane;
     for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
       const int dh = int(kh * p.dilation_h);
@@ -224,20 +229,27 @@ void main() {
       }
     }
   }
+  const uint needed = (row8_end > p.ci_begin ? KILN_CONV_CPU_ROW8 : 0) |
+                      (shared_end > p.ci_begin ? KILN_CONV_CPU_TAPS : 0) |
+                      (shared_group ? 0 : KILN_CONV_CPU_OWN) |
+                      ((pixels & 3) == 0 ? 0 : KILN_CONV_CPU_SCALAR_STORE);
+  const bool complete = (needed & ~PATHS) == 0;
+  const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
   // One store8 in a loop rather than eight inlined copies (llvmpipe
   // compiles each texel fetch and storage store into a long sequence).
-  const uint shared_stores = shared_group ? 8 : 0;
+  // (A block straddling groups without the OWN path stores NaN here.)
+  const uint shared_stores = shared_group || !built(KILN_CONV_CPU_OWN) ? 8 : 0;
   for (uint j = 0; j < shared_stores; ++j) {
     const vec4 va = j == 0 ? c0a : j == 1 ? c1a : j == 2 ? c2a : j == 3 ? c3a
                   : j == 4 ? c4a : j == 5 ? c5a : j == 6 ? c6a : c7a;
     const vec4 vb = j == 0 ? c0b : j == 1 ? c1b : j == 2 ? c2b : j == 3 ? c3b
                   : j == 4 ? c4b : j == 5 ? c5b : j == 6 ? c6b : c7b;
-    store8(n, co0 + j, pix0, pixels, va, vb);
+    store8(n, co0 + j, pix0, pixels, complete ? va : missing, complete ? vb : missing);
   }
 
   // The block straddles groups: one channel at a time, each from its group.
   const uint own_count = shared_group ? 0 : co_last + 1 - co0;
-  for (uint j = 0; j < own_count; ++j) {
+  for (uint j = 0; built(KILN_CONV_CPU_OWN) && j < own_count; ++j) {
     const uint co = co0 + j;
     const uint xb = (n * p.in_channels + (co / cog) * cig) * plane;
     vec4 acc_a = vec4(0), acc_b = vec4(0);
@@ -252,6 +264,6 @@ void main() {
         }
       }
     }
-    store8(n, co, pix0, pixels, acc_a, acc_b);
+    store8(n, co, pix0, pixels, complete ? acc_a : missing, complete ? acc_b : missing);
   }
 }

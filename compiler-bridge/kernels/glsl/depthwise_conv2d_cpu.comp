@@ -23,6 +23,12 @@ layout(constant_id = KILN_SPEC_CONV_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_CONV_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_CONV_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_CONV_TILE_W) const uint TW = 8;
+// The paths built in (KILN_CONV_CPU_WIDE3 / _TAPS; llvmpipe runs an unused
+// loop's body once per invocation, masked): the bridge builds each
+// dispatch's path alone. A layout whose path was left out runs the other
+// one and writes NaN.
+layout(constant_id = KILN_SPEC_CONV_CPU_PATHS) const uint PATHS = KILN_CONV_CPU_ALL;
+bool built(uint path) { return (PATHS & path) != 0; }
 
 // vec4 arrays; scalar element i is v4[i >> 2][i & 3].
 layout(set = 0, binding = 0) uniform samplerBuffer x4_t;
@@ -132,7 +138,12 @@ void add_row(Row r, float w0, float w1, float w2, bool s1, inout vec4 acc0,
 
 // Writes `count` outputs out0.. of one row (bias added, residual and
 // activation applied).
-void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3) {
+void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3, bool ok) {
+  const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
+  acc0 = ok ? acc0 : missing;
+  acc1 = ok ? acc1 : missing;
+  acc2 = ok ? acc2 : missing;
+  acc3 = ok ? acc3 : missing;
   // Rows of a multiple of 4 outputs: whole vec4s (straight-line); other
   // widths: a scalar loop that runs zero times when unused.
   const bool v4 = (p.out_width & 3) == 0;
@@ -172,7 +183,7 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
 // output: about 0.5 at stride 1 and 1.7 at stride 2 (3 when each item was
 // 8 outputs of one row with scalar weights).
 void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base,
-             uint w_base) {
+             uint w_base, bool ok) {
   const bool s1 = p.stride_w == 1;
   const bool s1h = p.stride_h == 1;
   Window w;
@@ -204,7 +215,7 @@ void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base
     add_row(r0, wa.x, wa.y, wa.z, s1, acc0, acc1, acc2, acc3);
     add_row(r1, wa.w, wb.x, wb.y, s1, acc0, acc1, acc2, acc3);
     add_row(r2, wb.z, wb.w, w8, s1, acc0, acc1, acc2, acc3);
-    store_row((nc * p.out_height + oh) * p.out_width + ow0, count, acc0, acc1, acc2, acc3);
+    store_row((nc * p.out_height + oh) * p.out_width + ow0, count, acc0, acc1, acc2, acc3, ok);
     // Next row's window: stride 1 slides by one row; stride 2 by two, which
     // needs row ih0 + 3 (a loop of zero or one trips: llvmpipe would run
     // the load on both sides of a branch).
@@ -240,16 +251,18 @@ void main() {
                      p.kh_begin == 0 && kiln_kh_end() == 3;
   // Each path is its own loop: the path not taken costs one masked
   // iteration rather than one per item.
-  for (uint item = gl_GlobalInvocationID.x; wide3 && item < items3; item += stride) {
+  const bool run3 = built(KILN_CONV_CPU_WIDE3) && (wide3 || !built(KILN_CONV_CPU_TAPS));
+  const bool run_taps = built(KILN_CONV_CPU_TAPS) && !(wide3 && built(KILN_CONV_CPU_WIDE3));
+  for (uint item = gl_GlobalInvocationID.x; run3 && item < items3; item += stride) {
     const uint ow0 = (item % blocks3) * tile3;
     const uint oh0 = ((item / blocks3) % segs3) * SEG3;
     const uint nc = item / (blocks3 * segs3);
     const uint co = nc % p.out_channels;
     const uint n = nc / p.out_channels;
     column3(nc, co, ow0, oh0, min(oh0 + SEG3, p.out_height),
-            (n * p.in_channels + co / multiplier) * plane, co * 9);
+            (n * p.in_channels + co / multiplier) * plane, co * 9, wide3);
   }
-  for (uint item = gl_GlobalInvocationID.x; !wide3 && item < items; item += stride) {
+  for (uint item = gl_GlobalInvocationID.x; run_taps && item < items; item += stride) {
     const uint ow0 = (item % blocks_w) * TW;
     const uint oh = (item / blocks_w) % p.out_height;
     const uint nc = item / (blocks_w * p.out_height);

@@ -75,8 +75,8 @@ void store_row(uint batch, uint gm, uint n0, vec4 lo, vec4 hi, bool c_n4) {
       lo += b_row;
       hi += b_row;
     }
-    const uint bias_cols = per_row || !built(KILN_GEMM_CPU_BIAS_COLS) ? 0 : min(8, p.n - n0);
-    for (uint j = 0; j < bias_cols; ++j) {
+    const uint bias_cols = per_row ? 0 : min(8, p.n - n0);
+    for (uint j = 0; built(KILN_GEMM_CPU_BIAS_COLS) && j < bias_cols; ++j) {
       const uint at = row + (n0 + j) * p.bias_col_stride;
       const float bv = texelFetch(bias4_t, int(at >> 2))[at & 3];
       if (j < 4) lo[j & 3] += bv;
@@ -101,8 +101,8 @@ void store_row(uint batch, uint gm, uint n0, vec4 lo, vec4 hi, bool c_n4) {
     c4[c_row >> 2] = o0;
     if (n0 + 4 < p.n) c4[(c_row >> 2) + 1] = o1;
   }
-  const uint scalar_count = c_n4 || !built(KILN_GEMM_CPU_SCALAR_STORE) ? 0 : min(8, p.n - n0);
-  for (uint j = 0; j < scalar_count; ++j) {
+  const uint scalar_count = c_n4 ? 0 : min(8, p.n - n0);
+  for (uint j = 0; built(KILN_GEMM_CPU_SCALAR_STORE) && j < scalar_count; ++j) {
     float o = j < 4 ? lo[j & 3] : hi[j & 3];
     if (HAS_RESIDUAL) o += texelFetch(residual4_t, int((r_row + j) >> 2))[(r_row + j) & 3];
     c4[(c_row + j) >> 2][(c_row + j) & 3] = kiln_activate(ACTIVATION, o, p.alpha, p.beta);

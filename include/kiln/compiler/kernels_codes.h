@@ -183,6 +183,15 @@
 #define KILN_SPEC_CONV_HAS_BIAS 5
 #define KILN_SPEC_CONV_HAS_RESIDUAL 6
 #define KILN_SPEC_CONV_TILE_W 7  // outputs per invocation along W (depthwise cpu)
+// conv2d_cpu and depthwise_conv2d_cpu: the code paths built in (as
+// KILN_SPEC_GEMM_CPU_PATHS; kiln_kernel_config_conv_cpu_paths).
+#define KILN_SPEC_CONV_CPU_PATHS 16
+#define KILN_CONV_CPU_ROW8 0x01u          // conv2d_cpu: 3-wide rows of 8 pixels
+#define KILN_CONV_CPU_TAPS 0x02u          // conv2d_cpu: any window; depthwise: not 3x3
+#define KILN_CONV_CPU_OWN 0x04u           // conv2d_cpu: blocks straddling groups
+#define KILN_CONV_CPU_SCALAR_STORE 0x08u  // outputs not in whole vec4s
+#define KILN_CONV_CPU_WIDE3 0x10u         // depthwise: 3x3 column segments
+#define KILN_CONV_CPU_ALL 0x1Fu
 // binary / unary.
 #define KILN_SPEC_BINARY_OP 3
 #define KILN_SPEC_BINARY_ACTIVATION 4
