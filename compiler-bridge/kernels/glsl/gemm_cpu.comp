@@ -213,14 +213,14 @@ void main() {
       {                                                                   \
         const uint row = (k + kk) * p.b_row_stride;                       \
         vec4 lo = texelFetch(b4_t, int((bn0 + row) >> 2)), hi = texelFetch(b4_t, int((bn1 + row) >> 2));        \
-        c00 = fma(vec4(a0[kk]), lo, c00); c01 = fma(vec4(a0[kk]), hi, c01);                           \
-        c10 = fma(vec4(a1[kk]), lo, c10); c11 = fma(vec4(a1[kk]), hi, c11);                           \
-        c20 = fma(vec4(a2[kk]), lo, c20); c21 = fma(vec4(a2[kk]), hi, c21);                           \
-        c30 = fma(vec4(a3[kk]), lo, c30); c31 = fma(vec4(a3[kk]), hi, c31);                           \
-        c40 = fma(vec4(a4_[kk]), lo, c40); c41 = fma(vec4(a4_[kk]), hi, c41);                         \
-        c50 = fma(vec4(a5[kk]), lo, c50); c51 = fma(vec4(a5[kk]), hi, c51);                           \
-        c60 = fma(vec4(a6[kk]), lo, c60); c61 = fma(vec4(a6[kk]), hi, c61);                           \
-        c70 = fma(vec4(a7[kk]), lo, c70); c71 = fma(vec4(a7[kk]), hi, c71);                           \
+        c00 += a0[kk] * lo; c01 += a0[kk] * hi;                           \
+        c10 += a1[kk] * lo; c11 += a1[kk] * hi;                           \
+        c20 += a2[kk] * lo; c21 += a2[kk] * hi;                           \
+        c30 += a3[kk] * lo; c31 += a3[kk] * hi;                           \
+        c40 += a4_[kk] * lo; c41 += a4_[kk] * hi;                         \
+        c50 += a5[kk] * lo; c51 += a5[kk] * hi;                           \
+        c60 += a6[kk] * lo; c61 += a6[kk] * hi;                           \
+        c70 += a7[kk] * lo; c71 += a7[kk] * hi;                           \
       }
       KILN_K_STEP(0)
       KILN_K_STEP(1)
