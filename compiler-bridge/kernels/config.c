@@ -381,7 +381,10 @@ static uint32_t kiln_conv_cpu_paths(const kiln_kernel_conv2d_params_t* p, bool d
                        (p->stride_h == 1 || p->stride_h == 2) &&
                        ((p->batch * p->in_channels * plane) & 3) == 0 && p->kh_begin == 0 &&
                        kh_end == 3;
-    return wide3 ? KILN_CONV_CPU_WIDE3 : KILN_CONV_CPU_TAPS;
+    if (!wide3) return KILN_CONV_CPU_TAPS;
+    return KILN_CONV_CPU_WIDE3 |
+           (p->stride_w == 1 || p->stride_h == 1 ? KILN_CONV_CPU_STRIDE1 : 0) |
+           (p->stride_w == 2 || p->stride_h == 2 ? KILN_CONV_CPU_STRIDE2 : 0);
   }
   const bool row8 = p->kernel_w == 3 && p->dilation_w == 1 &&
                     (p->stride_w == 1 || p->stride_w == 2) && (p->out_width & 7) == 0;

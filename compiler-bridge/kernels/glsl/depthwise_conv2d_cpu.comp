@@ -184,8 +184,10 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
 // 8 outputs of one row with scalar weights).
 void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base,
              uint w_base, bool ok) {
-  const bool s1 = p.stride_w == 1;
-  const bool s1h = p.stride_h == 1;
+  // Built for one stride (both axes), the other's arithmetic and the
+  // stride-2 row load are compiled out.
+  const bool s1 = built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_w == 1);
+  const bool s1h = built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_h == 1);
   Window w;
   w.x_base = int(x_base);
   w.iw0 = int(ow0 * p.stride_w) - int(p.pad_left);
@@ -251,8 +253,13 @@ void main() {
                      p.kh_begin == 0 && kiln_kh_end() == 3;
   // Each path is its own loop: the path not taken costs one masked
   // iteration rather than one per item.
-  const bool run3 = built(KILN_CONV_CPU_WIDE3) && (wide3 || !built(KILN_CONV_CPU_TAPS));
+  // Taps where built and needed (or 3x3 not built); else the 3x3 path,
+  // which writes NaN when the layout is not its own.
   const bool run_taps = built(KILN_CONV_CPU_TAPS) && !(wide3 && built(KILN_CONV_CPU_WIDE3));
+  const bool run3 = !run_taps;
+  const uint strides = (p.stride_w == 1 || p.stride_h == 1 ? KILN_CONV_CPU_STRIDE1 : 0) |
+                       (p.stride_w == 2 || p.stride_h == 2 ? KILN_CONV_CPU_STRIDE2 : 0);
+  const bool ok3 = wide3 && (strides & ~PATHS) == 0;
   for (uint item = gl_GlobalInvocationID.x; run3 && item < items3; item += stride) {
     const uint ow0 = (item % blocks3) * tile3;
     const uint oh0 = ((item / blocks3) % segs3) * SEG3;
@@ -260,7 +267,7 @@ void main() {
     const uint co = nc % p.out_channels;
     const uint n = nc / p.out_channels;
     column3(nc, co, ow0, oh0, min(oh0 + SEG3, p.out_height),
-            (n * p.in_channels + co / multiplier) * plane, co * 9, wide3);
+            (n * p.in_channels + co / multiplier) * plane, co * 9, ok3);
   }
   for (uint item = gl_GlobalInvocationID.x; run_taps && item < items; item += stride) {
     const uint ow0 = (item % blocks_w) * TW;

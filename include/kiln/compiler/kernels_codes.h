@@ -191,7 +191,9 @@
 #define KILN_CONV_CPU_OWN 0x04u           // conv2d_cpu: blocks straddling groups
 #define KILN_CONV_CPU_SCALAR_STORE 0x08u  // outputs not in whole vec4s
 #define KILN_CONV_CPU_WIDE3 0x10u         // depthwise: 3x3 column segments
-#define KILN_CONV_CPU_ALL 0x1Fu
+#define KILN_CONV_CPU_STRIDE1 0x20u       // depthwise 3x3: a stride of 1
+#define KILN_CONV_CPU_STRIDE2 0x40u       // depthwise 3x3: a stride of 2
+#define KILN_CONV_CPU_ALL 0x7Fu
 // binary / unary.
 #define KILN_SPEC_BINARY_OP 3
 #define KILN_SPEC_BINARY_ACTIVATION 4

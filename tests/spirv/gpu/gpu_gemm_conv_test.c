@@ -460,7 +460,15 @@ static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
     const uint32_t pair = depthwise ? KILN_CONV_CPU_WIDE3 | KILN_CONV_CPU_TAPS
                                     : KILN_CONV_CPU_ROW8 | KILN_CONV_CPU_TAPS;
     KILN_EXPECT_NE(paths & pair, 0u);
-    if (g_paths == PATHS_WRONG) paths ^= pair;  // the other window path
+    const uint32_t strides = KILN_CONV_CPU_STRIDE1 | KILN_CONV_CPU_STRIDE2;
+    if (g_paths == PATHS_WRONG && depthwise && (paths & KILN_CONV_CPU_WIDE3)) {
+      // 3x3 built for a stride the case lacks (depthwise's general path
+      // would be right, only slower, so it is not the one left out).
+      paths = (paths & ~strides) |
+              ((paths & KILN_CONV_CPU_STRIDE1) ? KILN_CONV_CPU_STRIDE2 : KILN_CONV_CPU_STRIDE1);
+    } else if (g_paths == PATHS_WRONG) {
+      paths = (paths ^ pair) | (depthwise ? KILN_CONV_CPU_STRIDE1 : 0);  // the other window path
+    }
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CPU_PATHS, paths));
   }
   uint32_t grid[3];
