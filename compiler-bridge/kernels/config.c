@@ -329,6 +329,10 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
   return kiln_ok_status();
 }
 
+static uint64_t kiln_round_up(uint64_t value, uint64_t step) {
+  return step ? (value + step - 1) / step * step : value;
+}
+
 // The paths gemm_cpu.comp's main() takes for `p` (its k loops' and
 // epilogue's conditions, in the same 32-bit arithmetic). The epilogue bits
 // do not know the op spec constants, so they assume a residual and a bias
@@ -367,7 +371,18 @@ kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
   const bool gemm = config->kernel == KILN_KERNEL_GEMM || config->kernel == KILN_KERNEL_GEMM_SMALL ||
                     config->kernel == KILN_KERNEL_GEMV;
   if (!gemm || config->variant != KILN_KERNEL_VARIANT_CPU) return kiln_ok_status();
-  return kiln_config_set_raw(config, KILN_SPEC_GEMM_CPU_PATHS, kiln_gemm_cpu_paths(params));
+  // Lanes down m (grid.c and the kernel read the bit) where a workgroup's
+  // 8 x 64 outputs along m (lanes x TM rows, one TN tile) pad less than
+  // the usual TM rows x lanes x TN columns.
+  const uint64_t lanes = config->workgroup_size[0];
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 8);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 8);
+  const uint64_t m = params->m, n = params->n;
+  const uint64_t down = kiln_round_up(m, lanes * tm) * kiln_round_up(n, tn);
+  const uint64_t across = kiln_round_up(m, tm) * kiln_round_up(n, lanes * tn);
+  uint32_t paths = kiln_gemm_cpu_paths(params) | KILN_GEMM_CPU_LAYOUT_SET;
+  if (config->workgroup_size[1] == 1 && down < across) paths |= KILN_GEMM_CPU_DOWN_M;
+  return kiln_config_set_raw(config, KILN_SPEC_GEMM_CPU_PATHS, paths);
 }
 
 // The paths conv2d_cpu.comp (`depthwise` false) or depthwise_conv2d_cpu.comp

@@ -117,8 +117,12 @@ void main() {
   // Fewer columns than one row of lanes covers (the 7x7 layers: n = 49)
   // and at least 64 rows: lanes go down m instead, so none idles on
   // columns past n (grid.c swaps the grid to match).
-  const bool down_m = gl_WorkGroupSize.y == 1 && p.n < gl_WorkGroupSize.x * TN &&
-                      p.m >= gl_WorkGroupSize.x * TM;
+  // A config built per layout says (KILN_GEMM_CPU_DOWN_M: whichever pads
+  // less, e.g. 14x14 layers: n = 196 of 256 columns, of 200 down m).
+  const bool down_m = gl_WorkGroupSize.y == 1 &&
+                      (built(KILN_GEMM_CPU_LAYOUT_SET)
+                           ? built(KILN_GEMM_CPU_DOWN_M)
+                           : p.n < gl_WorkGroupSize.x * TN && p.m >= gl_WorkGroupSize.x * TM);
   const uint m_tile = down_m ? gl_WorkGroupID.y * gl_WorkGroupSize.x + gl_LocalInvocationID.x
                              : gl_WorkGroupID.y * gl_WorkGroupSize.y + gl_LocalInvocationID.y;
   const uint n_tile = down_m ? gl_WorkGroupID.x

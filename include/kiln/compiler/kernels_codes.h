@@ -164,6 +164,10 @@
 #define KILN_GEMM_CPU_SCALAR_STORE 0x20u // C rows not in whole vec4s
 #define KILN_GEMM_CPU_BIAS_COLS 0x40u    // bias varying along n
 #define KILN_GEMM_CPU_ALL 0x7Fu
+// Not paths: set per layout (never in ALL), lanes down m (one 8-column tile
+// per workgroup) where that pads the product less than lanes along n.
+#define KILN_GEMM_CPU_LAYOUT_SET 0x100u
+#define KILN_GEMM_CPU_DOWN_M 0x200u
 // gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
