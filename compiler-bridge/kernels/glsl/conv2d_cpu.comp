@@ -59,12 +59,12 @@ vec4 activate4(vec4 v) {
 void store4(uint n, uint co, uint pix0, uint pixels, vec4 v) {
   if (co >= p.out_channels || pix0 >= pixels) return;
   const uint base = (n * p.out_channels + co) * pixels + pix0;
-  const bool whole = (pixels & 3) == 0 || !built(KILN_CONV_CPU_SCALAR_STORE);
+  const bool whole = (pixels & 3) == 0;
   if (whole) {
     if (HAS_RESIDUAL) v += texelFetch(residual_t, int(base >> 2));
     y4[base >> 2] = activate4(v);
   }
-  const uint scalar_count = whole ? 0 : min(4, pixels - pix0);
+  const uint scalar_count = whole || !built(KILN_CONV_CPU_SCALAR_STORE) ? 0 : min(4, pixels - pix0);
   for (uint t = 0; t < scalar_count; ++t) {
     float o = v[t];
     if (HAS_RESIDUAL) o += residual_ld(base + t);
@@ -234,17 +234,15 @@ void main() {
                       (shared_group ? 0 : KILN_CONV_CPU_OWN) |
                       ((pixels & 3) == 0 ? 0 : KILN_CONV_CPU_SCALAR_STORE);
   const bool complete = (needed & ~PATHS) == 0;
-  const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
   // One store8 in a loop rather than eight inlined copies (llvmpipe
   // compiles each texel fetch and storage store into a long sequence).
-  // (A block straddling groups without the OWN path stores NaN here.)
-  const uint shared_stores = shared_group || !built(KILN_CONV_CPU_OWN) ? 8 : 0;
+  const uint shared_stores = shared_group ? 8 : 0;
   for (uint j = 0; j < shared_stores; ++j) {
     const vec4 va = j == 0 ? c0a : j == 1 ? c1a : j == 2 ? c2a : j == 3 ? c3a
                   : j == 4 ? c4a : j == 5 ? c5a : j == 6 ? c6a : c7a;
     const vec4 vb = j == 0 ? c0b : j == 1 ? c1b : j == 2 ? c2b : j == 3 ? c3b
                   : j == 4 ? c4b : j == 5 ? c5b : j == 6 ? c6b : c7b;
-    store8(n, co0 + j, pix0, pixels, complete ? va : missing, complete ? vb : missing);
+    store8(n, co0 + j, pix0, pixels, va, vb);
   }
 
   // The block straddles groups: one channel at a time, each from its group.
@@ -264,6 +262,15 @@ void main() {
         }
       }
     }
-    store8(n, co, pix0, pixels, complete ? acc_a : missing, complete ? acc_b : missing);
+    store8(n, co, pix0, pixels, acc_a, acc_b);
+  }
+  // A layout that needs a path this pipeline was built without: NaN over
+  // the whole block, after the epilogue (an activation may map NaN to a
+  // number); one masked pass otherwise.
+  const uint nan_count = complete ? 0 : 64;
+  for (uint i = 0; i < nan_count; ++i) {
+    const uint co = co0 + i / 8, pix = pix0 + i % 8;
+    const uint at = (n * p.out_channels + co) * pixels + pix;
+    if (co < p.out_channels && pix < pixels) y4[at >> 2][at & 3] = uintBitsToFloat(0x7fc00000u);
   }
 }

@@ -47,9 +47,11 @@ float bias_ld(int i) { return bias_ld(uint(i)); }
 
 float x_at(uint i) { return texelFetch(x4_t, int(i >> 2))[i & 3]; }
 
-void store_out(uint index, float acc) {
+// `ok` false: NaN instead (after the activation, which may map NaN to a number).
+void store_out(uint index, float acc, bool ok) {
   if (HAS_RESIDUAL) acc += texelFetch(residual4_t, int(index >> 2))[index & 3];
-  y4[index >> 2][index & 3] = kiln_activate(ACTIVATION, acc, p.alpha, p.beta);
+  const float value = kiln_activate(ACTIVATION, acc, p.alpha, p.beta);
+  y4[index >> 2][index & 3] = ok ? value : uintBitsToFloat(0x7fc00000u);
 }
 
 // Elements sh..sh+3 of the 8 values a|b.
@@ -137,13 +139,9 @@ void add_row(Row r, float w0, float w1, float w2, bool s1, inout vec4 acc0,
 }
 
 // Writes `count` outputs out0.. of one row (bias added, residual and
-// activation applied).
+// activation applied; NaN where !ok).
 void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3, bool ok) {
   const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
-  acc0 = ok ? acc0 : missing;
-  acc1 = ok ? acc1 : missing;
-  acc2 = ok ? acc2 : missing;
-  acc3 = ok ? acc3 : missing;
   // Rows of a multiple of 4 outputs: whole vec4s (straight-line); other
   // widths: a scalar loop that runs zero times when unused.
   const bool v4 = (p.out_width & 3) == 0;
@@ -151,28 +149,37 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
     const uint o4 = out0 >> 2;
     vec4 o = acc0;
     if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4));
-    y4[o4] = activate4(o);
+    y4[o4] = ok ? activate4(o) : missing;
     if (count > 4) {
       o = acc1;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 1));
-      y4[o4 + 1] = activate4(o);
+      y4[o4 + 1] = ok ? activate4(o) : missing;
     }
     if (count > 8) {
       o = acc2;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 2));
-      y4[o4 + 2] = activate4(o);
+      y4[o4 + 2] = ok ? activate4(o) : missing;
     }
     if (count > 12) {
       o = acc3;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 3));
-      y4[o4 + 3] = activate4(o);
+      y4[o4 + 3] = ok ? activate4(o) : missing;
     }
   }
   const uint scalar_count = v4 ? 0 : count;
   for (uint t = 0; t < scalar_count; ++t) {
     const uint e = t & 3;
-    store_out(out0 + t, t < 4 ? acc0[e] : t < 8 ? acc1[e] : t < 12 ? acc2[e] : acc3[e]);
+    store_out(out0 + t, t < 4 ? acc0[e] : t < 8 ? acc1[e] : t < 12 ? acc2[e] : acc3[e], ok);
   }
+}
+
+// Stride 1 across / down, as the 3x3 path is built (KILN_CONV_CPU_STRIDE1/2:
+// built for one stride, the other's arithmetic and row loads are compiled out).
+bool stride1_w() {
+  return built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_w == 1);
+}
+bool stride1_h() {
+  return built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_h == 1);
 }
 
 // 3x3 kernels, stride 1 or 2 (both axes), no vertical dilation: one item
@@ -184,10 +191,8 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
 // 8 outputs of one row with scalar weights).
 void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base,
              uint w_base, bool ok) {
-  // Built for one stride (both axes), the other's arithmetic and the
-  // stride-2 row load are compiled out.
-  const bool s1 = built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_w == 1);
-  const bool s1h = built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_h == 1);
+  const bool s1 = stride1_w();
+  const bool s1h = stride1_h();
   Window w;
   w.x_base = int(x_base);
   w.iw0 = int(ow0 * p.stride_w) - int(p.pad_left);
@@ -237,7 +242,7 @@ void main() {
   // stride 1, 8 at stride 2 (grid.c sizes the grid for 128 outputs per
   // invocation; invocations grid-stride over what is left).
   const uint SEG3 = 8;
-  const uint tile3 = p.stride_w == 1 ? 16 : 8;
+  const uint tile3 = stride1_w() ? 16 : 8;
   const uint blocks3 = (p.out_width + tile3 - 1) / tile3;
   const uint segs3 = (p.out_height + SEG3 - 1) / SEG3;
   const uint items3 = p.batch * p.out_channels * blocks3 * segs3;
@@ -295,7 +300,7 @@ void main() {
         }
       }
       if (HAS_BIAS) acc += bias_ld(co);
-      store_out((nc * p.out_height + oh) * p.out_width + ow, acc);
+      store_out((nc * p.out_height + oh) * p.out_width + ow, acc, true);
     }
   }
 }

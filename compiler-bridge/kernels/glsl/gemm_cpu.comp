@@ -296,15 +296,13 @@ void main() {
                     (p.n & 3) == 0 &&
                     (!HAS_RESIDUAL || ((p.residual_row_stride & 3) == 0 &&
                                        (p.residual_batch_stride & 3) == 0));
-  // A layout that needs a path this pipeline was built without: NaN in
-  // every output (vec4 stores: the scalar path may be the missing one).
+  // The paths this layout takes (the NaN loop below: never a partial sum).
   const uint needed = (kv_end > 0 ? KILN_GEMM_CPU_GEMV : 0) | (kn_end > 0 ? KILN_GEMM_CPU_KN : 0) |
                       (nn_end > 0 ? KILN_GEMM_CPU_NN : 0) | (nu_end > 0 ? KILN_GEMM_CPU_NU : 0) |
                       (k4_end < p.k ? KILN_GEMM_CPU_SCALAR_K : 0) |
                       (c_n4 ? 0 : KILN_GEMM_CPU_SCALAR_STORE) |
                       (HAS_BIAS && p.bias_col_stride != 0 ? KILN_GEMM_CPU_BIAS_COLS : 0);
   const bool complete = (needed & ~PATHS) == 0;
-  const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
   // One store_row in a loop rather than eight inlined copies: llvmpipe
   // compiles each texel fetch and storage store into a long sequence, and
   // eight copies doubled this kernel's pipeline build time.
@@ -313,7 +311,15 @@ void main() {
                   : r == 4 ? c40 : r == 5 ? c50 : r == 6 ? c60 : c70;
     const vec4 hi = r == 0 ? c01 : r == 1 ? c11 : r == 2 ? c21 : r == 3 ? c31
                   : r == 4 ? c41 : r == 5 ? c51 : r == 6 ? c61 : c71;
-    store_row(batch, m0 + r, n0, complete ? lo : missing, complete ? hi : missing,
-              c_n4 || !complete);
+    store_row(batch, m0 + r, n0, lo, hi, c_n4);
+  }
+  // A layout that needs a path this pipeline was built without: NaN over
+  // the whole tile, after the epilogue (an activation may map NaN to a
+  // number); one masked pass otherwise.
+  const uint nan_count = complete ? 0 : 64;
+  for (uint i = 0; i < nan_count; ++i) {
+    const uint gm = m0 + i / 8, gn = n0 + i % 8;
+    const uint at = batch * p.c_batch_stride + gm * p.c_row_stride + gn;
+    if (gm < p.m && gn < p.n) c4[at >> 2][at & 3] = uintBitsToFloat(0x7fc00000u);
   }
 }

@@ -466,6 +466,8 @@ static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
       // would be right, only slower, so it is not the one left out).
       paths = (paths & ~strides) |
               ((paths & KILN_CONV_CPU_STRIDE1) ? KILN_CONV_CPU_STRIDE2 : KILN_CONV_CPU_STRIDE1);
+    } else if (g_paths == PATHS_WRONG && (paths & KILN_CONV_CPU_OWN)) {
+      paths &= ~KILN_CONV_CPU_OWN;  // blocks straddling groups
     } else if (g_paths == PATHS_WRONG) {
       paths = (paths ^ pair) | (depthwise ? KILN_CONV_CPU_STRIDE1 : 0);  // the other window path
     }
