@@ -338,6 +338,104 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
   return kiln_ok_status();
 }
 
+static uint64_t kiln_round_up(uint64_t value, uint64_t step) {
+  return step ? (value + step - 1) / step * step : value;
+}
+
+// The paths gemm_cpu.comp's main() takes for `p` (its k loops' and
+// epilogue's conditions, in the same 32-bit arithmetic). The epilogue bits
+// do not know the op spec constants, so they assume a residual and a bias
+// may be read (a superset is safe; a missing path makes the kernel write NaN).
+static uint32_t kiln_gemm_cpu_paths(const kiln_kernel_gemm_params_t* p) {
+  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
+                    (p->a_batch_stride & 3) == 0;
+  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0;
+  const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
+  const uint32_t k4_end = (a_k4 && (b_k4 || p->b_col_stride == 1)) ? (p->k & ~3u) : 0;
+  const bool gemv = p->m == 1;
+  const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
+  const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  const bool c_n4 = (p->c_row_stride & 3) == 0 && (p->c_batch_stride & 3) == 0 &&
+                    (p->n & 3) == 0 && (p->residual_row_stride & 3) == 0 &&
+                    (p->residual_batch_stride & 3) == 0;
+  uint32_t paths = 0;
+  if (b_k4 && gemv && k4_end > 0) paths |= KILN_GEMM_CPU_GEMV;
+  if (b_k4 && !gemv && k4_end > 0) paths |= KILN_GEMM_CPU_KN;
+  if (b_n4 && !b_k4 && k4_end > 0) paths |= KILN_GEMM_CPU_NN;
+  if (a_k4 && b_n1 && (p->k & ~3u) > 0) paths |= KILN_GEMM_CPU_NU;
+  if (k4_end < p->k) paths |= KILN_GEMM_CPU_SCALAR_K;
+  if (!c_n4) paths |= KILN_GEMM_CPU_SCALAR_STORE;
+  if (p->bias_col_stride != 0) paths |= KILN_GEMM_CPU_BIAS_COLS;
+  return paths;
+}
+
+kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_gemm_params_t* params) {
+  if (!config || !params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_gemm_cpu_paths: NULL argument");
+  }
+  const bool gemm = config->kernel == KILN_KERNEL_GEMM || config->kernel == KILN_KERNEL_GEMM_SMALL ||
+                    config->kernel == KILN_KERNEL_GEMV;
+  if (!gemm || config->variant != KILN_KERNEL_VARIANT_CPU) return kiln_ok_status();
+  // Lanes down m (grid.c and the kernel read the bit) where a workgroup's
+  // 8 x 64 outputs along m (lanes x TM rows, one TN tile) pad less than
+  // the usual TM rows x lanes x TN columns.
+  const uint64_t lanes = config->workgroup_size[0];
+  const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 8);
+  const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 8);
+  const uint64_t m = params->m, n = params->n;
+  const uint64_t down = kiln_round_up(m, lanes * tm) * kiln_round_up(n, tn);
+  const uint64_t across = kiln_round_up(m, tm) * kiln_round_up(n, lanes * tn);
+  uint32_t paths = kiln_gemm_cpu_paths(params) | KILN_GEMM_CPU_LAYOUT_SET;
+  if (config->workgroup_size[1] == 1 && down < across) paths |= KILN_GEMM_CPU_DOWN_M;
+  return kiln_config_set_raw(config, KILN_SPEC_GEMM_CPU_PATHS, paths);
+}
+
+// The paths conv2d_cpu.comp (`depthwise` false) or depthwise_conv2d_cpu.comp
+// take for `p`; a superset where a path depends on the output block.
+static uint32_t kiln_conv_cpu_paths(const kiln_kernel_conv2d_params_t* p, bool depthwise) {
+  const uint32_t kh_end = p->kh_end == 0 || p->kh_end > p->kernel_h ? p->kernel_h : p->kh_end;
+  if (depthwise) {
+    const uint32_t plane = p->in_height * p->in_width;
+    const bool wide3 = p->kernel_w == 3 && p->kernel_h == 3 && p->dilation_w == 1 &&
+                       p->dilation_h == 1 && (p->stride_w == 1 || p->stride_w == 2) &&
+                       (p->stride_h == 1 || p->stride_h == 2) &&
+                       ((p->batch * p->in_channels * plane) & 3) == 0 && p->kh_begin == 0 &&
+                       kh_end == 3;
+    if (!wide3) return KILN_CONV_CPU_TAPS;
+    return KILN_CONV_CPU_WIDE3 |
+           (p->stride_w == 1 || p->stride_h == 1 ? KILN_CONV_CPU_STRIDE1 : 0) |
+           (p->stride_w == 2 || p->stride_h == 2 ? KILN_CONV_CPU_STRIDE2 : 0);
+  }
+  const bool row8 = p->kernel_w == 3 && p->dilation_w == 1 &&
+                    (p->stride_w == 1 || p->stride_w == 2) && (p->out_width & 7) == 0;
+  // Blocks of 8 output channels straddle groups unless groups are whole blocks.
+  const uint32_t cog = p->groups ? p->out_channels / p->groups : 0;
+  const bool straddle = p->groups > 1 && (cog & 7) != 0;
+  const uint32_t pixels = p->out_height * p->out_width;
+  return (row8 ? KILN_CONV_CPU_ROW8 : KILN_CONV_CPU_TAPS) | (straddle ? KILN_CONV_CPU_OWN : 0) |
+         ((pixels & 3) == 0 ? 0 : KILN_CONV_CPU_SCALAR_STORE);
+}
+
+kiln_status_t kiln_kernel_config_conv_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_conv2d_params_t* params) {
+  if (!config || !params) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "kiln_kernel_config_conv_cpu_paths: NULL argument");
+  }
+  if (config->variant != KILN_KERNEL_VARIANT_CPU) return kiln_ok_status();
+  const bool depthwise = config->kernel == KILN_KERNEL_DEPTHWISE_CONV2D;
+  if (!depthwise && config->kernel != KILN_KERNEL_CONV2D &&
+      config->kernel != KILN_KERNEL_CONV2D_GEMM) {
+    return kiln_ok_status();
+  }
+  return kiln_config_set_raw(config, KILN_SPEC_CONV_CPU_PATHS,
+                             kiln_conv_cpu_paths(params, depthwise));
+}
+
 kiln_status_t kiln_kernel_config_set_spec(kiln_kernel_config_t* config,
                                           uint32_t id, uint32_t value) {
   if (!config) {

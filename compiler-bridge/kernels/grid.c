@@ -93,8 +93,11 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
   uint64_t lanes_x = config->workgroup_size[0];
   uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 4);
   uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 4);
-  if (config->variant == KILN_KERNEL_VARIANT_CPU && config->workgroup_size[1] == 1 &&
-      params->n < lanes_x * tn && params->m >= lanes_x * tm) {
+  const uint32_t paths = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_CPU_PATHS, 0);
+  const bool down_m = (paths & KILN_GEMM_CPU_LAYOUT_SET)
+                          ? (paths & KILN_GEMM_CPU_DOWN_M) != 0
+                          : params->n < lanes_x * tn && params->m >= lanes_x * tm;
+  if (config->variant == KILN_KERNEL_VARIANT_CPU && config->workgroup_size[1] == 1 && down_m) {
     return kiln_grid_store("gemm", kiln_ceil_div(params->n, tn),
                            kiln_ceil_div(params->m, lanes_x * tm), params->batch,
                            out_grid);

@@ -318,8 +318,18 @@ kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
                                       kiln_kernel_config_t* out_config) {
   uint64_t shape[4] = {0, 0, 0, 0};
   if (kiln_emit_per_product_tilings(program)) kiln_emit_gemm_shape(desc, shape);
-  return kiln_kernel_config_select_shape(desc->kernel, &program->caps[target], storage, shape[0],
-                                         shape[1], shape[2], shape[3], out_config);
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_select_shape(desc->kernel, &program->caps[target],
+                                                       storage, shape[0], shape[1], shape[2],
+                                                       shape[3], out_config));
+  // The cpu variants build in only the paths of this dispatch's layout.
+  if (desc->grid == KILN_EMIT_GRID_GEMM) {
+    return kiln_kernel_config_gemm_cpu_paths(out_config, desc->push);
+  }
+  if (desc->kernel == KILN_KERNEL_CONV2D || desc->kernel == KILN_KERNEL_CONV2D_GEMM ||
+      desc->kernel == KILN_KERNEL_DEPTHWISE_CONV2D) {
+    return kiln_kernel_config_conv_cpu_paths(out_config, desc->push);
+  }
+  return kiln_ok_status();
 }
 
 // Executables are shared by every dispatch of one kernel with the same op

@@ -22,6 +22,11 @@ layout(constant_id = KILN_SPEC_CONV_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_CONV_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_CONV_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_CONV_TILE_W) const uint TILE_W = 4;
+// The paths built in (KILN_CONV_CPU_* bits; llvmpipe runs every unused loop
+// body once per invocation, masked): the bridge builds each dispatch's
+// layout alone; a layout that needs a path left out writes NaN.
+layout(constant_id = KILN_SPEC_CONV_CPU_PATHS) const uint PATHS = KILN_CONV_CPU_ALL;
+bool built(uint path) { return (PATHS & path) != 0; }
 
 layout(set = 0, binding = 0) uniform samplerBuffer x_t;
 layout(set = 0, binding = 1) uniform samplerBuffer w_t;  // [C_out, C_in/groups, KH, KW]
@@ -59,7 +64,7 @@ void store4(uint n, uint co, uint pix0, uint pixels, vec4 v) {
     if (HAS_RESIDUAL) v += texelFetch(residual_t, int(base >> 2));
     y4[base >> 2] = activate4(v);
   }
-  const uint scalar_count = whole ? 0 : min(4, pixels - pix0);
+  const uint scalar_count = whole || !built(KILN_CONV_CPU_SCALAR_STORE) ? 0 : min(4, pixels - pix0);
   for (uint t = 0; t < scalar_count; ++t) {
     float o = v[t];
     if (HAS_RESIDUAL) o += residual_ld(base + t);
@@ -164,7 +169,7 @@ void main() {
     const bvec4 ok0 = cols_ok(iw0), ok1 = cols_ok(iw0 + 4), ok2 = cols_ok(iw0 + 8);
     const bvec4 ok3 = cols_ok(iw0 + 12), ok4 = cols_ok(iw0 + 16);
     const int x_last4 = textureSize(x_t) - 1;
-    for (uint ci = p.ci_begin; ci < row8_end; ++ci) {
+    for (uint ci = p.ci_begin; built(KILN_CONV_CPU_ROW8) && ci < row8_end; ++ci) {
       for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
         const int ih = int(oh * p.stride_h + kh * p.dilation_h) - int(p.pad_top);
         const bool row_ok = ih >= 0 && ih < int(p.in_height);
@@ -204,7 +209,7 @@ void main() {
       }
     }
   }
-  for (uint ci = p.ci_begin; ci < shared_end; ++ci) {
+  for (uint ci = p.ci_begin; built(KILN_CONV_CPU_TAPS) && ci < shared_end; ++ci) {
     const uint x_plane = x_base + ci * plane;
     for (uint kh = p.kh_begin; kh < kh_end; ++kh) {
       const int dh = int(kh * p.dilation_h);
@@ -224,6 +229,11 @@ void main() {
       }
     }
   }
+  const uint needed = (row8_end > p.ci_begin ? KILN_CONV_CPU_ROW8 : 0) |
+                      (shared_end > p.ci_begin ? KILN_CONV_CPU_TAPS : 0) |
+                      (shared_group ? 0 : KILN_CONV_CPU_OWN) |
+                      ((pixels & 3) == 0 ? 0 : KILN_CONV_CPU_SCALAR_STORE);
+  const bool complete = (needed & ~PATHS) == 0;
   // One store8 in a loop rather than eight inlined copies (llvmpipe
   // compiles each texel fetch and storage store into a long sequence).
   const uint shared_stores = shared_group ? 8 : 0;
@@ -237,7 +247,7 @@ void main() {
 
   // The block straddles groups: one channel at a time, each from its group.
   const uint own_count = shared_group ? 0 : co_last + 1 - co0;
-  for (uint j = 0; j < own_count; ++j) {
+  for (uint j = 0; built(KILN_CONV_CPU_OWN) && j < own_count; ++j) {
     const uint co = co0 + j;
     const uint xb = (n * p.in_channels + (co / cog) * cig) * plane;
     vec4 acc_a = vec4(0), acc_b = vec4(0);
@@ -253,5 +263,14 @@ void main() {
       }
     }
     store8(n, co, pix0, pixels, acc_a, acc_b);
+  }
+  // A layout that needs a path this pipeline was built without: NaN over
+  // the whole block, after the epilogue (an activation may map NaN to a
+  // number); one masked pass otherwise.
+  const uint nan_count = complete ? 0 : 64;
+  for (uint i = 0; i < nan_count; ++i) {
+    const uint co = co0 + i / 8, pix = pix0 + i % 8;
+    const uint at = (n * p.out_channels + co) * pixels + pix;
+    if (co < p.out_channels && pix < pixels) y4[at >> 2][at & 3] = uintBitsToFloat(0x7fc00000u);
   }
 }

@@ -23,6 +23,12 @@ layout(constant_id = KILN_SPEC_CONV_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_CONV_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_CONV_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 layout(constant_id = KILN_SPEC_CONV_TILE_W) const uint TW = 8;
+// The paths built in (KILN_CONV_CPU_WIDE3 / _TAPS; llvmpipe runs an unused
+// loop's body once per invocation, masked): the bridge builds each
+// dispatch's path alone. A layout whose path was left out runs the other
+// one and writes NaN.
+layout(constant_id = KILN_SPEC_CONV_CPU_PATHS) const uint PATHS = KILN_CONV_CPU_ALL;
+bool built(uint path) { return (PATHS & path) != 0; }
 
 // vec4 arrays; scalar element i is v4[i >> 2][i & 3].
 layout(set = 0, binding = 0) uniform samplerBuffer x4_t;
@@ -41,9 +47,11 @@ float bias_ld(int i) { return bias_ld(uint(i)); }
 
 float x_at(uint i) { return texelFetch(x4_t, int(i >> 2))[i & 3]; }
 
-void store_out(uint index, float acc) {
+// `ok` false: NaN instead (after the activation, which may map NaN to a number).
+void store_out(uint index, float acc, bool ok) {
   if (HAS_RESIDUAL) acc += texelFetch(residual4_t, int(index >> 2))[index & 3];
-  y4[index >> 2][index & 3] = kiln_activate(ACTIVATION, acc, p.alpha, p.beta);
+  const float value = kiln_activate(ACTIVATION, acc, p.alpha, p.beta);
+  y4[index >> 2][index & 3] = ok ? value : uintBitsToFloat(0x7fc00000u);
 }
 
 // Elements sh..sh+3 of the 8 values a|b.
@@ -131,8 +139,9 @@ void add_row(Row r, float w0, float w1, float w2, bool s1, inout vec4 acc0,
 }
 
 // Writes `count` outputs out0.. of one row (bias added, residual and
-// activation applied).
-void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3) {
+// activation applied; NaN where !ok).
+void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3, bool ok) {
+  const vec4 missing = vec4(uintBitsToFloat(0x7fc00000u));
   // Rows of a multiple of 4 outputs: whole vec4s (straight-line); other
   // widths: a scalar loop that runs zero times when unused.
   const bool v4 = (p.out_width & 3) == 0;
@@ -140,28 +149,37 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
     const uint o4 = out0 >> 2;
     vec4 o = acc0;
     if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4));
-    y4[o4] = activate4(o);
+    y4[o4] = ok ? activate4(o) : missing;
     if (count > 4) {
       o = acc1;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 1));
-      y4[o4 + 1] = activate4(o);
+      y4[o4 + 1] = ok ? activate4(o) : missing;
     }
     if (count > 8) {
       o = acc2;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 2));
-      y4[o4 + 2] = activate4(o);
+      y4[o4 + 2] = ok ? activate4(o) : missing;
     }
     if (count > 12) {
       o = acc3;
       if (HAS_RESIDUAL) o += texelFetch(residual4_t, int(o4 + 3));
-      y4[o4 + 3] = activate4(o);
+      y4[o4 + 3] = ok ? activate4(o) : missing;
     }
   }
   const uint scalar_count = v4 ? 0 : count;
   for (uint t = 0; t < scalar_count; ++t) {
     const uint e = t & 3;
-    store_out(out0 + t, t < 4 ? acc0[e] : t < 8 ? acc1[e] : t < 12 ? acc2[e] : acc3[e]);
+    store_out(out0 + t, t < 4 ? acc0[e] : t < 8 ? acc1[e] : t < 12 ? acc2[e] : acc3[e], ok);
   }
+}
+
+// Stride 1 across / down, as the 3x3 path is built (KILN_CONV_CPU_STRIDE1/2:
+// built for one stride, the other's arithmetic and row loads are compiled out).
+bool stride1_w() {
+  return built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_w == 1);
+}
+bool stride1_h() {
+  return built(KILN_CONV_CPU_STRIDE1) && (!built(KILN_CONV_CPU_STRIDE2) || p.stride_h == 1);
 }
 
 // 3x3 kernels, stride 1 or 2 (both axes), no vertical dilation: one item
@@ -172,9 +190,9 @@ void store_row(uint out0, uint count, vec4 acc0, vec4 acc1, vec4 acc2, vec4 acc3
 // output: about 0.5 at stride 1 and 1.7 at stride 2 (3 when each item was
 // 8 outputs of one row with scalar weights).
 void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base,
-             uint w_base) {
-  const bool s1 = p.stride_w == 1;
-  const bool s1h = p.stride_h == 1;
+             uint w_base, bool ok) {
+  const bool s1 = stride1_w();
+  const bool s1h = stride1_h();
   Window w;
   w.x_base = int(x_base);
   w.iw0 = int(ow0 * p.stride_w) - int(p.pad_left);
@@ -204,7 +222,7 @@ void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base
     add_row(r0, wa.x, wa.y, wa.z, s1, acc0, acc1, acc2, acc3);
     add_row(r1, wa.w, wb.x, wb.y, s1, acc0, acc1, acc2, acc3);
     add_row(r2, wb.z, wb.w, w8, s1, acc0, acc1, acc2, acc3);
-    store_row((nc * p.out_height + oh) * p.out_width + ow0, count, acc0, acc1, acc2, acc3);
+    store_row((nc * p.out_height + oh) * p.out_width + ow0, count, acc0, acc1, acc2, acc3, ok);
     // Next row's window: stride 1 slides by one row; stride 2 by two, which
     // needs row ih0 + 3 (a loop of zero or one trips: llvmpipe would run
     // the load on both sides of a branch).
@@ -224,7 +242,7 @@ void main() {
   // stride 1, 8 at stride 2 (grid.c sizes the grid for 128 outputs per
   // invocation; invocations grid-stride over what is left).
   const uint SEG3 = 8;
-  const uint tile3 = p.stride_w == 1 ? 16 : 8;
+  const uint tile3 = stride1_w() ? 16 : 8;
   const uint blocks3 = (p.out_width + tile3 - 1) / tile3;
   const uint segs3 = (p.out_height + SEG3 - 1) / SEG3;
   const uint items3 = p.batch * p.out_channels * blocks3 * segs3;
@@ -240,16 +258,23 @@ void main() {
                      p.kh_begin == 0 && kiln_kh_end() == 3;
   // Each path is its own loop: the path not taken costs one masked
   // iteration rather than one per item.
-  for (uint item = gl_GlobalInvocationID.x; wide3 && item < items3; item += stride) {
+  // Taps where built and needed (or 3x3 not built); else the 3x3 path,
+  // which writes NaN when the layout is not its own.
+  const bool run_taps = built(KILN_CONV_CPU_TAPS) && !(wide3 && built(KILN_CONV_CPU_WIDE3));
+  const bool run3 = !run_taps;
+  const uint strides = (p.stride_w == 1 || p.stride_h == 1 ? KILN_CONV_CPU_STRIDE1 : 0) |
+                       (p.stride_w == 2 || p.stride_h == 2 ? KILN_CONV_CPU_STRIDE2 : 0);
+  const bool ok3 = wide3 && (strides & ~PATHS) == 0;
+  for (uint item = gl_GlobalInvocationID.x; run3 && item < items3; item += stride) {
     const uint ow0 = (item % blocks3) * tile3;
     const uint oh0 = ((item / blocks3) % segs3) * SEG3;
     const uint nc = item / (blocks3 * segs3);
     const uint co = nc % p.out_channels;
     const uint n = nc / p.out_channels;
     column3(nc, co, ow0, oh0, min(oh0 + SEG3, p.out_height),
-            (n * p.in_channels + co / multiplier) * plane, co * 9);
+            (n * p.in_channels + co / multiplier) * plane, co * 9, ok3);
   }
-  for (uint item = gl_GlobalInvocationID.x; !wide3 && item < items; item += stride) {
+  for (uint item = gl_GlobalInvocationID.x; run_taps && item < items; item += stride) {
     const uint ow0 = (item % blocks_w) * TW;
     const uint oh = (item / blocks_w) % p.out_height;
     const uint nc = item / (blocks_w * p.out_height);
@@ -275,7 +300,7 @@ void main() {
         }
       }
       if (HAS_BIAS) acc += bias_ld(co);
-      store_out((nc * p.out_height + oh) * p.out_width + ow, acc);
+      store_out((nc * p.out_height + oh) * p.out_width + ow, acc, true);
     }
   }
 }

@@ -150,6 +150,24 @@
 // gemm_coopmat: B staged k-major ([n][k], a transposed weight's layout)
 // rather than n-major; either stages any B, this picks the fast path.
 #define KILN_SPEC_COOPMAT_B_KMAJOR 15
+// gemm_cpu: the code paths its pipeline is built with, a KILN_GEMM_CPU_*
+// bit set (llvmpipe runs every loop body at least once, masked, so each
+// unused path costs a pass of fetches per workgroup). Default: all; the
+// bridge sets the ones a dispatch's layout takes
+// (kiln_kernel_config_gemm_cpu_paths).
+#define KILN_SPEC_GEMM_CPU_PATHS 16
+#define KILN_GEMM_CPU_GEMV 0x01u         // m == 1, A and B contiguous in k
+#define KILN_GEMM_CPU_KN 0x02u           // A and B contiguous in k
+#define KILN_GEMM_CPU_NN 0x04u           // A in k, B in n (16-byte rows)
+#define KILN_GEMM_CPU_NU 0x08u           // A in k, B in n (unaligned rows)
+#define KILN_GEMM_CPU_SCALAR_K 0x10u     // other layouts and k tails
+#define KILN_GEMM_CPU_SCALAR_STORE 0x20u // C rows not in whole vec4s
+#define KILN_GEMM_CPU_BIAS_COLS 0x40u    // bias varying along n
+#define KILN_GEMM_CPU_ALL 0x7Fu
+// Not paths: set per layout (never in ALL), lanes down m (one 8-column tile
+// per workgroup) where that pads the product less than lanes along n.
+#define KILN_GEMM_CPU_LAYOUT_SET 0x100u
+#define KILN_GEMM_CPU_DOWN_M 0x200u
 // gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
@@ -169,6 +187,17 @@
 #define KILN_SPEC_CONV_HAS_BIAS 5
 #define KILN_SPEC_CONV_HAS_RESIDUAL 6
 #define KILN_SPEC_CONV_TILE_W 7  // outputs per invocation along W (depthwise cpu)
+// conv2d_cpu and depthwise_conv2d_cpu: the code paths built in (as
+// KILN_SPEC_GEMM_CPU_PATHS; kiln_kernel_config_conv_cpu_paths).
+#define KILN_SPEC_CONV_CPU_PATHS 16
+#define KILN_CONV_CPU_ROW8 0x01u          // conv2d_cpu: 3-wide rows of 8 pixels
+#define KILN_CONV_CPU_TAPS 0x02u          // conv2d_cpu: any window; depthwise: not 3x3
+#define KILN_CONV_CPU_OWN 0x04u           // conv2d_cpu: blocks straddling groups
+#define KILN_CONV_CPU_SCALAR_STORE 0x08u  // outputs not in whole vec4s
+#define KILN_CONV_CPU_WIDE3 0x10u         // depthwise: 3x3 column segments
+#define KILN_CONV_CPU_STRIDE1 0x20u       // depthwise 3x3: a stride of 1
+#define KILN_CONV_CPU_STRIDE2 0x40u       // depthwise 3x3: a stride of 2
+#define KILN_CONV_CPU_ALL 0x7Fu
 // binary / unary.
 #define KILN_SPEC_BINARY_OP 3
 #define KILN_SPEC_BINARY_ACTIVATION 4

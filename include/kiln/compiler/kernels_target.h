@@ -87,6 +87,17 @@ kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
 uint32_t kiln_kernel_config_spec(const kiln_kernel_config_t* config,
                                  uint32_t id, uint32_t fallback);
 
+// gemm_cpu (the cpu variant of gemm, gemm_small and gemv): builds in only
+// the code paths (KILN_SPEC_GEMM_CPU_PATHS) that `params`' layout takes;
+// other kernels and variants are left as they are.
+kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_gemm_params_t* params);
+
+// conv2d_cpu (the cpu variant of conv2d and conv2d_gemm) and
+// depthwise_conv2d_cpu: the same for KILN_SPEC_CONV_CPU_PATHS.
+kiln_status_t kiln_kernel_config_conv_cpu_paths(kiln_kernel_config_t* config,
+                                                const kiln_kernel_conv2d_params_t* params);
+
 // Dispatch grids (workgroup counts). OUT_OF_RANGE when a count exceeds the
 // 65535 every Vulkan device allows.
 kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,

@@ -24,6 +24,25 @@ typedef struct gemm_case_t {
   float scale, alpha, beta;
 } gemm_case_t;
 
+// The cpu variants' built-in paths (KILN_SPEC_*_CPU_PATHS): all (a plain
+// config), only those of the case's layout (what the bridge records), or
+// with a path the layout takes swapped out, where every output must be NaN.
+typedef enum paths_mode_t { PATHS_ALL, PATHS_LAYOUT, PATHS_WRONG } paths_mode_t;
+static paths_mode_t g_paths = PATHS_ALL;
+
+// Under PATHS_WRONG: every output NaN, none a partial sum; else the reference.
+static void expect_result(const char* what, const float* got, const float* want, size_t count,
+                          double tol) {
+  if (g_paths != PATHS_WRONG) {
+    gpu_expect_close(what, got, want, count, tol, tol);
+    return;
+  }
+  size_t numbers = 0;
+  for (size_t i = 0; i < count; ++i) numbers += !isnan(got[i]);
+  if (numbers) fprintf(stderr, "%s: %zu of %zu outputs are not NaN\n", what, numbers, count);
+  KILN_EXPECT_EQ_U64(numbers, 0);
+}
+
 // Stores `values` as fp16 bits in `half` and rounds `values` in place.
 static uint16_t* to_half(float* values, size_t count) {
   uint16_t* half = malloc((count ? count : 1) * 2);
@@ -72,6 +91,15 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION, c->act));
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_BIAS, c->bias != 0));
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_HAS_RESIDUAL, c->residual));
+  if (g_paths != PATHS_ALL) {
+    KILN_EXPECT_OK(kiln_kernel_config_gemm_cpu_paths(&config, &p));
+    uint32_t paths = kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_CPU_PATHS, 0);
+    const uint32_t k_paths = paths & (KILN_GEMM_CPU_GEMV | KILN_GEMM_CPU_KN | KILN_GEMM_CPU_NN |
+                                      KILN_GEMM_CPU_NU | KILN_GEMM_CPU_SCALAR_K);
+    KILN_EXPECT_NE(k_paths, 0u);
+    if (g_paths == PATHS_WRONG) paths &= ~(k_paths & (0u - k_paths));  // the first k path
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_CPU_PATHS, paths));
+  }
   uint32_t grid[3];
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
 
@@ -101,8 +129,7 @@ static void run_gemm_case(const char* what, const gemm_case_t* c,
   ref_gemm(c->batch, c->m, c->n, c->k, a, c->a_batched, c->trans_a, b, c->b_batched,
            c->trans_b, c->scale, c->bias ? bias : NULL, c->bias == 1,
            c->residual ? residual : NULL, c->act, c->alpha, c->beta, want);
-  double tol = fp16 ? 2e-3 : 1e-4;
-  gpu_expect_close(what, got, want, out_count, tol, tol);
+  expect_result(what, got, want, out_count, fp16 ? 2e-3 : 1e-4);
   free(a);
   free(b);
   free(bias);
@@ -426,6 +453,26 @@ static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(
       &config, gemm_like ? KILN_SPEC_GEMM_HAS_RESIDUAL : KILN_SPEC_CONV_HAS_RESIDUAL,
       k->residual));
+  if (g_paths != PATHS_ALL) {
+    const bool depthwise = kernel == KILN_KERNEL_DEPTHWISE_CONV2D;
+    KILN_EXPECT_OK(kiln_kernel_config_conv_cpu_paths(&config, &p));
+    uint32_t paths = kiln_kernel_config_spec(&config, KILN_SPEC_CONV_CPU_PATHS, 0);
+    const uint32_t pair = depthwise ? KILN_CONV_CPU_WIDE3 | KILN_CONV_CPU_TAPS
+                                    : KILN_CONV_CPU_ROW8 | KILN_CONV_CPU_TAPS;
+    KILN_EXPECT_NE(paths & pair, 0u);
+    const uint32_t strides = KILN_CONV_CPU_STRIDE1 | KILN_CONV_CPU_STRIDE2;
+    if (g_paths == PATHS_WRONG && depthwise && (paths & KILN_CONV_CPU_WIDE3)) {
+      // 3x3 built for a stride the case lacks (depthwise's general path
+      // would be right, only slower, so it is not the one left out).
+      paths = (paths & ~strides) |
+              ((paths & KILN_CONV_CPU_STRIDE1) ? KILN_CONV_CPU_STRIDE2 : KILN_CONV_CPU_STRIDE1);
+    } else if (g_paths == PATHS_WRONG && (paths & KILN_CONV_CPU_OWN)) {
+      paths &= ~KILN_CONV_CPU_OWN;  // blocks straddling groups
+    } else if (g_paths == PATHS_WRONG) {
+      paths = (paths ^ pair) | (depthwise ? KILN_CONV_CPU_STRIDE1 : 0);  // the other window path
+    }
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CPU_PATHS, paths));
+  }
   uint32_t grid[3];
   if (kernel == KILN_KERNEL_CONV2D) {
     KILN_ASSERT_OK(kiln_kernel_grid_conv2d(&config, &p, grid));
@@ -468,8 +515,7 @@ static void run_conv_case_config(const char* what, kiln_kernel_id_t kernel,
     ref_conv2d(c, x, w, k->bias ? bias : NULL, k->residual ? residual : NULL, k->act,
                k->alpha, k->beta, want);
   }
-  double tol = fp16 ? 2e-3 : 1e-4;
-  gpu_expect_close(what, got, want, out_count, tol, tol);
+  expect_result(what, got, want, out_count, fp16 ? 2e-3 : 1e-4);
   free(x);
   free(w);
   free(bias);
@@ -601,6 +647,57 @@ static const conv_case_t kTransposeCases[] = {
     // Dilation 2, stride 3 x 1, no pads.
     {{1, 3, 4, 5, 2, 1, 2, 3, 3, 1, 0, 0, 0, 0, 2, 2, 0, 0}, false, false, KILN_ACT_NONE, 0, 0},
 };
+
+// The cpu variants built with only each case's paths (what the bridge
+// records per dispatch), then with a path the case takes left out: NaN.
+KILN_TEST(GpuGemmTest, CpuPathsPerLayout) {
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
+  kiln_kernel_config_t config;
+  KILN_ASSERT_OK(
+      kiln_kernel_config_select(KILN_KERNEL_GEMM, &caps, KILN_KERNEL_STORAGE_FP32, &config));
+  KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+  const paths_mode_t modes[2] = {PATHS_LAYOUT, PATHS_WRONG};
+  for (size_t m = 0; m < 2; ++m) {
+    g_paths = modes[m];
+    const size_t gemm = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
+    const size_t edge = sizeof(kEdgeCases) / sizeof(kEdgeCases[0]);
+    for (size_t i = 0; i < gemm + edge; ++i) {
+      char what[96];
+      snprintf(what, sizeof(what), "gemm_cpu %s paths, case %zu", m ? "wrong" : "layout", i);
+      run_gemm_case(what, i < gemm ? &kGemmCases[i] : &kEdgeCases[i - gemm], config, false);
+    }
+  }
+  g_paths = PATHS_ALL;
+}
+
+KILN_TEST(GpuConvTest, CpuPathsPerLayout) {
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
+  const kiln_kernel_id_t kernels[3] = {KILN_KERNEL_CONV2D, KILN_KERNEL_CONV2D_GEMM,
+                                       KILN_KERNEL_DEPTHWISE_CONV2D};
+  const paths_mode_t modes[2] = {PATHS_LAYOUT, PATHS_WRONG};
+  for (size_t m = 0; m < 2; ++m) {
+    g_paths = modes[m];
+    for (size_t kn = 0; kn < 3; ++kn) {
+      kiln_kernel_config_t config;
+      KILN_ASSERT_OK(
+          kiln_kernel_config_select(kernels[kn], &caps, KILN_KERNEL_STORAGE_FP32, &config));
+      KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+      const bool depthwise = kernels[kn] == KILN_KERNEL_DEPTHWISE_CONV2D;
+      const conv_case_t* cases = depthwise ? kDepthwiseCases : kConvCases;
+      const size_t count = depthwise ? sizeof(kDepthwiseCases) / sizeof(kDepthwiseCases[0])
+                                     : sizeof(kConvCases) / sizeof(kConvCases[0]);
+      for (size_t i = 0; i < count; ++i) {
+        char what[96];
+        snprintf(what, sizeof(what), "%s %s paths, case %zu", kiln_kernel_desc(kernels[kn])->name,
+                 m ? "wrong" : "layout", i);
+        run_conv_case_config(what, kernels[kn], &cases[i], false, &config);
+      }
+    }
+  }
+  g_paths = PATHS_ALL;
+}
 
 KILN_TEST(GpuConvTest, ConvTranspose) {
   for (size_t i = 0; i < sizeof(kTransposeCases) / sizeof(kTransposeCases[0]); ++i) {
