@@ -161,6 +161,32 @@ static uint64_t kiln_conv3d_align(uint64_t bytes) {
   return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
 }
 
+// Zero-pads `in` into `out` (the pad kernel): a tensor of `rank` dims
+// `in_dims`, placed at `begin` inside `out_dims`.
+static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_t in,
+                                         kiln_emit_range_t out, int32_t rank,
+                                         const uint32_t* in_dims, const uint32_t* out_dims,
+                                         const int32_t* begin) {
+  kiln_kernel_pad_params_t pad;
+  memset(&pad, 0, sizeof(pad));
+  uint64_t count = 1;
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
+    const int32_t v = d - (KILN_KERNEL_MAX_RANK - rank);
+    pad.in_shape[d] = v < 0 ? 1 : in_dims[v];
+    pad.out_shape[d] = v < 0 ? 1 : out_dims[v];
+    pad.pad_begin[d] = v < 0 ? 0 : begin[v];
+    count *= pad.out_shape[d];
+  }
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
+  pad.count = (uint32_t)count;
+  kiln_kernel_spec_value_t pad_ops[] = {{KILN_SPEC_PAD_MODE, KILN_PAD_CONSTANT}};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_PAD, .push = &pad, .ops = pad_ops,
+                                    .op_count = 1, .binding_count = 2, .bindings = {in, out},
+                                    .written_mask = 2u, .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = pad.count};
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
 // KxK conv (group 1) on tensor cores: x zero-padded (pad kernel, where
 // the window pads), its windows gathered into columns (one rank-6 strided
 // copy: cols[n][c][i][j][oh][ow] = xp[n][c][oh * sh + i * dh][ow * sw +
@@ -201,24 +227,10 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   if (pads) {
     xp = scratch;
     xp.length = padded * elem;
-    kiln_kernel_pad_params_t pad;
-    memset(&pad, 0, sizeof(pad));
-    pad.count = (uint32_t)padded;
     const uint32_t in4[4] = {(uint32_t)N, (uint32_t)C, (uint32_t)H, (uint32_t)W};
     const uint32_t out4[4] = {(uint32_t)N, (uint32_t)C, (uint32_t)HP, (uint32_t)WP};
-    for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-      const int32_t v = d - (KILN_KERNEL_MAX_RANK - 4);
-      pad.in_shape[d] = v < 0 ? 1 : in4[v];
-      pad.out_shape[d] = v < 0 ? 1 : out4[v];
-    }
-    pad.pad_begin[KILN_KERNEL_MAX_RANK - 2] = (int32_t)c->pad_top;
-    pad.pad_begin[KILN_KERNEL_MAX_RANK - 1] = (int32_t)c->pad_left;
-    kiln_kernel_spec_value_t pad_ops[] = {{KILN_SPEC_PAD_MODE, KILN_PAD_CONSTANT}};
-    kiln_emit_dispatch_desc_t pad_desc = {.kernel = KILN_KERNEL_PAD, .push = &pad,
-                                          .ops = pad_ops, .op_count = 1, .binding_count = 2,
-                                          .bindings = {in, xp}, .written_mask = 2u,
-                                          .grid = KILN_EMIT_GRID_LINEAR, .grid_count = pad.count};
-    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &pad_desc));
+    const int32_t begin4[4] = {0, 0, (int32_t)c->pad_top, (int32_t)c->pad_left};
+    KILN_RETURN_IF_ERROR(kiln_lower_zero_pad(l, in, xp, 4, in4, out4, begin4));
   }
   xcol = scratch;
   xcol.offset += cols_at;
@@ -329,22 +341,10 @@ static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_e
   ycol.offset += out_at;
   ycol.length = conv_out * sizeof(float);
   // Zero pads along D over the [N * C, D, H * W] view.
-  kiln_kernel_pad_params_t pad;
-  memset(&pad, 0, sizeof(pad));
-  pad.count = (uint32_t)padded;
   const uint32_t view_in[3] = {(uint32_t)(N * C), (uint32_t)D, (uint32_t)(H * W)};
-  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    int32_t v = d - (KILN_KERNEL_MAX_RANK - 3);
-    pad.in_shape[d] = pad.out_shape[d] = v < 0 ? 1 : view_in[v];
-  }
-  pad.out_shape[KILN_KERNEL_MAX_RANK - 2] = (uint32_t)DP;
-  pad.pad_begin[KILN_KERNEL_MAX_RANK - 2] = (int32_t)win.pad_begin[0];
-  kiln_kernel_spec_value_t pad_ops[] = {{KILN_SPEC_PAD_MODE, KILN_PAD_CONSTANT}};
-  kiln_emit_dispatch_desc_t pad_desc = {.kernel = KILN_KERNEL_PAD, .push = &pad,
-                                        .ops = pad_ops, .op_count = 1, .binding_count = 2,
-                                        .bindings = {in, xp}, .written_mask = 2u,
-                                        .grid = KILN_EMIT_GRID_LINEAR, .grid_count = pad.count};
-  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &pad_desc));
+  const uint32_t view_out[3] = {(uint32_t)(N * C), (uint32_t)DP, (uint32_t)(H * W)};
+  const int32_t view_begin[3] = {0, (int32_t)win.pad_begin[0], 0};
+  KILN_RETURN_IF_ERROR(kiln_lower_zero_pad(l, in, xp, 3, view_in, view_out, view_begin));
   // Taps as channels: cols[n][od][c][j][h][w] = xp[n][c][od * sd + j * dd][h][w].
   const int64_t hw = (int64_t)(H * W);
   kiln_graph_shape_t gather = {6, {(int64_t)N, (int64_t)OD, (int64_t)C, (int64_t)KD,
