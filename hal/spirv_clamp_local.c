@@ -422,18 +422,32 @@ static void kiln_clamp_plan_coop(kiln_clamp_state_t* s, const kiln_hal_device_in
     s->coop_refusal = "a cooperative-matrix access larger than its array";
     return;
   }
+  uint32_t room = length - minor;
   for (uint32_t i = 0; i < s->coop_patch_count; ++i) {
-    if (s->coop_patches[i].chain_at == s->def_at[pointer]) {
-      s->coop_refusal = "one pointer shared by several cooperative-matrix accesses";
+    const kiln_coop_patch_t* first = &s->coop_patches[i];
+    if (first->chain_at != s->def_at[pointer]) continue;
+    // A pointer the optimizer shared between accesses of one shape, layout
+    // and stride operand (a tile stored and loaded back) takes one clamp:
+    // the chain's, which every use of the pointer follows. The op only
+    // takes the clamped stride; anything else is refused.
+    if (s->words[first->stride_word] != stride || first->type != type ||
+        first->room != kiln_clamp_constant(s, type, room) ||
+        first->major_less_one != kiln_clamp_constant(s, type, major - 1)) {
+      s->coop_refusal = "one pointer shared by cooperative-matrix accesses of different "
+                        "shapes, layouts or strides";
       return;
     }
+    kiln_coop_patch_t* alias = &s->coop_patches[s->coop_patch_count++];
+    *alias = *first;
+    alias->op_at = at;
+    alias->stride_word = at + (load ? 4 : 3);
+    return;
   }
   kiln_coop_patch_t* patch = &s->coop_patches[s->coop_patch_count++];
   patch->chain_at = s->def_at[pointer];
   patch->op_at = at;
   patch->stride_word = at + (load ? 4 : 3);
   patch->type = type;
-  uint32_t room = length - minor;
   patch->room = kiln_clamp_constant(s, type, room);
   patch->major_less_one = kiln_clamp_constant(s, type, major - 1);
   patch->stride_max = kiln_clamp_constant(s, type, major > 1 ? room / (major - 1) : room);

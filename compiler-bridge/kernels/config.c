@@ -180,6 +180,10 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
              (desc->variant_mask & (1u << KILN_KERNEL_VARIANT_SUBGROUP))) {
     config.variant = KILN_KERNEL_VARIANT_SUBGROUP;
   }
+  if (!(desc->variant_mask & (1u << config.variant))) {
+    return kiln_make_status(KILN_STATUS_UNIMPLEMENTED, "kernel '%s' has no %s variant",
+                            desc->name, kiln_kernel_variant_name(config.variant));
+  }
   config.required_features =
       desc->base_features | kiln_kernel_variant_features(config.variant);
   if ((desc->base_features & KILN_FORMAT_FEATURE_STORAGE_16BIT) && !caps->fp16_storage) {
@@ -310,6 +314,27 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       break;
     }
+    case KILN_KERNEL_ATTENTION_COOPMAT:
+      // Never on devices without cooperative matrix (lavapipe): refused with
+      // what is missing named; the lowering then keeps attention.
+      if (!caps->cooperative_matrix || !caps->fp16_arithmetic || caps->subgroup_size != 32 ||
+          caps->max_workgroup_invocations < KILN_ATTN_COOPMAT_THREADS ||
+          caps->max_shared_memory_bytes < KILN_ATTN_COOPMAT_SHARED_BYTES) {
+        return kiln_make_status(
+            KILN_STATUS_FAILED_PRECONDITION,
+            "kernel '%s' needs cooperative matrix, fp16 arithmetic, subgroups of 32, %u "
+            "invocations and %u bytes of shared memory; the %s has%s%s subgroups of %u, %u "
+            "invocations and %u bytes",
+            desc->name, KILN_ATTN_COOPMAT_THREADS, KILN_ATTN_COOPMAT_SHARED_BYTES,
+            caps->arch ? caps->arch : "device",
+            caps->cooperative_matrix ? "" : " no cooperative matrix,",
+            caps->fp16_arithmetic ? "" : " no fp16 arithmetic,", caps->subgroup_size,
+            caps->max_workgroup_invocations, caps->max_shared_memory_bytes);
+      }
+      config.workgroup_size[0] = KILN_ATTN_COOPMAT_THREADS;
+      config.shared_memory_bytes = KILN_ATTN_COOPMAT_SHARED_BYTES;
+      kiln_config_add(&config, KILN_SPEC_ATTN_DIM4, KILN_ATTN_COOPMAT_DIM_SMALL / 4);
+      break;
     case KILN_KERNEL_RECURRENT:
       if (caps->max_shared_memory_bytes < 4 * KILN_RNN_MAX_HIDDEN * 4) {
         return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,

@@ -194,6 +194,10 @@ kiln_status_t kiln_kernel_grid_attention(const kiln_kernel_config_t* config,
                                          bool merge, uint32_t out_grid[3]) {
   KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
   uint64_t chunks = merge ? 1 : params->chunks;
+  if (config->kernel == KILN_KERNEL_ATTENTION_COOPMAT) {  // 16 rows, every key
+    return kiln_grid_store("attention", kiln_ceil_div(params->sq, KILN_ATTN_COOPMAT_ROWS),
+                           params->heads, params->batch, out_grid);
+  }
   // KEY_LANES invocations per query row.
   const uint64_t lanes = kiln_kernel_config_spec(config, KILN_SPEC_ATTN_KEY_LANES, 1);
   const uint64_t rows = lanes && config->workgroup_size[0] >= lanes

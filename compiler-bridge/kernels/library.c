@@ -132,6 +132,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c")},
      sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(CPU), 0,
      3u},
+    // attention's ABI on 16x16 cooperative matrices (SPV_NV_cooperative_matrix,
+    // shaderFloat16), fp16 storage only; one build per head-dim capacity
+    // (KILN_SPEC_ATTN_DIM4: 16 -> attention_coopmat, 32 -> _d128).
+    {KILN_KERNEL_ATTENTION_COOPMAT, "attention_coopmat", "main", 5,
+     {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
+     sizeof(kiln_kernel_attention_params_t), 1, V(FP16_STORAGE),
+     KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -250,6 +257,19 @@ kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
   if (!config || !out_spirv) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "kiln_kernel_get_config_spirv: NULL argument");
+  }
+  if (config->kernel == KILN_KERNEL_ATTENTION_COOPMAT) {
+    KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv));
+    const uint32_t dim4 = kiln_kernel_config_spec(config, KILN_SPEC_ATTN_DIM4, 0);
+    if (dim4 == KILN_ATTN_COOPMAT_DIM_SMALL / 4) return kiln_ok_status();
+    if (dim4 != KILN_ATTN_COOPMAT_DIM_MAX / 4) {
+      return kiln_make_status(KILN_STATUS_NOT_FOUND,
+                              "attention_coopmat has no build for head dims up to %u "
+                              "(builds: %u, %u)",
+                              dim4 * 4, KILN_ATTN_COOPMAT_DIM_SMALL, KILN_ATTN_COOPMAT_DIM_MAX);
+    }
+    return kiln_kernel_find_blob(kiln_kernel_desc(config->kernel), "attention_coopmat_d128",
+                                 config->variant, out_spirv);
   }
   if (config->kernel != KILN_KERNEL_GEMM_COOPMAT) {
     return kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv);

@@ -1,6 +1,8 @@
 // kiln.Attention (onnx/attention.h) -> the attention kernel: one dispatch,
 // or, when one invocation would loop past llvmpipe's pass budget
 // (kernels_loops.h), one partial dispatch over key chunks plus a merge.
+// f16 heads of up to 128 dims on tensor cores (kiln_lower_coopmat_enabled)
+// take attention_coopmat instead: one dispatch, every key.
 #include "attention.h"
 #include "kiln/compiler/kernels_loops.h"
 #include "lower_util.h"
@@ -80,7 +82,31 @@ kiln_status_t kiln_lower_attention(const kiln_lower_t* l) {
   mask = q;  // any buffer when there is no mask
   if (a.mask_kind != KILN_ATTN_MASK_NONE) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &mask));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
-  uint64_t d4 = kiln_div_up((uint64_t)(a.d > a.dv ? a.d : a.dv), 4);
+  const uint64_t dim = (uint64_t)(a.d > a.dv ? a.d : a.dv);
+  // Select masks stay on the SIMT kernel: their keep marker is an f32 NaN
+  // payload that f16 storage does not carry.
+  if (kiln_lower_coopmat_enabled(l) && dim <= KILN_ATTN_COOPMAT_DIM_MAX &&
+      a.mask_kind != KILN_ATTN_MASK_SELECT) {
+    const uint32_t capacity =
+        dim <= KILN_ATTN_COOPMAT_DIM_SMALL ? KILN_ATTN_COOPMAT_DIM_SMALL : KILN_ATTN_COOPMAT_DIM_MAX;
+    kiln_kernel_attention_params_t p = {
+        (uint32_t)a.batch, (uint32_t)a.heads, (uint32_t)a.sq, (uint32_t)a.sk,
+        (uint32_t)a.d, (uint32_t)a.dv, a.scale, (uint32_t)a.sk, 1u,
+        (uint32_t)a.q[0], (uint32_t)a.q[1], (uint32_t)a.q[2], (uint32_t)a.q[3],
+        (uint32_t)a.k[0], (uint32_t)a.k[1], (uint32_t)a.k[2], (uint32_t)a.k[3],
+        (uint32_t)a.v[0], (uint32_t)a.v[1], (uint32_t)a.v[2], (uint32_t)a.v[3],
+        (uint32_t)a.out[0], (uint32_t)a.out[1], (uint32_t)a.out[2], (uint32_t)a.out[3],
+        (uint32_t)a.mask[0], (uint32_t)a.mask[1], (uint32_t)a.mask[2], (uint32_t)a.mask[3]};
+    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_ATTN_DIM4, capacity / 4},
+                                      {KILN_SPEC_ATTN_MASK, (uint32_t)a.mask_kind},
+                                      {KILN_SPEC_ATTN_CAUSAL, a.causal ? 1u : 0u}};
+    kiln_emit_dispatch_desc_t desc = {
+        .kernel = KILN_KERNEL_ATTENTION_COOPMAT, .ops = ops, .op_count = 3, .push = &p,
+        .binding_count = 5, .bindings = {q, k, v, mask, out}, .written_mask = 16u,
+        .grid = KILN_EMIT_GRID_ATTENTION};
+    return kiln_emit_add_dispatch(l->program, &desc);
+  }
+  uint64_t d4 = kiln_div_up(dim, 4);
   uint64_t chunk = 0;
   KILN_RETURN_IF_ERROR(kiln_attention_chunk(l, (uint64_t)a.sk, d4, &chunk));
   uint64_t chunks = kiln_div_up((uint64_t)a.sk, chunk);

@@ -111,19 +111,10 @@ static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
          (p->b_batch_stride & 7) == 0 && (b_n_major || b_k_major);
 }
 
-static bool kiln_lower_coopmat_ok(const kiln_lower_t* l) {
-  if (!l->program->cooperative_matrix || !kiln_emit_node_is_f16(l->program)) return false;
-  for (size_t t = 0; t < l->program->target_count; ++t) {
-    const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
-    if (!caps->cooperative_matrix || !caps->fp16_arithmetic) return false;
-  }
-  return true;
-}
-
 static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l,
                                                const kiln_kernel_gemm_params_t* p) {
   if (p->m == 1) return KILN_KERNEL_GEMV;
-  if (kiln_lower_coopmat_ok(l) && kiln_lower_coopmat_shape_ok(p)) {
+  if (kiln_lower_coopmat_enabled(l) && kiln_lower_coopmat_shape_ok(p)) {
     return KILN_KERNEL_GEMM_COOPMAT;
   }
   uint64_t blocks = ((uint64_t)p->m + 127) / 128 * (((uint64_t)p->n + 127) / 128) * p->batch;
@@ -208,7 +199,7 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   const uint64_t P8 = (P + 7) / 8 * 8;
   const uint64_t HP = H + c->pad_top + pad_bottom, WP = W + c->pad_left + pad_right;
   const bool pads = HP != H || WP != W;
-  if (!kiln_lower_coopmat_ok(l) || c->groups != 1 || K % 8 || K < KILN_COOPMAT_MIN_K ||
+  if (!kiln_lower_coopmat_enabled(l) || c->groups != 1 || K % 8 || K < KILN_COOPMAT_MIN_K ||
       CO < KILN_COOPMAT_MIN_SIDE || P < KILN_COOPMAT_MIN_SIDE) {
     return kiln_ok_status();
   }

@@ -334,3 +334,12 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
   free(supported);
   return status;
 }
+
+bool kiln_lower_coopmat_enabled(const kiln_lower_t* l) {
+  if (!l->program->cooperative_matrix || !kiln_emit_node_is_f16(l->program)) return false;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
+    if (!caps->cooperative_matrix || !caps->fp16_arithmetic) return false;
+  }
+  return true;
+}

@@ -145,6 +145,11 @@ kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l);
 // Integer graph inputs (lower_int.c). Ops that keep an integer input's
 // values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity):
 bool kiln_lower_is_int_passthrough(const char* op);
+// Whether this node's f16 products may run on tensor cores: the module was
+// compiled with --cooperative-matrix (the f16 default), the node computes in
+// f16, and every target has cooperative matrix and fp16 arithmetic (a module
+// keeps one kernel per dispatch for all its targets).
+bool kiln_lower_coopmat_enabled(const kiln_lower_t* l);
 // The int64/int32 graph input `value_id` is (a reshape chain of), or -1.
 int32_t kiln_lower_int_input_root(const kiln_graph_t* graph, int32_t value_id);
 // The input binding behind integer value `value_id` and its words per value

@@ -5,8 +5,9 @@
 // 1e-2 of max|ref| (fp16 operands, fp32 sums). Covered: KxK convs as
 // pad + column gather + gemm_coopmat (pads, strides, dilation, bias,
 // residual, relu, batch 2), and products that split k (BERT's 128 x 768,
-// k 3072) or stage B k-major (Gemm transB). Each case also checks that the
-// module runs gemm_coopmat.
+// k 3072) or stage B k-major (Gemm transB); fused attention on
+// attention_coopmat (head dims 32 to 128, masks, causal, long keys). Each
+// case also checks that the module runs the tensor-core kernel.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "kiln/hal/device.h"
 #include "kiln/hal/target_triple.h"
 #include "kiln/session.h"
+#include "attention_graph.h"
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
@@ -42,14 +44,13 @@ static bool coop_device_triple(char* triple, size_t size) {
 }
 
 // Compiles `g` (f16, cooperative matrix, for `triple`), checks that it runs
-// gemm_coopmat, runs it and compares with the C reference.
-static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[COOP_MAX_INPUTS], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
+// `executable`, runs it on `inputs` (taken over and freed) and compares
+// with the C reference.
+static void coop_check_on(kiln_graph_t* g, const char* triple, const char* label,
+                          const char* executable, kiln_graph_tensor_t* inputs) {
+  kiln_graph_tensor_t expected, actual;
   memset(&expected, 0, sizeof(expected));
   memset(&actual, 0, sizeof(actual));
-  kiln_tensor_random_inputs(g, 4242u, inputs);
   KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
                                           kiln_allocator_system(), &expected));
   char* text = NULL;
@@ -68,7 +69,9 @@ static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
   kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
   fclose(stream);
   KILN_EXPECT_OK(status);
-  KILN_EXPECT_TRUE(text && strstr(text, "executable gemm_coopmat_f16") != NULL);
+  char needle[96];
+  snprintf(needle, sizeof(needle), "executable %s", executable);
+  KILN_EXPECT_TRUE(text && strstr(text, needle) != NULL);
   free(text);
   if (!status && actual.byte_size == expected.byte_size) {
     const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
@@ -82,6 +85,15 @@ static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
   for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&actual);
+}
+
+// coop_check_on with random inputs, expecting gemm_coopmat.
+static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+  kiln_graph_tensor_t inputs[COOP_MAX_INPUTS];
+  memset(inputs, 0, sizeof(inputs));
+  kiln_tensor_random_inputs(g, 4242u, inputs);
+  coop_check_on(g, triple, label, "gemm_coopmat_f16", inputs);
 }
 
 typedef struct coop_conv_case_t {
@@ -179,4 +191,85 @@ KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {
     coop_check(&g, triple, "gemm transB 197 x 384, k 256");
     kiln_graph_deinitialize(&g);
   }
+}
+
+// Fused attention on tensor cores: BERT's and ViT's heads, padding and
+// additive masks, causal, head dims below the builds' 64 and 128 (zero
+// padded), rows and keys not multiples of the 16-row blocks and 32-key
+// tiles, and 4096 keys (many tiles per subgroup: the running max and the
+// accumulator's rescale).
+KILN_TEST(OnnxGpuCoopmatTest, AttentionOnTensorCores) {
+  char triple[128];
+  if (!coop_device_triple(triple, sizeof(triple))) return;
+  const kiln_attn_case_t cases[] = {{1, 12, 128, 128, 64, kMaskPadding, 1},
+                                    {1, 12, 197, 197, 64, kMaskNone, 1},
+                                    {1, 2, 300, 300, 64, kMaskCausal, 1},
+                                    {2, 3, 7, 9, 32, kMaskAdd, 1},
+                                    {1, 1, 1, 1, 64, kMaskNone, 1},
+                                    {1, 2, 40, 100, 128, kMaskNone, 1},
+                                    {1, 2, 33, 47, 80, kMaskAdd, 1},
+                                    {1, 2, 37, 37, 128, kMaskCausal, 1},
+                                    {1, 2, 64, 4096, 64, kMaskPadding, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const kiln_attn_case_t* c = &cases[i];
+    kiln_graph_t g;
+    kiln_attn_build(c, &g);
+    kiln_graph_tensor_t inputs[COOP_MAX_INPUTS];
+    memset(inputs, 0, sizeof(inputs));
+    kiln_attn_fill(&g, inputs, c);
+    char label[128];
+    snprintf(label, sizeof(label), "attention b %lld h %lld sq %lld sk %lld d %lld mask %d",
+             (long long)c->batch, (long long)c->heads, (long long)c->sq, (long long)c->sk,
+             (long long)c->d, (int)c->mask);
+    coop_check_on(&g, triple, label, "attention_coopmat_f16", inputs);
+    kiln_graph_deinitialize(&g);
+  }
+}
+
+// Which attention kernel a module gets (compile only, on any machine):
+// attention_coopmat for f16 heads of up to 128 dims when every target has
+// cooperative matrix and it is not opted out; attention otherwise.
+static void coop_attention_choice(const kiln_attn_case_t* c, const char* target, bool f16,
+                                  bool coopmat, const char* expected) {
+  kiln_graph_t g;
+  kiln_attn_build(c, &g);
+  char* text = NULL;
+  size_t text_size = 0;
+  FILE* stream = open_memstream(&text, &text_size);
+  KILN_ASSERT_TRUE(stream != NULL);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = f16 ? KILN_ONNX_PRECISION_F16 : KILN_ONNX_PRECISION_F32;
+  options.cooperative_matrix = coopmat;
+  options.assembly_stream = stream;
+  const char* const targets[1] = {target};
+  if (target) {
+    options.targets = targets;
+    options.target_count = 1;
+  }
+  size_t dispatches = 0;
+  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
+  fclose(stream);
+  KILN_EXPECT_OK(status);
+  char needle[96];
+  snprintf(needle, sizeof(needle), "executable %s_", expected);
+  if (!text || !strstr(text, needle)) {
+    KILN_ADD_FAILURE("d %lld, target %s, f16 %d, coopmat %d: no '%s'", (long long)c->d,
+                     target ? target : "(default)", (int)f16, (int)coopmat, needle);
+  }
+  KILN_EXPECT_GE(dispatches, (size_t)1);  // plus the f16 casts of inputs and output
+  free(text);
+  kiln_graph_deinitialize(&g);
+}
+
+KILN_TEST(OnnxGpuCoopmatTest, AttentionKernelByTargetAndShape) {
+  const kiln_attn_case_t bert = {1, 12, 128, 128, 64, kMaskPadding, 1};
+  const kiln_attn_case_t wide = {1, 2, 16, 16, 160, kMaskNone, 1};
+  const char* hopper = "hopper-h100-linux";
+  coop_attention_choice(&bert, hopper, true, true, "attention_coopmat_f16");
+  coop_attention_choice(&bert, hopper, true, false, "attention_f16");
+  coop_attention_choice(&bert, hopper, false, true, "attention");
+  coop_attention_choice(&wide, hopper, true, true, "attention_f16");
+  // Default targets include lavapipe, which has no cooperative matrix.
+  coop_attention_choice(&bert, NULL, true, true, "attention_f16");
 }

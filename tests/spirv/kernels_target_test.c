@@ -51,6 +51,7 @@ KILN_TEST(KernelTargetTest, ArchCapsComeFromTheHalTable) {
 KILN_TEST(KernelTargetTest, ConfigsDoNotDependOnSharedMemoryAbove32KiB) {
   const uint32_t sizes[] = {48 * 1024, 64 * 1024, 163 * 1024};
   for (unsigned k = 0; k < KILN_KERNEL_COUNT; ++k) {
+    if (k == KILN_KERNEL_ATTENTION_COOPMAT) continue;  // fp16 storage only: below
     kiln_kernel_config_t first;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); ++s) {
       kiln_kernel_arch_caps_t caps = caps_for("hopper");
@@ -96,6 +97,11 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
       if (k == KILN_KERNEL_GEMM_COOPMAT && !caps.cooperative_matrix) {
         // Never chosen without the feature; refused by name.
         KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
+        continue;
+      }
+      if (k == KILN_KERNEL_ATTENTION_COOPMAT) {
+        // fp16 storage only (AttentionCoopmatConfig checks that build).
+        KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "has no fp32 variant", status);
         continue;
       }
       KILN_ASSERT_OK(status);
@@ -753,4 +759,55 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
       KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
     }
   }
+}
+
+// attention_coopmat: fp16 storage only, on archs with cooperative matrix
+// (others refuse it by name, so the lowering keeps attention); one build
+// per head-dim capacity, chosen by KILN_SPEC_ATTN_DIM4; 16 query rows per
+// workgroup and every key in one dispatch.
+KILN_TEST(KernelTargetTest, AttentionCoopmatBuilds) {
+  for (size_t i = 0; i < kiln_target_arch_count(); ++i) {
+    const char* arch = kiln_target_arch_at(i)->name;
+    kiln_kernel_arch_caps_t caps = caps_for(arch);
+    kiln_kernel_config_t config;
+    kiln_status_t status = kiln_kernel_config_select(KILN_KERNEL_ATTENTION_COOPMAT, &caps,
+                                                     KILN_KERNEL_STORAGE_FP16, &config);
+    if (!caps.fp16_storage) {
+      KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "16-bit storage", status);
+      continue;
+    }
+    if (!caps.cooperative_matrix) {
+      KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
+      continue;
+    }
+    KILN_ASSERT_OK(status);
+    KILN_EXPECT_EQ(config.workgroup_size[0], KILN_ATTN_COOPMAT_THREADS);
+    KILN_EXPECT_LE(config.shared_memory_bytes, caps.max_shared_memory_bytes);
+    KILN_EXPECT_TRUE(config.required_features & KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX);
+    const uint32_t dims[] = {KILN_ATTN_COOPMAT_DIM_SMALL, KILN_ATTN_COOPMAT_DIM_MAX};
+    for (size_t d = 0; d < 2; ++d) {
+      KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ATTN_DIM4, dims[d] / 4));
+      kiln_kernel_spirv_t spirv;
+      KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
+      KILN_EXPECT_STREQ(spirv.blob_name,
+                        d ? "attention_coopmat_d128_f16" : "attention_coopmat_f16");
+    }
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ATTN_DIM4, 8));
+    kiln_kernel_spirv_t spirv;
+    KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_NOT_FOUND, "no build for head dims up to 32",
+                               kiln_kernel_get_config_spirv(&config, &spirv));
+    kiln_kernel_attention_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.batch = 2, p.heads = 12, p.sq = 197, p.sk = 197, p.d = p.dv = 64, p.chunks = 1;
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_attention(&config, &p, false, grid));
+    KILN_EXPECT_EQ(grid[0], 13u);  // ceil(197 / 16)
+    KILN_EXPECT_EQ(grid[1], 12u);
+    KILN_EXPECT_EQ(grid[2], 2u);
+  }
+  kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  kiln_kernel_config_t config;
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "no fp32 variant",
+                             kiln_kernel_config_select(KILN_KERNEL_ATTENTION_COOPMAT, &hopper,
+                                                       KILN_KERNEL_STORAGE_FP32, &config));
 }

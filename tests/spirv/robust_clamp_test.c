@@ -262,3 +262,100 @@ KILN_TEST(RobustClampTest, CoopmatPassesTheLoaderChecks) {
     kiln_allocator_free(kiln_allocator_system(), out);
   }
 }
+
+// attention_coopmat (both head-dim builds) through the loader's checks on
+// an H200-like description, like gemm_coopmat above. Its rescale stores a
+// tile and loads it back from one address, which the optimizer turns into
+// one pointer: the clamp takes that sharing (one chain clamp for accesses
+// of one shape, layout and stride) and refuses it once their strides differ.
+KILN_TEST(RobustClampTest, AttentionCoopmatPassesTheLoaderChecks) {
+  kiln_hal_device_info_t info;
+  device_info(&info, true);
+  info.api_minor = 3;
+  info.limits.subgroup_size = 32;
+  info.limits.max_workgroup_invocations = 1024;
+  info.limits.max_shared_memory_bytes = 48 * 1024;
+  info.limits.max_push_constant_bytes = 256;
+  info.features = KILN_TARGET_FEATURE_COOPERATIVE_MATRIX | KILN_TARGET_FEATURE_FP16 |
+                  KILN_TARGET_FEATURE_STORAGE_16BIT;
+  for (uint32_t i = 0; i < 3; ++i) info.max_workgroup_size[i] = 1024;
+  kiln_kernel_arch_caps_t hopper;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &hopper));
+  const uint32_t dims[] = {KILN_ATTN_COOPMAT_DIM_SMALL, KILN_ATTN_COOPMAT_DIM_MAX};
+  for (size_t d = 0; d < 2; ++d) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_ATTENTION_COOPMAT, &hopper,
+                                             KILN_KERNEL_STORAGE_FP16, &config));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ATTN_DIM4, dims[d] / 4));
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_ATTN_MASK, KILN_ATTN_MASK_ADD));
+    kiln_kernel_spirv_t spirv;
+    KILN_ASSERT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
+    KILN_EXPECT_STREQ(spirv.blob_name, d ? "attention_coopmat_d128_f16" : "attention_coopmat_f16");
+    kiln_hal_binding_layout_t bindings[5];
+    for (uint32_t b = 0; b < 5; ++b) {
+      bindings[b] = (kiln_hal_binding_layout_t){0, b, b < 4, KILN_HAL_BINDING_STORAGE_BUFFER};
+    }
+    kiln_hal_specialization_constant_t constants[KILN_KERNEL_MAX_SPEC_VALUES];
+    for (size_t i = 0; i < config.spec_count; ++i) {
+      constants[i] = (kiln_hal_specialization_constant_t){config.spec[i].id, config.spec[i].value};
+    }
+    kiln_hal_entry_point_spec_t entry = {"main", {config.workgroup_size[0], 1, 1},
+                                         sizeof(kiln_kernel_attention_params_t), bindings, 5, 0};
+    kiln_target_limits_t limits = {0, config.workgroup_size[0], config.shared_memory_bytes,
+                                   sizeof(kiln_kernel_attention_params_t), 0};
+    kiln_hal_executable_variant_spec_t variant = {
+        "hopper", info.features, limits, spirv.words, spirv.word_count, &entry, 1,
+        constants, (uint32_t)config.spec_count};
+    kiln_hal_executable_spec_t spec = {"attention_coopmat", &variant, 1};
+    KILN_EXPECT_OK(kiln_hal_executable_check_variant(&info, &spec, 0, kiln_allocator_system()));
+    uint32_t* out = NULL;
+    size_t out_count = 0;
+    KILN_ASSERT_OK(kiln_hal_spirv_make_robust(&info, spirv.blob_name, 0, kiln_allocator_system(),
+                                              spirv.words, spirv.word_count, &out, &out_count));
+    KILN_EXPECT_OK(kiln_hal_spirv_validate(&info, spirv.blob_name, 0, out, out_count));
+    // One extent clamp per distinct pointer; fewer than the accesses, as
+    // some pointers are shared.
+    size_t accesses = 0, shared_first = 0, shared_second = 0, other_stride = 0;
+    size_t ops[256];
+    for (size_t at = 5; at < spirv.word_count && (spirv.words[at] >> 16);
+         at += spirv.words[at] >> 16) {
+      const uint32_t opcode = spirv.words[at] & 0xffff;
+      if (opcode != kOpCooperativeMatrixLoadNV && opcode != kOpCooperativeMatrixStoreNV) continue;
+      KILN_ASSERT_LT(accesses, 256);
+      ops[accesses++] = at;
+    }
+    const uint32_t* w = spirv.words;
+#define POINTER(at) (w[at] & 0xffff) == kOpCooperativeMatrixLoadNV ? w[(at) + 3] : w[(at) + 1]
+#define STRIDE_AT(at) ((w[at] & 0xffff) == kOpCooperativeMatrixLoadNV ? (at) + 4 : (at) + 3)
+    for (size_t i = 0; i < accesses && !shared_second; ++i) {
+      for (size_t j = i + 1; j < accesses; ++j) {
+        if ((POINTER(ops[i])) == (POINTER(ops[j]))) {
+          shared_first = ops[i], shared_second = ops[j];
+          break;
+        }
+      }
+    }
+    KILN_ASSERT_GT(shared_second, 0);
+    for (size_t i = 0; i < accesses; ++i) {
+      if (w[STRIDE_AT(ops[i])] != w[STRIDE_AT(shared_first)]) other_stride = ops[i];
+    }
+    KILN_ASSERT_GT(other_stride, 0);
+    size_t added = count_opcode(out, out_count, kOpIMul) - count_opcode(w, spirv.word_count, kOpIMul);
+    KILN_EXPECT_GE(added, 1);
+    KILN_EXPECT_LT(added, accesses);
+    kiln_allocator_free(kiln_allocator_system(), out);
+    uint32_t* words = malloc(spirv.word_count * sizeof(uint32_t));
+    KILN_ASSERT_TRUE(words != NULL);
+    memcpy(words, w, spirv.word_count * sizeof(uint32_t));
+    words[STRIDE_AT(shared_second)] = w[STRIDE_AT(other_stride)];
+    out = NULL;
+    KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INVALID_ARGUMENT, "different shapes, layouts or strides",
+                               kiln_hal_spirv_make_robust(&info, "bad", 0, kiln_allocator_system(),
+                                                          words, spirv.word_count, &out,
+                                                          &out_count));
+    KILN_EXPECT_TRUE(out == NULL);
+    free(words);
+#undef POINTER
+#undef STRIDE_AT
+  }
+}

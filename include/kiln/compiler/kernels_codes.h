@@ -226,6 +226,14 @@
 #define KILN_SPEC_ATTN_CAUSAL 6
 #define KILN_SPEC_ATTN_PHASE 7
 #define KILN_SPEC_ATTN_KEY_LANES 8
+// attention_coopmat: its builds' head-dim capacities (KILN_SPEC_ATTN_DIM4
+// picks one) and the shared memory of the larger (D 64, 4 subgroups of
+// 32-key tiles: 3056 uvec4s).
+#define KILN_ATTN_COOPMAT_DIM_SMALL 64
+#define KILN_ATTN_COOPMAT_DIM_MAX 128
+#define KILN_ATTN_COOPMAT_SHARED_BYTES 48896
+#define KILN_ATTN_COOPMAT_ROWS 16  // query rows per workgroup
+#define KILN_ATTN_COOPMAT_THREADS 128
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
 // quantize_dequantize: what it computes (KILN_QUANT_*).
