@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
-#include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/hal/device.h"
 #include "kiln/hal/target_triple.h"
@@ -22,8 +21,6 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 #include "tensor_compare.h"
-
-#define COOP_MAX_INPUTS 4
 
 // The device's triple when it has cooperative matrix; false (and a SKIP
 // line) otherwise.
@@ -44,44 +41,25 @@ static bool coop_device_triple(char* triple, size_t size) {
 // Compiles `g` (f16, cooperative matrix, for `triple`), checks that it runs
 // gemm_coopmat, runs it and compares with the C reference.
 static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[COOP_MAX_INPUTS], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  memset(&expected, 0, sizeof(expected));
-  memset(&actual, 0, sizeof(actual));
-  kiln_tensor_random_inputs(g, 4242u, inputs);
-  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
-                                          kiln_allocator_system(), &expected));
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(g, 4242u, &check);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;
   options.cooperative_matrix = true;
-  options.assembly_stream = stream;
   const char* const targets[1] = {triple};
   options.targets = targets;
   options.target_count = 1;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
-  fclose(stream);
-  KILN_EXPECT_OK(status);
-  KILN_EXPECT_TRUE(text && strstr(text, "executable gemm_coopmat_f16") != NULL);
-  free(text);
-  if (!status && actual.byte_size == expected.byte_size) {
-    const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
-    fprintf(stderr, "  %s: max err %.3g, max|ref| %.4g (bound 1e-2 of it)\n", label, e.max_err,
-            e.max_ref);
-    KILN_EXPECT_TRUE(e.max_ref > 0.0);
-    KILN_EXPECT_TRUE(e.max_err <= 1e-2 * e.max_ref);
-  } else {
-    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
-  }
-  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
-  kiln_graph_tensor_deinit(&actual);
+  KILN_EXPECT_OK(kiln_gpu_compile_and_run(g, &options, check.inputs, &check.actual, &stats));
+  kiln_gpu_capture_end(&assembly);
+  KILN_EXPECT_TRUE(strstr(assembly.text, "executable gemm_coopmat_f16") != NULL);
+  kiln_gpu_capture_release(&assembly);
+  // fp16 operands, fp32 sums.
+  kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
+  kiln_reference_check_release(&check);
 }
 
 typedef struct coop_conv_case_t {

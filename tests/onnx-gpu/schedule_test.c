@@ -4,7 +4,6 @@
 // barrier count of their longest dependency chain (counted in the module's
 // disassembly) and match the plain C reference executor; calls with new
 // inputs in one session give bit-identical results to fresh sessions.
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "kiln/compiler/graph_reference.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 static uint32_t g_state = 2024u;
 
@@ -121,20 +121,6 @@ static void kiln_sched_heads(kiln_graph_t* g) {
   KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
 }
 
-// Calls of `name` (an import) in the disassembly, not counting its
-// declaration.
-static size_t kiln_sched_count_calls(const char* text, const char* name) {
-  size_t count = 0;
-  for (const char* line = text; line && *line;) {
-    const char* end = strchr(line, '\n');
-    size_t length = end ? (size_t)(end - line) : strlen(line);
-    const char* hit = strstr(line, name);
-    if (hit && hit < line + length && strncmp(line, "import", 6) != 0) ++count;
-    line = end ? end + 1 : NULL;
-  }
-  return count;
-}
-
 typedef struct kiln_sched_module_t {
   kiln_byte_buffer_t bytes;
   size_t dispatches, barriers;
@@ -142,21 +128,18 @@ typedef struct kiln_sched_module_t {
 
 // Compiles (passes run inside) and counts dispatches and barriers.
 static void kiln_sched_compile(kiln_graph_t* g, kiln_sched_module_t* out) {
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_byte_buffer_init(&out->bytes, kiln_allocator_system());
   KILN_EXPECT_OK(kiln_onnx_compile_graph(g, &options, kiln_allocator_system(), &out->bytes));
-  fclose(stream);
-  out->dispatches = kiln_sched_count_calls(text, "hal.command_buffer.dispatch");
-  out->barriers = kiln_sched_count_calls(text, "hal.command_buffer.barrier");
+  kiln_gpu_capture_end(&assembly);
+  out->dispatches = kiln_gpu_text_dispatches(assembly.text);
+  out->barriers = kiln_gpu_text_count(assembly.text, "call.import hal.command_buffer.barrier ");
   fprintf(stderr, "  %s: %zu dispatches, %zu barriers\n", g->source, out->dispatches,
           out->barriers);
-  free(text);
+  kiln_gpu_capture_release(&assembly);
 }
 
 static void kiln_sched_input(const kiln_graph_t* g, uint32_t seed, kiln_graph_tensor_t* out) {
@@ -165,22 +148,6 @@ static void kiln_sched_input(const kiln_graph_t* g, uint32_t seed, kiln_graph_te
   g_state = seed;
   float* data = out->data;
   for (size_t i = 0; i < out->byte_size / sizeof(float); ++i) data[i] = kiln_sched_random();
-}
-
-// The device result against the reference: max |gpu - ref| <= 1e-5 max |ref|.
-static void kiln_sched_expect_close(const kiln_graph_tensor_t* actual,
-                                    const kiln_graph_tensor_t* expected) {
-  KILN_ASSERT_EQ(actual->byte_size, expected->byte_size);
-  const float* a = actual->data;
-  const float* e = expected->data;
-  double max_ref = 0, max_err = 0;
-  for (size_t i = 0; i < expected->byte_size / sizeof(float); ++i) {
-    max_ref = fmax(max_ref, fabs(e[i]));
-    double err = fabs((double)a[i] - e[i]);
-    if (!(err <= max_err)) max_err = err;
-  }
-  KILN_EXPECT_TRUE(max_ref > 0.0);
-  KILN_EXPECT_TRUE(max_err <= 1e-5 * max_ref);
 }
 
 // Opens a session on the module and finds `predict`.
@@ -237,7 +204,8 @@ static void kiln_sched_check_calls(kiln_graph_t* g, const kiln_sched_module_t* m
   for (int c = 0; c < 3; ++c) {
     KILN_ASSERT_EQ(warm[c].byte_size, fresh[c % 2].byte_size);
     KILN_EXPECT_EQ(memcmp(warm[c].data, fresh[c % 2].data, warm[c].byte_size), 0);
-    kiln_sched_expect_close(&warm[c], &expected[c % 2]);
+    // fp32, a few dozen terms per sum.
+    kiln_tensor_expect_relative_error(&warm[c], &expected[c % 2], 1e-5, g->source);
   }
   for (int i = 0; i < 2; ++i) {
     kiln_graph_tensor_deinit(&inputs[i]);

@@ -13,14 +13,11 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
-#include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 #include "tensor_compare.h"
-
-#define SPLITK_MAX_INPUTS 4
 
 static const char kPoseUri[] = "vulkan://0?api=1.1&triple=valhall-g78-android30";
 // f16 modules need 16-bit storage, which the 1.1 cap takes away.
@@ -48,14 +45,8 @@ static void splitk_tail(kiln_graph_t* g, int32_t y, int32_t residual, bool relu)
 // named) and compares with the C reference.
 static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
                               kiln_onnx_precision_t precision) {
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[SPLITK_MAX_INPUTS], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  memset(&expected, 0, sizeof(expected));
-  memset(&actual, 0, sizeof(actual));
-  kiln_tensor_random_inputs(g, 777u, inputs);
-  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
-                                          kiln_allocator_system(), &expected));
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(g, 777u, &check);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = precision;
@@ -70,36 +61,24 @@ static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
   if (precision != KILN_ONNX_PRECISION_F16) {
     KILN_EXPECT_OK(kiln_gpu_dispatch_count(g, &options, &dispatches));
   }
-  const char* before = getenv("KILN_TEST_DEVICE");
-  char* saved = before ? strdup(before) : NULL;
-  if (target) {
-    setenv("KILN_TEST_DEVICE", precision == KILN_ONNX_PRECISION_F16 ? kPoseUriF16 : kPoseUri, 1);
-  }
+  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  kiln_test_pose_t pose;
+  KILN_ASSERT_OK(kiln_test_pose_begin(!target ? NULL : f16 ? kPoseUriF16 : kPoseUri, NULL, &pose));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
-  if (saved) setenv("KILN_TEST_DEVICE", saved, 1);
-  else unsetenv("KILN_TEST_DEVICE");
-  free(saved);
+  kiln_status_t status =
+      kiln_gpu_compile_and_run(g, &options, check.inputs, &check.actual, &stats);
+  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   KILN_EXPECT_OK(status);
-  if (!status && actual.byte_size == expected.byte_size) {
-    char label[128];
-    snprintf(label, sizeof(label), "%s: %zu dispatches", target ? target : "default targets",
-             dispatches);
-    if (precision == KILN_ONNX_PRECISION_F16) {
-      // fp16 operands and partials: the bound of docs/precision.md.
-      const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
-      fprintf(stderr, "%s (f16): max err %g, max|ref| %g\n", label, e.max_err, e.max_ref);
-      KILN_EXPECT_GT(e.max_ref, 0.0);
-      KILN_EXPECT_LE(e.max_err, 1e-2 * e.max_ref);
-    } else {
-      kiln_tensor_expect_sum_error(&actual, &expected, k, label);
-    }
+  char label[128];
+  snprintf(label, sizeof(label), "%s: %zu dispatches%s", target ? target : "default targets",
+           dispatches, f16 ? " (f16)" : "");
+  if (f16) {
+    // fp16 operands and partials: the bound of docs/precision.md.
+    kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
   } else {
-    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
+    kiln_tensor_expect_sum_error(&check.actual, &check.expected, k, label);
   }
-  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
-  kiln_graph_tensor_deinit(&actual);
+  kiln_reference_check_release(&check);
   return dispatches;
 }
 
