@@ -215,39 +215,35 @@ static void kiln_sched_check_calls(kiln_graph_t* g, const kiln_sched_module_t* m
   for (int c = 0; c < 3; ++c) kiln_graph_tensor_deinit(&warm[c]);
 }
 
-// Levels: the three 1x1 convs on x and the pool; the 3x3, 5x5 and the
-// pool's 1x1 (and the first tower's concat copy); the other concat copies.
-// Two barriers; barriers at each hazard in the lowering's order, with the
-// memory plan reusing ranges in node order, took 6.
-KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
+// Builds the graph with `build`, checks the module's dispatch and barrier
+// counts, then the calls (kiln_sched_check_calls).
+static void kiln_sched_check(void (*build)(kiln_graph_t*), size_t min_dispatches,
+                             size_t barriers) {
   kiln_graph_t g;
-  kiln_sched_inception(&g);
+  build(&g);
   KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
   kiln_graph_tensor_t inputs[2], expected[2];
   kiln_sched_references(&g, inputs, expected);
   kiln_sched_module_t module;
   kiln_sched_compile(&g, &module);
-  KILN_EXPECT_GE(module.dispatches, 8);
-  KILN_EXPECT_EQ(module.barriers, 2);
+  KILN_EXPECT_GE(module.dispatches, min_dispatches);
+  KILN_EXPECT_EQ(module.barriers, barriers);
   kiln_sched_check_calls(&g, &module, inputs, expected);
   kiln_byte_buffer_deinit(&module.bytes);
   kiln_graph_deinitialize(&g);
+}
+
+// Levels: the three 1x1 convs on x and the pool; the 3x3, 5x5 and the
+// pool's 1x1 (and the first tower's concat copy); the other concat copies.
+// Two barriers; barriers at each hazard in the lowering's order, with the
+// memory plan reusing ranges in node order, took 6.
+KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
+  kiln_sched_check(kiln_sched_inception, 8, 2);
 }
 
 // Heads: every head's first MatMul, its Softmax, its second MatMul, the
 // concat: each stage of all four heads at one level, three barriers (12
 // before levels, the level-based memory plan and disjoint concat pieces).
 KILN_TEST(OnnxScheduleTest, AttentionHeadsRunSideBySide) {
-  kiln_graph_t g;
-  kiln_sched_heads(&g);
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
-  kiln_graph_tensor_t inputs[2], expected[2];
-  kiln_sched_references(&g, inputs, expected);
-  kiln_sched_module_t module;
-  kiln_sched_compile(&g, &module);
-  KILN_EXPECT_GE(module.dispatches, 12);
-  KILN_EXPECT_EQ(module.barriers, 3);
-  kiln_sched_check_calls(&g, &module, inputs, expected);
-  kiln_byte_buffer_deinit(&module.bytes);
-  kiln_graph_deinitialize(&g);
+  kiln_sched_check(kiln_sched_heads, 12, 3);
 }
