@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln/compiler/graph_passes.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/hal/device.h"
 #include "kiln/hal/target_triple.h"
