@@ -39,11 +39,12 @@ kiln_status_t kiln_gpu_dispatch_count(kiln_graph_t* graph,
                                       size_t* out_count);
 
 // Posing the test device as another (tests/onnx-gpu): KILN_TEST_DEVICE set
-// to `uri` (e.g. "vulkan://0?triple=valhall-g78-android30"; NULL keeps it)
-// and KILN_VULKAN_API_VERSION to `api_version` (NULL keeps the
-// environment's cap, e.g. the vk11 suite's 1.1; "" lifts it), until
-// kiln_test_pose_end puts both back as they were. On an error nothing
-// stays changed and *out_saved needs no end.
+// to `uri` (e.g. "vulkan://0?triple=valhall-g78-android30") and
+// KILN_VULKAN_API_VERSION to `api_version`, until kiln_test_pose_end puts
+// both back as they were. NULL keeps a variable as it is (e.g. the vk11
+// suite's 1.1 cap); "" removes it. On an error nothing stays changed and
+// *out_saved needs no end. No fatal assertion may come between the two:
+// it would leave the test with the pose still on.
 typedef struct kiln_test_pose_t {
   bool device_set, api_set;  // which variables the pose changed
   char* device;              // their values before (NULL: unset)
