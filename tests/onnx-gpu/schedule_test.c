@@ -71,6 +71,16 @@ static int32_t kiln_sched_conv(kiln_graph_t* g, int32_t x, int64_t k) {
   return y;
 }
 
+// The four `parts` concatenated along axis 1: the graph's output.
+static void kiln_sched_concat_output(kiln_graph_t* g, int32_t parts[4]) {
+  int32_t concat = -1, y = -1;
+  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
+  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, parts, 4, &y, 1, &concat));
+  const int64_t axis = 1;
+  kiln_sched_ints(g, concat, "axis", &axis, 1);
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+}
+
 // Inception: 1x1 | 1x1 -> 3x3 | 1x1 -> 5x5 | maxpool 3x3 -> 1x1, concat.
 static void kiln_sched_inception(kiln_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "inception-block", g);
@@ -88,12 +98,7 @@ static void kiln_sched_inception(kiln_graph_t* g) {
   kiln_sched_ints(g, pool_node, "kernel_shape", kernel, 2);
   kiln_sched_ints(g, pool_node, "pads", pads, 4);
   branches[3] = kiln_sched_conv(g, pooled, 1);
-  int32_t concat = -1, y = -1;
-  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
-  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, branches, 4, &y, 1, &concat));
-  const int64_t axis = 1;
-  kiln_sched_ints(g, concat, "axis", &axis, 1);
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+  kiln_sched_concat_output(g, branches);
 }
 
 // Four heads over x [8, 16]: Softmax(x Wa_h) Wv_h, concatenated.
@@ -113,12 +118,7 @@ static void kiln_sched_heads(kiln_graph_t* g) {
     kiln_sched_ints(g, softmax_node, "axis", &axis, 1);
     heads[h] = kiln_sched_node(g, "MatMul", p, kiln_sched_weight(g, 2, wv), NULL);
   }
-  int32_t concat = -1, y = -1;
-  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
-  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, heads, 4, &y, 1, &concat));
-  const int64_t axis = 1;
-  kiln_sched_ints(g, concat, "axis", &axis, 1);
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+  kiln_sched_concat_output(g, heads);
 }
 
 typedef struct kiln_sched_module_t {
