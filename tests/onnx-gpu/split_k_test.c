@@ -70,8 +70,12 @@ static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
   KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   KILN_EXPECT_OK(status);
   char label[128];
-  snprintf(label, sizeof(label), "%s: %zu dispatches%s", target ? target : "default targets",
-           dispatches, f16 ? " (f16)" : "");
+  const char* where = target ? target : "default targets";
+  if (f16) {
+    snprintf(label, sizeof(label), "%s (f16)", where);
+  } else {
+    snprintf(label, sizeof(label), "%s: %zu dispatches", where, dispatches);
+  }
   if (f16) {
     // fp16 operands and partials: the bound of docs/precision.md.
     kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
@@ -267,4 +271,52 @@ KILN_TEST(OnnxGpuSplitKTest, KernelRowPartsOnTheTiledCore) {
   KILN_EXPECT_GT(dispatches, 1u);
   KILN_EXPECT_LE(dispatches, 5u);  // at most one part per kernel row
   kiln_graph_deinitialize(&g);
+}
+
+// 3-D convs (lower_linear.c's conv3d: D padded, depth taps gathered as
+// channels, the 2-D conv on the tiled core or its cpu variant, moved back
+// to NCDHW) at f32 and f16 storage, on valhall and the default targets.
+typedef struct conv3d_case_t {
+  int64_t x[5], w[5];
+  int64_t pads[6], strides[3], dilations[3];
+  int64_t group;
+  bool relu;
+} conv3d_case_t;
+
+static void splitk_conv3d_graph(const conv3d_case_t* c, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "conv3d", g);
+  g->opset = 13;
+  const int64_t bias_dims[1] = {c->w[0]};
+  const int32_t in[3] = {kiln_test_graph_input(g, "x", 5, c->x),
+                         kiln_test_graph_input(g, "w", 5, c->w),
+                         kiln_test_graph_input(g, "b", 1, bias_dims)};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Conv", in, 3, &node, &y));
+  kiln_test_attr_ints(g, node, "pads", c->pads, 6);
+  kiln_test_attr_ints(g, node, "strides", c->strides, 3);
+  kiln_test_attr_ints(g, node, "dilations", c->dilations, 3);
+  kiln_test_attr_int(g, node, "group", c->group);
+  splitk_tail(g, y, -1, c->relu);
+}
+
+KILN_TEST(OnnxGpuSplitKTest, Conv3dAtF32AndF16) {
+  static const conv3d_case_t kCases[] = {
+      {{2, 8, 9, 10, 11}, {16, 8, 3, 3, 3}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, true},
+      {{1, 4, 6, 7, 8}, {6, 2, 3, 2, 3}, {1, 0, 1, 2, 1, 0}, {2, 1, 2}, {1, 2, 1}, 2, false},
+  };
+  const char* const targets[2] = {"valhall-g78", NULL};
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    const conv3d_case_t* c = &kCases[i];
+    const double k = (double)(c->w[1] * c->w[2] * c->w[3] * c->w[4]);
+    for (size_t t = 0; t < 2; ++t) {
+      fprintf(stderr, "conv3d case %zu, %s\n", i, targets[t] ? targets[t] : "default targets");
+      kiln_graph_t g;
+      splitk_conv3d_graph(c, &g);
+      KILN_EXPECT_GT(splitk_check(&g, targets[t], k), 1u);  // pad, gather, conv, copy back
+      kiln_graph_deinitialize(&g);
+      splitk_conv3d_graph(c, &g);
+      splitk_check_at(&g, targets[t], k, KILN_ONNX_PRECISION_F16);
+      kiln_graph_deinitialize(&g);
+    }
+  }
 }
