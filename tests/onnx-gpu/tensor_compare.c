@@ -68,15 +68,24 @@ void kiln_tensor_expect_relative_error(const kiln_graph_tensor_t* actual,
   KILN_EXPECT_LE(error.max_err, tolerance);
 }
 
-void kiln_reference_check_prepare(kiln_graph_t* graph, uint32_t seed,
-                                  kiln_reference_check_t* out_check) {
+void kiln_reference_check_init(const kiln_graph_t* graph, kiln_reference_check_t* out_check) {
   memset(out_check, 0, sizeof(*out_check));
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(graph));
   KILN_ASSERT_LE(graph->input_count, (size_t)KILN_REFERENCE_MAX_INPUTS);
   out_check->input_count = graph->input_count;
+}
+
+void kiln_reference_check_run_reference(const kiln_graph_t* graph,
+                                        kiln_reference_check_t* check) {
+  KILN_EXPECT_OK(kiln_graph_reference_run(graph, check->inputs, check->input_count, NULL,
+                                          kiln_allocator_system(), &check->expected));
+}
+
+void kiln_reference_check_prepare(kiln_graph_t* graph, uint32_t seed,
+                                  kiln_reference_check_t* out_check) {
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(graph));
+  kiln_reference_check_init(graph, out_check);
   kiln_tensor_random_inputs(graph, seed, out_check->inputs);
-  KILN_EXPECT_OK(kiln_graph_reference_run(graph, out_check->inputs, graph->input_count, NULL,
-                                          kiln_allocator_system(), &out_check->expected));
+  kiln_reference_check_run_reference(graph, out_check);
 }
 
 void kiln_reference_check_release(kiln_reference_check_t* check) {

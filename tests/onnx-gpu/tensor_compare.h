@@ -51,10 +51,14 @@ typedef struct kiln_reference_check_t {
   kiln_graph_tensor_t actual;
 } kiln_reference_check_t;
 
-// Infers `graph`'s shapes, fills its inputs from `seed`
-// (kiln_tensor_random_inputs) and runs the reference on them: before a
-// compile rewrites the graph. Fails the test on an error (fatally for more
-// than KILN_REFERENCE_MAX_INPUTS inputs).
+// Zeroes *out_check for `graph`'s inputs (leaves the test past
+// KILN_REFERENCE_MAX_INPUTS); the caller fills `inputs`, then runs the
+// reference on them (before a compile rewrites the graph) into `expected`.
+void kiln_reference_check_init(const kiln_graph_t* graph, kiln_reference_check_t* out_check);
+void kiln_reference_check_run_reference(const kiln_graph_t* graph,
+                                        kiln_reference_check_t* check);
+// Infers `graph`'s shapes, then all of the above with inputs from `seed`
+// (kiln_tensor_random_inputs). Fails the test on an error.
 void kiln_reference_check_prepare(kiln_graph_t* graph, uint32_t seed,
                                   kiln_reference_check_t* out_check);
 void kiln_reference_check_release(kiln_reference_check_t* check);
