@@ -317,20 +317,21 @@ static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_e
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, padded));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, cols));
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, conv_out));
-  const uint64_t cols_at = kiln_conv3d_align(padded * sizeof(float));
-  const uint64_t out_at = cols_at + kiln_conv3d_align(cols * sizeof(float));
+  // Scratch in the program's storage type (2 bytes a value at f16).
+  const uint64_t elem = kiln_emit_float_bytes(l->program);
+  const uint64_t cols_at = kiln_conv3d_align(padded * elem);
+  const uint64_t out_at = cols_at + kiln_conv3d_align(cols * elem);
   kiln_emit_range_t scratch, in, weights, out;
-  KILN_RETURN_IF_ERROR(
-      kiln_emit_scratch(l->program, out_at + conv_out * sizeof(float), &scratch));
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, out_at + conv_out * elem, &scratch));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &weights));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   kiln_emit_range_t xp = scratch, xcol = scratch, ycol = scratch;
-  xp.length = padded * sizeof(float);
+  xp.length = padded * elem;
   xcol.offset += cols_at;
-  xcol.length = cols * sizeof(float);
+  xcol.length = cols * elem;
   ycol.offset += out_at;
-  ycol.length = conv_out * sizeof(float);
+  ycol.length = conv_out * elem;
   // Zero pads along D over the [N * C, D, H * W] view.
   const uint32_t view_in[3] = {(uint32_t)(N * C), (uint32_t)D, (uint32_t)(H * W)};
   const uint32_t view_out[3] = {(uint32_t)(N * C), (uint32_t)DP, (uint32_t)(H * W)};

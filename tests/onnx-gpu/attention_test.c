@@ -20,12 +20,7 @@
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
-
-static size_t kiln_count_text(const char* text, const char* needle) {
-  size_t n = 0;
-  for (const char* p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) ++n;
-  return n;
-}
+#include "tensor_compare.h"
 
 // `target` (NULL: the default targets) names the module's one target; the
 // run then poses lavapipe as that device.
@@ -56,44 +51,31 @@ static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
   KILN_ASSERT_OK(kiln_graph_reference_run(&fused, inputs, fused.input_count, NULL,
                                           kiln_allocator_system(), &fused_ref));
   kiln_graph_deinitialize(&fused);
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   const char* const targets[1] = {target};
   char pose[128] = "";
-  const char* before = getenv("KILN_TEST_DEVICE");
-  char* saved = before ? strdup(before) : NULL;
   if (target) {
     options.targets = targets;
     options.target_count = 1;
     snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
-    setenv("KILN_TEST_DEVICE", pose, 1);
   }
+  kiln_test_pose_t saved;
+  KILN_ASSERT_OK(kiln_test_pose_begin(target ? pose : NULL, NULL, &saved));
   kiln_gpu_run_stats_t stats;
   kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, &actual, &stats);
-  if (saved) setenv("KILN_TEST_DEVICE", saved, 1);
-  else unsetenv("KILN_TEST_DEVICE");
-  free(saved);
-  fclose(stream);
+  KILN_EXPECT_OK(kiln_test_pose_end(&saved));
+  kiln_gpu_capture_end(&assembly);
   KILN_ASSERT_OK(status);
-  KILN_EXPECT_EQ(kiln_count_text(text, "call.import hal.command_buffer.dispatch "),
-                 c->dispatches);
-  free(text);
+  KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), c->dispatches);
+  kiln_gpu_capture_release(&assembly);
   KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
-  const float* a = actual.data;
-  const float* f = fused_ref.data;
-  const float* e = expected.data;
-  double max_ref = 0, max_err = 0, max_fused = 0;
-  for (size_t i = 0; i < expected.byte_size / sizeof(float); ++i) {
-    max_ref = fmax(max_ref, fabs(e[i]));
-    double err = fabs((double)a[i] - e[i]), ferr = fabs((double)f[i] - e[i]);
-    if (!(err <= max_err)) max_err = isnan(err) ? INFINITY : err;
-    if (!(ferr <= max_fused)) max_fused = isnan(ferr) ? INFINITY : ferr;
-  }
+  KILN_ASSERT_EQ(fused_ref.byte_size, expected.byte_size);
+  const kiln_tensor_error_t gpu = kiln_tensor_max_error(&actual, &expected);
+  const double max_ref = gpu.max_ref, max_err = gpu.max_err;
+  const double max_fused = kiln_tensor_max_error(&fused_ref, &expected).max_err;
   fprintf(stderr, "    max|ref| %.4g, gpu max err %.3g, fused C reference max err %.3g, "
           "compile %.0f ms, call %.1f ms\n", max_ref, max_err, max_fused, stats.compile_ms,
           stats.second_call_ms);

@@ -402,17 +402,11 @@ KILN_TEST(OnnxGpuBigTensorTest, DeviceRangeSmallerThanPlannedIsRefused) {
   KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
                                             &x_shape, &input));
   memset(&output, 0, sizeof(output));
-  const char* before = getenv("KILN_TEST_DEVICE");
-  char* saved = before ? strdup(before) : NULL;
-  setenv("KILN_TEST_DEVICE", "vulkan://0?triple=arc", 1);
+  kiln_test_pose_t pose;
+  KILN_ASSERT_OK(kiln_test_pose_begin("vulkan://0?triple=arc", NULL, &pose));
   kiln_gpu_run_stats_t stats;
   kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, &input, &output, &stats);
-  if (saved) {
-    setenv("KILN_TEST_DEVICE", saved, 1);
-    free(saved);
-  } else {
-    unsetenv("KILN_TEST_DEVICE");
-  }
+  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   char text[1024] = "";
   kiln_status_format(status, text, sizeof(text));
   fprintf(stderr, "  refused: %s\n", text);

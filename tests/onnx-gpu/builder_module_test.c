@@ -11,14 +11,9 @@
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/vm/vm.h"
 #include "kiln_test.h"
+#include "onnx_gpu_util.h"
 
 #define KILN_NODE_DIR "/usr/share/libonnx-testdata/data/node"
-
-static size_t kiln_count(const char* text, const char* needle) {
-  size_t count = 0;
-  for (const char* at = strstr(text, needle); at; at = strstr(at + 1, needle)) ++count;
-  return count;
-}
 
 KILN_TEST(OnnxBuilderModuleTest, DisassemblyReassemblesToIdenticalModule) {
   // Convolution, GEMM, pooling, softmax, two inputs, several outputs, int64
@@ -36,22 +31,20 @@ KILN_TEST(OnnxBuilderModuleTest, DisassemblyReassemblesToIdenticalModule) {
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     char path[512];
     snprintf(path, sizeof(path), "%s/%s/model.onnx", KILN_NODE_DIR, kCases[i].model);
-    char* text = NULL;
-    size_t text_size = 0;
-    FILE* stream = open_memstream(&text, &text_size);
-    KILN_ASSERT_TRUE(stream != NULL);
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
-    options.assembly_stream = stream;
+    kiln_gpu_capture_t assembly;
+    KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
     kiln_byte_buffer_t built, assembled;
     kiln_byte_buffer_init(&built, kiln_allocator_system());
     kiln_byte_buffer_init(&assembled, kiln_allocator_system());
     kiln_status_t status = kiln_onnx_compile_file(path, &options, kiln_allocator_system(), &built);
-    fclose(stream);
+    kiln_gpu_capture_end(&assembly);
+    const char* text = assembly.text;
     bool compiled = status == NULL;
     KILN_EXPECT_OK(status);  // consumes status
     if (compiled) {
-      KILN_EXPECT_OK(kiln_assembler_assemble(kiln_make_string_view(text, text_size), path,
+      KILN_EXPECT_OK(kiln_assembler_assemble(kiln_make_string_view(text, assembly.size), path,
                                              kiln_allocator_system(), &assembled));
       KILN_EXPECT_EQ(assembled.size, built.size);
       if (assembled.size == built.size) {
@@ -59,10 +52,9 @@ KILN_TEST(OnnxBuilderModuleTest, DisassemblyReassemblesToIdenticalModule) {
       }
       // The dispatch list is in the module: one dispatch call per kernel
       // launch, every executable looked up once in `record`.
-      size_t dispatches = kiln_count(text, "call.import hal.command_buffer.dispatch ");
-      KILN_EXPECT_GE(dispatches, kCases[i].min_dispatches);
-      KILN_EXPECT_EQ(kiln_count(text, "call.import hal.executable.lookup "),
-                     kiln_count(text, "\nexecutable "));
+      KILN_EXPECT_GE(kiln_gpu_text_dispatches(text), kCases[i].min_dispatches);
+      KILN_EXPECT_EQ(kiln_gpu_text_count(text, "call.import hal.executable.lookup "),
+                     kiln_gpu_text_count(text, "\nexecutable "));
       KILN_EXPECT_CONTAINS(text, "export predict");
       // The VM accepts it (the verifier runs on load).
       kiln_vm_instance_t* instance = NULL;
@@ -73,7 +65,7 @@ KILN_TEST(OnnxBuilderModuleTest, DisassemblyReassemblesToIdenticalModule) {
       kiln_vm_module_release(module);
       kiln_vm_instance_destroy(instance);
     }
-    free(text);
+    kiln_gpu_capture_release(&assembly);
     kiln_byte_buffer_deinit(&built);
     kiln_byte_buffer_deinit(&assembled);
   }

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
-#include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/hal/device.h"
 #include "kiln/hal/target_triple.h"
@@ -24,8 +23,6 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 #include "tensor_compare.h"
-
-#define COOP_MAX_INPUTS 4
 
 // The device's triple when it has cooperative matrix; false (and a SKIP
 // line) otherwise.
@@ -44,56 +41,35 @@ static bool coop_device_triple(char* triple, size_t size) {
 }
 
 // Compiles `g` (f16, cooperative matrix, for `triple`), checks that it runs
-// `executable`, runs it on `inputs` (taken over and freed) and compares
-// with the C reference.
+// `executable`, runs it on check->inputs and compares with the C
+// reference's check->expected (fp16 operands, fp32 sums); releases `check`.
 static void coop_check_on(kiln_graph_t* g, const char* triple, const char* label,
-                          const char* executable, kiln_graph_tensor_t* inputs) {
-  kiln_graph_tensor_t expected, actual;
-  memset(&expected, 0, sizeof(expected));
-  memset(&actual, 0, sizeof(actual));
-  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
-                                          kiln_allocator_system(), &expected));
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
+                          const char* executable, kiln_reference_check_t* check) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;
   options.cooperative_matrix = true;
-  options.assembly_stream = stream;
   const char* const targets[1] = {triple};
   options.targets = targets;
   options.target_count = 1;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
-  fclose(stream);
-  KILN_EXPECT_OK(status);
+  KILN_EXPECT_OK(kiln_gpu_compile_and_run(g, &options, check->inputs, &check->actual, &stats));
+  kiln_gpu_capture_end(&assembly);
   char needle[96];
   snprintf(needle, sizeof(needle), "executable %s", executable);
-  KILN_EXPECT_TRUE(text && strstr(text, needle) != NULL);
-  free(text);
-  if (!status && actual.byte_size == expected.byte_size) {
-    const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
-    fprintf(stderr, "  %s: max err %.3g, max|ref| %.4g (bound 1e-2 of it)\n", label, e.max_err,
-            e.max_ref);
-    KILN_EXPECT_TRUE(e.max_ref > 0.0);
-    KILN_EXPECT_TRUE(e.max_err <= 1e-2 * e.max_ref);
-  } else {
-    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
-  }
-  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
-  kiln_graph_tensor_deinit(&actual);
+  KILN_EXPECT_TRUE(strstr(assembly.text, needle) != NULL);
+  kiln_gpu_capture_release(&assembly);
+  kiln_tensor_expect_relative_error(&check->actual, &check->expected, 1e-2, label);
+  kiln_reference_check_release(check);
 }
 
 // coop_check_on with random inputs, expecting gemm_coopmat.
 static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[COOP_MAX_INPUTS];
-  memset(inputs, 0, sizeof(inputs));
-  kiln_tensor_random_inputs(g, 4242u, inputs);
-  coop_check_on(g, triple, label, "gemm_coopmat_f16", inputs);
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(g, 4242u, &check);
+  coop_check_on(g, triple, label, "gemm_coopmat_f16", &check);
 }
 
 typedef struct coop_conv_case_t {
@@ -214,14 +190,15 @@ KILN_TEST(OnnxGpuCoopmatTest, AttentionOnTensorCores) {
     const kiln_attn_case_t* c = &cases[i];
     kiln_graph_t g;
     kiln_attn_build(c, &g);
-    kiln_graph_tensor_t inputs[COOP_MAX_INPUTS];
-    memset(inputs, 0, sizeof(inputs));
-    kiln_attn_fill(&g, inputs, c);
+    kiln_reference_check_t check;
+    kiln_reference_check_init(&g, &check);
+    kiln_attn_fill(&g, check.inputs, c);
+    kiln_reference_check_run_reference(&g, &check);
     char label[128];
     snprintf(label, sizeof(label), "attention b %lld h %lld sq %lld sk %lld d %lld mask %d",
              (long long)c->batch, (long long)c->heads, (long long)c->sq, (long long)c->sk,
              (long long)c->d, (int)c->mask);
-    coop_check_on(&g, triple, label, "attention_coopmat_f16", inputs);
+    coop_check_on(&g, triple, label, "attention_coopmat_f16", &check);
     kiln_graph_deinitialize(&g);
   }
 }
@@ -233,15 +210,12 @@ static void coop_attention_choice(const kiln_attn_case_t* c, const char* target,
                                   bool coopmat, const char* expected) {
   kiln_graph_t g;
   kiln_attn_build(c, &g);
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = f16 ? KILN_ONNX_PRECISION_F16 : KILN_ONNX_PRECISION_F32;
   options.cooperative_matrix = coopmat;
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   const char* const targets[1] = {target};
   if (target) {
     options.targets = targets;
@@ -249,16 +223,16 @@ static void coop_attention_choice(const kiln_attn_case_t* c, const char* target,
   }
   size_t dispatches = 0;
   kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  fclose(stream);
+  kiln_gpu_capture_end(&assembly);
   KILN_EXPECT_OK(status);
   char needle[96];
   snprintf(needle, sizeof(needle), "executable %s_", expected);
-  if (!text || !strstr(text, needle)) {
+  if (!strstr(assembly.text, needle)) {
     KILN_ADD_FAILURE("d %lld, target %s, f16 %d, coopmat %d: no '%s'", (long long)c->d,
                      target ? target : "(default)", (int)f16, (int)coopmat, needle);
   }
   KILN_EXPECT_GE(dispatches, (size_t)1);  // plus the f16 casts of inputs and output
-  free(text);
+  kiln_gpu_capture_release(&assembly);
   kiln_graph_deinitialize(&g);
 }
 

@@ -159,22 +159,15 @@ KILN_TEST(OnnxDynamoModelTest, TorchScriptEncoderHeadSplitFuses) {
            kiln_dynamo_dir());
   kiln_graph_tensor_t input, output;
   KILN_ASSERT_OK(kiln_test_read_npy_f32(input_path, &input));
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_gpu_run_stats_t stats;
   memset(&output, 0, sizeof(output));
   kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &output, &stats);
-  fclose(stream);
+  kiln_gpu_capture_end(&assembly);
   KILN_ASSERT_OK(status);
-  size_t dispatches = 0;
-  for (const char* p = text; (p = strstr(p, "call.import hal.command_buffer.dispatch ")); ++p) {
-    ++dispatches;
-  }
-  KILN_EXPECT_EQ(dispatches, 20u);
-  free(text);
+  KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), 20u);
+  kiln_gpu_capture_release(&assembly);
   kiln_graph_tensor_deinit(&input);
   kiln_graph_tensor_deinit(&output);
   kiln_graph_deinitialize(&graph);

@@ -13,12 +13,6 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
-static size_t kiln_count(const char* text, const char* needle) {
-  size_t n = 0;
-  for (const char* p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle)) ++n;
-  return n;
-}
-
 static int32_t kiln_add_i64(kiln_graph_t* graph, const char* name, int64_t value) {
   kiln_graph_shape_t shape = {.rank = 1, .dims = {1}};
   int32_t id = -1;
@@ -52,17 +46,16 @@ static void kiln_start(kiln_graph_t* graph, const char* name) {
   graph->opset = 13;
 }
 
-// Compiles and runs `graph` with its assembly captured in *out_text (the
-// caller frees it); leaves the test if the run fails.
+// Compiles and runs `graph` with its assembly captured in *out_assembly
+// (the caller releases it); leaves the test if the run fails.
 static void kiln_run_with_text(kiln_graph_t* graph, const kiln_graph_tensor_t* inputs,
-                               kiln_graph_tensor_t* outputs, char** out_text) {
-  size_t text_size = 0;
+                               kiln_graph_tensor_t* outputs, kiln_gpu_capture_t* out_assembly) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = open_memstream(out_text, &text_size);
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, out_assembly));
   kiln_gpu_run_stats_t stats;
   kiln_status_t status = kiln_gpu_compile_and_run(graph, &options, inputs, outputs, &stats);
-  fclose(options.assembly_stream);
+  kiln_gpu_capture_end(out_assembly);
   KILN_ASSERT_OK(status);
   printf("%s: second call %.2f ms\n", graph->source, stats.second_call_ms);
 }
@@ -103,12 +96,13 @@ KILN_TEST(OnnxFallbackTest, TopKBetweenGpuSegmentsMatchesC) {
   kiln_test_graph_allocate_inputs(&graph, &input);
   float* x = (float*)input.data;
   for (int i = 0; i < 60; ++i) x[i] = (float)((i * 7) % 11) - 4.0f;
-  char* text = NULL;
-  kiln_run_with_text(&graph, &input, outputs, &text);
+  kiln_gpu_capture_t assembly;
+  kiln_run_with_text(&graph, &input, outputs, &assembly);
   // Two GPU segments (Relu; Add) around one host op.
-  KILN_EXPECT_EQ(kiln_count(text, "call.import cpu.topk "), 1u);
-  KILN_EXPECT_EQ(kiln_count(text, "call.import hal.device.submit_and_wait "), 2u);
-  free(text);
+  KILN_EXPECT_EQ(kiln_gpu_text_count(assembly.text, "call.import cpu.topk "), 1u);
+  KILN_EXPECT_EQ(kiln_gpu_text_count(assembly.text, "call.import hal.device.submit_and_wait "),
+                 2u);
+  kiln_gpu_capture_release(&assembly);
   KILN_ASSERT_EQ(outputs[0].byte_size, 15 * sizeof(float));
   KILN_ASSERT_EQ(outputs[1].byte_size, 15 * sizeof(int64_t));
   const float* twice = (const float*)outputs[0].data;
@@ -257,10 +251,10 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
     xs[i] = (float)(i % 5) - 1.5f;
     id[i] = i % 4 == 3 ? 0 : (INT64_C(1) << 33) + i;  // the high word alone is not zero
   }
-  char* text = NULL;
-  kiln_run_with_text(&graph, inputs, outputs, &text);
-  KILN_EXPECT_EQ(kiln_count(text, "call.import cpu.elementwise "), 2u);
-  free(text);
+  kiln_gpu_capture_t assembly;
+  kiln_run_with_text(&graph, inputs, outputs, &assembly);
+  KILN_EXPECT_EQ(kiln_gpu_text_count(assembly.text, "call.import cpu.elementwise "), 2u);
+  kiln_gpu_capture_release(&assembly);
   KILN_ASSERT_EQ(outputs[1].dtype, KILN_GRAPH_DTYPE_BOOL);
   const float* ys = (const float*)outputs[0].data;
   const uint8_t* ms = (const uint8_t*)outputs[1].data;

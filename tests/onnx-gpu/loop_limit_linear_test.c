@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
-#include "kiln/compiler/graph_reference.h"
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
@@ -52,19 +51,12 @@ static void kiln_loop_build(kiln_loop_graph_t* out, const char* op, size_t input
 // reference, then compiles and runs on the device and compares.
 static void kiln_loop_check(kiln_loop_graph_t* lg, double k) {
   kiln_graph_t* g = &lg->graph;
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[KILN_LOOP_MAX_INPUTS], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  kiln_tensor_random_inputs(g, 12345u, inputs);
-  KILN_ASSERT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
-                                          kiln_allocator_system(), &expected));
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(g, 12345u, &check);
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(g, NULL, inputs, &actual, &stats));
-  KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
-  kiln_tensor_expect_sum_error(&actual, &expected, k, g->nodes[lg->node].op_type);
-  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
-  kiln_graph_tensor_deinit(&actual);
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(g, NULL, check.inputs, &check.actual, &stats));
+  kiln_tensor_expect_sum_error(&check.actual, &check.expected, k, g->nodes[lg->node].op_type);
+  kiln_reference_check_release(&check);
   kiln_graph_deinitialize(g);
 }
 

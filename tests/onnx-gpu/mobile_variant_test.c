@@ -100,18 +100,12 @@ static kiln_status_t run_model(const char* uri, kiln_graph_t* graph,
                                const kiln_onnx_compile_options_t* options,
                                const kiln_graph_tensor_t* input,
                                kiln_graph_tensor_t* actual) {
-  const char* old = getenv("KILN_TEST_DEVICE");
-  char* saved = old ? strdup(old) : NULL;
-  setenv("KILN_TEST_DEVICE", uri, 1);
   memset(actual, 0, sizeof(*actual));
+  kiln_test_pose_t pose;
+  KILN_RETURN_IF_ERROR(kiln_test_pose_begin(uri, NULL, &pose));
   kiln_gpu_run_stats_t stats;
   kiln_status_t status = kiln_gpu_compile_and_run(graph, options, input, actual, &stats);
-  if (saved) {
-    setenv("KILN_TEST_DEVICE", saved, 1);
-    free(saved);
-  } else {
-    unsetenv("KILN_TEST_DEVICE");
-  }
+  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   return status;
 }
 
@@ -254,9 +248,8 @@ KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
   KILN_ASSERT_OK(kiln_onnx_parse_input_shape("input:2x10x64", &shape));
   const char* uris[2] = {"vulkan://0", "vulkan://0?api=1.1"};
   // The first run must see the full device even inside the vk11 suite.
-  const char* cap = getenv("KILN_VULKAN_API_VERSION");
-  char* saved_cap = cap ? strdup(cap) : NULL;
-  unsetenv("KILN_VULKAN_API_VERSION");
+  kiln_test_pose_t no_cap;
+  KILN_ASSERT_OK(kiln_test_pose_begin(NULL, "", &no_cap));
   kiln_status_t status = kiln_ok_status();
   for (int mode = 0; mode < 2 && !status; ++mode) {
     kiln_onnx_compile_options_t options;
@@ -269,10 +262,7 @@ KILN_TEST(MobileVariantTest, EncoderBitIdenticalInBothApiModes) {
     status = run_model(uris[mode], &graph, &options, &input, &outputs[mode]);
     kiln_graph_deinitialize(&graph);
   }
-  if (saved_cap) {
-    setenv("KILN_VULKAN_API_VERSION", saved_cap, 1);
-    free(saved_cap);
-  }
+  KILN_EXPECT_OK(kiln_test_pose_end(&no_cap));
   KILN_EXPECT_OK(status);
   KILN_EXPECT_EQ(outputs[0].byte_size, outputs[1].byte_size);
   KILN_EXPECT_TRUE(outputs[0].byte_size > 0);

@@ -22,13 +22,6 @@ static uint64_t kiln_output_digest(const kiln_graph_tensor_t* tensor) {
   return hash;
 }
 
-static size_t kiln_count_dispatches(const char* text) {
-  size_t n = 0;
-  const char* needle = "call.import hal.command_buffer.dispatch ";
-  for (const char* p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) ++n;
-  return n;
-}
-
 // `dispatches`: the number of kernel dispatches the module must record (0:
 // not checked).
 static void kiln_check_model_dispatches(const char* name, const char* input_shape,
@@ -38,17 +31,15 @@ static void kiln_check_model_dispatches(const char* name, const char* input_shap
   kiln_test_model_load(name, input_shape, &model);
   kiln_graph_tensor_t actual;
   kiln_gpu_run_stats_t stats;
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = dispatches ? open_memstream(&text, &text_size) : NULL;
-  model.options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly = {NULL, NULL, 0};
+  if (dispatches) KILN_ASSERT_OK(kiln_gpu_capture_begin(&model.options, &assembly));
   kiln_status_t status =
       kiln_gpu_compile_and_run(&model.graph, &model.options, model.inputs, &actual, &stats);
-  if (stream) {
-    fclose(stream);
-    printf("%s: %zu dispatches\n", name, kiln_count_dispatches(text));
-    KILN_EXPECT_EQ(kiln_count_dispatches(text), dispatches);
-    free(text);
+  if (dispatches) {
+    kiln_gpu_capture_end(&assembly);
+    printf("%s: %zu dispatches\n", name, kiln_gpu_text_dispatches(assembly.text));
+    KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), dispatches);
+    kiln_gpu_capture_release(&assembly);
   }
   KILN_ASSERT_OK(status);
   KILN_ASSERT_TRUE(kiln_graph_shape_equal(&actual.shape, &model.expected.shape));

@@ -2,6 +2,7 @@
 #include "onnx_gpu_util.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,108 @@ kiln_status_t kiln_gpu_dispatch_count(kiln_graph_t* graph,
   }
   kiln_byte_buffer_deinit(&module);
   return status;
+}
+
+// Sets `name` to `value` ("": removes it); *out_before gets the old value
+// (NULL: it was unset), which the caller frees.
+static kiln_status_t kiln_test_env_swap(const char* name, const char* value, char** out_before) {
+  const char* before = getenv(name);
+  *out_before = before ? strdup(before) : NULL;
+  if (before && !*out_before) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory saving %s", name);
+  }
+  if ((value[0] ? setenv(name, value, 1) : unsetenv(name)) != 0) {
+    const int error = errno;
+    free(*out_before);
+    *out_before = NULL;
+    return kiln_make_status(KILN_STATUS_INTERNAL, "setting %s to '%s': %s", name, value,
+                            strerror(error));
+  }
+  return kiln_ok_status();
+}
+
+// Puts `name` back to *before (NULL: unset) and frees it.
+static kiln_status_t kiln_test_env_restore(const char* name, char** before) {
+  const int rc = *before ? setenv(name, *before, 1) : unsetenv(name);
+  const int error = errno;
+  free(*before);
+  *before = NULL;
+  return rc == 0 ? kiln_ok_status()
+                 : kiln_make_status(KILN_STATUS_INTERNAL, "restoring %s: %s", name,
+                                    strerror(error));
+}
+
+kiln_status_t kiln_test_pose_begin(const char* uri, const char* api_version,
+                                   kiln_test_pose_t* out_saved) {
+  memset(out_saved, 0, sizeof(*out_saved));
+  kiln_status_t status = kiln_ok_status();
+  if (uri) {
+    status = kiln_test_env_swap("KILN_TEST_DEVICE", uri, &out_saved->device);
+    out_saved->device_set = !status;
+  }
+  if (!status && api_version) {
+    status = kiln_test_env_swap("KILN_VULKAN_API_VERSION", api_version,
+                                &out_saved->api_version);
+    out_saved->api_set = !status;
+  }
+  if (status) kiln_status_ignore(kiln_test_pose_end(out_saved));
+  return status;
+}
+
+kiln_status_t kiln_test_pose_end(kiln_test_pose_t* saved) {
+  kiln_status_t status = kiln_ok_status();
+  if (saved->api_set) {
+    status = kiln_test_env_restore("KILN_VULKAN_API_VERSION", &saved->api_version);
+    saved->api_set = false;
+  }
+  if (saved->device_set) {
+    kiln_status_t device = kiln_test_env_restore("KILN_TEST_DEVICE", &saved->device);
+    saved->device_set = false;
+    if (status) {
+      kiln_status_ignore(device);
+    } else {
+      status = device;
+    }
+  }
+  return status;
+}
+
+kiln_status_t kiln_gpu_capture_begin(kiln_onnx_compile_options_t* options,
+                                     kiln_gpu_capture_t* out_capture) {
+  memset(out_capture, 0, sizeof(*out_capture));
+  out_capture->stream = open_memstream(&out_capture->text, &out_capture->size);
+  if (!out_capture->stream) {
+    return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "open_memstream: %s",
+                            strerror(errno));
+  }
+  options->assembly_stream = out_capture->stream;
+  return kiln_ok_status();
+}
+
+void kiln_gpu_capture_end(kiln_gpu_capture_t* capture) {
+  if (capture->stream) fclose(capture->stream);
+  capture->stream = NULL;
+}
+
+void kiln_gpu_capture_release(kiln_gpu_capture_t* capture) {
+  kiln_gpu_capture_end(capture);
+  free(capture->text);
+  capture->text = NULL;
+  capture->size = 0;
+}
+
+size_t kiln_gpu_text_count(const char* text, const char* needle) {
+  size_t count = 0;
+  const size_t length = strlen(needle);
+  for (const char* at = text ? strstr(text, needle) : NULL; at && length;
+       at = strstr(at + length, needle)) {
+    ++count;
+  }
+  return count;
+}
+
+size_t kiln_gpu_text_dispatches(const char* text) {
+  return kiln_gpu_text_count(text, "call.import hal.command_buffer.dispatch ");
 }
 
 kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {

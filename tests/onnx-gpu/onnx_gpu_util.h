@@ -4,7 +4,9 @@
 #ifndef KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_
 #define KILN_TESTS_ONNX_GPU_ONNX_GPU_UTIL_H_
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "kiln/compiler/graph.h"
 #include "kiln/compiler/graph_tensor.h"
@@ -35,6 +37,42 @@ size_t kiln_gpu_module_dispatch_count(const kiln_byte_buffer_t* module, size_t t
 kiln_status_t kiln_gpu_dispatch_count(kiln_graph_t* graph,
                                       const kiln_onnx_compile_options_t* options,
                                       size_t* out_count);
+
+// Posing the test device as another (tests/onnx-gpu): KILN_TEST_DEVICE set
+// to `uri` (e.g. "vulkan://0?triple=valhall-g78-android30") and
+// KILN_VULKAN_API_VERSION to `api_version`, until kiln_test_pose_end puts
+// both back as they were. NULL keeps a variable as it is (e.g. the vk11
+// suite's 1.1 cap); "" removes it. On an error nothing stays changed and
+// *out_saved needs no end. No fatal assertion may come between the two:
+// it would leave the test with the pose still on.
+typedef struct kiln_test_pose_t {
+  bool device_set, api_set;  // which variables the pose changed
+  char* device;              // their values before (NULL: unset)
+  char* api_version;
+} kiln_test_pose_t;
+kiln_status_t kiln_test_pose_begin(const char* uri, const char* api_version,
+                                   kiln_test_pose_t* out_saved);
+// Restores and frees what kiln_test_pose_begin saved (a second call does
+// nothing).
+kiln_status_t kiln_test_pose_end(kiln_test_pose_t* saved);
+
+// A module's disassembly, captured while it compiles: _begin points
+// options->assembly_stream at an in-memory stream, _end closes it; only
+// then are `text` (NUL-terminated) and `size` set, until _release.
+typedef struct kiln_gpu_capture_t {
+  FILE* stream;
+  char* text;
+  size_t size;
+} kiln_gpu_capture_t;
+kiln_status_t kiln_gpu_capture_begin(kiln_onnx_compile_options_t* options,
+                                     kiln_gpu_capture_t* out_capture);
+void kiln_gpu_capture_end(kiln_gpu_capture_t* capture);
+void kiln_gpu_capture_release(kiln_gpu_capture_t* capture);
+// Occurrences of `needle` in `text` (not overlapping).
+size_t kiln_gpu_text_count(const char* text, const char* needle);
+// The kernel dispatches a disassembly records: calls of
+// hal.command_buffer.dispatch (the import's declaration not counted).
+size_t kiln_gpu_text_dispatches(const char* text);
 
 // A session on the test device with the validation layer on.
 kiln_status_t kiln_gpu_open(kiln_session_t** out_session);

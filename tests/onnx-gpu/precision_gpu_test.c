@@ -37,15 +37,14 @@ static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_sh
     options.import.input_shapes = &shape;
     options.import.input_shape_count = 1;
   }
-  char* text = NULL;
-  size_t text_size = 0;
-  options.assembly_stream = open_memstream(&text, &text_size);
+  kiln_gpu_capture_t assembly;
+  KILN_EXPECT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_byte_buffer_t module;
   kiln_byte_buffer_init(&module, kiln_allocator_system());
   KILN_EXPECT_OK(kiln_onnx_compile_file(path, &options, kiln_allocator_system(), &module));
-  fclose(options.assembly_stream);
-  uint64_t bytes = kiln_weight_bytes(text);
-  free(text);
+  kiln_gpu_capture_end(&assembly);
+  uint64_t bytes = assembly.text ? kiln_weight_bytes(assembly.text) : 0;
+  kiln_gpu_capture_release(&assembly);
   kiln_byte_buffer_deinit(&module);
   return bytes;
 }

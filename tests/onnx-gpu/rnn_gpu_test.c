@@ -13,29 +13,19 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
-static size_t kiln_rnn_count(const char* text, size_t size, const char* needle) {
-  size_t count = 0, length = strlen(needle);
-  for (size_t i = 0; i + length <= size; ++i) {
-    if (memcmp(text + i, needle, length) == 0) ++count;
-  }
-  return count;
-}
-
 // Dispatches in the module compiled from `path` (default targets).
 static size_t kiln_rnn_dispatches(const char* path) {
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  if (!stream) return 0;
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_EXPECT_OK(kiln_gpu_capture_begin(&options, &assembly));
+  if (!assembly.stream) return 0;
   kiln_byte_buffer_t built;
   kiln_byte_buffer_init(&built, kiln_allocator_system());
   KILN_EXPECT_OK(kiln_onnx_compile_file(path, &options, kiln_allocator_system(), &built));
-  fclose(stream);
-  size_t count = kiln_rnn_count(text, text_size, "call.import hal.command_buffer.dispatch ");
-  free(text);
+  kiln_gpu_capture_end(&assembly);
+  size_t count = kiln_gpu_text_dispatches(assembly.text);
+  kiln_gpu_capture_release(&assembly);
   kiln_byte_buffer_deinit(&built);
   return count;
 }

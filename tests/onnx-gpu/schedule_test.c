@@ -4,7 +4,6 @@
 // barrier count of their longest dependency chain (counted in the module's
 // disassembly) and match the plain C reference executor; calls with new
 // inputs in one session give bit-identical results to fresh sessions.
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "kiln/compiler/graph_reference.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 static uint32_t g_state = 2024u;
 
@@ -71,6 +71,16 @@ static int32_t kiln_sched_conv(kiln_graph_t* g, int32_t x, int64_t k) {
   return y;
 }
 
+// The four `parts` concatenated along axis 1: the graph's output.
+static void kiln_sched_concat_output(kiln_graph_t* g, int32_t parts[4]) {
+  int32_t concat = -1, y = -1;
+  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
+  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, parts, 4, &y, 1, &concat));
+  const int64_t axis = 1;
+  kiln_sched_ints(g, concat, "axis", &axis, 1);
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+}
+
 // Inception: 1x1 | 1x1 -> 3x3 | 1x1 -> 5x5 | maxpool 3x3 -> 1x1, concat.
 static void kiln_sched_inception(kiln_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "inception-block", g);
@@ -88,12 +98,7 @@ static void kiln_sched_inception(kiln_graph_t* g) {
   kiln_sched_ints(g, pool_node, "kernel_shape", kernel, 2);
   kiln_sched_ints(g, pool_node, "pads", pads, 4);
   branches[3] = kiln_sched_conv(g, pooled, 1);
-  int32_t concat = -1, y = -1;
-  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
-  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, branches, 4, &y, 1, &concat));
-  const int64_t axis = 1;
-  kiln_sched_ints(g, concat, "axis", &axis, 1);
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+  kiln_sched_concat_output(g, branches);
 }
 
 // Four heads over x [8, 16]: Softmax(x Wa_h) Wv_h, concatenated.
@@ -113,26 +118,7 @@ static void kiln_sched_heads(kiln_graph_t* g) {
     kiln_sched_ints(g, softmax_node, "axis", &axis, 1);
     heads[h] = kiln_sched_node(g, "MatMul", p, kiln_sched_weight(g, 2, wv), NULL);
   }
-  int32_t concat = -1, y = -1;
-  KILN_EXPECT_OK(kiln_graph_add_value(g, NULL, KILN_GRAPH_DTYPE_INVALID, &y));
-  KILN_EXPECT_OK(kiln_graph_add_node(g, "Concat", NULL, heads, 4, &y, 1, &concat));
-  const int64_t axis = 1;
-  kiln_sched_ints(g, concat, "axis", &axis, 1);
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
-}
-
-// Calls of `name` (an import) in the disassembly, not counting its
-// declaration.
-static size_t kiln_sched_count_calls(const char* text, const char* name) {
-  size_t count = 0;
-  for (const char* line = text; line && *line;) {
-    const char* end = strchr(line, '\n');
-    size_t length = end ? (size_t)(end - line) : strlen(line);
-    const char* hit = strstr(line, name);
-    if (hit && hit < line + length && strncmp(line, "import", 6) != 0) ++count;
-    line = end ? end + 1 : NULL;
-  }
-  return count;
+  kiln_sched_concat_output(g, heads);
 }
 
 typedef struct kiln_sched_module_t {
@@ -142,21 +128,18 @@ typedef struct kiln_sched_module_t {
 
 // Compiles (passes run inside) and counts dispatches and barriers.
 static void kiln_sched_compile(kiln_graph_t* g, kiln_sched_module_t* out) {
-  char* text = NULL;
-  size_t text_size = 0;
-  FILE* stream = open_memstream(&text, &text_size);
-  KILN_ASSERT_TRUE(stream != NULL);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  options.assembly_stream = stream;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_byte_buffer_init(&out->bytes, kiln_allocator_system());
   KILN_EXPECT_OK(kiln_onnx_compile_graph(g, &options, kiln_allocator_system(), &out->bytes));
-  fclose(stream);
-  out->dispatches = kiln_sched_count_calls(text, "hal.command_buffer.dispatch");
-  out->barriers = kiln_sched_count_calls(text, "hal.command_buffer.barrier");
+  kiln_gpu_capture_end(&assembly);
+  out->dispatches = kiln_gpu_text_dispatches(assembly.text);
+  out->barriers = kiln_gpu_text_count(assembly.text, "call.import hal.command_buffer.barrier ");
   fprintf(stderr, "  %s: %zu dispatches, %zu barriers\n", g->source, out->dispatches,
           out->barriers);
-  free(text);
+  kiln_gpu_capture_release(&assembly);
 }
 
 static void kiln_sched_input(const kiln_graph_t* g, uint32_t seed, kiln_graph_tensor_t* out) {
@@ -165,22 +148,6 @@ static void kiln_sched_input(const kiln_graph_t* g, uint32_t seed, kiln_graph_te
   g_state = seed;
   float* data = out->data;
   for (size_t i = 0; i < out->byte_size / sizeof(float); ++i) data[i] = kiln_sched_random();
-}
-
-// The device result against the reference: max |gpu - ref| <= 1e-5 max |ref|.
-static void kiln_sched_expect_close(const kiln_graph_tensor_t* actual,
-                                    const kiln_graph_tensor_t* expected) {
-  KILN_ASSERT_EQ(actual->byte_size, expected->byte_size);
-  const float* a = actual->data;
-  const float* e = expected->data;
-  double max_ref = 0, max_err = 0;
-  for (size_t i = 0; i < expected->byte_size / sizeof(float); ++i) {
-    max_ref = fmax(max_ref, fabs(e[i]));
-    double err = fabs((double)a[i] - e[i]);
-    if (!(err <= max_err)) max_err = err;
-  }
-  KILN_EXPECT_TRUE(max_ref > 0.0);
-  KILN_EXPECT_TRUE(max_err <= 1e-5 * max_ref);
 }
 
 // Opens a session on the module and finds `predict`.
@@ -237,7 +204,8 @@ static void kiln_sched_check_calls(kiln_graph_t* g, const kiln_sched_module_t* m
   for (int c = 0; c < 3; ++c) {
     KILN_ASSERT_EQ(warm[c].byte_size, fresh[c % 2].byte_size);
     KILN_EXPECT_EQ(memcmp(warm[c].data, fresh[c % 2].data, warm[c].byte_size), 0);
-    kiln_sched_expect_close(&warm[c], &expected[c % 2]);
+    // fp32, a few dozen terms per sum.
+    kiln_tensor_expect_relative_error(&warm[c], &expected[c % 2], 1e-5, g->source);
   }
   for (int i = 0; i < 2; ++i) {
     kiln_graph_tensor_deinit(&inputs[i]);
@@ -247,39 +215,35 @@ static void kiln_sched_check_calls(kiln_graph_t* g, const kiln_sched_module_t* m
   for (int c = 0; c < 3; ++c) kiln_graph_tensor_deinit(&warm[c]);
 }
 
-// Levels: the three 1x1 convs on x and the pool; the 3x3, 5x5 and the
-// pool's 1x1 (and the first tower's concat copy); the other concat copies.
-// Two barriers; barriers at each hazard in the lowering's order, with the
-// memory plan reusing ranges in node order, took 6.
-KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
+// Builds the graph with `build`, checks the module's dispatch and barrier
+// counts, then the calls (kiln_sched_check_calls).
+static void kiln_sched_check(void (*build)(kiln_graph_t*), size_t min_dispatches,
+                             size_t barriers) {
   kiln_graph_t g;
-  kiln_sched_inception(&g);
+  build(&g);
   KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
   kiln_graph_tensor_t inputs[2], expected[2];
   kiln_sched_references(&g, inputs, expected);
   kiln_sched_module_t module;
   kiln_sched_compile(&g, &module);
-  KILN_EXPECT_GE(module.dispatches, 8);
-  KILN_EXPECT_EQ(module.barriers, 2);
+  KILN_EXPECT_GE(module.dispatches, min_dispatches);
+  KILN_EXPECT_EQ(module.barriers, barriers);
   kiln_sched_check_calls(&g, &module, inputs, expected);
   kiln_byte_buffer_deinit(&module.bytes);
   kiln_graph_deinitialize(&g);
+}
+
+// Levels: the three 1x1 convs on x and the pool; the 3x3, 5x5 and the
+// pool's 1x1 (and the first tower's concat copy); the other concat copies.
+// Two barriers; barriers at each hazard in the lowering's order, with the
+// memory plan reusing ranges in node order, took 6.
+KILN_TEST(OnnxScheduleTest, InceptionBranchesShareBarriers) {
+  kiln_sched_check(kiln_sched_inception, 8, 2);
 }
 
 // Heads: every head's first MatMul, its Softmax, its second MatMul, the
 // concat: each stage of all four heads at one level, three barriers (12
 // before levels, the level-based memory plan and disjoint concat pieces).
 KILN_TEST(OnnxScheduleTest, AttentionHeadsRunSideBySide) {
-  kiln_graph_t g;
-  kiln_sched_heads(&g);
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
-  kiln_graph_tensor_t inputs[2], expected[2];
-  kiln_sched_references(&g, inputs, expected);
-  kiln_sched_module_t module;
-  kiln_sched_compile(&g, &module);
-  KILN_EXPECT_GE(module.dispatches, 12);
-  KILN_EXPECT_EQ(module.barriers, 3);
-  kiln_sched_check_calls(&g, &module, inputs, expected);
-  kiln_byte_buffer_deinit(&module.bytes);
-  kiln_graph_deinitialize(&g);
+  kiln_sched_check(kiln_sched_heads, 12, 3);
 }

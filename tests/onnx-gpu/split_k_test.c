@@ -13,14 +13,11 @@
 #include <string.h>
 
 #include "kiln/compiler/graph_passes.h"
-#include "kiln/compiler/graph_reference.h"
 #include "kiln/compiler/onnx_compile.h"
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 #include "tensor_compare.h"
-
-#define SPLITK_MAX_INPUTS 4
 
 static const char kPoseUri[] = "vulkan://0?api=1.1&triple=valhall-g78-android30";
 // f16 modules need 16-bit storage, which the 1.1 cap takes away.
@@ -48,14 +45,8 @@ static void splitk_tail(kiln_graph_t* g, int32_t y, int32_t residual, bool relu)
 // named) and compares with the C reference.
 static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
                               kiln_onnx_precision_t precision) {
-  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
-  kiln_graph_tensor_t inputs[SPLITK_MAX_INPUTS], expected, actual;
-  memset(inputs, 0, sizeof(inputs));
-  memset(&expected, 0, sizeof(expected));
-  memset(&actual, 0, sizeof(actual));
-  kiln_tensor_random_inputs(g, 777u, inputs);
-  KILN_EXPECT_OK(kiln_graph_reference_run(g, inputs, g->input_count, NULL,
-                                          kiln_allocator_system(), &expected));
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(g, 777u, &check);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = precision;
@@ -70,36 +61,28 @@ static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
   if (precision != KILN_ONNX_PRECISION_F16) {
     KILN_EXPECT_OK(kiln_gpu_dispatch_count(g, &options, &dispatches));
   }
-  const char* before = getenv("KILN_TEST_DEVICE");
-  char* saved = before ? strdup(before) : NULL;
-  if (target) {
-    setenv("KILN_TEST_DEVICE", precision == KILN_ONNX_PRECISION_F16 ? kPoseUriF16 : kPoseUri, 1);
-  }
+  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  kiln_test_pose_t pose;
+  KILN_ASSERT_OK(kiln_test_pose_begin(!target ? NULL : f16 ? kPoseUriF16 : kPoseUri, NULL, &pose));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(g, &options, inputs, &actual, &stats);
-  if (saved) setenv("KILN_TEST_DEVICE", saved, 1);
-  else unsetenv("KILN_TEST_DEVICE");
-  free(saved);
+  kiln_status_t status =
+      kiln_gpu_compile_and_run(g, &options, check.inputs, &check.actual, &stats);
+  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   KILN_EXPECT_OK(status);
-  if (!status && actual.byte_size == expected.byte_size) {
-    char label[128];
-    snprintf(label, sizeof(label), "%s: %zu dispatches", target ? target : "default targets",
-             dispatches);
-    if (precision == KILN_ONNX_PRECISION_F16) {
-      // fp16 operands and partials: the bound of docs/precision.md.
-      const kiln_tensor_error_t e = kiln_tensor_max_error(&actual, &expected);
-      fprintf(stderr, "%s (f16): max err %g, max|ref| %g\n", label, e.max_err, e.max_ref);
-      KILN_EXPECT_GT(e.max_ref, 0.0);
-      KILN_EXPECT_LE(e.max_err, 1e-2 * e.max_ref);
-    } else {
-      kiln_tensor_expect_sum_error(&actual, &expected, k, label);
-    }
+  char label[128];
+  const char* where = target ? target : "default targets";
+  if (f16) {
+    snprintf(label, sizeof(label), "%s (f16)", where);
   } else {
-    KILN_EXPECT_EQ(actual.byte_size, expected.byte_size);
+    snprintf(label, sizeof(label), "%s: %zu dispatches", where, dispatches);
   }
-  for (size_t i = 0; i < g->input_count; ++i) kiln_graph_tensor_deinit(&inputs[i]);
-  kiln_graph_tensor_deinit(&expected);
-  kiln_graph_tensor_deinit(&actual);
+  if (f16) {
+    // fp16 operands and partials: the bound of docs/precision.md.
+    kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
+  } else {
+    kiln_tensor_expect_sum_error(&check.actual, &check.expected, k, label);
+  }
+  kiln_reference_check_release(&check);
   return dispatches;
 }
 
@@ -288,4 +271,52 @@ KILN_TEST(OnnxGpuSplitKTest, KernelRowPartsOnTheTiledCore) {
   KILN_EXPECT_GT(dispatches, 1u);
   KILN_EXPECT_LE(dispatches, 5u);  // at most one part per kernel row
   kiln_graph_deinitialize(&g);
+}
+
+// 3-D convs (lower_linear.c's conv3d: D padded, depth taps gathered as
+// channels, the 2-D conv on the tiled core or its cpu variant, moved back
+// to NCDHW) at f32 and f16 storage, on valhall and the default targets.
+typedef struct conv3d_case_t {
+  int64_t x[5], w[5];
+  int64_t pads[6], strides[3], dilations[3];
+  int64_t group;
+  bool relu;
+} conv3d_case_t;
+
+static void splitk_conv3d_graph(const conv3d_case_t* c, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "conv3d", g);
+  g->opset = 13;
+  const int64_t bias_dims[1] = {c->w[0]};
+  const int32_t in[3] = {kiln_test_graph_input(g, "x", 5, c->x),
+                         kiln_test_graph_input(g, "w", 5, c->w),
+                         kiln_test_graph_input(g, "b", 1, bias_dims)};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Conv", in, 3, &node, &y));
+  kiln_test_attr_ints(g, node, "pads", c->pads, 6);
+  kiln_test_attr_ints(g, node, "strides", c->strides, 3);
+  kiln_test_attr_ints(g, node, "dilations", c->dilations, 3);
+  kiln_test_attr_int(g, node, "group", c->group);
+  splitk_tail(g, y, -1, c->relu);
+}
+
+KILN_TEST(OnnxGpuSplitKTest, Conv3dAtF32AndF16) {
+  static const conv3d_case_t kCases[] = {
+      {{2, 8, 9, 10, 11}, {16, 8, 3, 3, 3}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, true},
+      {{1, 4, 6, 7, 8}, {6, 2, 3, 2, 3}, {1, 0, 1, 2, 1, 0}, {2, 1, 2}, {1, 2, 1}, 2, false},
+  };
+  const char* const targets[2] = {"valhall-g78", NULL};
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    const conv3d_case_t* c = &kCases[i];
+    const double k = (double)(c->w[1] * c->w[2] * c->w[3] * c->w[4]);
+    for (size_t t = 0; t < 2; ++t) {
+      fprintf(stderr, "conv3d case %zu, %s\n", i, targets[t] ? targets[t] : "default targets");
+      kiln_graph_t g;
+      splitk_conv3d_graph(c, &g);
+      KILN_EXPECT_GT(splitk_check(&g, targets[t], k), 1u);  // pad, gather, conv, copy back
+      kiln_graph_deinitialize(&g);
+      splitk_conv3d_graph(c, &g);
+      splitk_check_at(&g, targets[t], k, KILN_ONNX_PRECISION_F16);
+      kiln_graph_deinitialize(&g);
+    }
+  }
 }
