@@ -14,11 +14,13 @@ kiln_status_t kiln_hal_command_buffer_create(
     kiln_hal_device_t* device, kiln_hal_command_buffer_flags_t flags,
     kiln_hal_command_buffer_t** out_command_buffer) {
   *out_command_buffer = NULL;
-  if (flags & ~(kiln_hal_command_buffer_flags_t)KILN_HAL_COMMAND_BUFFER_TIMESTAMPS) {
+  const kiln_hal_command_buffer_flags_t stamps =
+      KILN_HAL_COMMAND_BUFFER_TIMESTAMPS | KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS;
+  if (flags & ~stamps) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "command_buffer_create: unknown flags 0x%x", flags);
   }
-  if ((flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS) && !device->info.timestamps) {
+  if ((flags & stamps) && !device->info.timestamps) {
     return kiln_make_status(KILN_STATUS_UNAVAILABLE,
                             "command_buffer_create: device '%s' has no "
                             "timestamp queries on its queue",
@@ -389,10 +391,11 @@ kiln_status_t kiln_hal_command_buffer_dispatch_time_ns(
 kiln_status_t kiln_hal_command_buffer_total_time_ns(kiln_hal_command_buffer_t* cb,
                                                     double* out_ns) {
   *out_ns = 0;
-  if (!(cb->flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
+  if (!(cb->flags &
+        (KILN_HAL_COMMAND_BUFFER_TIMESTAMPS | KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS))) {
     return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
                             "total_time_ns: command buffer was created "
-                            "without KILN_HAL_COMMAND_BUFFER_TIMESTAMPS");
+                            "without timestamps");
   }
   return CB_VTABLE(cb)->dispatch_time_ns(cb, cb->dispatch_count, out_ns);
 }

@@ -509,11 +509,15 @@ static kiln_status_t prepare_descriptor_pool(kiln_vk_command_buffer_t* cb) {
   return kiln_ok_status();
 }
 
+static bool span_stamped(const kiln_vk_command_buffer_t* cb) {
+  return cb->base.flags &
+         (KILN_HAL_COMMAND_BUFFER_TIMESTAMPS | KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS);
+}
+
 static kiln_status_t prepare_query_pool(kiln_vk_command_buffer_t* cb) {
-  if (!(cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS)) {
-    return kiln_ok_status();
-  }
-  // Two per dispatch, then two around the whole recording.
+  if (!span_stamped(cb)) return kiln_ok_status();
+  // Two per dispatch (written only with KILN_HAL_COMMAND_BUFFER_TIMESTAMPS),
+  // then two around the whole recording.
   uint32_t needed = 2 * cb->base.dispatch_count + 2;
   if (needed <= cb->query_capacity) return kiln_ok_status();
   kiln_vk_device_t* device = cb_device(cb);
@@ -639,7 +643,7 @@ static kiln_status_t translate(kiln_vk_command_buffer_t* cb,
   };
   KILN_RETURN_IF_ERROR(kiln_vk_result_status(
       vk->vkBeginCommandBuffer(cb->handle, &begin), "vkBeginCommandBuffer"));
-  const bool timestamps = cb->base.flags & KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+  const bool timestamps = span_stamped(cb);
   const uint32_t total_query = 2 * cb->base.dispatch_count;
   if (timestamps) {
     vk->vkCmdResetQueryPool(cb->handle, cb->query_pool, 0, total_query + 2);

@@ -101,6 +101,8 @@ typedef struct kiln_session_options_t {
   bool enable_validation;  // Khronos validation layer (also KILN_VULKAN_VALIDATION=1)
   const char* pipeline_cache_path;  // NULL: no persistent cache
   bool gpu_timestamps;  // time every dispatch on the GPU (statistics)
+  // With gpu_timestamps: time each submission as a whole, not every dispatch.
+  bool gpu_timestamps_span;
   // Per invoke: taken branches, calls and returns (0: unlimited).
   uint64_t fuel;
   // Per invoke: wall-clock milliseconds of bytecode (0: none). A dispatch or

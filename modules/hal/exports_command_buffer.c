@@ -30,7 +30,8 @@ static kiln_status_t kiln_hal_export_cb_create(kiln_vm_context_t* context,
   kiln_hal_command_buffer_flags_t flags =
       (kiln_hal_command_buffer_flags_t)args[1].i32;
   if (state->options.force_timestamps) {
-    flags |= KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
+    flags |= state->options.span_timestamps ? KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS
+                                            : KILN_HAL_COMMAND_BUFFER_TIMESTAMPS;
   }
   kiln_hal_command_buffer_t* command_buffer = NULL;
   KILN_RETURN_IF_ERROR(

@@ -121,6 +121,7 @@ kiln_status_t kiln_session_create(const kiln_session_options_t* options,
     // session's; constants and pipelines come from the model's cache.
     kiln_hal_module_options_t module_options = {
         .force_timestamps = options->gpu_timestamps,
+        .span_timestamps = options->gpu_timestamps_span,
         .shared_cache = kiln_model_shared_cache(session->model),
         .memory_budget = session->budget,
     };

@@ -242,6 +242,23 @@ KILN_TEST(DispatchTest, TimestampsGivePerDispatchTimes) {
   KILN_EXPECT_STATUS(KILN_STATUS_OUT_OF_RANGE,
                      kiln_hal_command_buffer_dispatch_time_ns(cb, 3, &ns));
   kiln_hal_command_buffer_release(cb);
+  // Span timestamps: the whole recording only, no per-dispatch times.
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(
+      device, KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  }
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_total_time_ns(cb, &total));
+  KILN_EXPECT_GT(total, 0);
+  KILN_EXPECT_LT(total, 10e9);
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "without",
+                             kiln_hal_command_buffer_dispatch_time_ns(cb, 0, &ns));
+  kiln_hal_command_buffer_release(cb);
+  KILN_EXPECT_STATUS(KILN_STATUS_INVALID_ARGUMENT,
+                     kiln_hal_command_buffer_create(device, 1u << 5, &cb));
   kiln_hal_executable_release(executable);
   kiln_hal_buffer_release(in);
   kiln_hal_buffer_release(out);

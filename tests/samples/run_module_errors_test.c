@@ -189,6 +189,33 @@ KILN_TEST(RunModuleFlags, StatisticsWithoutTimestamps) {
   KILN_EXPECT_CONTAINS(output, "  hal.device.submit_and_wait\n");
 }
 
+// --span_timestamps: a GPU time per call from one timestamp pair per
+// submission, no per-dispatch profile; refused without statistics or with
+// --no_timestamps.
+KILN_TEST(RunModuleFlags, StatisticsWithSpanTimestamps) {
+  char args[2048];
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x32xf32=0.25' --print_statistics --span_timestamps "
+           "--call_count=3",
+           kiln_test_sample_path("mlp"));
+  int code = kiln_test_run_tool(args, output, sizeof(output));
+  KILN_EXPECT_EQ(code, 0);
+  KILN_EXPECT_CONTAINS(output, "[statistics] median GPU time of a call (span timestamps): ");
+  KILN_EXPECT_TRUE(strstr(output, "(span timestamps): 0.000 ms") == NULL);
+  KILN_EXPECT_TRUE(strstr(output, "(timestamps)") == NULL);
+  KILN_EXPECT_TRUE(strstr(output, "slowest (mean GPU ms per call)") == NULL);
+  KILN_EXPECT_CONTAINS(output, " dispatches per call\n");
+  const char* bad[] = {"--print_statistics --span_timestamps --no_timestamps",
+                       "--span_timestamps"};
+  for (size_t i = 0; i < 2; ++i) {
+    snprintf(args, sizeof(args), "--module=%s --input='2x32xf32=0.25' %s",
+             kiln_test_sample_path("mlp"), bad[i]);
+    code = kiln_test_run_tool(args, output, sizeof(output));
+    KILN_EXPECT_NE(code, 0);
+    KILN_EXPECT_CONTAINS(output, "--span_timestamps needs --print_statistics");
+  }
+}
+
 // --sessions: more sessions on the first one's model at once (one thread
 // each), every result checked against the first session's; the weights are
 // uploaded once for all of them.

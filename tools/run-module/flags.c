@@ -65,6 +65,10 @@ static const flag_t kFlags[] = {
     {"no_timestamps", FLAG_BOOL, FIELD(run.no_timestamps), 0,
      "with --print_statistics: no GPU timestamps around every dispatch (the "
      "wall time then carries none of their cost; no GPU times are printed)"},
+    {"span_timestamps", FLAG_BOOL, FIELD(run.span_timestamps), 0,
+     "with --print_statistics: GPU timestamps around each submission only, not "
+     "every dispatch (a call's GPU time without the per-dispatch stamps' cost; "
+     "no per-dispatch profile)"},
     {"trace_execution", FLAG_BOOL, FIELD(run.trace_execution), 0,
      "print every call into the hal module as it happens"},
     {"pipeline_cache", FLAG_STRING, FIELD(run.pipeline_cache), 0,

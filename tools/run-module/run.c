@@ -233,6 +233,7 @@ typedef struct kiln_run_hook_state_t {
   FILE* out;
   bool trace;       // --trace_execution
   bool statistics;  // --print_statistics: sum GPU time of submissions
+  bool span;        // --span_timestamps: submissions timed whole, no dispatch times
   double gpu_ns;    // GPU time of the current call's recordings, end to end
   double dispatch_ns;  // the sum of its dispatches' own times
   // Command buffers the current call submitted (retained): their
@@ -423,7 +424,7 @@ static void kiln_run_add_gpu_time(kiln_run_hook_state_t* hook,
   size_t t = 0;
   while (t < hook->tracked_buffers && hook->tracked[t] != ref) ++t;
   bool tracked = t < hook->tracked_buffers && count == hook->tracked_count[t];
-  for (uint32_t i = 0; i < count && !status; ++i) {
+  for (uint32_t i = 0; i < (hook->span ? 0 : count) && !status; ++i) {
     double ns = 0;
     status = kiln_hal_command_buffer_dispatch_time_ns(command_buffer, i, &ns);
     hook->dispatch_ns += ns;
@@ -584,6 +585,11 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "no --module given (try --help)");
   }
+  if (options->span_timestamps && (options->no_timestamps || !options->print_statistics)) {
+    return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                            "--span_timestamps needs --print_statistics and no "
+                            "--no_timestamps");
+  }
   int64_t start_ns = kiln_time_now_ns();
   kiln_session_options_t session_options;
   kiln_session_options_init(&session_options);
@@ -591,6 +597,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   session_options.enable_validation = options->validation;
   session_options.pipeline_cache_path = options->pipeline_cache;
   session_options.gpu_timestamps = options->print_statistics && !options->no_timestamps;
+  session_options.gpu_timestamps_span = options->span_timestamps;
   session_options.fuel = options->fuel;
   if (options->deadline_ms > UINT32_MAX) {
     return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
@@ -630,6 +637,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   run->hook.out = run->out;
   run->hook.trace = options->trace_execution;
   run->hook.statistics = options->print_statistics;
+  run->hook.span = options->span_timestamps;
   if (options->trace_execution || options->print_statistics) {
     kiln_vm_context_set_native_call_hook(kiln_session_context(run->session),
                                          kiln_run_native_hook, &run->hook);
@@ -726,6 +734,12 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     qsort(dispatch_ns, (size_t)calls, sizeof(double), kiln_compare_doubles);
     if (options->no_timestamps) {
       fprintf(run->out, "[statistics] GPU time: not measured (--no_timestamps)\n");
+    } else if (options->span_timestamps) {
+      fprintf(run->out,
+              "[statistics] median GPU time of a call (span timestamps): %.3f ms (first "
+              "command to last of each submission, no per-dispatch stamps)\n",
+              gpu_ns[calls / 2] / 1e6);
+      fprintf(run->out, "[statistics] %zu dispatches per call\n", run->hook.dispatch_count);
     } else {
       fprintf(run->out,
               "[statistics] median GPU time of a call (timestamps): %.3f ms (first "

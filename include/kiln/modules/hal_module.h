@@ -69,6 +69,10 @@ typedef struct kiln_hal_module_options_t {
   // Every command buffer the bytecode creates records GPU timestamps around
   // its dispatches (for --print_statistics), whatever flags it asked for.
   bool force_timestamps;
+  // With force_timestamps: only around each whole recording
+  // (KILN_HAL_COMMAND_BUFFER_SPAN_TIMESTAMPS), a call's GPU time without
+  // the per-dispatch stamps' cost.
+  bool span_timestamps;
   // Constants and executables come from (and go to) this cache (retained;
   // it must be for the module's device). NULL: the module makes its own.
   kiln_hal_shared_cache_t* shared_cache;
