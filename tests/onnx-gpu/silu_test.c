@@ -111,7 +111,7 @@ static void kiln_silu_check(kiln_silu_case_t c, bool swapped, bool f16) {
   KILN_EXPECT_EQ(kiln_silu_live(&device, "kiln.Silu"), c == KILN_SILU_LONE ? 1u : 0u);
   kiln_tensor_error_t error = kiln_tensor_max_error(&actual, &expected);
   const double tolerance = f16 ? 1e-2 : 1e-4;
-  printf("silu %s%s %s: max|err| %.3g of max|ref| %.3g\n", kCaseNames[c],
+  printf("silu %s%s %s: max|err| / max|ref| %.3g (max|ref| %.3g)\n", kCaseNames[c],
          swapped ? " (swapped)" : "", f16 ? "f16" : "f32", error.max_err / error.max_ref,
          error.max_ref);
   KILN_EXPECT_TRUE(error.max_ref > 1.0);
