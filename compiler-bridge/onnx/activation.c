@@ -17,6 +17,8 @@ static const struct {
     {"Clip", KILN_ACT_CLIP, true},
     {"LeakyRelu", KILN_ACT_LEAKY_RELU, true},
     {"Sigmoid", KILN_ACT_SIGMOID, true},
+    // Mul(x, Sigmoid(x)) as pass_fuse_silu.c rewrites it (no ONNX op).
+    {"kiln.Silu", KILN_ACT_SILU, true},
     {"HardSigmoid", KILN_ACT_HARD_SIGMOID, true},
     {"HardSwish", KILN_ACT_HARD_SWISH, true},
     {"Tanh", KILN_ACT_TANH, true},
@@ -51,8 +53,6 @@ static const struct {
     {"Ceil", KILN_ACT_CEIL, false},
     {"Round", KILN_ACT_ROUND, false},
     {"Sign", KILN_ACT_SIGN, false},
-    // Mul(x, Sigmoid(x)) as pass_fuse_silu.c rewrites it (no ONNX op).
-    {"kiln.Silu", KILN_ACT_SILU, true},
 };
 
 kiln_activation_t kiln_activation_from_name(const char* name) {
