@@ -17,6 +17,8 @@ static const struct {
     {"Clip", KILN_ACT_CLIP, true},
     {"LeakyRelu", KILN_ACT_LEAKY_RELU, true},
     {"Sigmoid", KILN_ACT_SIGMOID, true},
+    // Mul(x, Sigmoid(x)) as pass_fuse_silu.c rewrites it (no ONNX op).
+    {"kiln.Silu", KILN_ACT_SILU, true},
     {"HardSigmoid", KILN_ACT_HARD_SIGMOID, true},
     {"HardSwish", KILN_ACT_HARD_SWISH, true},
     {"Tanh", KILN_ACT_TANH, true},
@@ -130,6 +132,9 @@ float kiln_ref_activation(kiln_activation_t kind, float alpha, float beta,
     case KILN_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
     case KILN_ACT_SIGMOID:
       return (float)(1.0 / (1.0 + exp(-(double)x)));
+    // Exactly Sigmoid then Mul: a float sigmoid times x in float.
+    case KILN_ACT_SILU:
+      return x * (float)(1.0 / (1.0 + exp(-(double)x)));
     case KILN_ACT_HARD_SIGMOID: {
       float y = alpha * x + beta;
       return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);

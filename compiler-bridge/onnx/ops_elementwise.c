@@ -397,6 +397,7 @@ const kiln_op_def_t kiln_ops_elementwise[] = {
     KILN_ACTIVATION_OP("Acosh", ""), KILN_ACTIVATION_OP("Atanh", ""),
     KILN_ACTIVATION_OP("Floor", ""), KILN_ACTIVATION_OP("Ceil", ""),
     KILN_ACTIVATION_OP("Round", ""), KILN_ACTIVATION_OP("Sign", ""),
+    KILN_ACTIVATION_OP("kiln.Silu", ""),  // pass_fuse_silu.c
     {"Add", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Sub", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},
     {"Mul", "", 2, 2, 1, 1, kiln_infer_binary, kiln_run_binary},

@@ -140,9 +140,51 @@ KILN_TEST(OnnxIeeeTest, ActivationsAndUnaryOps) {
       {"Neg", KILN_ACT_NEG, 0, 0},
       {"Abs", KILN_ACT_ABS, 0, 0},
       {"Reciprocal", KILN_ACT_RECIPROCAL, 0, 0},
+      {"kiln.Silu", KILN_ACT_SILU, 0, 0},
   };
   for (size_t k = 0; k < sizeof(kOps) / sizeof(kOps[0]); ++k) {
     kiln_ieee_check_unary(&kOps[k], false);
+  }
+}
+
+// SiLU as exported, Mul(x, Sigmoid(x)) in either order: the pass makes it one
+// kiln.Silu dispatch, which must give what the two ops give (-inf -> NaN,
+// large negative x -> -0, never NaN from exp overflow).
+KILN_TEST(OnnxIeeeTest, SigmoidMulPattern) {
+  for (int order = 0; order < 2; ++order) {
+    kiln_graph_t graph;
+    kiln_graph_initialize(kiln_allocator_system(), "ieee-silu", &graph);
+    graph.opset = 20;
+    int32_t x = -1, node = -1, s = -1, y = -1;
+    KILN_ASSERT_OK(kiln_gpu_graph_add_input(&graph, "x", &kShape, &x));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Sigmoid", &x, 1, &node, &s));
+    int32_t mul_in[2] = {order ? s : x, order ? x : s};
+    KILN_ASSERT_OK(kiln_gpu_graph_add_node(&graph, "Mul", mul_in, 2, &node, &y));
+    KILN_ASSERT_OK(kiln_gpu_graph_add_output(&graph, y));
+    KILN_ASSERT_OK(kiln_graph_infer_shapes(&graph));
+    KILN_ASSERT_OK(kiln_graph_run_default_passes(&graph));
+    size_t fused = 0;
+    for (size_t n = 0; n < graph.node_count; ++n) {
+      if (graph.nodes[n].removed) continue;
+      KILN_EXPECT_STREQ(graph.nodes[n].op_type, "kiln.Silu");
+      ++fused;
+    }
+    KILN_EXPECT_EQ(fused, 1u);
+    float got[KILN_IEEE_COUNT];
+    const float* input = kValues;
+    kiln_ieee_run(&graph, &input, KILN_IEEE_COUNT, got);
+    kiln_graph_deinitialize(&graph);
+    for (size_t i = 0; i < KILN_IEEE_COUNT; ++i) {
+      // The unfused graph in C: a float sigmoid, then a float product.
+      float sig = (float)ref_activation(KILN_ACT_SIGMOID, kValues[i], 0, 0);
+      float want = kValues[i] * sig;
+      bool ok = kiln_ieee_close(got[i], want);
+      if (!ok && kiln_ieee_is_denormal(kValues[i])) ok = kiln_ieee_close(got[i], 0.0);
+      if (!ok) {
+        KILN_ADD_FAILURE("silu order %d (%g) = %g, want %g", order, (double)kValues[i],
+                         (double)got[i], (double)want);
+      }
+    }
   }
 }
 
@@ -158,6 +200,7 @@ KILN_TEST(OnnxIeeeTest, FoldedActivations) {
       {"Tanh", KILN_ACT_TANH, 0, 0},
       {"Sigmoid", KILN_ACT_SIGMOID, 0, 0},
       {"Elu", KILN_ACT_ELU, 1.0f, 0},
+      {"kiln.Silu", KILN_ACT_SILU, 0, 0},
   };
   for (size_t k = 0; k < sizeof(kOps) / sizeof(kOps[0]); ++k) {
     kiln_ieee_check_unary(&kOps[k], true);

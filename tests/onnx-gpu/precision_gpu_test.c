@@ -96,6 +96,9 @@ KILN_TEST(OnnxGpuPrecisionTest, MobileNetV2) { kiln_check_f16_model("mobilenet_v
 
 KILN_TEST(OnnxGpuPrecisionTest, ResNet18) { kiln_check_f16_model("resnet18", NULL); }
 
+// SiLU fused into conv and depthwise epilogues (math in fp32, fp16 storage).
+KILN_TEST(OnnxGpuPrecisionTest, EfficientNetB0) { kiln_check_f16_model("efficientnet_b0", NULL); }
+
 KILN_TEST(OnnxGpuPrecisionTest, TransformerEncoderLayer) {
   kiln_check_f16_model("transformer_encoder", "input:2x10x64");
 }

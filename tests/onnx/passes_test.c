@@ -250,6 +250,96 @@ KILN_TEST(GraphPassesTest, FusesBatchedConstantAddAsResidual) {
   kiln_graph_deinitialize(&g);
 }
 
+// SiLU as exporters write it after a Conv: Mul(y, Sigmoid(y)), the Mul's
+// operands in the order kiln_silu_variant picks (see the tests below).
+enum {
+  KILN_SILU_MUL_X_SIG,   // Mul(y, Sigmoid(y))
+  KILN_SILU_MUL_SIG_X,   // Mul(Sigmoid(y), y)
+  KILN_SILU_SIG_SHARED,  // the Sigmoid is also a graph output
+  KILN_SILU_SE,          // Mul(y, Sigmoid(s)), s another tensor (squeeze-excite)
+  KILN_SILU_LONE,        // Mul(x, Sigmoid(x)) on a graph input
+};
+static int kiln_silu_variant;
+
+static void kiln_build_conv_silu(kiln_graph_t* g) {
+  int64_t xd[] = {1, 3, 5, 5}, wd[] = {4, 3, 3, 3}, cd[] = {4};
+  int32_t x = kiln_input(g, "x", 4, xd);
+  int32_t y = x;
+  if (kiln_silu_variant != KILN_SILU_LONE) {
+    int32_t conv_in[] = {x, kiln_const(g, 4, wd, 2.0f, 0.0f), kiln_const(g, 1, cd, 1.0f, 0.0f)};
+    y = kiln_node(g, "Conv", conv_in, 3);
+    int64_t pads[] = {1, 1, 1, 1};
+    kiln_attr_ints(g, "pads", pads, 4);
+  }
+  int32_t gate = y;
+  if (kiln_silu_variant == KILN_SILU_SE) {
+    int64_t sd[] = {1, 4, 5, 5};
+    int32_t s_in[] = {kiln_input(g, "s", 4, sd)};
+    gate = s_in[0];
+  }
+  int32_t sig = kiln_node(g, "Sigmoid", &gate, 1);
+  int32_t mul_in[] = {y, sig};
+  if (kiln_silu_variant == KILN_SILU_MUL_SIG_X) {
+    mul_in[0] = sig;
+    mul_in[1] = y;
+  }
+  kiln_output(g, kiln_node(g, "Mul", mul_in, 2));
+  if (kiln_silu_variant == KILN_SILU_SIG_SHARED) kiln_output(g, sig);
+}
+
+// Either operand order: one Conv carrying kiln.Silu, no Sigmoid or Mul left.
+KILN_TEST(GraphPassesTest, FusesSiluIntoConvInEitherOrder) {
+  const int variants[] = {KILN_SILU_MUL_X_SIG, KILN_SILU_MUL_SIG_X};
+  for (size_t v = 0; v < 2; ++v) {
+    kiln_silu_variant = variants[v];
+    kiln_graph_t g;
+    kiln_compare_before_after(kiln_build_conv_silu, &g);
+    KILN_EXPECT_EQ(kiln_live(&g, "Sigmoid"), 0u);
+    KILN_EXPECT_EQ(kiln_live(&g, "Mul"), 0u);
+    KILN_EXPECT_EQ(kiln_live(&g, "kiln.Silu"), 0u);
+    const kiln_graph_node_t* conv = kiln_find_live(&g, "Conv");
+    KILN_ASSERT_TRUE(conv != NULL);
+    const kiln_graph_attr_t* act = kiln_graph_node_find_attr(conv, "kiln.activation");
+    KILN_ASSERT_TRUE(act != NULL);
+    KILN_EXPECT_STREQ(act->s, "kiln.Silu");
+    kiln_graph_deinitialize(&g);
+  }
+}
+
+// A SiLU with no producer to fuse into stays one kiln.Silu node.
+KILN_TEST(GraphPassesTest, LoneSiluBecomesOneNode) {
+  kiln_silu_variant = KILN_SILU_LONE;
+  kiln_graph_t g;
+  kiln_compare_before_after(kiln_build_conv_silu, &g);
+  KILN_EXPECT_EQ(kiln_live(&g, "Sigmoid") + kiln_live(&g, "Mul"), 0u);
+  const kiln_graph_node_t* silu = kiln_find_live(&g, "kiln.Silu");
+  KILN_ASSERT_TRUE(silu != NULL);
+  KILN_EXPECT_EQ(silu->input_count, 1u);
+  KILN_EXPECT_EQ(silu->inputs[0], g.inputs[0]);
+  KILN_EXPECT_EQ(silu->outputs[0], g.outputs[0]);
+  kiln_graph_deinitialize(&g);
+}
+
+// Not SiLU: a Sigmoid someone else reads, and squeeze-excite's gate of
+// another tensor. Both keep their Sigmoid and Mul.
+KILN_TEST(GraphPassesTest, LeavesSharedSigmoidAndGateAlone) {
+  const int variants[] = {KILN_SILU_SIG_SHARED, KILN_SILU_SE};
+  for (size_t v = 0; v < 2; ++v) {
+    kiln_silu_variant = variants[v];
+    kiln_graph_t g;
+    kiln_compare_before_after(kiln_build_conv_silu, &g);
+    KILN_EXPECT_EQ(kiln_live(&g, "Sigmoid"), 1u);
+    KILN_EXPECT_EQ(kiln_live(&g, "Mul"), 1u);
+    KILN_EXPECT_EQ(kiln_live(&g, "kiln.Silu"), 0u);
+    const kiln_graph_node_t* conv = kiln_find_live(&g, "Conv");
+    KILN_ASSERT_TRUE(conv != NULL);
+    const kiln_graph_attr_t* act = kiln_graph_node_find_attr(conv, "kiln.activation");
+    // Each Conv output has a reader that is no activation (the Mul).
+    KILN_EXPECT_TRUE(act == NULL);
+    kiln_graph_deinitialize(&g);
+  }
+}
+
 // Exporter-style shape chain: Shape -> Gather -> Unsqueeze -> Concat ->
 // Reshape, plus Identity/Dropout in the way.
 static void kiln_build_shape_chain(kiln_graph_t* g) {

@@ -107,6 +107,9 @@ float kiln_activate(uint code, float x, float alpha, float beta) {
     case KILN_ACT_LEAKY_RELU: return x < 0.0 ? alpha * x : x;
     case KILN_ACT_CLIP: return kiln_clamp(x, alpha, beta);
     case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    // Sigmoid, then the product, as the unfused graph computes it: exp(-x)
+    // overflows to inf for large negative x, giving x * 0 (-inf * 0 = NaN).
+    case KILN_ACT_SILU: return x * (1.0 / (1.0 + exp(-x)));
     case KILN_ACT_HARD_SIGMOID: return kiln_clamp(alpha * x + beta, 0.0, 1.0);
     case KILN_ACT_HARD_SWISH: return x * kiln_clamp(x / 6.0 + 0.5, 0.0, 1.0);
     // tanh() of large |x| overflows exp on some drivers: clamp first.

@@ -35,7 +35,8 @@ kiln_status_t kiln_graph_fold_batch_norm(kiln_graph_t* graph);
 //   kiln.residual (int: index of the appended residual input; added before
 //     the activation when kiln.residual_first=1, else after),
 //   kiln.activation (string: Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid,
-//     HardSwish, Tanh, Elu, Softplus, Gelu), kiln.activation_alpha/beta
+//     HardSwish, Tanh, Elu, Softplus, Gelu, kiln.Silu, ...: the fusable
+//     ones of activation.c's table), kiln.activation_alpha/beta
 //     (floats: Clip min/max, LeakyRelu/Elu alpha, HardSigmoid alpha/beta).
 // Order applied: op, bias, then residual and activation as described.
 kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph);
@@ -44,6 +45,9 @@ kiln_status_t kiln_graph_fuse_epilogues(kiln_graph_t* graph);
 kiln_status_t kiln_graph_fuse_attention(kiln_graph_t* graph);
 // 0.5 * x * (1 + erf(x / sqrt 2)) as exporters write it -> one Gelu node.
 kiln_status_t kiln_graph_fuse_gelu(kiln_graph_t* graph);
+// Mul(x, Sigmoid(x)), the Sigmoid read by the Mul alone -> one kiln.Silu
+// node (an activation the epilogue pass then fuses).
+kiln_status_t kiln_graph_fuse_silu(kiln_graph_t* graph);
 // Add -> LayerNormalization (the sum read only by the norm): the norm takes
 // the second addend as input 3 with kiln.residual=3.
 kiln_status_t kiln_graph_fuse_residual_norm(kiln_graph_t* graph);

@@ -45,7 +45,8 @@
 #define KILN_ACT_CEIL 36
 #define KILN_ACT_ROUND 37        // half to even
 #define KILN_ACT_SIGN 38
-#define KILN_ACT_COUNT 39
+#define KILN_ACT_SILU 39         // x * sigmoid(x) (pass_fuse_silu.c's kiln.Silu)
+#define KILN_ACT_COUNT 40
 
 // Elementwise binary ops.
 #define KILN_BINARY_ADD 0

@@ -126,6 +126,7 @@ KILN_TEST(GpuElementwiseTest, EveryUnaryOp) {
       {KILN_ACT_CEIL, "ceil", -10, 10, 0, 0},
       {KILN_ACT_ROUND, "round", -10, 10, 0, 0},
       {KILN_ACT_SIGN, "sign", -4, 4, 0, 0},
+      {KILN_ACT_SILU, "silu", -100, 30, 0, 0},
   };
   KILN_ASSERT_EQ(sizeof(cases) / sizeof(cases[0]), KILN_ACT_COUNT);
   const size_t count = 3001;  // not a multiple of any workgroup size

@@ -99,8 +99,9 @@ KILN_TEST(GpuFp16Test, BinaryAndUnary) {
   ref_binary(KILN_BINARY_MUL, a, a_shape, 4, b, b_shape, 3, KILN_ACT_RELU, 0, 0, want);
   gpu_expect_close("binary_f16 mul+relu", got, want, count, 1e-3, 1.0 / 1024);
 
-  const uint32_t ops[] = {KILN_ACT_SIGMOID, KILN_ACT_HARD_SWISH, KILN_ACT_GELU, KILN_ACT_TANH};
-  for (size_t o = 0; o < 4; ++o) {
+  const uint32_t ops[] = {KILN_ACT_SIGMOID, KILN_ACT_HARD_SWISH, KILN_ACT_GELU, KILN_ACT_TANH,
+                          KILN_ACT_SILU};
+  for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); ++o) {
     kiln_kernel_unary_params_t u = {120, 0, 0};
     config = gpu_config(KILN_KERNEL_UNARY, KILN_KERNEL_STORAGE_FP16);
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_UNARY_OP, ops[o]));

@@ -55,6 +55,8 @@ double ref_activation(uint32_t code, double x, double alpha, double beta) {
     case KILN_ACT_CEIL: return ceil(x);
     case KILN_ACT_ROUND: return nearbyint(x);
     case KILN_ACT_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : 0;
+    // x * sigmoid(x) as the unfused graph computes it: -inf * 0 = NaN.
+    case KILN_ACT_SILU: return x * (1.0 / (1.0 + exp(-x)));
     default: return NAN;
   }
 }
