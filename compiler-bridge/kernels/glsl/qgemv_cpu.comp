@@ -72,8 +72,16 @@ struct Group {
   vec4 v0, v1, v2, v3, v4, v5, v6, v7;
 };
 
-// sum over group g of the weight row at byte `row` times A's group.
-float row_dot(uint row, uint g, Group a) {
+// One weight row's 32-element group as fetched: its code words (w0 then
+// w1, as codes() reads them) and the (scale, offset) of elements 0..15
+// (s.xy) and 16..31 (s.zw): weight = code * scale + offset.
+struct QGroup {
+  uvec4 w0, w1;
+  vec4 s;
+};
+
+// Group g of the weight row at byte `row`.
+QGroup load_group(uint row, uint g) {
   if (LAYOUT == KILN_QGEMM_Q4_0) {
     // 18 bytes from a 2-aligned offset: within the 2 texels holding it.
     const uint o = row + g * 18u;
@@ -81,17 +89,9 @@ float row_dot(uint row, uint g, Group a) {
     const bool odd = (o & 2u) != 0u;
     const uvec4 t0 = btexel(t), t1 = btexel(t + 1u);
     const uvec4 w = shift4(t0, t1, j);
-    const uint w4 = shift4(t1, uvec4(0), j).x;
     const float d = block_d(w.x, odd);
-    const uvec4 q = block_words(w, w4, odd);
-    // Code word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high).
-    const float s = dot(nibbles(q.x, 0u), a.v0) + dot(nibbles(q.y, 0u), a.v1) +
-                    dot(nibbles(q.z, 0u), a.v2) + dot(nibbles(q.w, 0u), a.v3) +
-                    dot(nibbles(q.x, 4u), a.v4) + dot(nibbles(q.y, 4u), a.v5) +
-                    dot(nibbles(q.z, 4u), a.v6) + dot(nibbles(q.w, 4u), a.v7);
-    const vec4 one = vec4(1.0);
-    const float sa = dot(a.v0 + a.v1 + a.v2 + a.v3 + a.v4 + a.v5 + a.v6 + a.v7, one);
-    return d * (s - 8.0 * sa);
+    return QGroup(block_words(w, shift4(t1, uvec4(0), j).x, odd), uvec4(0),
+                  vec4(d, -8.0 * d, d, -8.0 * d));
   } else if (LAYOUT == KILN_QGEMM_Q8_0) {
     // 34 bytes from a 2-aligned offset: within 3 texels.
     const uint o = row + g * 34u;
@@ -100,12 +100,8 @@ float row_dot(uint row, uint g, Group a) {
     const uvec4 t0 = btexel(t), t1 = btexel(t + 1u), t2 = btexel(t + 2u);
     const uvec4 w0 = shift4(t0, t1, j), w1 = shift4(t1, t2, j);
     const float d = block_d(w0.x, odd);
-    const uvec4 q0 = block_words(w0, w1.x, odd), q1 = block_words(w1, shift4(t2, uvec4(0), j).x, odd);
-    const float s = dot(bytes_signed(q0.x), a.v0) + dot(bytes_signed(q0.y), a.v1) +
-                    dot(bytes_signed(q0.z), a.v2) + dot(bytes_signed(q0.w), a.v3) +
-                    dot(bytes_signed(q1.x), a.v4) + dot(bytes_signed(q1.y), a.v5) +
-                    dot(bytes_signed(q1.z), a.v6) + dot(bytes_signed(q1.w), a.v7);
-    return d * s;
+    return QGroup(block_words(w0, w1.x, odd), block_words(w1, shift4(t2, uvec4(0), j).x, odd),
+                  vec4(d, 0.0, d, 0.0));
   } else if (LAYOUT == KILN_QGEMM_Q4_K) {
     // Superblocks (144 = 9 texels) and rows are 16-aligned: the header is
     // one texel, a sub-block pair's codes two.
@@ -123,14 +119,11 @@ float row_dot(uint row, uint g, Group a) {
       sc = (hi & 15u) | (((head.y >> sh) >> 6u) & 3u) << 4u;
       mn = (hi >> 4u) | (((head.z >> sh) >> 6u) & 3u) << 4u;
     }
-    const uvec4 c0 = btexel(base + 1u + 2u * (j >> 1)), c1 = btexel(base + 2u + 2u * (j >> 1));
+    // Odd sub-blocks are the high nibbles: shifted down here.
     const uint sh = (j & 1u) * 4u;
-    const float s = dot(nibbles(c0.x, sh), a.v0) + dot(nibbles(c0.y, sh), a.v1) +
-                    dot(nibbles(c0.z, sh), a.v2) + dot(nibbles(c0.w, sh), a.v3) +
-                    dot(nibbles(c1.x, sh), a.v4) + dot(nibbles(c1.y, sh), a.v5) +
-                    dot(nibbles(c1.z, sh), a.v6) + dot(nibbles(c1.w, sh), a.v7);
-    const float sa = dot(a.v0 + a.v1 + a.v2 + a.v3 + a.v4 + a.v5 + a.v6 + a.v7, vec4(1.0));
-    return dm.x * float(sc) * s - dm.y * float(mn) * sa;
+    const uvec4 c0 = btexel(base + 1u + 2u * (j >> 1)), c1 = btexel(base + 2u + 2u * (j >> 1));
+    const float d = dm.x * float(sc), m = -dm.y * float(mn);
+    return QGroup(c0 >> sh, c1 >> sh, vec4(d, m, d, m));
   } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
     // 7 words per group (scale 0..15, scale 16..31, zero points, 4 code
     // words), 4-aligned: within 3 texels.
@@ -141,23 +134,51 @@ float row_dot(uint row, uint g, Group a) {
     const uvec4 w0 = shift4(t0, t1, c), w1 = shift4(t1, t2, c);
     const float s0 = uintBitsToFloat(w0.x), s1 = uintBitsToFloat(w0.y);
     const float z0 = float(w0.z & 255u), z1 = float((w0.z >> 8) & 255u);
-    const uint q0 = w0.w, q1 = w1.x, q2 = w1.y, q3 = w1.z;
-    const float lo = dot(nibbles_seq(q0, 0u) - z0, a.v0) + dot(nibbles_seq(q0, 16u) - z0, a.v1) +
-                     dot(nibbles_seq(q1, 0u) - z0, a.v2) + dot(nibbles_seq(q1, 16u) - z0, a.v3);
-    const float hi = dot(nibbles_seq(q2, 0u) - z1, a.v4) + dot(nibbles_seq(q2, 16u) - z1, a.v5) +
-                     dot(nibbles_seq(q3, 0u) - z1, a.v6) + dot(nibbles_seq(q3, 16u) - z1, a.v7);
-    return s0 * lo + s1 * hi;
+    return QGroup(uvec4(w0.w, w1.xyz), uvec4(0), vec4(s0, -z0 * s0, s1, -z1 * s1));
   } else {  // KILN_QGEMM_INT8: fp32 scale per row (applied by the caller), then k int8
     const uint w = (row >> 2) + 1u + 8u * g;
     const uint t = w >> 2, c = w & 3u;
     const uvec4 t0 = btexel(t), t1 = btexel(t + 1u);
     const uvec4 t2 = c > 0u ? btexel(t + 2u) : uvec4(0);
-    const uvec4 w0 = shift4(t0, t1, c), w1 = shift4(t1, t2, c);
-    return dot(bytes_signed(w0.x), a.v0) + dot(bytes_signed(w0.y), a.v1) +
-           dot(bytes_signed(w0.z), a.v2) + dot(bytes_signed(w0.w), a.v3) +
-           dot(bytes_signed(w1.x), a.v4) + dot(bytes_signed(w1.y), a.v5) +
-           dot(bytes_signed(w1.z), a.v6) + dot(bytes_signed(w1.w), a.v7);
+    return QGroup(shift4(t0, t1, c), shift4(t1, t2, c), vec4(1.0, 0.0, 1.0, 0.0));
   }
+}
+
+// The codes of elements 4i..4i+3 of the group (i a constant once inlined).
+vec4 codes(QGroup q, uint i) {
+  if (LAYOUT == KILN_QGEMM_Q4_0) {
+    // Code word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high).
+    return nibbles(q.w0[i & 3u], (i >> 2) * 4u);
+  } else if (LAYOUT == KILN_QGEMM_Q4_K) {
+    return nibbles(i < 4u ? q.w0[i & 3u] : q.w1[i & 3u], 0u);
+  } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
+    return nibbles_seq(q.w0[i >> 1], (i & 1u) * 16u);  // 8 elements per word
+  }
+  return bytes_signed(i < 4u ? q.w0[i & 3u] : q.w1[i & 3u]);  // q8_0, int8
+}
+
+// The weights of elements 4i..4i+3.
+vec4 weights(QGroup q, uint i) {
+  if (LAYOUT == KILN_QGEMM_Q8_0) return codes(q, i) * q.s.x;
+  if (LAYOUT == KILN_QGEMM_INT8) return codes(q, i);
+  return i < 4u ? codes(q, i) * q.s.x + q.s.y : codes(q, i) * q.s.z + q.s.w;
+}
+
+// sum over group g of the weight row at byte `row` times A's group: codes
+// dotted first, each half's scale and offset applied once.
+float row_dot(uint row, uint g, Group a) {
+  const QGroup q = load_group(row, g);
+  const float lo = dot(codes(q, 0u), a.v0) + dot(codes(q, 1u), a.v1) +
+                   dot(codes(q, 2u), a.v2) + dot(codes(q, 3u), a.v3);
+  const float hi = dot(codes(q, 4u), a.v4) + dot(codes(q, 5u), a.v5) +
+                   dot(codes(q, 6u), a.v6) + dot(codes(q, 7u), a.v7);
+  if (LAYOUT == KILN_QGEMM_INT8) return lo + hi;
+  if (LAYOUT == KILN_QGEMM_Q8_0) return q.s.x * (lo + hi);
+  const vec4 one = vec4(1.0);
+  const float sa_lo = dot(a.v0 + a.v1 + a.v2 + a.v3, one);
+  const float sa_hi = dot(a.v4 + a.v5 + a.v6 + a.v7, one);
+  if (LAYOUT == KILN_QGEMM_Q4_ZP) return q.s.x * lo + q.s.y * sa_lo + q.s.z * hi + q.s.w * sa_hi;
+  return q.s.x * (lo + hi) + q.s.y * (sa_lo + sa_hi);  // one scale and offset per group
 }
 
 // The epilogue of weight row n0 + r (skipped past the end).
@@ -183,35 +204,104 @@ float row_scale(uint row) {
   return LAYOUT == KILN_QGEMM_INT8 ? texelFetch(b4_t, int(row >> 4))[(row >> 2) & 3u] : 1.0;
 }
 
+// One row of A (TM = 1, the decode GEMV): per group, A's 8 vec4s fetched
+// once for the TN weight rows, each row's codes dotted with them before
+// its scale is applied.
+void main_one_row(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
+  const uint groups = p.k / 32u;
+  const uint gm = gl_WorkGroupID.y;
+  if (gm >= p.m) return;
+  const uint a_row = (batch * p.a_batch_stride + gm * p.a_row_stride) >> 2;
+  vec4 lo = vec4(0.0), hi = vec4(0.0);
+  for (uint g = 0; g < groups; ++g) {
+    const uint a = a_row + 8u * g;
+    const Group ag = Group(A4(a), A4(a + 1), A4(a + 2), A4(a + 3), A4(a + 4), A4(a + 5),
+                           A4(a + 6), A4(a + 7));
+    for (uint r = 0; r < TN; ++r) {
+      const float v = row_dot(ROW(r), g, ag);
+      lo += v * vec4(equal(uvec4(r), uvec4(0, 1, 2, 3)));
+      hi += v * vec4(equal(uvec4(r), uvec4(4, 5, 6, 7)));
+    }
+  }
+  lo *= scale_lo;
+  hi *= scale_hi;
+  for (uint r = 0; r < TN; ++r) {
+    store(batch, gm, n0 + r, r < 4u ? lo[r] : hi[r - 4u]);
+  }
+}
+
+// TM (2..8) rows of A: per group, each of the TN weight rows is fetched
+// and decoded once (weights scaled in registers) and used for all TM rows,
+// whose quads of A are fetched once for the TN rows. Rows, accumulators
+// (l<t>: weight rows 0..3 of A row t, h<t>: 4..7) and the 8 quads of a
+// group are written out: no loop or array inside the group loop, and
+// the rows past TM or TN fold away with the spec constants.
+#define KILN_Q(r) (TN > r ? load_group(ROW(r), g) : q0)
+#define KILN_W(r, i) (TN > r ? weights(q##r, i) : vec4(0.0))
+#define KILN_D(r, x) (TN > r ? dot(w##r, x) : 0.0)
+#define KILN_ROW_STEP(t, i)                                                        \
+  if (TM > t) {                                                                    \
+    const vec4 x = A4(ar##t + 8u * g + i);                                         \
+    l##t += vec4(KILN_D(0, x), KILN_D(1, x), KILN_D(2, x), KILN_D(3, x));          \
+    if (TN > 4) h##t += vec4(KILN_D(4, x), KILN_D(5, x), KILN_D(6, x), KILN_D(7, x)); \
+  }
+#define KILN_QUAD(i)                                                               \
+  {                                                                                \
+    const vec4 w0 = KILN_W(0, i), w1 = KILN_W(1, i), w2 = KILN_W(2, i), w3 = KILN_W(3, i); \
+    const vec4 w4 = KILN_W(4, i), w5 = KILN_W(5, i), w6 = KILN_W(6, i), w7 = KILN_W(7, i); \
+    KILN_ROW_STEP(0, i) KILN_ROW_STEP(1, i) KILN_ROW_STEP(2, i) KILN_ROW_STEP(3, i)    \
+    KILN_ROW_STEP(4, i) KILN_ROW_STEP(5, i) KILN_ROW_STEP(6, i) KILN_ROW_STEP(7, i)    \
+  }
+void main_rows(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
+  const uint groups = p.k / 32u;
+  const uint gm0 = gl_WorkGroupID.y * TM;
+  // A's rows gm0 + t in vec4s (rows past m read the last one, not stored).
+  const uint a_base = batch * p.a_batch_stride, last = p.m - 1u;
+  const uint ar0 = (a_base + min(gm0, last) * p.a_row_stride) >> 2;
+  const uint ar1 = (a_base + min(gm0 + 1u, last) * p.a_row_stride) >> 2;
+  const uint ar2 = (a_base + min(gm0 + 2u, last) * p.a_row_stride) >> 2;
+  const uint ar3 = (a_base + min(gm0 + 3u, last) * p.a_row_stride) >> 2;
+  const uint ar4 = (a_base + min(gm0 + 4u, last) * p.a_row_stride) >> 2;
+  const uint ar5 = (a_base + min(gm0 + 5u, last) * p.a_row_stride) >> 2;
+  const uint ar6 = (a_base + min(gm0 + 6u, last) * p.a_row_stride) >> 2;
+  const uint ar7 = (a_base + min(gm0 + 7u, last) * p.a_row_stride) >> 2;
+  vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0), l3 = vec4(0.0);
+  vec4 l4 = vec4(0.0), l5 = vec4(0.0), l6 = vec4(0.0), l7 = vec4(0.0);
+  vec4 h0 = vec4(0.0), h1 = vec4(0.0), h2 = vec4(0.0), h3 = vec4(0.0);
+  vec4 h4 = vec4(0.0), h5 = vec4(0.0), h6 = vec4(0.0), h7 = vec4(0.0);
+  for (uint g = 0; g < groups; ++g) {
+    const QGroup q0 = load_group(ROW(0), g);
+    const QGroup q1 = KILN_Q(1), q2 = KILN_Q(2), q3 = KILN_Q(3);
+    const QGroup q4 = KILN_Q(4), q5 = KILN_Q(5), q6 = KILN_Q(6), q7 = KILN_Q(7);
+    KILN_QUAD(0u) KILN_QUAD(1u) KILN_QUAD(2u) KILN_QUAD(3u)
+    KILN_QUAD(4u) KILN_QUAD(5u) KILN_QUAD(6u) KILN_QUAD(7u)
+  }
+  // One epilogue in a loop (llvmpipe compiles each store into a long
+  // sequence; gemm_cpu.comp).
+  for (uint t = 0; t < TM; ++t) {
+    const uint gm = gm0 + t;
+    if (gm >= p.m) break;
+    const vec4 lo = t == 0u ? l0 : t == 1u ? l1 : t == 2u ? l2 : t == 3u ? l3
+                  : t == 4u ? l4 : t == 5u ? l5 : t == 6u ? l6 : l7;
+    const vec4 hi = t == 0u ? h0 : t == 1u ? h1 : t == 2u ? h2 : t == 3u ? h3
+                  : t == 4u ? h4 : t == 5u ? h5 : t == 6u ? h6 : h7;
+    for (uint r = 0; r < TN; ++r) {
+      store(batch, gm, n0 + r, r < 4u ? lo[r] * scale_lo[r] : hi[r - 4u] * scale_hi[r - 4u]);
+    }
+  }
+}
+
 void main() {
   const uint batch = gl_WorkGroupID.z;
   const uint n0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * TN;
-  // The TN rows' sums in two vec4s (rows 0..3, 4..7), each row's added by
-  // a mask: no array (a constant-trip loop, unrolled or not).
+  // int8's per-row scales (1 otherwise), applied to the sums.
   const vec4 scale_lo = vec4(row_scale(ROW(0)), row_scale(ROW(1)), row_scale(ROW(2)),
                              row_scale(ROW(3)));
   const vec4 scale_hi = vec4(row_scale(ROW(4)), row_scale(ROW(5)), row_scale(ROW(6)),
                              row_scale(ROW(7)));
-  const uint groups = p.k / 32u;
-  for (uint t = 0; t < TM; ++t) {
-    const uint gm = gl_WorkGroupID.y * TM + t;
-    if (gm >= p.m) break;
-    const uint a_row = (batch * p.a_batch_stride + gm * p.a_row_stride) >> 2;
-    vec4 lo = vec4(0.0), hi = vec4(0.0);
-    for (uint g = 0; g < groups; ++g) {
-      const uint a = a_row + 8u * g;
-      const Group ag = Group(A4(a), A4(a + 1), A4(a + 2), A4(a + 3), A4(a + 4), A4(a + 5),
-                             A4(a + 6), A4(a + 7));
-      for (uint r = 0; r < TN; ++r) {
-        const float v = row_dot(ROW(r), g, ag);
-        lo += v * vec4(equal(uvec4(r), uvec4(0, 1, 2, 3)));
-        hi += v * vec4(equal(uvec4(r), uvec4(4, 5, 6, 7)));
-      }
-    }
-    lo *= scale_lo;
-    hi *= scale_hi;
-    for (uint r = 0; r < TN; ++r) {
-      store(batch, gm, n0 + r, r < 4u ? lo[r] : hi[r - 4u]);
-    }
+  if (TM == 1) {
+    main_one_row(batch, n0, scale_lo, scale_hi);
+  } else {
+    main_rows(batch, n0, scale_lo, scale_hi);
   }
 }
