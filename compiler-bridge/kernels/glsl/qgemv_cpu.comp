@@ -56,15 +56,15 @@ uvec4 block_words(uvec4 w, uint next, bool odd) {
 }
 float block_d(uint w0, bool odd) { return unpackHalf2x16(odd ? w0 >> 16 : w0).x; }
 
-// Through int: x86 converts signed integers in one instruction.
-vec4 nibbles(uint word, uint shift) {
-  return vec4(ivec4((uvec4(word) >> (uvec4(0, 8, 16, 24) + shift)) & 15u));
+const uvec4 kLowNibbles = uvec4(0x0f0f0f0fu);
+// The low 4 nibbles of each word, one to a byte.
+uvec4 spread_nibbles(uvec4 x) {
+  return (x & 0xfu) | ((x & 0xf0u) << 4) | ((x & 0xf00u) << 8) | ((x & 0xf000u) << 12);
 }
-vec4 nibbles_seq(uint word, uint shift) {  // q4_zp: element order low nibble first
-  return vec4(ivec4((uvec4(word) >> (uvec4(0, 4, 8, 12) + shift)) & 15u));
-}
+// Sign-extended bytes, through int: x86 converts signed integers in one
+// instruction.
 vec4 bytes_signed(uint word) {
-  return vec4((ivec4(word) << ivec4(24, 16, 8, 0)) >> 24);  // sign-extended bytes
+  return vec4((ivec4(word) << ivec4(24, 16, 8, 0)) >> 24);
 }
 
 // The group of A at vec4 `a`: 8 vec4s.
@@ -72,9 +72,12 @@ struct Group {
   vec4 v0, v1, v2, v3, v4, v5, v6, v7;
 };
 
-// One weight row's 32-element group as fetched: its code words (w0 then
-// w1, as codes() reads them) and the (scale, offset) of elements 0..15
-// (s.xy) and 16..31 (s.zw): weight = code * scale + offset.
+// One weight row's 32-element group, fetched and put in one form for
+// every layout: element 4i + b's code in byte b of word i (w0 then w1;
+// int8 for q8_0 / int8, 0..15 for the 4-bit layouts), and the (scale,
+// offset) of elements 0..15 (s.xy) and 16..31 (s.zw): weight = code *
+// scale + offset. One decoder (codes) then serves all layouts: the shader
+// holds one copy of the dot loops, not one per layout.
 struct QGroup {
   uvec4 w0, w1;
   vec4 s;
@@ -90,8 +93,9 @@ QGroup load_group(uint row, uint g) {
     const uvec4 t0 = btexel(t), t1 = btexel(t + 1u);
     const uvec4 w = shift4(t0, t1, j);
     const float d = block_d(w.x, odd);
-    return QGroup(block_words(w, shift4(t1, uvec4(0), j).x, odd), uvec4(0),
-                  vec4(d, -8.0 * d, d, -8.0 * d));
+    // Code word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high).
+    const uvec4 q = block_words(w, shift4(t1, uvec4(0), j).x, odd);
+    return QGroup(q & kLowNibbles, (q >> 4) & kLowNibbles, vec4(d, -8.0 * d, d, -8.0 * d));
   } else if (LAYOUT == KILN_QGEMM_Q8_0) {
     // 34 bytes from a 2-aligned offset: within 3 texels.
     const uint o = row + g * 34u;
@@ -119,11 +123,11 @@ QGroup load_group(uint row, uint g) {
       sc = (hi & 15u) | (((head.y >> sh) >> 6u) & 3u) << 4u;
       mn = (hi >> 4u) | (((head.z >> sh) >> 6u) & 3u) << 4u;
     }
-    // Odd sub-blocks are the high nibbles: shifted down here.
+    // Odd sub-blocks are the high nibbles.
     const uint sh = (j & 1u) * 4u;
     const uvec4 c0 = btexel(base + 1u + 2u * (j >> 1)), c1 = btexel(base + 2u + 2u * (j >> 1));
     const float d = dm.x * float(sc), m = -dm.y * float(mn);
-    return QGroup(c0 >> sh, c1 >> sh, vec4(d, m, d, m));
+    return QGroup((c0 >> sh) & kLowNibbles, (c1 >> sh) & kLowNibbles, vec4(d, m, d, m));
   } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
     // 7 words per group (scale 0..15, scale 16..31, zero points, 4 code
     // words), 4-aligned: within 3 texels.
@@ -134,7 +138,10 @@ QGroup load_group(uint row, uint g) {
     const uvec4 w0 = shift4(t0, t1, c), w1 = shift4(t1, t2, c);
     const float s0 = uintBitsToFloat(w0.x), s1 = uintBitsToFloat(w0.y);
     const float z0 = float(w0.z & 255u), z1 = float((w0.z >> 8) & 255u);
-    return QGroup(uvec4(w0.w, w1.xyz), uvec4(0), vec4(s0, -z0 * s0, s1, -z1 * s1));
+    // Code word j: elements 8j..8j+7, low nibble first.
+    return QGroup(spread_nibbles(uvec4(w0.w, w0.w >> 16, w1.x, w1.x >> 16)),
+                  spread_nibbles(uvec4(w1.y, w1.y >> 16, w1.z, w1.z >> 16)),
+                  vec4(s0, -z0 * s0, s1, -z1 * s1));
   } else {  // KILN_QGEMM_INT8: fp32 scale per row (applied by the caller), then k int8
     const uint w = (row >> 2) + 1u + 8u * g;
     const uint t = w >> 2, c = w & 3u;
@@ -144,23 +151,11 @@ QGroup load_group(uint row, uint g) {
   }
 }
 
-// The codes of elements 4i..4i+3 of the group (i a constant once inlined).
-vec4 codes(QGroup q, uint i) {
-  if (LAYOUT == KILN_QGEMM_Q4_0) {
-    // Code word i: elements 4i..4i+3 (low nibbles) and 16+4i.. (high).
-    return nibbles(q.w0[i & 3u], (i >> 2) * 4u);
-  } else if (LAYOUT == KILN_QGEMM_Q4_K) {
-    return nibbles(i < 4u ? q.w0[i & 3u] : q.w1[i & 3u], 0u);
-  } else if (LAYOUT == KILN_QGEMM_Q4_ZP) {
-    return nibbles_seq(q.w0[i >> 1], (i & 1u) * 16u);  // 8 elements per word
-  }
-  return bytes_signed(i < 4u ? q.w0[i & 3u] : q.w1[i & 3u]);  // q8_0, int8
-}
+// The codes of elements 4i..4i+3 of the group.
+vec4 codes(QGroup q, uint i) { return bytes_signed(i < 4u ? q.w0[i & 3u] : q.w1[i & 3u]); }
 
 // The weights of elements 4i..4i+3.
 vec4 weights(QGroup q, uint i) {
-  if (LAYOUT == KILN_QGEMM_Q8_0) return codes(q, i) * q.s.x;
-  if (LAYOUT == KILN_QGEMM_INT8) return codes(q, i);
   return i < 4u ? codes(q, i) * q.s.x + q.s.y : codes(q, i) * q.s.z + q.s.w;
 }
 
@@ -273,8 +268,7 @@ void main_rows(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
     const QGroup q0 = load_group(ROW(0), g);
     const QGroup q1 = KILN_Q(1), q2 = KILN_Q(2), q3 = KILN_Q(3);
     const QGroup q4 = KILN_Q(4), q5 = KILN_Q(5), q6 = KILN_Q(6), q7 = KILN_Q(7);
-    KILN_QUAD(0u) KILN_QUAD(1u) KILN_QUAD(2u) KILN_QUAD(3u)
-    KILN_QUAD(4u) KILN_QUAD(5u) KILN_QUAD(6u) KILN_QUAD(7u)
+    for (uint i = 0; i < 8u; ++i) KILN_QUAD(i)
   }
   // One epilogue in a loop (llvmpipe compiles each store into a long
   // sequence; gemm_cpu.comp).
