@@ -268,7 +268,8 @@ void main_rows(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
     const QGroup q0 = load_group(ROW(0), g);
     const QGroup q1 = KILN_Q(1), q2 = KILN_Q(2), q3 = KILN_Q(3);
     const QGroup q4 = KILN_Q(4), q5 = KILN_Q(5), q6 = KILN_Q(6), q7 = KILN_Q(7);
-    for (uint i = 0; i < 8u; ++i) KILN_QUAD(i)
+    KILN_QUAD(0u) KILN_QUAD(1u) KILN_QUAD(2u) KILN_QUAD(3u)
+    KILN_QUAD(4u) KILN_QUAD(5u) KILN_QUAD(6u) KILN_QUAD(7u)
   }
   // One epilogue in a loop (llvmpipe compiles each store into a long
   // sequence; gemm_cpu.comp).
