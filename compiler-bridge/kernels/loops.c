@@ -149,8 +149,8 @@ static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
 
 // qgemv_cpu: one row of A (TM = 1): the loop over the k / 32 groups
 // holding the TN-row loop, then the TN-row store loop; TM = 2..8 rows
-// (main_rows): the group loop holding the 8-quad loop, then the TM x TN
-// store loops; and the epilogue.
+// (main_rows): the group loop, its 8 quads (written out; counted as a loop
+// all the same), then the TM x TN store loops; and the epilogue.
 static uint64_t kiln_loops_qgemv_cpu(const kiln_kernel_config_t* config,
                                      const kiln_kernel_gemm_params_t* p) {
   const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
