@@ -229,30 +229,28 @@ void main_one_row(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
   }
 }
 
-// TM (2..8) rows of A: per group, each of the TN weight rows is fetched
-// and decoded once (weights scaled in registers) and used for all TM rows,
-// whose quads of A are fetched once for the TN rows. Rows, accumulators
-// (l<t>: weight rows 0..3 of A row t, h<t>: 4..7) and the 8 quads of a
-// group are written out: no array inside the group loop, and the rows
-// past TM or TN fold away with the spec constants. (A loop over the quads,
-// picking words by a dynamic index, ran 1.4x slower; written out, the
-// pipeline takes about 0.6 s to build on lavapipe against 0.1 s for the
-// one-row path.)
-#define KILN_Q(r) (TN > r ? load_group(ROW(r), g) : q0)
-#define KILN_W(r, i) (TN > r ? weights(q##r, i) : vec4(0.0))
-#define KILN_D(r, x) (TN > r ? dot(w##r, x) : 0.0)
-#define KILN_ROW_STEP(t, i)                                                        \
-  if (TM > t) {                                                                    \
-    const vec4 x = A4(ar##t + 8u * g + i);                                         \
-    l##t += vec4(KILN_D(0, x), KILN_D(1, x), KILN_D(2, x), KILN_D(3, x));          \
-    if (TN > 4) h##t += vec4(KILN_D(4, x), KILN_D(5, x), KILN_D(6, x), KILN_D(7, x)); \
+// TM (2..8) rows of A: per group, each weight row is fetched and decoded
+// once (weights scaled in registers) and used for all TM rows, whose
+// quads of A are fetched once for 4 weight rows (TN > 4: two passes of 4
+// rows). Rows, accumulators (l<t>: the pass's weight rows of A row t) and
+// the 8 quads of a group are written out: no array inside the group loop,
+// and the rows past TM or TN fold away with the spec constants. (A loop
+// over the quads, picking words by a dynamic index, ran 1.4x slower;
+// written out, the pipeline takes about 0.6 s to build on lavapipe against
+// 0.1 s for the one-row path.)
+#define KILN_Q(r) (TN > rb + r ? load_group(ROW(rb + r), g) : q0)
+#define KILN_W(r, i) (TN > rb + r ? weights(q##r, i) : vec4(0.0))
+#define KILN_D(r, x) (TN > rb + r ? dot(w##r, x) : 0.0)
+#define KILN_ROW_STEP(t, i)                                               \
+  if (TM > t) {                                                           \
+    const vec4 x = A4(ar##t + 8u * g + i);                                \
+    l##t += vec4(KILN_D(0, x), KILN_D(1, x), KILN_D(2, x), KILN_D(3, x)); \
   }
-#define KILN_QUAD(i)                                                               \
-  {                                                                                \
+#define KILN_QUAD(i)                                                                       \
+  {                                                                                        \
     const vec4 w0 = KILN_W(0, i), w1 = KILN_W(1, i), w2 = KILN_W(2, i), w3 = KILN_W(3, i); \
-    const vec4 w4 = KILN_W(4, i), w5 = KILN_W(5, i), w6 = KILN_W(6, i), w7 = KILN_W(7, i); \
-    KILN_ROW_STEP(0, i) KILN_ROW_STEP(1, i) KILN_ROW_STEP(2, i) KILN_ROW_STEP(3, i)    \
-    KILN_ROW_STEP(4, i) KILN_ROW_STEP(5, i) KILN_ROW_STEP(6, i) KILN_ROW_STEP(7, i)    \
+    KILN_ROW_STEP(0, i) KILN_ROW_STEP(1, i) KILN_ROW_STEP(2, i) KILN_ROW_STEP(3, i)        \
+    KILN_ROW_STEP(4, i) KILN_ROW_STEP(5, i) KILN_ROW_STEP(6, i) KILN_ROW_STEP(7, i)        \
   }
 void main_rows(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
   const uint groups = p.k / 32u;
@@ -267,28 +265,27 @@ void main_rows(uint batch, uint n0, vec4 scale_lo, vec4 scale_hi) {
   const uint ar5 = (a_base + min(gm0 + 5u, last) * p.a_row_stride) >> 2;
   const uint ar6 = (a_base + min(gm0 + 6u, last) * p.a_row_stride) >> 2;
   const uint ar7 = (a_base + min(gm0 + 7u, last) * p.a_row_stride) >> 2;
-  vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0), l3 = vec4(0.0);
-  vec4 l4 = vec4(0.0), l5 = vec4(0.0), l6 = vec4(0.0), l7 = vec4(0.0);
-  vec4 h0 = vec4(0.0), h1 = vec4(0.0), h2 = vec4(0.0), h3 = vec4(0.0);
-  vec4 h4 = vec4(0.0), h5 = vec4(0.0), h6 = vec4(0.0), h7 = vec4(0.0);
-  for (uint g = 0; g < groups; ++g) {
-    const QGroup q0 = load_group(ROW(0), g);
-    const QGroup q1 = KILN_Q(1), q2 = KILN_Q(2), q3 = KILN_Q(3);
-    const QGroup q4 = KILN_Q(4), q5 = KILN_Q(5), q6 = KILN_Q(6), q7 = KILN_Q(7);
-    KILN_QUAD(0u) KILN_QUAD(1u) KILN_QUAD(2u) KILN_QUAD(3u)
-    KILN_QUAD(4u) KILN_QUAD(5u) KILN_QUAD(6u) KILN_QUAD(7u)
-  }
-  // One epilogue in a loop (llvmpipe compiles each store into a long
-  // sequence; gemm_cpu.comp).
-  for (uint t = 0; t < TM; ++t) {
-    const uint gm = gm0 + t;
-    if (gm >= p.m) break;
-    const vec4 lo = t == 0u ? l0 : t == 1u ? l1 : t == 2u ? l2 : t == 3u ? l3
-                  : t == 4u ? l4 : t == 5u ? l5 : t == 6u ? l6 : l7;
-    const vec4 hi = t == 0u ? h0 : t == 1u ? h1 : t == 2u ? h2 : t == 3u ? h3
-                  : t == 4u ? h4 : t == 5u ? h5 : t == 6u ? h6 : h7;
-    for (uint r = 0; r < TN; ++r) {
-      store(batch, gm, n0 + r, r < 4u ? lo[r] * scale_lo[r] : hi[r - 4u] * scale_hi[r - 4u]);
+  // Written once and looped (glslc inlines every call: two calls would be
+  // two copies in the module).
+  for (uint pass = 0; pass < (TN + 3u) / 4u; ++pass) {
+    const uint rb = TN > 4u ? 4u * pass : 0u;  // weight rows rb..rb + 3: 0 folds for TN <= 4
+    vec4 l0 = vec4(0.0), l1 = vec4(0.0), l2 = vec4(0.0), l3 = vec4(0.0);
+    vec4 l4 = vec4(0.0), l5 = vec4(0.0), l6 = vec4(0.0), l7 = vec4(0.0);
+    for (uint g = 0; g < groups; ++g) {
+      const QGroup q0 = load_group(ROW(rb), g);
+      const QGroup q1 = KILN_Q(1), q2 = KILN_Q(2), q3 = KILN_Q(3);
+      KILN_QUAD(0u) KILN_QUAD(1u) KILN_QUAD(2u) KILN_QUAD(3u)
+      KILN_QUAD(4u) KILN_QUAD(5u) KILN_QUAD(6u) KILN_QUAD(7u)
+    }
+    // One epilogue in a loop (llvmpipe compiles each store into a long
+    // sequence; gemm_cpu.comp).
+    const vec4 scale = rb == 0u ? scale_lo : scale_hi;
+    for (uint t = 0; t < TM; ++t) {
+      const uint gm = gm0 + t;
+      if (gm >= p.m) break;
+      const vec4 v = t == 0u ? l0 : t == 1u ? l1 : t == 2u ? l2 : t == 3u ? l3
+                   : t == 4u ? l4 : t == 5u ? l5 : t == 6u ? l6 : l7;
+      for (uint r = 0; r < 4u && rb + r < TN; ++r) store(batch, gm, n0 + rb + r, v[r] * scale[r]);
     }
   }
 }
