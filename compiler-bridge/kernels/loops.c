@@ -147,15 +147,21 @@ static uint64_t kiln_loops_qgemv(const kiln_kernel_config_t* config,
          KILN_LOOPS_EPILOGUE;
 }
 
-// qgemv_cpu: TM rows of A, each a loop over the k / 32 groups holding the
-// TN-row loop, then the TN-row store loop; and the epilogue.
+// qgemv_cpu: one row of A (TM = 1): the loop over the k / 32 groups
+// holding the TN-row loop, then the TN-row store loop; TM = 2..8 rows
+// (main_rows): per pass of 4 weight rows (ceil(TN / 4)), the group loop,
+// its 8 quads (written out; counted as a loop all the same), then the TM x
+// 4 store loops; and the epilogue.
 static uint64_t kiln_loops_qgemv_cpu(const kiln_kernel_config_t* config,
                                      const kiln_kernel_gemm_params_t* p) {
   const uint64_t tm = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TM, 1);
   const uint64_t tn = kiln_kernel_config_spec(config, KILN_SPEC_GEMM_TN, 1);
-  const uint64_t row = kiln_loops_loop(p->k / 32, kiln_loops_loop(tn, 0, 0), 1) +
-                       kiln_loops_loop(tn, 0, 0);
-  return kiln_loops_loop(tm, row, 2) + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
+  const uint64_t pass = kiln_loops_loop(p->k / 32, kiln_loops_loop(8, 0, 0), 1) +
+                        kiln_loops_loop(tm, kiln_loops_loop(4, 0, 0), 1);
+  const uint64_t body =
+      tm == 1 ? kiln_loops_loop(p->k / 32, kiln_loops_loop(tn, 0, 0), 1) + kiln_loops_loop(tn, 0, 0)
+              : kiln_loops_loop((tn + 3) / 4, pass, 2);
+  return body + KILN_LOOPS_MASKED + KILN_LOOPS_EPILOGUE;
 }
 
 // gemv: its three k loops (vec4 quads, their scalar tail, the n-contiguous

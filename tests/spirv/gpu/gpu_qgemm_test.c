@@ -288,6 +288,55 @@ KILN_TEST(GpuQgemmTest, QgemvEveryLayoutEdgeSizes) {
   }
 }
 
+// qgemv_cpu's row blocks (TM = 2..8 rows of A sharing each decoded weight
+// group; the edge sizes above cover TM 2..8 at the table's TN): TN = 4
+// (the table's) on 17 rows at TM 8 in every layout, and TN = 1, 8 and 3
+// on the layouts that differ there (int8's per-row scales past row 4,
+// q4_K's and q4_zp's per-group scales over 512 groups); m not a multiple
+// of TM (the last block's rows past m are clamped and not stored), n not a
+// multiple of the lanes' columns, k of one group, several and 512 (q4_K:
+// 64 superblocks), a batch of 2, epilogues. Pipelines are built per case
+// (about a second each on lavapipe): 10 of them.
+KILN_TEST(GpuQgemmTest, QgemvCpuRowBlocks) {
+  typedef struct {
+    uint32_t tn;
+    qgemv_case_t c;
+    uint32_t layouts;  // bits 1 << kiln_quant_layout_t
+  } block_case_t;
+  const uint32_t all = ~0u;
+  const uint32_t int8 = 1u << KILN_QUANT_INT8, q4_0 = 1u << KILN_QUANT_Q4_0;
+  const uint32_t q4_k = 1u << KILN_QUANT_Q4_K, q4_zp = 1u << KILN_QUANT_Q4_ZP;
+  const block_case_t kBlockCases[] = {
+      {4, {1, 17, 37, 3, true, true, KILN_ACT_GELU, 8}, all},
+      {1, {1, 7, 9, 1, false, false, KILN_ACT_RELU, 3}, q4_0},
+      {8, {2, 5, 70, 2, true, false, KILN_ACT_NONE, 5}, int8 | q4_0},
+      {3, {1, 3, 50, 512, false, true, KILN_ACT_NONE, 2}, q4_k | q4_zp},
+  };
+  const kiln_quant_layout_t layouts[] = {KILN_QUANT_INT8, KILN_QUANT_Q8_0, KILN_QUANT_Q4_0,
+                                         KILN_QUANT_Q4_K, KILN_QUANT_Q4_ZP};
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
+  for (size_t i = 0; i < sizeof(kBlockCases) / sizeof(kBlockCases[0]); ++i) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_QGEMM, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+    KILN_ASSERT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TN, kBlockCases[i].tn));
+    const qgemv_case_t* g = &kBlockCases[i].c;
+    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]); ++l) {
+      if (!(kBlockCases[i].layouts & (1u << layouts[l]))) continue;
+      const uint32_t block = layouts[l] == KILN_QUANT_Q4_K ? 256 : 32;
+      const uint32_t blocks = g->blocks == 512 && block == 256 ? 64 : g->blocks;
+      const qgemm_case_t c = {g->batch, g->m, g->n, blocks * block, g->bias, g->residual,
+                              g->act, g->tm};
+      char what[128];
+      snprintf(what, sizeof(what), "qgemv_cpu %s TM %u TN %u (m %u n %u k %u)",
+               kiln_quant_layout_name(layouts[l]), c.tm, kBlockCases[i].tn, c.m, c.n, c.k);
+      run_qgemm_case(what, layouts[l], &c, config, false);
+    }
+  }
+}
+
 // qgemv_f16 (--precision=f16 GEMVs): the hopper tiling's fp16-storage build
 // (shared-memory tree) and the one CPU devices get at f16 (the table's cpu
 // tiling: 8 lanes, a whole group each) on a few cases and the long k.
