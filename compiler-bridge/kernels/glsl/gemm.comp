@@ -39,37 +39,12 @@ bool a_vec4, b_vec4;
 float a_at(uint i) { return LOAD_AT(a4, i); }
 float b_at(uint i) { return LOAD_AT(b4, i); }
 
-// Four consecutive values from element `at` on, all of them in the tensor.
-// fp16: the one or two quads holding them, picked by constant lanes; four
-// a_at / b_at (each a quad converted whole, then indexed) ran MobileNetV2's
-// 1x1 convs at 7x7 (rows of 49) 2x slower than fp32 on an H100.
-#ifdef KILN_FP16_STORAGE
-#define KILN_LOAD4_RUN(NAME, BUF)                         \
-  vec4 NAME(uint at) {                                    \
-    const vec4 q0 = vec4(BUF[at >> 2]);                   \
-    const uint r = at & 3;                                \
-    if (r == 0) return q0;                                \
-    const vec4 q1 = vec4(BUF[(at >> 2) + 1]);             \
-    if (r == 1) return vec4(q0.yzw, q1.x);                \
-    if (r == 2) return vec4(q0.zw, q1.xy);                \
-    return vec4(q0.w, q1.xyz);                            \
-  }
-KILN_LOAD4_RUN(kiln_a_run4, a4)
-KILN_LOAD4_RUN(kiln_b_run4, b4)
-#define KILN_RUN4_F16 true
-#else
-#define kiln_a_run4(at) vec4(0)
-#define kiln_b_run4(at) vec4(0)
-#define KILN_RUN4_F16 false
-#endif
-
 vec4 kiln_gemm_load_a(uint gm, uint gk) {
   const uint at = a_base + gm * p.a_row_stride + gk * p.a_col_stride;
   if (kiln_gemm_a_along_k) {  // row gm, k gk..gk+3
     if (gm >= p.m) return vec4(0);
     if (a_vec4 && gk + 3 < p.k) return LOAD4(a4[at >> 2]);
     const uint s = p.a_col_stride;
-    if (KILN_RUN4_F16 && s == 1 && gk + 3 < p.k) return kiln_a_run4(at);
     return vec4(gk < p.k ? a_at(at) : 0.0, gk + 1 < p.k ? a_at(at + s) : 0.0,
                 gk + 2 < p.k ? a_at(at + 2 * s) : 0.0, gk + 3 < p.k ? a_at(at + 3 * s) : 0.0);
   }
@@ -94,7 +69,6 @@ vec4 kiln_gemm_load_b(uint gk, uint gn) {
   if (gk >= p.k) return vec4(0);
   if (b_vec4 && gn + 3 < p.n) return LOAD4(b4[at >> 2]);
   const uint s = p.b_col_stride;
-  if (KILN_RUN4_F16 && s == 1 && gn + 3 < p.n) return kiln_b_run4(at);
   return vec4(gn < p.n ? b_at(at) : 0.0, gn + 1 < p.n ? b_at(at + s) : 0.0,
               gn + 2 < p.n ? b_at(at + 2 * s) : 0.0, gn + 3 < p.n ? b_at(at + 3 * s) : 0.0);
 }
