@@ -229,7 +229,13 @@ static kiln_status_t kiln_onnx_compile_sink(void* user, kiln_const_byte_span_t p
 // f16 buffers need 16-bit storage on every target (a module keeps one
 // storage per tensor, so a target without it cannot get an f32 path):
 // the default triples are filtered to those that have it; a given triple
-// without it is refused, naming it.
+// without it is refused, naming it. The portable `unknown` arch stays: it
+// stands for any device, so its f16 variant requires 16-bit storage at run
+// time (kiln_onnx_compile_portable_f16) rather than at compile time.
+static bool kiln_onnx_compile_is_portable(const char* arch) {
+  return strcmp(arch, kiln_target_triple_unknown().arch) == 0;
+}
+
 static kiln_status_t kiln_onnx_compile_f16_targets(const kiln_onnx_compile_options_t* options,
                                                    const char** out_targets,
                                                    size_t* out_count) {
@@ -250,7 +256,7 @@ static kiln_status_t kiln_onnx_compile_f16_targets(const kiln_onnx_compile_optio
     kiln_kernel_arch_caps_t caps;
     KILN_RETURN_IF_ERROR_ANNOTATE(kiln_kernel_arch_caps_for_arch(triple.arch, &caps),
                                   "target triple '%s'", targets[t]);
-    if (caps.fp16_storage) {
+    if (caps.fp16_storage || kiln_onnx_compile_is_portable(triple.arch)) {
       out_targets[(*out_count)++] = targets[t];
     } else if (given) {
       return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
@@ -321,6 +327,14 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
   kiln_emit_program_t program;
   KILN_RETURN_IF_ERROR(
       kiln_emit_program_init(graph, plan, targets, target_count, allocator, &program));
+  // The portable variant of an f16 module: fp16 storage, fp32 math, for any
+  // device with 16-bit storage (its variant declares the feature; a device
+  // without it is refused at load, naming it). Without it a default f16
+  // module ran only on llvmpipe, an H100 and a Mali G78 (an H200 found no
+  // variant).
+  for (size_t t = 0; needs_16bit_storage && t < target_count; ++t) {
+    if (kiln_onnx_compile_is_portable(program.caps[t].arch)) program.caps[t].fp16_storage = true;
+  }
   if (options->max_storage_buffer_range && options->max_storage_buffer_range < 4096) {
     kiln_emit_program_deinit(&program);
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,

@@ -32,19 +32,16 @@ grep -q "ConvTranspose" "$dir/err.txt" || fail "refusal does not name the op: $(
 [ -e "$dir/bad.kiln.partial" ] && fail "a refused model left a partial file"
 echo "ok: refusal"
 
-# --precision: f16 compiles (its executables are the _f16 builds, the
-# portable target without 16-bit storage is dropped from the defaults); a
-# named target without 16-bit storage and an unknown precision are refused.
+# --precision: f16 compiles (its executables are the _f16 builds; the
+# portable target keeps a variant that needs 16-bit storage at run time,
+# module feature bit 2 = 0x4, so an unnamed GPU with it still runs the
+# module); an unknown precision is refused.
 conv=$nodes/test_conv_with_strides_padding/model.onnx
 "$compile" "$conv" -o "$dir/f16.kiln" --precision=f16 --dump-assembly="$dir/f16.kasm" \
     || fail "--precision=f16"
 grep -qE "conv2d(_gemm)?_f16" "$dir/f16.kasm" || fail "--precision=f16: no conv2d_f16 / conv2d_gemm_f16 executable"
-grep -q "unknown-unknown-unknown" "$dir/f16.kasm" && fail "--precision=f16: portable target kept"
-if "$compile" "$conv" -o "$dir/f16bad.kiln" --precision f16 \
-    --target-triple=unknown-unknown-unknown 2> "$dir/err.txt"; then
-  fail "f16 compiled for a target without 16-bit storage"
-fi
-grep -q "lacks 16-bit storage" "$dir/err.txt" || fail "f16 refusal: $(cat "$dir/err.txt")"
+grep -qE 'variant "unknown-unknown-unknown" features 0x[0-9a-f]*[4567cdef] ' "$dir/f16.kasm" \
+    || fail "--precision=f16: no portable variant requiring 16-bit storage"
 if "$compile" "$conv" -o "$dir/f8.kiln" --precision=f8 2> "$dir/err.txt"; then
   fail "--precision=f8 accepted"
 fi
@@ -99,17 +96,22 @@ grep -q "(op NonZero, opset .*--no-fallback forbids" "$dir/err.txt" ||
 echo "ok: --no-fallback"
 # --quantize / --print-statistics (docs/quantization.md), with the source
 # tree as $2: the dynamo MLP's two MatMul weights packed as q4_0, the
-# module smaller than the fp32 one; an unknown layout refused.
+# module's weights smaller than the fp32 one's (this MLP's 10 KiB of
+# weights are a sliver of its module, whose size is its kernels'; real
+# models' module sizes: docs/quantization.md); an unknown layout refused.
 src=${2:-}
 if [ -n "$src" ]; then
   mlp=$src/tests/data/dynamo/mlp/model.onnx
-  "$compile" "$mlp" -o "$dir/mlp.kiln" 2> /dev/null || fail "mlp fp32"
+  "$compile" "$mlp" -o "$dir/mlp.kiln" --print-statistics > "$dir/stats32.txt" 2> /dev/null ||
+    fail "mlp fp32"
   "$compile" "$mlp" -o "$dir/mlp_q4.kiln" --quantize=q4_0 --print-statistics \
       > "$dir/stats.txt" 2> /dev/null || fail "mlp --quantize=q4_0"
   grep -q "^quantize q4_0: 2 weights, 10752 fp32 bytes -> 1520 bytes" "$dir/stats.txt" ||
     fail "statistics: $(cat "$dir/stats.txt")"
-  [ "$(wc -c < "$dir/mlp_q4.kiln")" -lt "$(wc -c < "$dir/mlp.kiln")" ] ||
-    fail "the q4_0 module is not smaller"
+  w32=$(sed -n 's/^weights: \([0-9]*\) bytes.*/\1/p' "$dir/stats32.txt")
+  w4=$(sed -n 's/^weights: \([0-9]*\) bytes.*/\1/p' "$dir/stats.txt")
+  [ -n "$w32" ] && [ -n "$w4" ] && [ "$w4" -lt "$w32" ] ||
+    fail "the q4_0 weights are not smaller: '$w4' against '$w32'"
   if "$compile" "$mlp" -o "$dir/bad.kiln" --quantize=q5_1 2> "$dir/err.txt"; then
     fail "an unknown layout was accepted"
   fi
