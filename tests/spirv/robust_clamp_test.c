@@ -212,21 +212,27 @@ KILN_TEST(RobustClampTest, UnboundableCooperativeMatrixFormsAreRefused) {
   free(words);
 }
 
+// An H200-like device description: Vulkan 1.3, subgroups of 32, 48 KiB of
+// shared memory, cooperative matrix and fp16.
+static void h200_like_info(kiln_hal_device_info_t* info) {
+  device_info(info, true);
+  info->api_minor = 3;
+  info->limits.subgroup_size = 32;
+  info->limits.max_workgroup_invocations = 1024;
+  info->limits.max_shared_memory_bytes = 48 * 1024;
+  info->limits.max_push_constant_bytes = 256;
+  info->features = KILN_TARGET_FEATURE_COOPERATIVE_MATRIX | KILN_TARGET_FEATURE_FP16 |
+                   KILN_TARGET_FEATURE_STORAGE_16BIT;
+  for (uint32_t i = 0; i < 3; ++i) info->max_workgroup_size[i] = 1024;
+}
+
 // What the runtime does to gemm_coopmat before a driver sees it, on an
 // H200-like device description (no device needed): validation for Vulkan
 // 1.3, the interface check (bindings, push constants, specialized
 // workgroup size, shared memory within 48 KiB), then the robust rewrite.
 KILN_TEST(RobustClampTest, CoopmatPassesTheLoaderChecks) {
   kiln_hal_device_info_t info;
-  device_info(&info, true);
-  info.api_minor = 3;
-  info.limits.subgroup_size = 32;
-  info.limits.max_workgroup_invocations = 1024;
-  info.limits.max_shared_memory_bytes = 48 * 1024;
-  info.limits.max_push_constant_bytes = 256;
-  info.features = KILN_TARGET_FEATURE_COOPERATIVE_MATRIX | KILN_TARGET_FEATURE_FP16 |
-                  KILN_TARGET_FEATURE_STORAGE_16BIT;
-  for (uint32_t i = 0; i < 3; ++i) info.max_workgroup_size[i] = 1024;
+  h200_like_info(&info);
   kiln_kernel_arch_caps_t hopper;
   KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &hopper));
   const kiln_kernel_storage_t storages[] = {KILN_KERNEL_STORAGE_FP32, KILN_KERNEL_STORAGE_FP16};
@@ -270,15 +276,7 @@ KILN_TEST(RobustClampTest, CoopmatPassesTheLoaderChecks) {
 // of one shape, layout and stride) and refuses it once their strides differ.
 KILN_TEST(RobustClampTest, AttentionCoopmatPassesTheLoaderChecks) {
   kiln_hal_device_info_t info;
-  device_info(&info, true);
-  info.api_minor = 3;
-  info.limits.subgroup_size = 32;
-  info.limits.max_workgroup_invocations = 1024;
-  info.limits.max_shared_memory_bytes = 48 * 1024;
-  info.limits.max_push_constant_bytes = 256;
-  info.features = KILN_TARGET_FEATURE_COOPERATIVE_MATRIX | KILN_TARGET_FEATURE_FP16 |
-                  KILN_TARGET_FEATURE_STORAGE_16BIT;
-  for (uint32_t i = 0; i < 3; ++i) info.max_workgroup_size[i] = 1024;
+  h200_like_info(&info);
   kiln_kernel_arch_caps_t hopper;
   KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &hopper));
   const uint32_t dims[] = {KILN_ATTN_COOPMAT_DIM_SMALL, KILN_ATTN_COOPMAT_DIM_MAX};
