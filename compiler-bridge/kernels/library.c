@@ -139,6 +139,10 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
      sizeof(kiln_kernel_attention_params_t), 1, V(FP16_STORAGE),
      KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
+    // fp32 only: dynamic quantization runs at fp32 (lower_quant.c).
+    {KILN_KERNEL_DYNAMIC_QUANTIZE_PARAMS, "dynamic_quantize_params", "main", 4,
+     {RO(0, "min"), RO(1, "max"), RW(2, "scale"), RW(3, "zero_point")},
+     sizeof(kiln_kernel_dynamic_quantize_params_t), 1, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -1,7 +1,8 @@
 // Quantization on the GPU: the QDQ pass's kiln.QuantizeDequantize and the
 // QOperator pass's kiln.Quantize / Dequantize / Requantize (fp32 buffers,
-// integer values as fp32; constant per-tensor or per-axis parameters) as
-// one quantize_dequantize dispatch each. Ops that keep int8 / uint8 tensors at run
+// integer values as fp32; constant per-tensor or per-axis parameters, or a
+// DynamicQuantizeLinear's run-time ones) as one quantize_dequantize
+// dispatch each, and kiln.DynamicQuantizeParams. Ops that keep int8 / uint8 tensors at run
 // time are refused here, naming what runs: they run in the reference
 // executor, and QDQ pairs are fused before lowering.
 #include <string.h>
@@ -28,10 +29,14 @@ kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* scale = kiln_lower_in(l, 1);
   const kiln_graph_value_t* zero = kiln_lower_in(l, 2);
-  if (!scale->data || (zero && !zero->data)) {
+  const int mode = kiln_quant_mode(l->node->op_type);
+  // Run-time parameters: a DynamicQuantizeLinear's (pass_qinteger.c), one
+  // scale and zero point, at fp32.
+  const bool run_time = !scale->data || (zero && !zero->data);
+  if (run_time && (mode != KILN_QUANT_QUANTIZE || kiln_emit_node_is_f16(l->program) ||
+                   kiln_lower_count(&scale->shape) != 1)) {
     return kiln_lower_refuse(l, "scale and zero point must be constants");
   }
-  const int mode = kiln_quant_mode(l->node->op_type);
   if (mode == KILN_QUANT_REQUANTIZE && kiln_emit_node_is_f16(l->program)) {
     // Its input is an exact integer sum, which fp16 would round
     // (pass_precision.c keeps QOperator chains fp32; this is the guard).
@@ -68,6 +73,27 @@ kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l) {
   KILN_RETURN_IF_ERROR(kiln_lower_quant_param(l, 1, &desc.bindings[1]));
   KILN_RETURN_IF_ERROR(kiln_lower_quant_param(l, zero ? 2 : 1, &desc.bindings[2]));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[3]));
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
+// kiln.DynamicQuantizeParams(min, max) -> scale, zero point (uint8), one
+// invocation of dynamic_quantize_params.
+kiln_status_t kiln_lower_dynamic_quantize_params(const kiln_lower_t* l) {
+  if (kiln_emit_node_is_f16(l->program)) {
+    // Its scale would be rounded to fp16, which moves every quantized value.
+    return kiln_lower_refuse(l, "dynamic quantization runs at fp32; compile with "
+                             "--precision=f32");
+  }
+  kiln_kernel_dynamic_quantize_params_t p = {255u};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_DYNAMIC_QUANTIZE_PARAMS,
+                                    .push = &p, .binding_count = 4,
+                                    .written_mask = 12u,
+                                    .grid = KILN_EMIT_GRID_LINEAR,
+                                    .grid_count = 1};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[2]));
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 1, &desc.bindings[3]));
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 

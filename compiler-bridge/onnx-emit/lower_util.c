@@ -241,6 +241,8 @@ static const kiln_lowering_t kLowerings[] = {
     {"kiln.Quantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
     {"kiln.Dequantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
     {"kiln.Requantize", kiln_lower_quantize_dequantize, NULL, 0, "QOperator graphs"},
+    {"kiln.DynamicQuantizeParams", kiln_lower_dynamic_quantize_params, NULL, 0,
+     "DynamicQuantizeLinear graphs"},
     {"QuantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs"},
     {"DequantizeLinear", kiln_lower_int8_refused, NULL, 0, "in QDQ pairs, of constants"},
     {"TopK", kiln_lower_host, NULL, 0, "on the host"},

@@ -140,6 +140,7 @@ kiln_status_t kiln_lower_attention(const kiln_lower_t* l);
 kiln_status_t kiln_lower_rnn(const kiln_lower_t* l);  // LSTM, GRU, RNN
 // kiln.QuantizeDequantize; the int8 run-time ops' refusal (lower_quant.c).
 kiln_status_t kiln_lower_quantize_dequantize(const kiln_lower_t* l);
+kiln_status_t kiln_lower_dynamic_quantize_params(const kiln_lower_t* l);
 kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l);
 
 // Integer graph inputs (lower_int.c). Ops that keep an integer input's

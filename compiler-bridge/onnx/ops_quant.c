@@ -1,7 +1,8 @@
 // Run-time quantization ops (ONNX standard, int8 / uint8): QuantizeLinear,
 // DequantizeLinear (per tensor or per axis), DynamicQuantizeLinear,
-// MatMulInteger, QLinearMatMul, QLinearConv, and the QDQ pass's fused
-// kiln.QuantizeDequantize. Each follows ONNX's numpy reference exactly
+// MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv, the QDQ pass's
+// fused kiln.QuantizeDequantize and pass_qinteger.c's
+// kiln.DynamicQuantizeParams. Each follows ONNX's numpy reference exactly
 // (quant.h); integer accumulations are exact (int64).
 #include <math.h>
 #include <string.h>
@@ -314,6 +315,18 @@ static kiln_status_t kiln_infer_dynamic_quantize(const kiln_op_infer_args_t* arg
   return kiln_op_set_output(args, 2, KILN_GRAPH_DTYPE_U8, &scalar);
 }
 
+// scale and zero point from min(x) and max(x), the range widened to 0.
+static void kiln_dynamic_quantize_params(float minx, float maxx, float* out_scale,
+                                         int32_t* out_zp) {
+  if (!(minx < 0.0f)) minx = 0.0f;
+  if (!(maxx > 0.0f)) maxx = 0.0f;
+  float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
+  float initial = 0.0f - minx / scale;
+  float zpf = initial < 0.0f ? 0.0f : initial > 255.0f ? 255.0f : initial;
+  *out_scale = scale;
+  *out_zp = isnan(zpf) ? 0 : (int32_t)rintf(zpf);
+}
+
 static kiln_status_t kiln_run_dynamic_quantize(const kiln_op_run_args_t* args) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
   const float* px = (const float*)x->data;
@@ -322,10 +335,9 @@ static kiln_status_t kiln_run_dynamic_quantize(const kiln_op_run_args_t* args) {
     if (px[i] > maxx) maxx = px[i];
     if (px[i] < minx) minx = px[i];
   }
-  float scale = (maxx == minx ? 1.0f : maxx - minx) / 255.0f;
-  float initial = 0.0f - minx / scale;
-  float zpf = initial < 0.0f ? 0.0f : initial > 255.0f ? 255.0f : initial;
-  int32_t zp = (int32_t)rintf(zpf);
+  float scale = 1.0f;
+  int32_t zp = 0;
+  kiln_dynamic_quantize_params(minx, maxx, &scale, &zp);
   uint8_t* y = (uint8_t*)args->outputs[0].data;
   for (size_t i = 0; i < x->count; ++i) {
     y[i] = (uint8_t)kiln_quantize_value(px[i], scale, zp, 0, 255);
@@ -336,6 +348,31 @@ static kiln_status_t kiln_run_dynamic_quantize(const kiln_op_run_args_t* args) {
   if (args->output_count > 2 && args->outputs[2].data) {
     *(uint8_t*)args->outputs[2].data = (uint8_t)zp;
   }
+  return kiln_ok_status();
+}
+
+// kiln.DynamicQuantizeParams(min, max) -> scale, zero point (fp32 scalars):
+// DynamicQuantizeLinear after its reductions (pass_qinteger.c). A NaN min
+// or max (a NaN in x, which the reductions propagate) gives a NaN scale.
+static kiln_status_t kiln_infer_dynamic_quantize_params(const kiln_op_infer_args_t* args) {
+  kiln_graph_shape_t scalar = {0, {0}};
+  for (size_t i = 0; i < 2; ++i) {
+    const kiln_graph_value_t* v = NULL;
+    KILN_RETURN_IF_ERROR(kiln_op_require_input(args, i, KILN_OP_F32, &v));
+    if (v->shape.rank != 0) return kiln_op_invalid(args, "input %zu must be a scalar", i);
+  }
+  KILN_RETURN_IF_ERROR(kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &scalar));
+  return kiln_op_set_output(args, 1, KILN_GRAPH_DTYPE_F32, &scalar);
+}
+
+static kiln_status_t kiln_run_dynamic_quantize_params(const kiln_op_run_args_t* args) {
+  float minx = *(const float*)args->inputs[0].data, maxx = *(const float*)args->inputs[1].data;
+  float scale = 1.0f;
+  int32_t zp = 0;
+  kiln_dynamic_quantize_params(minx, maxx, &scale, &zp);
+  if (isnan(minx) || isnan(maxx)) scale = NAN;
+  *(float*)args->outputs[0].data = scale;
+  *(float*)args->outputs[1].data = (float)zp;
   return kiln_ok_status();
 }
 
@@ -569,27 +606,23 @@ static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
   return kiln_op_set_output(args, 0, yz->dtype, &shape);
 }
 
-static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
+// sum over the window of (x - x_zp)(w - w_zp) (+ bias) for every output,
+// int64 (exact), handed to `store` with the output channel; x, w and the
+// zero points are inputs 0, `w_index`, `x_zp`, `w_zp` (w_zp per tensor or
+// per output channel).
+static kiln_status_t kiln_quant_conv_run(const kiln_op_run_args_t* args, size_t w_index,
+                                         size_t x_zp, size_t w_zp, const int32_t* bias,
+                                         void (*store)(const kiln_op_run_args_t*, size_t,
+                                                       int64_t, int64_t)) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
-  const kiln_ref_tensor_t* w = &args->inputs[3];
-  const kiln_ref_tensor_t* ws = &args->inputs[4];
-  const int32_t* bias = args->input_count > 8 && args->inputs[8].data
-                            ? (const int32_t*)args->inputs[8].data
-                            : NULL;
-  kiln_ref_tensor_t* y = &args->outputs[0];
+  const kiln_ref_tensor_t* w = &args->inputs[w_index];
   kiln_conv_geometry_t geo;
   KILN_RETURN_IF_ERROR(kiln_conv_geometry_init(args, x, w, &geo));
-  float sx = *(const float*)args->inputs[1].data;
-  float sy = *(const float*)args->inputs[6].data;
-  int32_t zx = kiln_quant_zp_at(args, 2, 0), zy = kiln_quant_zp_at(args, 7, 0);
-  int32_t qmin, qmax;
-  kiln_quant_range(y->dtype, &qmin, &qmax);
+  int32_t zx = kiln_quant_zp_at(args, x_zp, 0);
   for (int64_t n = 0; n < geo.batch; ++n) {
     for (int64_t oc = 0; oc < geo.m; ++oc) {
       int64_t g = oc / geo.mg;
-      int32_t zw = kiln_quant_zp_at(args, 5, (size_t)oc);
-      float mult = kiln_quant_multiplier(
-          sx, ((const float*)ws->data)[ws->count == 1 ? 0 : oc], sy);
+      int32_t zw = kiln_quant_zp_at(args, w_zp, (size_t)oc);
       size_t w_base = (size_t)oc * (size_t)geo.cg * geo.kernels;
       size_t y_base = ((size_t)n * (size_t)geo.m + (size_t)oc) * geo.outs;
       for (size_t o = 0; o < geo.outs; ++o) {
@@ -606,14 +639,68 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
             sum += (int64_t)(xv - zx) * (wv - zw);
           }
         }
-        double value = (double)(int32_t)sum * mult + zy;
-        kiln_quant_store(y->data, y->dtype, y_base + o,
-                         kiln_quant_saturate_round(value, qmin, qmax));
+        store(args, y_base + o, oc, sum);
       }
     }
   }
   kiln_conv_geometry_deinit(args, &geo);
   return kiln_ok_status();
+}
+
+static void kiln_store_conv_requantized(const kiln_op_run_args_t* args, size_t index,
+                                        int64_t oc, int64_t sum) {
+  const kiln_ref_tensor_t* ws = &args->inputs[4];
+  float mult = kiln_quant_multiplier(*(const float*)args->inputs[1].data,
+                                     ((const float*)ws->data)[ws->count == 1 ? 0 : oc],
+                                     *(const float*)args->inputs[6].data);
+  kiln_ref_tensor_t* y = &args->outputs[0];
+  int32_t qmin, qmax;
+  kiln_quant_range(y->dtype, &qmin, &qmax);
+  double value = (double)(int32_t)sum * mult + kiln_quant_zp_at(args, 7, 0);
+  kiln_quant_store(y->data, y->dtype, index, kiln_quant_saturate_round(value, qmin, qmax));
+}
+
+static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
+  const int32_t* bias = args->input_count > 8 && args->inputs[8].data
+                            ? (const int32_t*)args->inputs[8].data
+                            : NULL;
+  return kiln_quant_conv_run(args, 3, 2, 5, bias, kiln_store_conv_requantized);
+}
+
+// ConvInteger: x, w[, x_zero_point (per tensor), w_zero_point (per tensor
+// or per output channel)] -> int32 sums (padding adds the zero point, 0).
+static kiln_status_t kiln_infer_conv_integer(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  const kiln_graph_value_t* w = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_QUANT, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_QUANT, &w));
+  if (x->shape.rank < 3 || w->shape.rank != x->shape.rank) {
+    return kiln_op_unsupported(args, "x rank %d / w rank %d; supported: equal "
+                               "ranks 3 to 5", (int)x->shape.rank,
+                               (int)w->shape.rank);
+  }
+  int64_t group = 1;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "group", 1, &group));
+  int64_t channels = x->shape.dims[1], m = w->shape.dims[0];
+  if (group < 1 || channels % group || m % group ||
+      w->shape.dims[1] * group != channels) {
+    return kiln_op_invalid(args, "w shape does not match %lld channels in %lld "
+                           "groups", (long long)channels, (long long)group);
+  }
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 2, "x_zero_point", 0, x->dtype, "x"));
+  KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 3, "w_zero_point", m, w->dtype, "w"));
+  kiln_window_t window;
+  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
+                                           x->shape.dims + 2, w->shape.dims + 2,
+                                           false, true, &window));
+  kiln_graph_shape_t shape = x->shape;
+  shape.dims[1] = m;
+  for (int32_t i = 0; i < window.spatial; ++i) shape.dims[2 + i] = window.out[i];
+  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_I32, &shape);
+}
+
+static kiln_status_t kiln_run_conv_integer(const kiln_op_run_args_t* args) {
+  return kiln_quant_conv_run(args, 1, 2, 3, NULL, kiln_store_i32);
 }
 
 const kiln_op_def_t kiln_ops_quant[] = {
@@ -633,6 +720,10 @@ const kiln_op_def_t kiln_ops_quant[] = {
      kiln_run_dynamic_quantize, 11},
     {"MatMulInteger", "", 2, 4, 1, 1, kiln_infer_matmul_integer,
      kiln_run_matmul_integer, 10},
+    {"ConvInteger", "auto_pad,dilations,group,kernel_shape,pads,strides", 2, 4, 1, 1,
+     kiln_infer_conv_integer, kiln_run_conv_integer, 10},
+    {"kiln.DynamicQuantizeParams", "", 2, 2, 2, 2, kiln_infer_dynamic_quantize_params,
+     kiln_run_dynamic_quantize_params},
     {"QLinearMatMul", "", 8, 8, 1, 1, kiln_infer_qlinear_matmul,
      kiln_run_qlinear_matmul, 10},
     {"QLinearConv", "auto_pad,dilations,group,kernel_shape,pads,strides", 8, 9,

@@ -236,6 +236,15 @@ static kiln_status_t kiln_precision_keep_qop_f32(kiln_graph_t* graph) {
 }
 
 kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    // Its scale, rounded to fp16 storage, would move every quantized value.
+    if (kiln_precision_is_op(&graph->nodes[n], "kiln.DynamicQuantizeParams")) {
+      return kiln_make_status(KILN_STATUS_UNIMPLEMENTED,
+                              "'%s': node '%s' (op DynamicQuantizeLinear): dynamic "
+                              "quantization runs at fp32; compile with --precision=f32",
+                              graph->source, graph->nodes[n].name);
+    }
+  }
   for (size_t i = 0; i < graph->input_count; ++i) {
     int32_t id = graph->inputs[i];
     if (graph->values[id].dtype != KILN_GRAPH_DTYPE_F32) continue;

@@ -21,28 +21,29 @@
 
 #include "kiln/compiler/graph_passes.h"
 #include "ops.h"
+#include "pass_qoperator.h"
 #include "quant.h"
 
 #define KILN_QOP_EXACT_LIMIT 16777216.0  // 2^24
 
-static bool kiln_qop_quant_value(const kiln_graph_t* g, int32_t id) {
+bool kiln_qop_is_integer(const kiln_graph_t* g, int32_t id) {
   if (id < 0) return false;
   const kiln_graph_value_t* v = &g->values[id];
-  return !v->data && (v->dtype == KILN_GRAPH_DTYPE_I8 || v->dtype == KILN_GRAPH_DTYPE_U8);
+  return (!v->data && (v->dtype == KILN_GRAPH_DTYPE_I8 || v->dtype == KILN_GRAPH_DTYPE_U8)) ||
+         kiln_qint_is_sum(g, id);
 }
 
-static bool kiln_qop_const(const kiln_graph_t* g, const kiln_graph_node_t* n, size_t i) {
+bool kiln_qop_const(const kiln_graph_t* g, const kiln_graph_node_t* n, size_t i) {
   return i < n->input_count && n->inputs[i] >= 0 && g->values[n->inputs[i]].data;
 }
 
-static size_t kiln_qop_count(const kiln_graph_value_t* v) {
+size_t kiln_qop_count(const kiln_graph_value_t* v) {
   size_t count = 0;
   return kiln_status_is_ok(kiln_graph_shape_element_count(&v->shape, &count)) ? count : 0;
 }
 
-// Integer value i of optional constant input `index` (0 when absent).
-static int32_t kiln_qop_int(const kiln_graph_t* g, const kiln_graph_node_t* n, size_t index,
-                            size_t i) {
+int32_t kiln_qop_int(const kiln_graph_t* g, const kiln_graph_node_t* n, size_t index,
+                     size_t i) {
   if (index >= n->input_count || n->inputs[index] < 0) return 0;
   const kiln_graph_value_t* v = &g->values[n->inputs[index]];
   return kiln_quant_load(v->data, v->dtype, kiln_qop_count(v) == 1 ? 0 : i);
@@ -79,11 +80,11 @@ static bool kiln_qop_exact(const kiln_graph_t* g, const kiln_graph_node_t* n, bo
 static bool kiln_qop_eligible(const kiln_graph_t* g, const kiln_graph_node_t* n) {
   const char* op = n->op_type;
   if (strcmp(op, "QuantizeLinear") == 0 || strcmp(op, "DequantizeLinear") == 0) {
-    return kiln_qop_const(g, n, 1) && (n->input_count < 3 || n->inputs[2] < 0 ||
-                                       kiln_qop_const(g, n, 2));
+    return kiln_qop_const(g, n, 1) && !kiln_qint_is_sum(g, n->inputs[0]) &&
+           (n->input_count < 3 || n->inputs[2] < 0 || kiln_qop_const(g, n, 2));
   }
   bool conv = strcmp(op, "QLinearConv") == 0;
-  if (!conv && strcmp(op, "QLinearMatMul") != 0) return false;
+  if (!conv && strcmp(op, "QLinearMatMul") != 0) return kiln_qint_eligible(g, n);
   static const size_t kParams[] = {1, 2, 3, 4, 5, 6, 7};
   for (size_t i = 0; i < sizeof(kParams) / sizeof(kParams[0]); ++i) {
     if (!kiln_qop_const(g, n, kParams[i])) return false;
@@ -99,9 +100,8 @@ static kiln_status_t kiln_qop_set_int(kiln_graph_t* g, int32_t node, const char*
   return kiln_graph_node_set_attr(g, node, &attr);
 }
 
-// Float constant of `count` values with `shape` (rank 0 or 1 when NULL).
-static kiln_status_t kiln_qop_constant(kiln_graph_t* g, const float* values, size_t count,
-                                       const kiln_graph_shape_t* shape, int32_t* out) {
+kiln_status_t kiln_qop_constant(kiln_graph_t* g, const float* values, size_t count,
+                                const kiln_graph_shape_t* shape, int32_t* out) {
   kiln_graph_shape_t s = {count == 1 ? 0 : 1, {(int64_t)count}};
   return kiln_graph_add_constant(g, NULL, KILN_GRAPH_DTYPE_F32, shape ? shape : &s, values,
                                  out);
@@ -245,14 +245,14 @@ kiln_status_t kiln_graph_lower_qoperator(kiln_graph_t* graph) {
   bool any = false;
   for (size_t i = 0; i < graph->input_count + graph->output_count; ++i) {
     int32_t id = i < graph->input_count ? graph->inputs[i] : graph->outputs[i - graph->input_count];
-    if (kiln_qop_quant_value(graph, id)) return kiln_ok_status();
+    if (kiln_qop_is_integer(graph, id)) return kiln_ok_status();
   }
   for (size_t n = 0; n < graph->node_count; ++n) {
     const kiln_graph_node_t* node = &graph->nodes[n];
     if (node->removed) continue;
     bool quant = false;
-    for (size_t i = 0; i < node->input_count; ++i) quant |= kiln_qop_quant_value(graph, node->inputs[i]);
-    for (size_t o = 0; o < node->output_count; ++o) quant |= kiln_qop_quant_value(graph, node->outputs[o]);
+    for (size_t i = 0; i < node->input_count; ++i) quant |= kiln_qop_is_integer(graph, node->inputs[i]);
+    for (size_t o = 0; o < node->output_count; ++o) quant |= kiln_qop_is_integer(graph, node->outputs[o]);
     if (!quant) continue;
     if (!kiln_qop_eligible(graph, node)) return kiln_ok_status();
     any = true;
@@ -265,12 +265,14 @@ kiln_status_t kiln_graph_lower_qoperator(kiln_graph_t* graph) {
     const char* op = node->op_type;
     bool linear = strcmp(op, "QLinearConv") == 0 || strcmp(op, "QLinearMatMul") == 0;
     bool qdq = strcmp(op, "QuantizeLinear") == 0 ||
-               (strcmp(op, "DequantizeLinear") == 0 && kiln_qop_quant_value(graph, node->inputs[0]));
-    if (qdq && strcmp(op, "QuantizeLinear") == 0 && !kiln_qop_quant_value(graph, node->outputs[0])) {
+               (strcmp(op, "DequantizeLinear") == 0 && kiln_qop_is_integer(graph, node->inputs[0]));
+    if (qdq && strcmp(op, "QuantizeLinear") == 0 && !kiln_qop_is_integer(graph, node->outputs[0])) {
       qdq = false;
     }
     if (linear) KILN_RETURN_IF_ERROR(kiln_qop_rewrite_linear(graph, (int32_t)n));
     if (qdq) KILN_RETURN_IF_ERROR(kiln_qop_rewrite_q_dq(graph, (int32_t)n));
+    bool rewritten = false;
+    if (!linear && !qdq) KILN_RETURN_IF_ERROR(kiln_qint_rewrite(graph, (int32_t)n, &rewritten));
   }
   // The new values' dtypes and shapes, before the fusions read them.
   return kiln_graph_infer_shapes(graph);

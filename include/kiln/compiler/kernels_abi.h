@@ -112,6 +112,14 @@ typedef struct kiln_kernel_quantize_params_t {
 } kiln_kernel_quantize_params_t;
 _Static_assert(sizeof(kiln_kernel_quantize_params_t) == 24, "quantize push constants");
 
+// dynamic_quantize_params: bindings 0 min(x), 1 max(x) (one float each), 2
+// scale, 3 zero point (one float each); qmax 255 (uint8). One invocation.
+typedef struct kiln_kernel_dynamic_quantize_params_t {
+  uint32_t qmax;
+} kiln_kernel_dynamic_quantize_params_t;
+_Static_assert(sizeof(kiln_kernel_dynamic_quantize_params_t) == 4,
+               "dynamic quantize push constants");
+
 // copy: bindings 0 in (ro), 1 out. Grid: linear over count.
 typedef struct kiln_kernel_copy_params_t {
   uint32_t count;
