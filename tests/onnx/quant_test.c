@@ -317,3 +317,58 @@ KILN_TEST(QuantTest, MalformedQLinearParametersAreRefusedNamingTheTensor) {
     kiln_graph_deinitialize(&g);
   }
 }
+
+// ConvInteger x [1, 2, 4, 4] (uint8) * w [3, 2, 3, 3] (int8) with a
+// w_zero_point of `w_zps` values of `w_zp_dtype`; the status of shape
+// inference.
+static kiln_status_t kiln_conv_integer_build(size_t w_zps, kiln_graph_dtype_t w_zp_dtype,
+                                             int64_t group, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "conv_integer_test", g);
+  g->opset = 13;
+  kiln_graph_shape_t x_shape = {4, {1, 2, 4, 4}}, w_shape = {4, {3, 2, 3, 3}};
+  kiln_graph_shape_t zp_shape = {1, {(int64_t)w_zps}}, scalar = {0, {0}};
+  const int8_t zeros[64] = {0};
+  int32_t ids[4], y = -1, node = -1;
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(g, "x", KILN_GRAPH_DTYPE_U8, &ids[0]));
+  g->values[ids[0]].has_shape = true;
+  g->values[ids[0]].shape = x_shape;
+  g->values[ids[0]].is_input = true;
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "w", KILN_GRAPH_DTYPE_I8, &w_shape, zeros, &ids[1]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "x_zp", KILN_GRAPH_DTYPE_U8, &scalar, zeros, &ids[2]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_constant(g, "the_w_zp", w_zp_dtype, &zp_shape, zeros, &ids[3]));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_value(g, "y", KILN_GRAPH_DTYPE_INVALID, &y));
+  KILN_RETURN_IF_ERROR(kiln_graph_add_node(g, "ConvInteger", "convi", ids, 4, &y, 1, &node));
+  kiln_graph_attr_t attr = {.name = "group", .type = KILN_GRAPH_ATTR_INT, .i = group};
+  KILN_RETURN_IF_ERROR(kiln_graph_node_set_attr(g, node, &attr));
+  return kiln_graph_infer_shapes(g);
+}
+
+KILN_TEST(QuantTest, MalformedConvIntegerParametersAreRefusedNamingTheTensor) {
+  struct {
+    size_t w_zps;
+    kiln_graph_dtype_t dtype;
+    int64_t group;
+    const char* message;
+  } cases[] = {
+      {3, KILN_GRAPH_DTYPE_I8, 1, NULL},  // well formed: per output channel
+      {1, KILN_GRAPH_DTYPE_I8, 1, NULL},  // well formed: per tensor
+      {2, KILN_GRAPH_DTYPE_I8, 1, "'the_w_zp'"},
+      {3, KILN_GRAPH_DTYPE_U8, 1, "zero point 'the_w_zp' is uint8 but w is int8"},
+      {3, KILN_GRAPH_DTYPE_I8, 2, "w shape does not match 2 channels in 2 groups"},
+  };
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); ++k) {
+    kiln_graph_t g;
+    kiln_status_t status =
+        kiln_conv_integer_build(cases[k].w_zps, cases[k].dtype, cases[k].group, &g);
+    if (!cases[k].message) {
+      KILN_EXPECT_OK(status);
+    } else {
+      KILN_EXPECT_FALSE(kiln_status_is_ok(status));
+      const char* message = kiln_status_message(status);
+      KILN_EXPECT_CONTAINS(message ? message : "", cases[k].message);
+      KILN_EXPECT_CONTAINS(message ? message : "", "node 'convi'");
+      kiln_status_free(status);
+    }
+    kiln_graph_deinitialize(&g);
+  }
+}
