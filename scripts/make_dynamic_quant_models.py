@@ -8,7 +8,8 @@ no onnxruntime, so the files are committed; rerun with
 Per model:
   model.onnx      the dynamically quantized model (int8 or uint8 weights,
                   per tensor or per output channel; uint8 activations)
-  input_0.npy     float32 input
+  input_0.npy     float32 input (dyn_embed_*: int64 token ids, stored as
+                  float32 values)
   output_0.npy    onnxruntime with graph optimizations off (the graph's
                   ops run as written: the definition kiln follows)
   output_ort.npy  onnxruntime with its default optimizations
@@ -68,21 +69,40 @@ class Wide(torch.nn.Module):
         return self.fc(x)
 
 
-def make(name, module, shape, per_channel, weight_type, seed):
+class Embed(torch.nn.Module):
+    """quantize_dynamic quantizes the embedding table too: a Gather of uint8
+    codes feeds the next MatMulInteger with the table's zero point."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Embedding(100, 16)
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+
+    def forward(self, ids):
+        return self.fc2(torch.relu(self.fc1(self.table(ids))))
+
+
+def make(name, module, shape, per_channel, weight_type, seed, indices=0):
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     module = module()
     out_dir = os.path.join(ROOT, name)
     os.makedirs(out_dir, exist_ok=True)
     fp32_path = os.path.join(out_dir, "fp32.onnx")
-    x = torch.randn(*shape)
+    x = torch.randint(0, indices, shape) if indices else torch.randn(*shape)
     torch.onnx.export(module.eval(), (x,), fp32_path, input_names=["x"],
                       output_names=["y"], opset_version=17, dynamo=False)
     path = os.path.join(out_dir, "model.onnx")
     quantize_dynamic(fp32_path, path, per_channel=per_channel,
                      weight_type=weight_type)
-    xin = rng.standard_normal(shape).astype(np.float32)
-    np.save(os.path.join(out_dir, "input_0.npy"), xin)
+    if indices:
+        # int64 indices, stored as float32 (the tests read float32 .npy).
+        xin = rng.integers(0, indices, shape).astype(np.int64)
+        np.save(os.path.join(out_dir, "input_0.npy"), xin.astype(np.float32))
+    else:
+        xin = rng.standard_normal(shape).astype(np.float32)
+        np.save(os.path.join(out_dir, "input_0.npy"), xin)
     np.save(os.path.join(out_dir, "output_0.npy"),
             run(path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
     np.save(os.path.join(out_dir, "output_ort.npy"),
@@ -100,6 +120,8 @@ def main():
     make("dyn_cnn_u8_tensor", Cnn, (2, 3, 16, 16), False, QuantType.QUInt8, 14)
     make("dyn_encoder_s8_tensor", Encoder, (1, 16, 64), False, QuantType.QInt8, 15)
     make("dyn_wide_s8_channel", Wide, (2, 3072), True, QuantType.QInt8, 16)
+    make("dyn_embed_u8_tensor", Embed, (2, 12), False, QuantType.QUInt8, 17,
+         indices=100)
     return 0
 
 

@@ -102,5 +102,6 @@ kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l) {
       l, "int8 / uint8 tensors at run time are not lowered to the GPU (the "
          "reference executor runs them); supported: QuantizeLinear read only by "
          "a DequantizeLinear with the same constant parameters (a QDQ pair, "
-         "fused), DequantizeLinear of constants (folded)");
+         "fused), DequantizeLinear of constants (folded), and graphs whose every "
+         "int8 value is carried exactly (QOperator, quantize_dynamic: docs/onnx.md)");
 }

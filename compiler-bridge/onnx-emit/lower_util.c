@@ -316,6 +316,18 @@ kiln_status_t kiln_emit_lower_node(kiln_emit_program_t* program,
                                "--precision=f16 to store every float tensor in float16");
     }
   }
+  // int8 / uint8 tensors at run time are left only where the integer
+  // passes (pass_qoperator.c, pass_qinteger.c) did not rewrite the graph:
+  // no float kernel may read their bytes as floats.
+  for (size_t i = 0; i < l.node->input_count + l.node->output_count; ++i) {
+    int32_t id = i < l.node->input_count ? l.node->inputs[i]
+                                         : l.node->outputs[i - l.node->input_count];
+    const kiln_graph_value_t* v = id >= 0 ? &program->graph->values[id] : NULL;
+    if (v && (v->dtype == KILN_GRAPH_DTYPE_I8 || v->dtype == KILN_GRAPH_DTYPE_U8) &&
+        (!v->data || i >= l.node->input_count)) {
+      return kiln_lower_int8_refused(&l);
+    }
+  }
   if (kiln_lower_is_int_passthrough(op) && l.node->output_count > 0 &&
       l.node->outputs[0] >= 0) {
     kiln_graph_dtype_t dtype = program->graph->values[l.node->outputs[0]].dtype;

@@ -45,7 +45,7 @@ static kiln_status_t kiln_transpose_perm(const kiln_graph_node_t* node,
 
 static kiln_status_t kiln_infer_transpose(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   const int64_t* list = NULL;
   size_t count = 0;
   KILN_RETURN_IF_ERROR(
@@ -458,7 +458,7 @@ static kiln_status_t kiln_run_slice(const kiln_op_run_args_t* args) {
 static kiln_status_t kiln_infer_gather(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
   const kiln_graph_value_t* indices = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   KILN_RETURN_IF_ERROR(
       kiln_op_require_input(args, 1, KILN_OP_INDEX, &indices));
   int64_t axis_attr = 0;

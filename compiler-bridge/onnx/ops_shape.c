@@ -36,7 +36,7 @@ static void kiln_shape_range(const kiln_graph_node_t* node, int32_t rank,
 
 static kiln_status_t kiln_infer_shape(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   int64_t ignored;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "start", 0, &ignored));
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "end", 0, &ignored));
@@ -123,7 +123,7 @@ static kiln_status_t kiln_infer_constant(const kiln_op_infer_args_t* args) {
 
 static kiln_status_t kiln_infer_reshape(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   int64_t dims[KILN_MAX_LIST];
   size_t count = 0;
   KILN_RETURN_IF_ERROR(
@@ -176,7 +176,7 @@ static kiln_status_t kiln_infer_reshape(const kiln_op_infer_args_t* args) {
 
 static kiln_status_t kiln_infer_flatten(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   int64_t axis = 1;
   KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "axis", 1, &axis));
   int32_t rank = x->shape.rank;
@@ -211,7 +211,7 @@ static kiln_status_t kiln_axes_list(const kiln_op_infer_args_t* args,
 
 static kiln_status_t kiln_infer_squeeze(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   int64_t axes[KILN_MAX_LIST];
   size_t count = 0;
   bool present = false;
@@ -239,7 +239,7 @@ static kiln_status_t kiln_infer_squeeze(const kiln_op_infer_args_t* args) {
 
 static kiln_status_t kiln_infer_unsqueeze(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &x));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY | KILN_OP_QUANT, &x));
   int64_t axes[KILN_MAX_LIST];
   size_t count = 0;
   bool present = false;

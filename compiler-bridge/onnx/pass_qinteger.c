@@ -8,6 +8,7 @@
 //   ConvInteger(x, W, x_zp, W_zp)   -> Sub(x, x_zp) -> Conv(., W - W_zp)
 //   Cast(sum, to=FLOAT)             -> Identity
 //   Transpose / Reshape / ... of an integer value: unchanged (exact).
+//   Gather(int8 table, indices)     -> Gather(fp32 table of the integers, indices)
 // A sum is exact when every partial sum stays an integer below 2^24: per
 // output column (channel), 255 * sum|b - b_zp| < 2^24 (|a - a_zp| <= 255),
 // in any order. Where that fails, B - B_zp = 16 hi + lo (lo in [0, 16)) and
@@ -51,7 +52,7 @@ static bool kiln_qint_is_movement(const kiln_graph_node_t* n) {
 // The weight's layout: MatMul B [K, N] (output column c: stride N), Conv W
 // [M, ...] (output channel c: `inner` contiguous values).
 typedef struct kiln_qint_weight_t {
-  const kiln_graph_value_t* w;
+  int32_t id;  // the value (an id: adding values moves the array)
   size_t count, outputs, inner;
   bool conv;
 } kiln_qint_weight_t;
@@ -60,11 +61,12 @@ static bool kiln_qint_weight(const kiln_graph_t* g, const kiln_graph_node_t* n,
                              kiln_qint_weight_t* out) {
   out->conv = kiln_qint_is(n, "ConvInteger");
   if (!kiln_qop_const(g, n, 1)) return false;
-  out->w = &g->values[n->inputs[1]];
-  out->count = kiln_qop_count(out->w);
-  if (out->count == 0 || out->w->shape.rank < 2) return false;
-  if (!out->conv && out->w->shape.rank != 2) return false;  // batched weights
-  out->outputs = (size_t)out->w->shape.dims[out->conv ? 0 : 1];
+  out->id = n->inputs[1];
+  const kiln_graph_value_t* w = &g->values[out->id];
+  out->count = kiln_qop_count(w);
+  if (out->count == 0 || w->shape.rank < 2) return false;
+  if (!out->conv && w->shape.rank != 2) return false;  // batched weights
+  out->outputs = (size_t)w->shape.dims[out->conv ? 0 : 1];
   out->inner = out->count / out->outputs;
   return true;
 }
@@ -72,7 +74,8 @@ static bool kiln_qint_weight(const kiln_graph_t* g, const kiln_graph_node_t* n,
 static int32_t kiln_qint_centered(const kiln_graph_t* g, const kiln_graph_node_t* n,
                                   const kiln_qint_weight_t* w, size_t i) {
   size_t c = w->conv ? i / w->inner : i % w->outputs;
-  return kiln_quant_load(w->w->data, w->w->dtype, i) - kiln_qop_int(g, n, 3, c);
+  const kiln_graph_value_t* v = &g->values[w->id];
+  return kiln_quant_load(v->data, v->dtype, i) - kiln_qop_int(g, n, 3, c);
 }
 
 // The radix digits of a centered weight (floor division: lo in [0, 16)).
@@ -101,8 +104,19 @@ static int kiln_qint_split(const kiln_graph_t* g, const kiln_graph_node_t* n,
   return result;
 }
 
+// A Gather from a constant int8 / uint8 table (quantize_dynamic's embedding
+// tables) with run-time indices.
+static bool kiln_qint_is_table_gather(const kiln_graph_t* g, const kiln_graph_node_t* n) {
+  if (!kiln_qint_is(n, "Gather") || !kiln_qop_const(g, n, 0)) return false;
+  kiln_graph_dtype_t d = g->values[n->inputs[0]].dtype;
+  return d == KILN_GRAPH_DTYPE_I8 || d == KILN_GRAPH_DTYPE_U8;
+}
+
 bool kiln_qint_eligible(const kiln_graph_t* g, const kiln_graph_node_t* n) {
-  if (kiln_qint_is(n, "DynamicQuantizeLinear") || kiln_qint_is_movement(n)) return true;
+  if (kiln_qint_is(n, "DynamicQuantizeLinear") || kiln_qint_is_movement(n) ||
+      kiln_qint_is_table_gather(g, n)) {
+    return true;
+  }
   if (kiln_qint_is(n, "Cast")) {
     int64_t to = 0;
     return kiln_status_is_ok(kiln_graph_node_attr_int(n, "to", 0, &to)) &&
@@ -178,7 +192,7 @@ static kiln_status_t kiln_qint_weight_constant(kiln_graph_t* g, int32_t id,
     int32_t h = kiln_qint_hi(v);
     values[i] = (float)(digit < 0 ? v : digit == 1 ? h : v - KILN_QINT_RADIX * h);
   }
-  kiln_graph_shape_t shape = w->w->shape;
+  kiln_graph_shape_t shape = g->values[w->id].shape;
   kiln_status_t status = kiln_graph_add_constant(g, NULL, KILN_GRAPH_DTYPE_F32, &shape, values,
                                                  out);
   kiln_allocator_free(g->allocator, values);
@@ -255,6 +269,23 @@ kiln_status_t kiln_qint_rewrite(kiln_graph_t* g, int32_t id, bool* out_rewritten
   if (kiln_qint_is(n, "Cast") && kiln_qop_is_integer(g, n->inputs[0])) {
     n->op_type = "Identity";
     n->attr_count = 0;
+    *out_rewritten = true;
+    return kiln_ok_status();
+  }
+  if (kiln_qint_is_table_gather(g, n)) {
+    // The table as fp32 values of its integers (4 bytes per entry).
+    const kiln_graph_value_t* t = &g->values[n->inputs[0]];
+    size_t count = kiln_qop_count(t);
+    kiln_graph_shape_t shape = t->shape;
+    float* values = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(g->allocator, (count ? count : 1) * sizeof(float),
+                                               (void**)&values));
+    for (size_t i = 0; i < count; ++i) values[i] = (float)kiln_quant_load(t->data, t->dtype, i);
+    int32_t table = -1;
+    kiln_status_t status = kiln_qop_constant(g, values, count, &shape, &table);
+    kiln_allocator_free(g->allocator, values);
+    KILN_RETURN_IF_ERROR(status);
+    g->nodes[id].inputs[0] = table;
     *out_rewritten = true;
     return kiln_ok_status();
   }

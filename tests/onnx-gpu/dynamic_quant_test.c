@@ -62,9 +62,22 @@ static bool kiln_dq_has_node(const kiln_graph_t* g, const char* suffix) {
   return false;
 }
 
-static void kiln_check_dynamic_model(const char* name, bool radix) {
+// A float32 tensor of integer values as int64 (token ids).
+static void kiln_dq_to_int64(kiln_graph_tensor_t* t) {
+  kiln_graph_tensor_t ids;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_I64,
+                                            &t->shape, &ids));
+  for (size_t i = 0; i < t->byte_size / sizeof(float); ++i) {
+    ((int64_t*)ids.data)[i] = (int64_t)((const float*)t->data)[i];
+  }
+  kiln_graph_tensor_deinit(t);
+  *t = ids;
+}
+
+static void kiln_check_dynamic_model(const char* name, bool radix, bool indices) {
   kiln_graph_tensor_t input, expected, fp32, cpu, passed, gpu;
   kiln_dq_read(name, "input_0.npy", &input);
+  if (indices) kiln_dq_to_int64(&input);
   kiln_dq_read(name, "output_0.npy", &expected);
   kiln_dq_read(name, "output_fp32.npy", &fp32);
   char path[1024];
@@ -115,12 +128,13 @@ static void kiln_check_dynamic_model(const char* name, bool radix) {
 KILN_TEST(OnnxDynamicQuantTest, QuantizeDynamicModelsMatchOnnxruntime) {
   static const struct {
     const char* name;
-    bool radix;
-  } kModels[] = {{"dyn_mlp_s8_tensor", false},     {"dyn_mlp_u8_channel", false},
-                 {"dyn_cnn_s8_channel", false},    {"dyn_cnn_u8_tensor", false},
-                 {"dyn_encoder_s8_tensor", false}, {"dyn_wide_s8_channel", true}};
+    bool radix, indices;
+  } kModels[] = {{"dyn_mlp_s8_tensor", false, false},     {"dyn_mlp_u8_channel", false, false},
+                 {"dyn_cnn_s8_channel", false, false},    {"dyn_cnn_u8_tensor", false, false},
+                 {"dyn_encoder_s8_tensor", false, false}, {"dyn_wide_s8_channel", true, false},
+                 {"dyn_embed_u8_tensor", false, true}};
   for (size_t i = 0; i < sizeof(kModels) / sizeof(kModels[0]); ++i) {
-    kiln_check_dynamic_model(kModels[i].name, kModels[i].radix);
+    kiln_check_dynamic_model(kModels[i].name, kModels[i].radix, kModels[i].indices);
   }
 }
 
