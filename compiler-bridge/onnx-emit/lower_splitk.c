@@ -5,6 +5,8 @@
 // shifted by whole 64-k chunks; conv: a range of input channels) writing its
 // partial product, without epilogue, into a slice of scratch; the parts
 // write disjoint slices and read only operands, so no barrier orders them.
+// A gemm whose parts are equal runs them as one dispatch instead, the
+// parts as the batch of the same kernel.
 // One gemv then adds the slices (per output row, a row of ones times that
 // row's [parts x n] partials) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
@@ -20,7 +22,7 @@
 // The split every target agrees to: the least of their parts (1: none).
 static uint32_t kiln_splitk_parts(const kiln_lower_t* l, bool coopmat, uint64_t rows,
                                   uint64_t cols, uint64_t k, uint64_t groups) {
-  uint32_t parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
+  uint32_t parts = KILN_COOPMAT_SPLIT_K_MAX_PARTS;
   for (size_t t = 0; t < l->program->target_count; ++t) {
     const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
     uint32_t p = 1;
@@ -114,7 +116,29 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   kiln_emit_range_t scratch;
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, parts * slice * elem, &scratch));
   const kiln_lower_reduction_t plain = {r->specs, KILN_ACT_NONE, false, false};
-  for (uint32_t s = 0; s < parts; ++s) {
+  if (gemm && k == (uint64_t)parts * step) {
+    // Equal parts: one dispatch, the parts as its batch (operands shifted
+    // by the batch strides, partials in consecutive slices): no dispatch
+    // per part, and every part's blocks run side by side.
+    kiln_emit_dispatch_desc_t d = *desc;
+    kiln_kernel_gemm_params_t gp = *g;
+    gp.k = (uint32_t)step;
+    gp.batch = parts;
+    gp.scale = 1.0f;
+    gp.a_batch_stride = (uint32_t)(step * g->a_col_stride);
+    gp.b_batch_stride = (uint32_t)(step * g->b_row_stride);
+    gp.c_batch_stride = (uint32_t)slice;
+    if ((uint64_t)gp.a_batch_stride != step * g->a_col_stride ||
+        (uint64_t)gp.b_batch_stride != step * g->b_row_stride) {
+      return kiln_ok_status();
+    }
+    d.push = &gp;
+    d.bindings[4] = scratch;
+    d.bindings[4].length = ((parts - 1) * slice + count) * elem;
+    d.bindings[3] = d.bindings[1];  // no residual: any read-only binding
+    KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, &plain));
+  }
+  for (uint32_t s = 0; gemm ? k != (uint64_t)parts * step && s < parts : s < parts; ++s) {
     kiln_emit_dispatch_desc_t d = *desc;
     kiln_kernel_gemm_params_t gp;
     kiln_kernel_conv2d_params_t cp;
@@ -147,7 +171,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
     KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, &plain));
   }
   // The sum: gemv batch = output row, k = parts, n = cols.
-  float ones[KILN_GEMM_SPLIT_K_MAX_PARTS];
+  float ones[KILN_COOPMAT_SPLIT_K_MAX_PARTS];
   for (uint32_t s = 0; s < parts; ++s) ones[s] = 1.0f;
   kiln_emit_range_t ones_range;
   KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, ones, parts, &ones_range));

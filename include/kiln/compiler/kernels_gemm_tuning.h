@@ -154,6 +154,8 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 // device say where to move them.
 #define KILN_GEMM_SPLIT_K_MIN_K 256u
 #define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
+// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c).
+#define KILN_COOPMAT_SPLIT_K_MAX_PARTS 16u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
 uint32_t kiln_kernel_gemm_compute_units(const char* arch);
