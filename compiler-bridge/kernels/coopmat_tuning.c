@@ -3,7 +3,6 @@
 //
 // The kernel declares 41 KiB of shared memory (NVIDIA gives Vulkan 48):
 // double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16.
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,18 +218,16 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
     kiln_status_ignore(status);
     return 1;
   }
-  // Experiment knobs (sweep only): blocks per compute unit aimed at, and
-  // the shortest part.
-  const char* occ_env = getenv("KILN_COOPMAT_SPLIT_OCCUPANCY");
-  const char* min_env = getenv("KILN_COOPMAT_SPLIT_MIN_K");
-  const uint64_t occupancy = occ_env ? strtoull(occ_env, NULL, 10) : 1;
-  const uint64_t min_k = min_env ? strtoull(min_env, NULL, 10) : KILN_GEMM_SPLIT_K_MIN_K;
-  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch) * (occupancy ? occupancy : 1);
+  // One block per compute unit: aiming at 2, 4, 8 or 16 blocks per unit
+  // (parts of k down to 128) was slower on an H100 (BERT-base f16 2.15 ->
+  // 2.38-2.43 ms a call, ViT-B/16 3.09 -> 2.99-3.57): the partials' traffic
+  // and the sum cost more than the occupancy gave.
+  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
   const uint64_t bm = (uint64_t)t.warps_m * t.tiles_m * 16, bn = (uint64_t)t.warps_n * t.tiles_n * 16;
   const uint64_t blocks = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
   if (units == 0 || blocks == 0 || 2 * blocks > units) return 1;
   uint64_t parts = (units + blocks - 1) / blocks;
-  if (parts > k / (min_k ? min_k : 1)) parts = k / (min_k ? min_k : 1);
+  if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
   if (parts > KILN_COOPMAT_SPLIT_K_MAX_PARTS) parts = KILN_COOPMAT_SPLIT_K_MAX_PARTS;
   return parts < 2 ? 1 : (uint32_t)parts;
 }

@@ -148,13 +148,15 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 // a reduction adds the parts (onnx-emit/lower_splitk.c). Only where the
 // blocks fill at most half the compute units; the parts: enough for one
 // block per unit, each at least KILN_GEMM_SPLIT_K_MIN_K long, at most
-// KILN_GEMM_SPLIT_K_MAX_PARTS (every part is a dispatch); 1 (no split)
+// KILN_GEMM_SPLIT_K_MAX_PARTS (a dispatch each, unless the parts are
+// equal: then one dispatch, the parts as its batch); 1 (no split)
 // where the arch has no compute-unit count (CPU devices, most mobile,
 // unknown). Conservative first numbers: the sweep's split-K rows on a
 // device say where to move them.
 #define KILN_GEMM_SPLIT_K_MIN_K 256u
 #define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
-// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c).
+// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c;
+// one block per unit never asks more than 8 of an H100's 132 units).
 #define KILN_COOPMAT_SPLIT_K_MAX_PARTS 16u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
