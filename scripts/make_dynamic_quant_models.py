@@ -24,8 +24,7 @@ import torch
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_qdq_models import ROOT, Cnn, Mlp, run  # noqa: E402
-import onnxruntime as ort  # noqa: E402
+from make_qdq_models import ROOT, Cnn, Mlp, save_runs  # noqa: E402
 
 
 class Encoder(torch.nn.Module):
@@ -103,12 +102,7 @@ def make(name, module, shape, per_channel, weight_type, seed, indices=0):
     else:
         xin = rng.standard_normal(shape).astype(np.float32)
         np.save(os.path.join(out_dir, "input_0.npy"), xin)
-    np.save(os.path.join(out_dir, "output_0.npy"),
-            run(path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
-    np.save(os.path.join(out_dir, "output_ort.npy"),
-            run(path, xin, ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
-    np.save(os.path.join(out_dir, "output_fp32.npy"),
-            run(fp32_path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
+    save_runs(out_dir, path, fp32_path, xin)
     os.remove(fp32_path)
     print(name, os.path.getsize(path), "bytes")
 

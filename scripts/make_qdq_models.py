@@ -97,6 +97,17 @@ def run(path, x, level):
     return session.run(None, {session.get_inputs()[0].name: x})[0]
 
 
+def save_runs(out_dir, path, fp32_path, xin):
+    """onnxruntime's outputs of the quantized model (optimizations off and
+    on) and of the fp32 model, for input `xin`."""
+    np.save(os.path.join(out_dir, "output_0.npy"),
+            run(path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
+    np.save(os.path.join(out_dir, "output_ort.npy"),
+            run(path, xin, ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
+    np.save(os.path.join(out_dir, "output_fp32.npy"),
+            run(fp32_path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
+
+
 def last_quantize_scale(model):
     graph = model.graph
     inits = {i.name: onnx.numpy_helper.to_array(i) for i in graph.initializer}
@@ -125,12 +136,7 @@ def make(name, module, shape, per_channel, activation_type, seed,
                     weight_type=QuantType.QInt8)
     xin = rng.standard_normal(shape).astype(np.float32)
     np.save(os.path.join(out_dir, "input_0.npy"), xin)
-    np.save(os.path.join(out_dir, "output_0.npy"),
-            run(path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
-    np.save(os.path.join(out_dir, "output_ort.npy"),
-            run(path, xin, ort.GraphOptimizationLevel.ORT_ENABLE_ALL))
-    np.save(os.path.join(out_dir, "output_fp32.npy"),
-            run(fp32_path, xin, ort.GraphOptimizationLevel.ORT_DISABLE_ALL))
+    save_runs(out_dir, path, fp32_path, xin)
     np.save(os.path.join(out_dir, "out_scale.npy"),
             last_quantize_scale(onnx.load(path)).reshape(-1)[:1])
     os.remove(fp32_path)

@@ -554,13 +554,16 @@ static kiln_status_t kiln_run_qlinear_matmul(const kiln_op_run_args_t* args) {
 // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B int32];
 // w_scale / w_zp per tensor or per output channel.
 
-static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
+// The int8 conv's operands x (input 0) and w (input `w_index`): equal ranks
+// 3 to 5, w matching x's channels in `group`s; *out_shape the output's.
+static kiln_status_t kiln_quant_conv_shape(const kiln_op_infer_args_t* args, size_t w_index,
+                                           const kiln_graph_value_t** out_x,
+                                           const kiln_graph_value_t** out_w,
+                                           kiln_graph_shape_t* out_shape) {
   const kiln_graph_value_t* x = NULL;
   const kiln_graph_value_t* w = NULL;
-  const kiln_graph_value_t* yz = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_QUANT, &x));
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 3, KILN_OP_QUANT, &w));
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 7, KILN_OP_QUANT, &yz));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, w_index, KILN_OP_QUANT, &w));
   if (x->shape.rank < 3 || w->shape.rank != x->shape.rank) {
     return kiln_op_unsupported(args, "x rank %d / w rank %d; supported: equal "
                                "ranks 3 to 5", (int)x->shape.rank,
@@ -574,6 +577,26 @@ static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
     return kiln_op_invalid(args, "w shape does not match %lld channels in %lld "
                            "groups", (long long)channels, (long long)group);
   }
+  kiln_window_t window;
+  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
+                                           x->shape.dims + 2, w->shape.dims + 2,
+                                           false, true, &window));
+  *out_shape = x->shape;
+  out_shape->dims[1] = m;
+  for (int32_t i = 0; i < window.spatial; ++i) out_shape->dims[2 + i] = window.out[i];
+  *out_x = x;
+  *out_w = w;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* x = NULL;
+  const kiln_graph_value_t* w = NULL;
+  const kiln_graph_value_t* yz = NULL;
+  kiln_graph_shape_t shape;
+  KILN_RETURN_IF_ERROR(kiln_quant_conv_shape(args, 3, &x, &w, &shape));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 7, KILN_OP_QUANT, &yz));
+  const int64_t m = w->shape.dims[0];
   size_t count = 0;
   static const size_t kScales[] = {1, 4, 6};
   for (size_t i = 0; i < 3; ++i) {
@@ -596,13 +619,6 @@ static kiln_status_t kiln_infer_qlinear_conv(const kiln_op_infer_args_t* args) {
                              (long long)m);
     }
   }
-  kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
-                                           x->shape.dims + 2, w->shape.dims + 2,
-                                           false, true, &window));
-  kiln_graph_shape_t shape = x->shape;
-  shape.dims[1] = m;
-  for (int32_t i = 0; i < window.spatial; ++i) shape.dims[2 + i] = window.out[i];
   return kiln_op_set_output(args, 0, yz->dtype, &shape);
 }
 
@@ -672,30 +688,11 @@ static kiln_status_t kiln_run_qlinear_conv(const kiln_op_run_args_t* args) {
 static kiln_status_t kiln_infer_conv_integer(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
   const kiln_graph_value_t* w = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_QUANT, &x));
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_QUANT, &w));
-  if (x->shape.rank < 3 || w->shape.rank != x->shape.rank) {
-    return kiln_op_unsupported(args, "x rank %d / w rank %d; supported: equal "
-                               "ranks 3 to 5", (int)x->shape.rank,
-                               (int)w->shape.rank);
-  }
-  int64_t group = 1;
-  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "group", 1, &group));
-  int64_t channels = x->shape.dims[1], m = w->shape.dims[0];
-  if (group < 1 || channels % group || m % group ||
-      w->shape.dims[1] * group != channels) {
-    return kiln_op_invalid(args, "w shape does not match %lld channels in %lld "
-                           "groups", (long long)channels, (long long)group);
-  }
+  kiln_graph_shape_t shape;
+  KILN_RETURN_IF_ERROR(kiln_quant_conv_shape(args, 1, &x, &w, &shape));
+  const int64_t m = w->shape.dims[0];
   KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 2, "x_zero_point", 0, x->dtype, "x"));
   KILN_RETURN_IF_ERROR(kiln_quant_check_zp_vector(args, 3, "w_zero_point", m, w->dtype, "w"));
-  kiln_window_t window;
-  KILN_RETURN_IF_ERROR(kiln_window_resolve(args->node, x->shape.rank - 2,
-                                           x->shape.dims + 2, w->shape.dims + 2,
-                                           false, true, &window));
-  kiln_graph_shape_t shape = x->shape;
-  shape.dims[1] = m;
-  for (int32_t i = 0; i < window.spatial; ++i) shape.dims[2 + i] = window.out[i];
   return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_I32, &shape);
 }
 

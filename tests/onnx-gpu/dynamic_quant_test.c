@@ -62,6 +62,18 @@ static bool kiln_dq_has_node(const kiln_graph_t* g, const char* suffix) {
   return false;
 }
 
+// Compiles and runs `g` on the device: refused UNIMPLEMENTED, the message
+// containing `needle` (the node at fault).
+static void kiln_dq_expect_refused(kiln_graph_t* g, const kiln_onnx_compile_options_t* options,
+                                   const kiln_graph_tensor_t* input, const char* needle) {
+  kiln_graph_tensor_t out;
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(g, options, input, &out, &stats);
+  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
+  KILN_EXPECT_CONTAINS(kiln_status_message(status), needle);
+  kiln_status_free(status);
+}
+
 // A float32 tensor of integer values as int64 (token ids).
 static void kiln_dq_to_int64(kiln_graph_tensor_t* t) {
   kiln_graph_tensor_t ids;
@@ -147,14 +159,11 @@ KILN_TEST(OnnxDynamicQuantTest, F16IsRefusedNamingTheNode) {
   options.precision = KILN_ONNX_PRECISION_F16;
   kiln_graph_t graph;
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
-  kiln_graph_tensor_t input, out;
+  kiln_graph_tensor_t input;
   kiln_dq_read("dyn_mlp_s8_tensor", "input_0.npy", &input);
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &out, &stats);
-  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
-  KILN_EXPECT_CONTAINS(kiln_status_message(status), "DynamicQuantizeLinear");
-  KILN_EXPECT_CONTAINS(kiln_status_message(status), "--precision=f32");
-  kiln_status_free(status);
+  kiln_dq_expect_refused(&graph, &options, &input,
+                         "(op DynamicQuantizeLinear): dynamic quantization runs at fp32; "
+                         "compile with --precision=f32");
   kiln_graph_tensor_deinit(&input);
   kiln_graph_deinitialize(&graph);
 }
@@ -247,18 +256,49 @@ KILN_TEST(OnnxDynamicQuantTest, SumsTooLargeForFp32AreRefused) {
   int32_t x = -1;
   kiln_dq_build(&g, 1, k, b, &x);
   kiln_graph_shape_t shape = {2, {1, k}};
-  kiln_graph_tensor_t input, out;
+  kiln_graph_tensor_t input;
   KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
                                             &shape, &input));
   for (int64_t i = 0; i < k; ++i) ((float*)input.data)[i] = (float)(i % 3) - 1.0f;
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, &input, &out, &stats);
-  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
-  KILN_EXPECT_CONTAINS(kiln_status_message(status), "'dql'");
-  kiln_status_free(status);
+  kiln_dq_expect_refused(&g, &options, &input, "node 'dql'");
   kiln_graph_tensor_deinit(&input);
   kiln_graph_deinitialize(&g);
   free(b);
+}
+
+// A DequantizeLinear whose parameters are a DynamicQuantizeLinear's
+// run-time outputs is not carried: the graph is refused by the device
+// compile naming the node; the reference executor runs it.
+KILN_TEST(OnnxDynamicQuantTest, RunTimeDequantizeParametersAreRefused) {
+  kiln_graph_t g;
+  kiln_graph_initialize(kiln_allocator_system(), "dynamic_quant", &g);
+  g.opset = 13;
+  kiln_graph_shape_t shape = {2, {2, 8}};
+  int32_t x = -1, node = -1, y = -1;
+  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &shape, &x));
+  int32_t outs[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSERT_OK(kiln_graph_add_value(&g, NULL, KILN_GRAPH_DTYPE_INVALID, &outs[i]));
+  }
+  KILN_ASSERT_OK(kiln_graph_add_node(&g, "DynamicQuantizeLinear", "dql", &x, 1, outs, 3, &node));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "DequantizeLinear", outs, 3, &node, &y));
+  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
+  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
+  kiln_graph_tensor_t input, out;
+  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
+                                            &shape, &input));
+  for (size_t i = 0; i < 16; ++i) ((float*)input.data)[i] = (float)i * 0.3f - 2.0f;
+  // The reference: y = (q - zp) * scale, within half a step of x.
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &out));
+  for (size_t i = 0; i < 16; ++i) {
+    KILN_EXPECT_NEAR(((float*)out.data)[i], ((float*)input.data)[i], 6.5f / 255.0f);
+  }
+  kiln_graph_tensor_deinit(&out);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  kiln_dq_expect_refused(&g, &options, &input, "node 'dql'");
+  kiln_graph_tensor_deinit(&input);
+  kiln_graph_deinitialize(&g);
 }

@@ -222,45 +222,6 @@ KILN_TEST(OnnxQdqModelTest, QuantizeStaticModelsAtF16) {
   }
 }
 
-// Run-time int8 tensors the passes cannot carry exactly (here a dynamic
-// scale) are refused by the device compile naming the node; the reference
-// executor runs them.
-KILN_TEST(OnnxQdqModelTest, DynamicQuantizationIsRefusedOnTheDevice) {
-  kiln_graph_t g;
-  kiln_graph_initialize(kiln_allocator_system(), "dynamic_quant", &g);
-  g.opset = 13;
-  kiln_graph_shape_t shape = {2, {2, 8}};
-  int32_t x = -1, node = -1, y = -1;
-  KILN_ASSERT_OK(kiln_gpu_graph_add_input(&g, "x", &shape, &x));
-  int32_t outs[3] = {-1, -1, -1};
-  for (int i = 0; i < 3; ++i) {
-    KILN_ASSERT_OK(kiln_graph_add_value(&g, NULL, KILN_GRAPH_DTYPE_INVALID, &outs[i]));
-  }
-  KILN_ASSERT_OK(kiln_graph_add_node(&g, "DynamicQuantizeLinear", "dql", &x, 1, outs, 3, &node));
-  KILN_ASSERT_OK(kiln_gpu_graph_add_node(&g, "DequantizeLinear", outs, 3, &node, &y));
-  KILN_ASSERT_OK(kiln_gpu_graph_add_output(&g, y));
-  KILN_ASSERT_OK(kiln_graph_infer_shapes(&g));
-  kiln_graph_tensor_t input, out;
-  KILN_ASSERT_OK(kiln_graph_tensor_allocate(kiln_allocator_system(), KILN_GRAPH_DTYPE_F32,
-                                            &shape, &input));
-  for (size_t i = 0; i < 16; ++i) ((float*)input.data)[i] = (float)i * 0.3f - 2.0f;
-  // The reference: y = (q - zp) * scale, within half a step of x.
-  KILN_ASSERT_OK(kiln_graph_reference_run(&g, &input, 1, NULL, kiln_allocator_system(), &out));
-  for (size_t i = 0; i < 16; ++i) {
-    KILN_EXPECT_NEAR(((float*)out.data)[i], ((float*)input.data)[i], 6.5f / 255.0f);
-  }
-  kiln_graph_tensor_deinit(&out);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, &input, &out, &stats);
-  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_UNIMPLEMENTED);
-  KILN_EXPECT_CONTAINS(kiln_status_message(status), "node 'dql'");
-  kiln_status_free(status);
-  kiln_graph_tensor_deinit(&input);
-  kiln_graph_deinitialize(&g);
-}
-
 static float kiln_qdq_round_f16(float x) { return kiln_f16_to_f32(kiln_f32_to_f16(x)); }
 
 // x [4, 3, 8] -> QuantizeLinear -> DequantizeLinear, parameters per tensor

@@ -260,6 +260,21 @@ KILN_TEST(QuantTest, MalformedParametersAreRefusedNamingTheTensor) {
   }
 }
 
+// Shape inference's `status`: OK when `message` is NULL, else an error
+// containing `message` and `node` (consumed).
+static void kiln_expect_infer_status(kiln_status_t status, const char* message,
+                                     const char* node) {
+  if (!message) {
+    KILN_EXPECT_OK(status);
+    return;
+  }
+  KILN_EXPECT_FALSE(kiln_status_is_ok(status));
+  const char* text = kiln_status_message(status);
+  KILN_EXPECT_CONTAINS(text ? text : "", message);
+  KILN_EXPECT_CONTAINS(text ? text : "", node);
+  kiln_status_free(status);
+}
+
 // QLinearMatMul a[2, 4] (uint8) x b[4, 3] (int8) with the given b_scale
 // length, y_scale and b_zero_point dtype; the status of shape inference.
 static kiln_status_t kiln_qlinear_build(size_t b_scales, float y_scale,
@@ -303,17 +318,9 @@ KILN_TEST(QuantTest, MalformedQLinearParametersAreRefusedNamingTheTensor) {
   };
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); ++k) {
     kiln_graph_t g;
-    kiln_status_t status = kiln_qlinear_build(cases[k].b_scales, cases[k].y_scale,
-                                              cases[k].b_zp, &g);
-    if (!cases[k].message) {
-      KILN_EXPECT_OK(status);
-    } else {
-      KILN_EXPECT_FALSE(kiln_status_is_ok(status));
-      const char* message = kiln_status_message(status);
-      KILN_EXPECT_CONTAINS(message ? message : "", cases[k].message);
-      KILN_EXPECT_CONTAINS(message ? message : "", "node 'qmm'");
-      kiln_status_free(status);
-    }
+    kiln_expect_infer_status(kiln_qlinear_build(cases[k].b_scales, cases[k].y_scale,
+                                                cases[k].b_zp, &g),
+                             cases[k].message, "node 'qmm'");
     kiln_graph_deinitialize(&g);
   }
 }
@@ -358,17 +365,9 @@ KILN_TEST(QuantTest, MalformedConvIntegerParametersAreRefusedNamingTheTensor) {
   };
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); ++k) {
     kiln_graph_t g;
-    kiln_status_t status =
-        kiln_conv_integer_build(cases[k].w_zps, cases[k].dtype, cases[k].group, &g);
-    if (!cases[k].message) {
-      KILN_EXPECT_OK(status);
-    } else {
-      KILN_EXPECT_FALSE(kiln_status_is_ok(status));
-      const char* message = kiln_status_message(status);
-      KILN_EXPECT_CONTAINS(message ? message : "", cases[k].message);
-      KILN_EXPECT_CONTAINS(message ? message : "", "node 'convi'");
-      kiln_status_free(status);
-    }
+    kiln_expect_infer_status(
+        kiln_conv_integer_build(cases[k].w_zps, cases[k].dtype, cases[k].group, &g),
+        cases[k].message, "node 'convi'");
     kiln_graph_deinitialize(&g);
   }
 }
