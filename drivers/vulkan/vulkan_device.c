@@ -11,11 +11,23 @@ uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns) {
   return timeout_ns <= 0 ? 0 : (uint64_t)timeout_ns;
 }
 
+void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value) {
+  uint64_t known = __atomic_load_n(&device->completed_value, __ATOMIC_ACQUIRE);
+  while (known < value &&
+         !__atomic_compare_exchange_n(&device->completed_value, &known, value, true,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  }
+}
+
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns) {
-  if (value == 0) return kiln_ok_status();
+  if (value <= __atomic_load_n(&device->completed_value, __ATOMIC_ACQUIRE)) {
+    return kiln_ok_status();
+  }
   if (device->host_timeline) {
-    return kiln_vk_host_wait_value(device, value, timeout_ns);
+    KILN_RETURN_IF_ERROR(kiln_vk_host_wait_value(device, value, timeout_ns));
+    kiln_vk_device_note_completed(device, value);
+    return kiln_ok_status();
   }
   VkSemaphoreWaitInfo wait = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
@@ -30,7 +42,9 @@ kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                             "device '%s': work did not finish within %lld ns",
                             device->base.info.name, (long long)timeout_ns);
   }
-  return kiln_vk_result_status(result, "vkWaitSemaphores");
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkWaitSemaphores"));
+  kiln_vk_device_note_completed(device, value);
+  return kiln_ok_status();
 }
 
 static kiln_status_t device_wait_idle(kiln_hal_device_t* base,

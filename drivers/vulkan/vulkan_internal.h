@@ -147,6 +147,10 @@ typedef struct kiln_vk_device_t {
   // instead: see vulkan_host_timeline.c.
   VkSemaphore submit_timeline;
   uint64_t submit_value;  // guarded by queue_mutex
+  // The highest submit value known complete (atomic, only grows): a wait
+  // on a finished value, such as each call's check that the previous
+  // submission of a command buffer is done, returns without a driver call.
+  uint64_t completed_value;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
   VkPipelineCache pipeline_cache;
@@ -169,6 +173,9 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
 // Waits until the device's submit timeline reaches `value`.
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns);
+// Records that the submission of `value` (and so every earlier one, queue
+// order) has finished, e.g. once a fence given to it was waited for.
+void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value);
 // Timeline waits on the submit semaphore.
 uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
 
@@ -289,6 +296,7 @@ typedef struct kiln_vk_semaphore_t {
 typedef struct kiln_vk_fence_t {
   kiln_hal_fence_t base;
   VkFence handle;
+  uint64_t submit_value;  // of the submission it was last given to, or 0
 } kiln_vk_fence_t;
 
 kiln_status_t kiln_vk_semaphore_create(kiln_hal_device_t* device,

@@ -121,14 +121,17 @@ static kiln_status_t fence_wait(kiln_hal_fence_t* base, int64_t timeout_ns) {
                             "fence not signalled within %lld ns",
                             (long long)timeout_ns);
   }
-  return kiln_vk_result_status(result, "vkWaitForFences");
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkWaitForFences"));
+  kiln_vk_device_note_completed(device, ((kiln_vk_fence_t*)base)->submit_value);
+  return kiln_ok_status();
 }
 
 static kiln_status_t fence_reset(kiln_hal_fence_t* base) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
-  VkFence handle = ((kiln_vk_fence_t*)base)->handle;
+  kiln_vk_fence_t* fence = (kiln_vk_fence_t*)base;
+  fence->submit_value = 0;
   return kiln_vk_result_status(
-      device->vk.vkResetFences(device->device, 1, &handle), "vkResetFences");
+      device->vk.vkResetFences(device->device, 1, &fence->handle), "vkResetFences");
 }
 
 static const kiln_hal_fence_vtable_t kFenceVtable = {

@@ -125,5 +125,7 @@ kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
   for (uint32_t i = 0; i < batch->command_buffer_count; ++i) {
     kiln_vk_command_buffer_mark_submitted(batch->command_buffers[i], value);
   }
+  // Waiting for the fence then proves this submission done.
+  if (batch->fence) ((kiln_vk_fence_t*)batch->fence)->submit_value = value;
   return kiln_ok_status();
 }

@@ -256,6 +256,11 @@ typedef struct kiln_run_hook_state_t {
   int64_t phase_mark_ns;
   size_t phase_count;
   char phase_names[KILN_RUN_MAX_PHASES][48];
+  // The name strings each phase was last seen with (the hook gets the same
+  // pointers on every call): a match skips formatting the name, which is
+  // inside the measured wall time.
+  const char* phase_modules[KILN_RUN_MAX_PHASES];
+  const char* phase_exports[KILN_RUN_MAX_PHASES];
   double phase_ns[KILN_RUN_MAX_PHASES];  // the current call's
   double* phase_calls;  // [phase][call]: each warm call's, for medians
   int phase_call;       // the current call's index into phase_calls
@@ -267,19 +272,32 @@ static void kiln_run_phase(kiln_run_hook_state_t* hook, const char* module_name,
                            const char* name) {
   if (!hook->phase_mark_ns) return;
   int64_t now = kiln_time_now_ns();
-  char full[48];
-  snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
   size_t i = 0;
-  while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
-  if (i == hook->phase_count && i < KILN_RUN_MAX_PHASES) {
-    snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
-    hook->phase_ns[i] = 0;
-    ++hook->phase_count;
-    for (int c = 0; c < hook->phase_capacity; ++c) {
-      hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
-    }
+  while (i < hook->phase_count &&
+         (hook->phase_modules[i] != module_name || hook->phase_exports[i] != name)) {
+    ++i;
   }
-  if (i < hook->phase_count) hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
+  if (i == hook->phase_count) {  // not seen with these pointers: by name
+    char full[48];
+    snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
+    i = 0;
+    while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
+    if (i == KILN_RUN_MAX_PHASES) {
+      hook->phase_mark_ns = now;
+      return;
+    }
+    if (i == hook->phase_count) {
+      snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
+      hook->phase_ns[i] = 0;
+      ++hook->phase_count;
+      for (int c = 0; c < hook->phase_capacity; ++c) {
+        hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
+      }
+    }
+    hook->phase_modules[i] = module_name;
+    hook->phase_exports[i] = name;
+  }
+  hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
   hook->phase_mark_ns = now;
 }
 
