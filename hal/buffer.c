@@ -63,6 +63,17 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
   return kiln_ok_status();
 }
 
+kiln_hal_submit_stats_t kiln_hal_device_submit_stats(
+    const kiln_hal_device_t* device) {
+  const kiln_hal_submit_stats_t* s = &device->submit_stats;
+  kiln_hal_submit_stats_t stats = {
+      __atomic_load_n(&s->submissions, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->prepare_ns, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->queue_ns, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->fence_wait_ns, __ATOMIC_RELAXED)};
+  return stats;
+}
+
 kiln_hal_memory_stats_t kiln_hal_device_memory_stats(
     const kiln_hal_device_t* device) {
   kiln_hal_memory_stats_t stats = {

@@ -50,6 +50,7 @@ typedef struct kiln_vk_uri_options_t {
   uint32_t api_cap;  // the environment's, lowered by "api="
   bool pose;         // "triple=": select variants as this target
   kiln_target_triple_t pose_triple;
+  bool poll_waits;   // "wait=poll": spin on fence/timeline status
 } kiln_vk_uri_options_t;
 // Parses and removes "?opt=value&..." from the device path.
 kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
@@ -151,6 +152,10 @@ typedef struct kiln_vk_device_t {
   // on a finished value, such as each call's check that the previous
   // submission of a command buffer is done, returns without a driver call.
   uint64_t completed_value;
+  // "?wait=poll": fence and submit-timeline waits spin on the status instead
+  // of blocking in the driver, trading a busy core for the driver's
+  // wake-up latency (a test of how much of a call's time that is).
+  bool poll_waits;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
   VkPipelineCache pipeline_cache;

@@ -73,6 +73,9 @@ struct kiln_hal_device_t {
   // Bytes in buffers made through kiln_hal_buffer_allocate (atomics).
   uint64_t live_buffer_bytes;
   uint64_t peak_buffer_bytes;
+  // Host time of queue submissions (kiln_hal_submit_stats_t; atomics,
+  // written by the driver and kiln_hal_fence_wait).
+  kiln_hal_submit_stats_t submit_stats;
   // Set by kiln_hal_create_device from the options (retained); NULL: none.
   struct kiln_memory_budget_t* memory_budget;
 };
