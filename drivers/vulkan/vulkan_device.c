@@ -97,6 +97,7 @@ static void device_destroy(kiln_hal_device_t* base) {
   kiln_vk_instance_destroy(&device->instance);
   pthread_mutex_destroy(&device->queue_mutex);
   pthread_mutex_destroy(&device->transfer_mutex);
+  pthread_mutex_destroy(&device->reuse.mutex);
   kiln_allocator_free(base->allocator, device);
 }
 
@@ -112,6 +113,7 @@ static const kiln_hal_device_vtable_t kDeviceVtable = {
     .write_buffer = kiln_vk_device_write_buffer,
     .read_buffer = kiln_vk_device_read_buffer,
     .pipeline_cache_stats = device_cache_stats,
+    .buffer_reuse = kiln_vk_buffer_reuse_take,
     .pipeline_cache_save = kiln_vk_pipeline_cache_save,
 };
 
@@ -393,6 +395,7 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
   device->base.allocator = allocator;
   pthread_mutex_init(&device->queue_mutex, NULL);
   pthread_mutex_init(&device->transfer_mutex, NULL);
+  pthread_mutex_init(&device->reuse.mutex, NULL);
   device->print_validation_messages = options->print_validation_messages;
   bool validation =
       options->enable_validation || kiln_vk_validation_from_environment();

@@ -129,6 +129,19 @@ void kiln_vk_memory_free(kiln_vk_memory_t* memory,
 
 // ---- device (vulkan_device.c) ----
 
+// Buffers held only by command buffers' slot copies, for reuse by the next
+// allocation of their kind (vulkan_buffer_reuse.c).
+enum { KILN_VK_REUSE_CAPACITY = 64 };
+typedef struct kiln_vk_reuse_entry_t {
+  kiln_hal_buffer_t* buffer;  // one reference held by a staging table
+  const uint64_t* last_use;   // that table's last submit value (atomic)
+} kiln_vk_reuse_entry_t;
+typedef struct kiln_vk_buffer_reuse_t {
+  pthread_mutex_t mutex;
+  kiln_vk_reuse_entry_t entries[KILN_VK_REUSE_CAPACITY];
+  uint32_t count;
+} kiln_vk_buffer_reuse_t;
+
 typedef struct kiln_vk_device_t {
   kiln_hal_device_t base;
   kiln_vk_instance_t instance;
@@ -158,6 +171,7 @@ typedef struct kiln_vk_device_t {
   bool poll_waits;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
+  kiln_vk_buffer_reuse_t reuse;
   VkPipelineCache pipeline_cache;
   kiln_hal_pipeline_cache_stats_t cache_stats;
   // Host<->device transfers through staging (vulkan_transfer.c).
@@ -254,7 +268,19 @@ typedef struct kiln_vk_slot_staging_t {
   kiln_hal_binding_table_entry_t* io_table;  // the caller's, buffers retained
   uint32_t io_count;
   bool io_recorded;
+  uint64_t io_last_use;  // submit value of the last submission (atomic)
 } kiln_vk_slot_staging_t;
+
+// The reuse list (vulkan_buffer_reuse.c): a staging table adds each buffer
+// it retains and removes it before releasing it; an allocation takes a
+// listed buffer of the same params once its only holder is that table and
+// the table's last submission finished (returned retained, else NULL).
+void kiln_vk_buffer_reuse_add(kiln_vk_device_t* device, kiln_hal_buffer_t* buffer,
+                              const uint64_t* last_use);
+void kiln_vk_buffer_reuse_remove(kiln_vk_device_t* device, kiln_hal_buffer_t* buffer,
+                                 const uint64_t* last_use);
+kiln_hal_buffer_t* kiln_vk_buffer_reuse_take(kiln_hal_device_t* device,
+                                             const kiln_hal_buffer_params_t* params);
 
 // True when every entry's buffer allows transfers (else bind directly).
 bool kiln_vk_slot_staging_usable(const kiln_hal_binding_table_t* table, uint32_t slots);

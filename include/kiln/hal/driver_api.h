@@ -57,6 +57,10 @@ typedef struct kiln_hal_device_vtable_t {
                                         kiln_hal_pipeline_cache_stats_t* out);
   kiln_status_t (*pipeline_cache_save)(kiln_hal_device_t* device,
                                        const char* path);
+  // Optional: an existing buffer of exactly `params` (budget resolved) that
+  // no one else holds any more, retained, or NULL; its bytes stay counted.
+  kiln_hal_buffer_t* (*buffer_reuse)(kiln_hal_device_t* device,
+                                     const kiln_hal_buffer_params_t* params);
 } kiln_hal_device_vtable_t;
 
 enum { KILN_HAL_VALIDATION_MESSAGE_CAPACITY = 2048 };
