@@ -38,11 +38,16 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
   kiln_hal_buffer_params_t resolved = *params;
   if (!resolved.memory_budget) resolved.memory_budget = device->memory_budget;
   kiln_memory_budget_t* budget = resolved.memory_budget;
+  const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
+  // A reused buffer keeps the budget and byte count it already holds.
+  if (vtable->buffer_reuse) {
+    *out_buffer = vtable->buffer_reuse(device, &resolved);
+    if (*out_buffer) return kiln_ok_status();
+  }
   if (budget) {
     KILN_RETURN_IF_ERROR(
         kiln_memory_budget_reserve(budget, params->size, "a device buffer"));
   }
-  const kiln_hal_device_vtable_t* vtable = device->resource.vtable;
   kiln_status_t status = vtable->buffer_allocate(device, &resolved, out_buffer);
   if (!kiln_status_is_ok(status)) {
     if (budget) kiln_memory_budget_unreserve(budget, params->size);
@@ -61,6 +66,17 @@ kiln_status_t kiln_hal_buffer_allocate(kiln_hal_device_t* device,
                                       __ATOMIC_RELAXED)) {
   }
   return kiln_ok_status();
+}
+
+kiln_hal_submit_stats_t kiln_hal_device_submit_stats(
+    const kiln_hal_device_t* device) {
+  const kiln_hal_submit_stats_t* s = &device->submit_stats;
+  kiln_hal_submit_stats_t stats = {
+      __atomic_load_n(&s->submissions, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->prepare_ns, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->queue_ns, __ATOMIC_RELAXED),
+      __atomic_load_n(&s->fence_wait_ns, __ATOMIC_RELAXED)};
+  return stats;
 }
 
 kiln_hal_memory_stats_t kiln_hal_device_memory_stats(

@@ -1,6 +1,7 @@
 // Semaphore and fence wrappers.
 #include "kiln/hal/semaphore.h"
 
+#include "kiln/base/time.h"
 #include "kiln/hal/driver_api.h"
 
 #define SEMAPHORE_VTABLE(s) ((const kiln_hal_semaphore_vtable_t*)(s)->resource.vtable)
@@ -69,7 +70,11 @@ void kiln_hal_fence_release(kiln_hal_fence_t* fence) {
 
 kiln_status_t kiln_hal_fence_wait(kiln_hal_fence_t* fence, int64_t timeout_ns) {
   if (timeout_ns < 0) timeout_ns = 0;
-  return FENCE_VTABLE(fence)->wait(fence, timeout_ns);
+  int64_t start = kiln_time_now_ns();
+  kiln_status_t status = FENCE_VTABLE(fence)->wait(fence, timeout_ns);
+  __atomic_add_fetch(&fence->device->submit_stats.fence_wait_ns,
+                     (uint64_t)(kiln_time_now_ns() - start), __ATOMIC_RELAXED);
+  return status;
 }
 
 kiln_status_t kiln_hal_fence_reset(kiln_hal_fence_t* fence) {

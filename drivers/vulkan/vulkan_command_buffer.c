@@ -879,7 +879,11 @@ kiln_status_t kiln_vk_command_buffer_prepare_submit(
 
 void kiln_vk_command_buffer_mark_submitted(kiln_hal_command_buffer_t* base,
                                            uint64_t submit_value) {
-  ((kiln_vk_command_buffer_t*)base)->last_submit_value = submit_value;
+  kiln_vk_command_buffer_t* cb = (kiln_vk_command_buffer_t*)base;
+  cb->last_submit_value = submit_value;
+  // Read by kiln_vk_buffer_reuse_take (any thread): the table's buffers
+  // are not reused before this submission finished.
+  __atomic_store_n(&cb->staging.io_last_use, submit_value, __ATOMIC_RELEASE);
 }
 
 static kiln_status_t cb_dispatch_time_ns(kiln_hal_command_buffer_t* base,

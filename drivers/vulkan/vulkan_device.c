@@ -11,11 +11,36 @@ uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns) {
   return timeout_ns <= 0 ? 0 : (uint64_t)timeout_ns;
 }
 
+void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value) {
+  uint64_t known = __atomic_load_n(&device->completed_value, __ATOMIC_ACQUIRE);
+  while (known < value &&
+         !__atomic_compare_exchange_n(&device->completed_value, &known, value, true,
+                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  }
+}
+
+// wait=poll: spins on the submit timeline's value until it reaches `value`
+// or the deadline passes (VK_TIMEOUT, as vkWaitSemaphores).
+static VkResult poll_timeline(kiln_vk_device_t* device, uint64_t value, int64_t timeout_ns) {
+  int64_t deadline = kiln_deadline_from_timeout_ns(timeout_ns);
+  for (;;) {
+    uint64_t reached = 0;
+    VkResult result = device->get_semaphore_counter_value(device->device,
+                                                          device->submit_timeline, &reached);
+    if (result != VK_SUCCESS || reached >= value) return result;
+    if (kiln_deadline_remaining_ns(deadline) == 0) return VK_TIMEOUT;
+  }
+}
+
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns) {
-  if (value == 0) return kiln_ok_status();
+  if (value <= __atomic_load_n(&device->completed_value, __ATOMIC_ACQUIRE)) {
+    return kiln_ok_status();
+  }
   if (device->host_timeline) {
-    return kiln_vk_host_wait_value(device, value, timeout_ns);
+    KILN_RETURN_IF_ERROR(kiln_vk_host_wait_value(device, value, timeout_ns));
+    kiln_vk_device_note_completed(device, value);
+    return kiln_ok_status();
   }
   VkSemaphoreWaitInfo wait = {
       .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
@@ -23,14 +48,18 @@ kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
       .pSemaphores = &device->submit_timeline,
       .pValues = &value,
   };
-  VkResult result = device->wait_semaphores(device->device, &wait,
-                                            kiln_vk_timeout_to_vulkan(timeout_ns));
+  VkResult result = device->poll_waits
+                        ? poll_timeline(device, value, timeout_ns)
+                        : device->wait_semaphores(device->device, &wait,
+                                                  kiln_vk_timeout_to_vulkan(timeout_ns));
   if (result == VK_TIMEOUT) {
     return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
                             "device '%s': work did not finish within %lld ns",
                             device->base.info.name, (long long)timeout_ns);
   }
-  return kiln_vk_result_status(result, "vkWaitSemaphores");
+  KILN_RETURN_IF_ERROR(kiln_vk_result_status(result, "vkWaitSemaphores"));
+  kiln_vk_device_note_completed(device, value);
+  return kiln_ok_status();
 }
 
 static kiln_status_t device_wait_idle(kiln_hal_device_t* base,
@@ -68,6 +97,7 @@ static void device_destroy(kiln_hal_device_t* base) {
   kiln_vk_instance_destroy(&device->instance);
   pthread_mutex_destroy(&device->queue_mutex);
   pthread_mutex_destroy(&device->transfer_mutex);
+  pthread_mutex_destroy(&device->reuse.mutex);
   kiln_allocator_free(base->allocator, device);
 }
 
@@ -83,6 +113,7 @@ static const kiln_hal_device_vtable_t kDeviceVtable = {
     .write_buffer = kiln_vk_device_write_buffer,
     .read_buffer = kiln_vk_device_read_buffer,
     .pipeline_cache_stats = device_cache_stats,
+    .buffer_reuse = kiln_vk_buffer_reuse_take,
     .pipeline_cache_save = kiln_vk_pipeline_cache_save,
 };
 
@@ -364,6 +395,7 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
   device->base.allocator = allocator;
   pthread_mutex_init(&device->queue_mutex, NULL);
   pthread_mutex_init(&device->transfer_mutex, NULL);
+  pthread_mutex_init(&device->reuse.mutex, NULL);
   device->print_validation_messages = options->print_validation_messages;
   bool validation =
       options->enable_validation || kiln_vk_validation_from_environment();
@@ -379,6 +411,7 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
     status = pick_physical_device(device, path, uri_options.api_cap);
   }
   if (!status && uri_options.pose) pose_as(device, &uri_options.pose_triple);
+  device->poll_waits = uri_options.poll_waits;
   if (!status) status = create_logical_device(device);
   if (!status) {
     status = kiln_vk_pipeline_cache_create(device, options->pipeline_cache_path);

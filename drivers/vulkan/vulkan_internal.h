@@ -50,6 +50,7 @@ typedef struct kiln_vk_uri_options_t {
   uint32_t api_cap;  // the environment's, lowered by "api="
   bool pose;         // "triple=": select variants as this target
   kiln_target_triple_t pose_triple;
+  bool poll_waits;   // "wait=poll": spin on fence/timeline status
 } kiln_vk_uri_options_t;
 // Parses and removes "?opt=value&..." from the device path.
 kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
@@ -128,6 +129,19 @@ void kiln_vk_memory_free(kiln_vk_memory_t* memory,
 
 // ---- device (vulkan_device.c) ----
 
+// Buffers held only by command buffers' slot copies, for reuse by the next
+// allocation of their kind (vulkan_buffer_reuse.c).
+enum { KILN_VK_REUSE_CAPACITY = 64 };
+typedef struct kiln_vk_reuse_entry_t {
+  kiln_hal_buffer_t* buffer;  // one reference held by a staging table
+  const uint64_t* last_use;   // that table's last submit value (atomic)
+} kiln_vk_reuse_entry_t;
+typedef struct kiln_vk_buffer_reuse_t {
+  pthread_mutex_t mutex;
+  kiln_vk_reuse_entry_t entries[KILN_VK_REUSE_CAPACITY];
+  uint32_t count;
+} kiln_vk_buffer_reuse_t;
+
 typedef struct kiln_vk_device_t {
   kiln_hal_device_t base;
   kiln_vk_instance_t instance;
@@ -147,8 +161,17 @@ typedef struct kiln_vk_device_t {
   // instead: see vulkan_host_timeline.c.
   VkSemaphore submit_timeline;
   uint64_t submit_value;  // guarded by queue_mutex
+  // The highest submit value known complete (atomic, only grows): a wait
+  // on a finished value, such as each call's check that the previous
+  // submission of a command buffer is done, returns without a driver call.
+  uint64_t completed_value;
+  // "?wait=poll": fence and submit-timeline waits spin on the status instead
+  // of blocking in the driver, trading a busy core for the driver's
+  // wake-up latency (a test of how much of a call's time that is).
+  bool poll_waits;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
+  kiln_vk_buffer_reuse_t reuse;
   VkPipelineCache pipeline_cache;
   kiln_hal_pipeline_cache_stats_t cache_stats;
   // Host<->device transfers through staging (vulkan_transfer.c).
@@ -169,6 +192,9 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
 // Waits until the device's submit timeline reaches `value`.
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns);
+// Records that the submission of `value` (and so every earlier one, queue
+// order) has finished, e.g. once a fence given to it was waited for.
+void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value);
 // Timeline waits on the submit semaphore.
 uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
 
@@ -242,7 +268,19 @@ typedef struct kiln_vk_slot_staging_t {
   kiln_hal_binding_table_entry_t* io_table;  // the caller's, buffers retained
   uint32_t io_count;
   bool io_recorded;
+  uint64_t io_last_use;  // submit value of the last submission (atomic)
 } kiln_vk_slot_staging_t;
+
+// The reuse list (vulkan_buffer_reuse.c): a staging table adds each buffer
+// it retains and removes it before releasing it; an allocation takes a
+// listed buffer of the same params once its only holder is that table and
+// the table's last submission finished (returned retained, else NULL).
+void kiln_vk_buffer_reuse_add(kiln_vk_device_t* device, kiln_hal_buffer_t* buffer,
+                              const uint64_t* last_use);
+void kiln_vk_buffer_reuse_remove(kiln_vk_device_t* device, kiln_hal_buffer_t* buffer,
+                                 const uint64_t* last_use);
+kiln_hal_buffer_t* kiln_vk_buffer_reuse_take(kiln_hal_device_t* device,
+                                             const kiln_hal_buffer_params_t* params);
 
 // True when every entry's buffer allows transfers (else bind directly).
 bool kiln_vk_slot_staging_usable(const kiln_hal_binding_table_t* table, uint32_t slots);
@@ -289,6 +327,7 @@ typedef struct kiln_vk_semaphore_t {
 typedef struct kiln_vk_fence_t {
   kiln_hal_fence_t base;
   VkFence handle;
+  uint64_t submit_value;  // of the submission it was last given to, or 0
 } kiln_vk_fence_t;
 
 kiln_status_t kiln_vk_semaphore_create(kiln_hal_device_t* device,

@@ -13,7 +13,10 @@
 
 void kiln_vk_slot_staging_release_table(kiln_vk_slot_staging_t* staging) {
   for (uint32_t i = 0; i < staging->io_count; ++i) {
-    kiln_hal_buffer_release(staging->io_table[i].buffer);
+    kiln_hal_buffer_t* buffer = staging->io_table[i].buffer;
+    kiln_vk_buffer_reuse_remove(kiln_vk_device_cast(buffer->device), buffer,
+                                &staging->io_last_use);
+    kiln_hal_buffer_release(buffer);
   }
   staging->io_count = 0;
   staging->io_recorded = false;
@@ -189,6 +192,9 @@ kiln_status_t kiln_vk_slot_staging_record_io(kiln_vk_slot_staging_t* staging,
   kiln_vk_slot_staging_release_table(staging);
   memcpy(staging->io_table, table->entries, staging->slot_count * sizeof(*staging->io_table));
   staging->io_count = staging->slot_count;
+  for (uint32_t i = 0; i < staging->io_count; ++i) {
+    kiln_vk_buffer_reuse_add(device, staging->io_table[i].buffer, &staging->io_last_use);
+  }
   KILN_RETURN_IF_ERROR(record_copies(staging, device, table, false));
   KILN_RETURN_IF_ERROR(record_copies(staging, device, table, true));
   staging->io_recorded = true;

@@ -3,6 +3,7 @@
 // Devices without timeline semaphores go through vulkan_host_timeline.c.
 #include <string.h>
 
+#include "kiln/base/time.h"
 #include "vulkan_internal.h"
 
 enum { kMaxSubmitItems = 64 };
@@ -90,6 +91,7 @@ kiln_status_t kiln_vk_submit(kiln_vk_device_t* device,
 kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
                                    const kiln_hal_submit_batch_t* batch) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base);
+  int64_t start = kiln_time_now_ns();
   if (batch->command_buffer_count > kMaxSubmitItems) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "submit: more than %d command buffers",
@@ -118,12 +120,20 @@ kiln_status_t kiln_vk_queue_submit(kiln_hal_device_t* base,
     }
   }
   uint64_t value = 0;
+  int64_t prepared = kiln_time_now_ns();
   KILN_RETURN_IF_ERROR(kiln_vk_submit(device, batch->waits, batch->wait_count,
                                       handles, handle_count,
                                       batch->signals, batch->signal_count,
                                       fence, &value));
+  kiln_hal_submit_stats_t* stats = &base->submit_stats;
+  __atomic_add_fetch(&stats->submissions, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&stats->prepare_ns, (uint64_t)(prepared - start), __ATOMIC_RELAXED);
+  __atomic_add_fetch(&stats->queue_ns, (uint64_t)(kiln_time_now_ns() - prepared),
+                     __ATOMIC_RELAXED);
   for (uint32_t i = 0; i < batch->command_buffer_count; ++i) {
     kiln_vk_command_buffer_mark_submitted(batch->command_buffers[i], value);
   }
+  // Waiting for the fence then proves this submission done.
+  if (batch->fence) ((kiln_vk_fence_t*)batch->fence)->submit_value = value;
   return kiln_ok_status();
 }

@@ -5,6 +5,8 @@
 // Vulkan 1.1 device. `?triple=valhall-g78-android30` (tests) makes the
 // device pick variants as if it were that target; each variant's needs are
 // still checked against the device's own features and limits.
+// `?wait=poll` makes fence and submit-timeline waits spin on the status
+// (a busy core for less wake-up latency; the default is `wait=block`).
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,12 @@ static kiln_status_t parse_option(kiln_string_view_t option,
       }
       return kiln_ok_status();
     }
+    if (kiln_string_view_equal_cstring(key, "wait") &&
+        (kiln_string_view_equal_cstring(value, "poll") ||
+         kiln_string_view_equal_cstring(value, "block"))) {
+      options->poll_waits = kiln_string_view_equal_cstring(value, "poll");
+      return kiln_ok_status();
+    }
     if (kiln_string_view_equal_cstring(key, "triple")) {
       kiln_target_triple_t triple;
       KILN_RETURN_IF_ERROR_ANNOTATE(kiln_target_triple_parse(value, &triple),
@@ -64,7 +72,8 @@ static kiln_status_t parse_option(kiln_string_view_t option,
   }
   return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                           "vulkan device URI option '%.*s' is unknown "
-                          "(known: api=1.1|1.2|1.3, triple=ARCH-PRODUCT-OS)",
+                          "(known: api=1.1|1.2|1.3, triple=ARCH-PRODUCT-OS, "
+                          "wait=block|poll)",
                           KILN_SV_ARG(option));
 }
 

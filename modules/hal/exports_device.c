@@ -19,6 +19,13 @@ static kiln_status_t kiln_hal_binding_table_from_list(
     kiln_hal_binding_table_entry_t* entries) {
   kiln_vm_ref_object_t** refs = list->data;
   for (uint32_t i = 0; i < list->size; ++i) {
+    kiln_status_t status = kiln_hal_resolve_buffer_like(
+        refs[i], "binding table slot", &entries[i].buffer, &entries[i].offset,
+        &entries[i].length);
+    if (kiln_status_is_ok(status)) continue;
+    // Named in full only on failure: formatting it for every slot of every
+    // call was per-call host time.
+    kiln_status_free(status);
     char what[160];
     snprintf(what, sizeof(what), "binding table slot %u of hal.%s", i,
              export_name);

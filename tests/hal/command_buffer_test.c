@@ -266,6 +266,69 @@ KILN_TEST(CommandBufferTest, NewBuffersEverySubmitAndNewLengths) {
   kiln_test_device_release(device);
 }
 
+// A table buffer the caller released is held only by the command buffer's
+// slot copies: the next allocation of its size and kind gets it back, but
+// only once its submission is known finished (a fence waited for), and never
+// one of another size. Computing into it again gives the right values.
+KILN_TEST(CommandBufferTest, ReleasedTableBufferReusedOnlyAfterItsSubmission) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  kiln_hal_buffer_t* input = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                              KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  fill_input(device, input, 5);
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t bindings[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), bindings, 2};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+
+  kiln_hal_buffer_t* first = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                              KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  kiln_hal_binding_table_entry_t entries[] = {{input, 0, KILN_HAL_WHOLE_BUFFER},
+                                              {first, 0, KILN_HAL_WHOLE_BUFFER}};
+  kiln_hal_binding_table_t table = {entries, 2};
+  kiln_hal_fence_t* fence = NULL;
+  KILN_ASSERT_OK(kiln_hal_fence_create(device, &fence));
+  kiln_hal_submit_batch_t batch = {
+      .command_buffers = &cb, .binding_tables = &table, .command_buffer_count = 1,
+      .fence = fence};
+  KILN_ASSERT_OK(kiln_hal_device_queue_submit(device, &batch));
+  kiln_hal_buffer_t* const released = first;
+  kiln_hal_buffer_release(first);  // the pending copies still hold it
+  // Not known finished: a new buffer.
+  kiln_hal_buffer_t* second = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                               KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  KILN_EXPECT_TRUE(second != released);
+  KILN_ASSERT_OK(kiln_hal_fence_wait(fence, KILN_INFINITE_TIMEOUT_NS));
+  // Finished now, but another size is not served by it.
+  kiln_hal_buffer_t* other = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                              KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 8);
+  KILN_EXPECT_TRUE(other != released);
+  kiln_hal_buffer_t* third = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                              KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  KILN_EXPECT_TRUE(third == released);
+  // Held by the caller again: computing into it (the recorded copies) works.
+  fill_input(device, input, -20);
+  entries[1].buffer = third;
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, &table));
+  expect_output(device, third, -20);
+  kiln_hal_fence_release(fence);
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  kiln_hal_buffer_release(input);
+  kiln_hal_buffer_release(second);
+  kiln_hal_buffer_release(other);
+  kiln_hal_buffer_release(third);
+  kiln_test_device_release(device);
+}
+
 // Table buffers that cannot be copied (no transfer usage) are bound
 // directly, translating again when the table changes.
 KILN_TEST(CommandBufferTest, BuffersWithoutTransferUsageBindDirectly) {

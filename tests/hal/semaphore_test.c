@@ -121,3 +121,30 @@ KILN_TEST(SemaphoreTest, FencesSignalOnceUntilReset) {
   kiln_hal_fence_release(fence);
   kiln_test_device_release(device);
 }
+
+// The submit stats split a submission's host time: one more submission, and
+// time in preparing it, in the driver's submit and in the fence wait.
+KILN_TEST(SemaphoreTest, SubmitStatsCountSubmissionsAndWaits) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  kiln_hal_buffer_t* buffer = kiln_test_buffer(
+      device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, 64);
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  uint32_t pattern = 7;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_fill(cb, buffer, 0, 64, &pattern, 4));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  kiln_hal_submit_stats_t before = kiln_hal_device_submit_stats(device);
+  KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, NULL));
+  kiln_hal_submit_stats_t after = kiln_hal_device_submit_stats(device);
+  KILN_EXPECT_EQ(after.submissions, before.submissions + 1);
+  KILN_EXPECT_TRUE(after.prepare_ns > before.prepare_ns);
+  KILN_EXPECT_TRUE(after.queue_ns > before.queue_ns);
+  KILN_EXPECT_TRUE(after.fence_wait_ns > before.fence_wait_ns);
+  uint32_t words[16] = {0};
+  KILN_EXPECT_OK(kiln_hal_device_read_buffer(device, buffer, 0, words, 64));
+  KILN_EXPECT_EQ(words[15], 7u);
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_buffer_release(buffer);
+  kiln_test_device_release(device);
+}

@@ -1,8 +1,9 @@
 // The same timeline wait/signal sequence on the device as it is and on the
 // same device capped to Vulkan 1.1 ("?api=1.1": no timeline semaphores, so
-// the driver emulates them with fences): every observable step (status
-// codes, semaphore values, buffer contents) must match, and match the
-// values the HAL's semantics prescribe.
+// the driver emulates them with fences), each also with "?wait=poll" (waits
+// spin on the status): every observable step (status codes, semaphore
+// values, buffer contents) must match, and match the values the HAL's
+// semantics prescribe.
 #include <stdio.h>
 #include <string.h>
 
@@ -109,10 +110,10 @@ static void run_sequence(kiln_hal_device_t* device, trace_t* trace) {
   kiln_hal_semaphore_release(b);
 }
 
-// The URI of the test device with "?api=1.1" (ordinal 0 when none is named).
-static void capped_uri(char* out, size_t size) {
+// The URI of the test device with "?<query>" (ordinal 0 when none is named).
+static void uri_with(const char* query, char* out, size_t size) {
   const char* uri = kiln_test_device_uri();
-  snprintf(out, size, "%s%s?api=1.1", uri, strstr(uri, "://") ? "" : "://");
+  snprintf(out, size, "%s%s?%s", uri, strstr(uri, "://") ? "" : "://", query);
 }
 
 KILN_TEST(TimelineModesTest, SameSequenceWithAndWithoutTimelineSemaphores) {
@@ -127,13 +128,15 @@ KILN_TEST(TimelineModesTest, SameSequenceWithAndWithoutTimelineSemaphores) {
   const int expected_count = (int)(sizeof(expected) / sizeof(expected[0]));
   kiln_hal_device_options_t options;
   kiln_hal_device_options_init(&options);
-  char uri[256];
-  capped_uri(uri, sizeof(uri));
-  const char* uris[2] = {kiln_test_device_uri(), uri};
-  for (int mode = 0; mode < 2; ++mode) {
+  char capped[256], polled[256], capped_polled[256];
+  uri_with("api=1.1", capped, sizeof(capped));
+  uri_with("wait=poll", polled, sizeof(polled));
+  uri_with("api=1.1&wait=poll", capped_polled, sizeof(capped_polled));
+  const char* uris[4] = {kiln_test_device_uri(), capped, polled, capped_polled};
+  for (int mode = 0; mode < 4; ++mode) {
     kiln_hal_device_t* device = kiln_test_device_create_at(uris[mode], &options);
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
-    if (mode == 1) {
+    if (mode == 1 || mode == 3) {
       // The capped device really is a plain 1.1 device.
       KILN_EXPECT_EQ(info->api_major, 1u);
       KILN_EXPECT_EQ(info->api_minor, 1u);
@@ -171,6 +174,11 @@ KILN_TEST(TimelineModesTest, UnknownApiVersionIsRefused) {
       KILN_STATUS_INVALID_ARGUMENT, "fast=1",
       kiln_hal_create_device(registry,
                              kiln_make_cstring_view("vulkan://0?fast=1"),
+                             &options, kiln_allocator_system(), &device));
+  KILN_EXPECT_STATUS_MESSAGE(
+      KILN_STATUS_INVALID_ARGUMENT, "wait=spin",
+      kiln_hal_create_device(registry,
+                             kiln_make_cstring_view("vulkan://0?wait=spin"),
                              &options, kiln_allocator_system(), &device));
   KILN_EXPECT_TRUE(device == NULL);
 }

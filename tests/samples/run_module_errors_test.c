@@ -172,6 +172,11 @@ KILN_TEST(RunModuleFlags, TraceAndStatistics) {
   // Where a warm call's host time goes, by native call.
   KILN_EXPECT_CONTAINS(output, "[statistics] host time of a warm call by native call");
   KILN_EXPECT_CONTAINS(output, "  hal.device.submit_and_wait\n");
+  // ... and inside that submit: prepare, queue submit, fence wait.
+  KILN_EXPECT_CONTAINS(output, "[statistics] submissions of a warm call (median us of "
+                               "calls 2..): 1 submission(s); preparing (binding tables, "
+                               "slot copies) ");
+  KILN_EXPECT_CONTAINS(output, ", fence wait ");
 }
 
 // --no_timestamps: the statistics without GPU timestamps (no GPU times).

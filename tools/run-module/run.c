@@ -256,6 +256,11 @@ typedef struct kiln_run_hook_state_t {
   int64_t phase_mark_ns;
   size_t phase_count;
   char phase_names[KILN_RUN_MAX_PHASES][48];
+  // The name strings each phase was last seen with (the hook gets the same
+  // pointers on every call): a match skips formatting the name, which is
+  // inside the measured wall time.
+  const char* phase_modules[KILN_RUN_MAX_PHASES];
+  const char* phase_exports[KILN_RUN_MAX_PHASES];
   double phase_ns[KILN_RUN_MAX_PHASES];  // the current call's
   double* phase_calls;  // [phase][call]: each warm call's, for medians
   int phase_call;       // the current call's index into phase_calls
@@ -267,19 +272,32 @@ static void kiln_run_phase(kiln_run_hook_state_t* hook, const char* module_name,
                            const char* name) {
   if (!hook->phase_mark_ns) return;
   int64_t now = kiln_time_now_ns();
-  char full[48];
-  snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
   size_t i = 0;
-  while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
-  if (i == hook->phase_count && i < KILN_RUN_MAX_PHASES) {
-    snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
-    hook->phase_ns[i] = 0;
-    ++hook->phase_count;
-    for (int c = 0; c < hook->phase_capacity; ++c) {
-      hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
-    }
+  while (i < hook->phase_count &&
+         (hook->phase_modules[i] != module_name || hook->phase_exports[i] != name)) {
+    ++i;
   }
-  if (i < hook->phase_count) hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
+  if (i == hook->phase_count) {  // not seen with these pointers: by name
+    char full[48];
+    snprintf(full, sizeof(full), "%s%s%s", module_name, module_name[0] ? "." : "", name);
+    i = 0;
+    while (i < hook->phase_count && strcmp(hook->phase_names[i], full) != 0) ++i;
+    if (i == KILN_RUN_MAX_PHASES) {
+      hook->phase_mark_ns = now;
+      return;
+    }
+    if (i == hook->phase_count) {
+      snprintf(hook->phase_names[i], sizeof(hook->phase_names[i]), "%s", full);
+      hook->phase_ns[i] = 0;
+      ++hook->phase_count;
+      for (int c = 0; c < hook->phase_capacity; ++c) {
+        hook->phase_calls[i * (size_t)hook->phase_capacity + c] = 0;
+      }
+    }
+    hook->phase_modules[i] = module_name;
+    hook->phase_exports[i] = name;
+  }
+  hook->phase_ns[i] += (double)(now - hook->phase_mark_ns);
   hook->phase_mark_ns = now;
 }
 
@@ -319,6 +337,33 @@ static void kiln_run_print_phases(kiln_run_hook_state_t* hook, double gpu_ms) {
     fprintf(hook->out, "[statistics]   %9.1f  %s\n", median[best] / 1e3,
             hook->phase_names[best]);
   }
+}
+
+// Splits the submissions of a warm call (median of calls 2..): host time
+// preparing them, in the driver's submit call, and blocked on fences; the
+// wait minus the GPU span is the device's queue latency and wake-up.
+static void kiln_run_print_submit_split(FILE* out, kiln_hal_submit_stats_t* stats,
+                                        int calls, double gpu_span_ns) {
+  if (calls < 2) return;
+  double* values = calloc((size_t)calls, sizeof(double));
+  if (!values) return;
+  double median[3];
+  for (int part = 0; part < 3; ++part) {
+    for (int c = 1; c < calls; ++c) {
+      const kiln_hal_submit_stats_t* s = &stats[c];
+      uint64_t ns = part == 0 ? s->prepare_ns : part == 1 ? s->queue_ns : s->fence_wait_ns;
+      values[c - 1] = (double)ns;
+    }
+    qsort(values, (size_t)calls - 1, sizeof(double), kiln_compare_doubles);
+    median[part] = values[(calls - 1) / 2];
+  }
+  free(values);
+  fprintf(out,
+          "[statistics] submissions of a warm call (median us of calls 2..): %llu "
+          "submission(s); preparing (binding tables, slot copies) %.1f, queue submit %.1f, "
+          "fence wait %.1f (GPU span %.1f)\n",
+          (unsigned long long)stats[calls - 1].submissions, median[0] / 1e3, median[1] / 1e3,
+          median[2] / 1e3, gpu_span_ns / 1e3);
 }
 
 static void kiln_run_note_dispatch(kiln_run_hook_state_t* hook,
@@ -666,10 +711,13 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   double* call_ns = calloc((size_t)calls, sizeof(double));
   double* gpu_ns = calloc((size_t)calls, sizeof(double));
   double* dispatch_ns = calloc((size_t)calls, sizeof(double));
-  if (!call_ns || !gpu_ns || !dispatch_ns) {
+  // Each call's submit stats (kiln_run_print_submit_split).
+  kiln_hal_submit_stats_t* submit_stats = calloc((size_t)calls, sizeof(*submit_stats));
+  if (!call_ns || !gpu_ns || !dispatch_ns || !submit_stats) {
     free(call_ns);
     free(gpu_ns);
     free(dispatch_ns);
+    free(submit_stats);
     return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   }
   // Per-phase host times of the warm calls (statistics; skipped if out of
@@ -688,6 +736,8 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
                             run->signature->result_count);
     run->hook.gpu_ns = 0;
     run->hook.dispatch_ns = 0;
+    kiln_hal_device_t* device = kiln_session_device(run->session);
+    kiln_hal_submit_stats_t before = kiln_hal_device_submit_stats(device);
     int64_t t0 = kiln_time_now_ns();
     run->hook.phase_mark_ns = run->hook.statistics && c > 0 ? t0 : 0;
     status = kiln_session_invoke(run->session, function, run->args, arg_count,
@@ -695,6 +745,10 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
     kiln_run_phase(&run->hook, "", "(after the last native call)");
     if (run->hook.phase_mark_ns) kiln_run_phases_end_call(&run->hook);
     call_ns[c] = (double)(kiln_time_now_ns() - t0);
+    kiln_hal_submit_stats_t after = kiln_hal_device_submit_stats(device);
+    submit_stats[c] = (kiln_hal_submit_stats_t){
+        after.submissions - before.submissions, after.prepare_ns - before.prepare_ns,
+        after.queue_ns - before.queue_ns, after.fence_wait_ns - before.fence_wait_ns};
     for (size_t i = 0; i < run->hook.submitted_count; ++i) {
       kiln_run_add_gpu_time(&run->hook, run->hook.submitted[i]);
       kiln_vm_ref_release(run->hook.submitted[i]);
@@ -748,6 +802,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
       kiln_run_print_top_dispatches(&run->hook, calls);
     }
     kiln_run_print_phases(&run->hook, gpu_ns[calls / 2] / 1e6);
+    kiln_run_print_submit_split(run->out, submit_stats, calls, gpu_ns[calls / 2]);
     // The GPU/host split of a partitioned model (docs/partitioning.md).
     kiln_cpu_ops_stats_t host = kiln_session_cpu_ops_stats(run->session);
     fprintf(run->out,
@@ -799,6 +854,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   free(call_ns);
   free(gpu_ns);
   free(dispatch_ns);
+  free(submit_stats);
   return status;
 }
 

@@ -158,6 +158,19 @@ typedef struct kiln_hal_memory_stats_t {
 kiln_hal_memory_stats_t kiln_hal_device_memory_stats(
     const kiln_hal_device_t* device);
 
+// Where the host time of submissions goes, summed since the device was made
+// (for --print_statistics: the difference across one call splits its
+// submit_and_wait). Nanoseconds.
+typedef struct kiln_hal_submit_stats_t {
+  uint64_t submissions;
+  uint64_t prepare_ns;  // bringing command buffers up to date (binding
+                        // tables, slot copies) before the driver's submit
+  uint64_t queue_ns;    // in the driver's submit call (vkQueueSubmit)
+  uint64_t fence_wait_ns;  // blocked in kiln_hal_fence_wait
+} kiln_hal_submit_stats_t;
+kiln_hal_submit_stats_t kiln_hal_device_submit_stats(
+    const kiln_hal_device_t* device);
+
 typedef struct kiln_hal_pipeline_cache_stats_t {
   bool loaded;             // a cache file was accepted at creation
   char rejected_reason[256];  // why a file was not used ("" if accepted/none)

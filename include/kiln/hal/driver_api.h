@@ -57,6 +57,10 @@ typedef struct kiln_hal_device_vtable_t {
                                         kiln_hal_pipeline_cache_stats_t* out);
   kiln_status_t (*pipeline_cache_save)(kiln_hal_device_t* device,
                                        const char* path);
+  // Optional: an existing buffer of exactly `params` (budget resolved) that
+  // no one else holds any more, retained, or NULL; its bytes stay counted.
+  kiln_hal_buffer_t* (*buffer_reuse)(kiln_hal_device_t* device,
+                                     const kiln_hal_buffer_params_t* params);
 } kiln_hal_device_vtable_t;
 
 enum { KILN_HAL_VALIDATION_MESSAGE_CAPACITY = 2048 };
@@ -73,6 +77,9 @@ struct kiln_hal_device_t {
   // Bytes in buffers made through kiln_hal_buffer_allocate (atomics).
   uint64_t live_buffer_bytes;
   uint64_t peak_buffer_bytes;
+  // Host time of queue submissions (kiln_hal_submit_stats_t; atomics,
+  // written by the driver and kiln_hal_fence_wait).
+  kiln_hal_submit_stats_t submit_stats;
   // Set by kiln_hal_create_device from the options (retained); NULL: none.
   struct kiln_memory_budget_t* memory_budget;
 };
