@@ -19,19 +19,6 @@ void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value) {
   }
 }
 
-// wait=poll: spins on the submit timeline's value until it reaches `value`
-// or the deadline passes (VK_TIMEOUT, as vkWaitSemaphores).
-static VkResult poll_timeline(kiln_vk_device_t* device, uint64_t value, int64_t timeout_ns) {
-  int64_t deadline = kiln_deadline_from_timeout_ns(timeout_ns);
-  for (;;) {
-    uint64_t reached = 0;
-    VkResult result = device->get_semaphore_counter_value(device->device,
-                                                          device->submit_timeline, &reached);
-    if (result != VK_SUCCESS || reached >= value) return result;
-    if (kiln_deadline_remaining_ns(deadline) == 0) return VK_TIMEOUT;
-  }
-}
-
 kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
                                         uint64_t value, int64_t timeout_ns) {
   if (value <= __atomic_load_n(&device->completed_value, __ATOMIC_ACQUIRE)) {
@@ -42,16 +29,7 @@ kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
     kiln_vk_device_note_completed(device, value);
     return kiln_ok_status();
   }
-  VkSemaphoreWaitInfo wait = {
-      .sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO,
-      .semaphoreCount = 1,
-      .pSemaphores = &device->submit_timeline,
-      .pValues = &value,
-  };
-  VkResult result = device->poll_waits
-                        ? poll_timeline(device, value, timeout_ns)
-                        : device->wait_semaphores(device->device, &wait,
-                                                  kiln_vk_timeout_to_vulkan(timeout_ns));
+  VkResult result = kiln_vk_wait(device, VK_NULL_HANDLE, value, timeout_ns);
   if (result == VK_TIMEOUT) {
     return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
                             "device '%s': work did not finish within %lld ns",
@@ -411,8 +389,8 @@ kiln_status_t kiln_vk_device_create(kiln_string_view_t path,
     status = pick_physical_device(device, path, uri_options.api_cap);
   }
   if (!status && uri_options.pose) pose_as(device, &uri_options.pose_triple);
-  device->poll_waits = uri_options.poll_waits;
   if (!status) status = create_logical_device(device);
+  device->spin_ns = kiln_vk_wait_spin_ns(uri_options.wait, device->support.cpu_device);
   if (!status) {
     status = kiln_vk_pipeline_cache_create(device, options->pipeline_cache_path);
   }

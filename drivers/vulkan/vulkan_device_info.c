@@ -144,6 +144,7 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   if (api_cap && api_cap < api) api = api_cap;
   support->api_version = api;
   support->api_cap = api_cap;
+  support->cpu_device = basic.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   support->min_texel_buffer_offset_alignment =
       basic.limits.minTexelBufferOffsetAlignment
           ? basic.limits.minTexelBufferOffsetAlignment

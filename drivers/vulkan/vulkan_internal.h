@@ -46,11 +46,17 @@ bool kiln_vk_validation_from_environment(void);
 
 // KILN_VULKAN_API_VERSION as a VK_MAKE_API_VERSION value (0: no cap).
 kiln_status_t kiln_vk_api_cap_from_environment(uint32_t* out_cap);
+// How fence and submit-timeline waits wait (vulkan_wait.c).
+typedef enum kiln_vk_wait_mode_e {
+  KILN_VK_WAIT_AUTO = 0,  // GPUs: spin up to KILN_VK_AUTO_SPIN_NS, then block; CPU devices: block
+  KILN_VK_WAIT_BLOCK,     // the driver's blocking wait
+  KILN_VK_WAIT_POLL,      // spin on the status until done or the timeout
+} kiln_vk_wait_mode_t;
 typedef struct kiln_vk_uri_options_t {
   uint32_t api_cap;  // the environment's, lowered by "api="
   bool pose;         // "triple=": select variants as this target
   kiln_target_triple_t pose_triple;
-  bool poll_waits;   // "wait=poll": spin on fence/timeline status
+  kiln_vk_wait_mode_t wait;  // "wait=auto|block|poll"
 } kiln_vk_uri_options_t;
 // Parses and removes "?opt=value&..." from the device path.
 kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
@@ -61,6 +67,7 @@ kiln_status_t kiln_vk_uri_options_parse(kiln_string_view_t* inout_path,
 typedef struct kiln_vk_device_support_t {
   uint32_t api_version;  // the device's, lowered to the cap
   uint32_t api_cap;      // 0: none; else only this version's core is used
+  bool cpu_device;       // VK_PHYSICAL_DEVICE_TYPE_CPU (lavapipe, SwiftShader)
   bool push_descriptors;
   bool timeline_semaphore;
   bool timeline_is_khr;  // 1.1 device: use the KHR entry points
@@ -165,10 +172,11 @@ typedef struct kiln_vk_device_t {
   // on a finished value, such as each call's check that the previous
   // submission of a command buffer is done, returns without a driver call.
   uint64_t completed_value;
-  // "?wait=poll": fence and submit-timeline waits spin on the status instead
-  // of blocking in the driver, trading a busy core for the driver's
-  // wake-up latency (a test of how much of a call's time that is).
-  bool poll_waits;
+  // How long fence and submit-timeline waits spin on the status before
+  // they block in the driver (0: block at once; KILN_INFINITE_TIMEOUT_NS:
+  // never block), from the URI's wait= and the device type
+  // (kiln_vk_wait_spin_ns): a busy core for less wake-up latency.
+  int64_t spin_ns;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
   kiln_vk_buffer_reuse_t reuse;
@@ -197,6 +205,15 @@ kiln_status_t kiln_vk_device_wait_value(kiln_vk_device_t* device,
 void kiln_vk_device_note_completed(kiln_vk_device_t* device, uint64_t value);
 // Timeline waits on the submit semaphore.
 uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
+
+// ---- waits (vulkan_wait.c) ----
+// Spin budget of a wait mode on this device (see kiln_vk_device_t.spin_ns).
+int64_t kiln_vk_wait_spin_ns(kiln_vk_wait_mode_t mode, bool cpu_device);
+// Waits for `fence` or the submit timeline to reach `value` (fence
+// VK_NULL_HANDLE): spins device->spin_ns, then blocks for the rest of
+// `timeout_ns`. VK_TIMEOUT when it passes, as the driver's waits.
+VkResult kiln_vk_wait(kiln_vk_device_t* device, VkFence fence, uint64_t value,
+                      int64_t timeout_ns);
 
 // ---- objects ----
 

@@ -111,25 +111,10 @@ static void fence_destroy(kiln_hal_fence_t* base) {
   kiln_hal_device_release(&device->base);
 }
 
-// wait=poll: spins on the fence's status until it is signalled or the
-// deadline passes (VK_TIMEOUT, as vkWaitForFences).
-static VkResult poll_fence(kiln_vk_device_t* device, VkFence fence, int64_t timeout_ns) {
-  int64_t deadline = kiln_deadline_from_timeout_ns(timeout_ns);
-  for (;;) {
-    VkResult result = device->vk.vkGetFenceStatus(device->device, fence);
-    if (result != VK_NOT_READY) return result;
-    if (kiln_deadline_remaining_ns(deadline) == 0) return VK_TIMEOUT;
-  }
-}
-
 static kiln_status_t fence_wait(kiln_hal_fence_t* base, int64_t timeout_ns) {
   kiln_vk_device_t* device = kiln_vk_device_cast(base->device);
   VkFence handle = ((kiln_vk_fence_t*)base)->handle;
-  VkResult result =
-      device->poll_waits
-          ? poll_fence(device, handle, timeout_ns)
-          : device->vk.vkWaitForFences(device->device, 1, &handle, VK_TRUE,
-                                       kiln_vk_timeout_to_vulkan(timeout_ns));
+  VkResult result = kiln_vk_wait(device, handle, 0, timeout_ns);
   if (result == VK_TIMEOUT) {
     return kiln_make_status(KILN_STATUS_DEADLINE_EXCEEDED,
                             "fence not signalled within %lld ns",

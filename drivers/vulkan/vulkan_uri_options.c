@@ -5,8 +5,9 @@
 // Vulkan 1.1 device. `?triple=valhall-g78-android30` (tests) makes the
 // device pick variants as if it were that target; each variant's needs are
 // still checked against the device's own features and limits.
-// `?wait=poll` makes fence and submit-timeline waits spin on the status
-// (a busy core for less wake-up latency; the default is `wait=block`).
+// `?wait=` picks how fence and submit-timeline waits wait (vulkan_wait.c):
+// `auto` (the default: on GPUs spin up to 5 ms, then block; CPU devices
+// block), `block` or `poll` (spin until done).
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,11 +56,14 @@ static kiln_status_t parse_option(kiln_string_view_t option,
       }
       return kiln_ok_status();
     }
-    if (kiln_string_view_equal_cstring(key, "wait") &&
-        (kiln_string_view_equal_cstring(value, "poll") ||
-         kiln_string_view_equal_cstring(value, "block"))) {
-      options->poll_waits = kiln_string_view_equal_cstring(value, "poll");
-      return kiln_ok_status();
+    if (kiln_string_view_equal_cstring(key, "wait")) {
+      static const char* const kModes[] = {"auto", "block", "poll"};
+      for (size_t m = 0; m < sizeof(kModes) / sizeof(kModes[0]); ++m) {
+        if (kiln_string_view_equal_cstring(value, kModes[m])) {
+          options->wait = (kiln_vk_wait_mode_t)m;
+          return kiln_ok_status();
+        }
+      }
     }
     if (kiln_string_view_equal_cstring(key, "triple")) {
       kiln_target_triple_t triple;
@@ -73,7 +77,7 @@ static kiln_status_t parse_option(kiln_string_view_t option,
   return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                           "vulkan device URI option '%.*s' is unknown "
                           "(known: api=1.1|1.2|1.3, triple=ARCH-PRODUCT-OS, "
-                          "wait=block|poll)",
+                          "wait=auto|block|poll)",
                           KILN_SV_ARG(option));
 }
 

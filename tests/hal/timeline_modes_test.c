@@ -1,12 +1,14 @@
 // The same timeline wait/signal sequence on the device as it is and on the
 // same device capped to Vulkan 1.1 ("?api=1.1": no timeline semaphores, so
 // the driver emulates them with fences), each also with "?wait=poll" (waits
-// spin on the status): every observable step (status codes, semaphore
+// spin on the status), "?wait=block" and "?wait=auto": every observable step (status codes, semaphore
 // values, buffer contents) must match, and match the values the HAL's
 // semantics prescribe.
 #include <stdio.h>
 #include <string.h>
 
+#include "../../drivers/vulkan/vulkan_internal.h"
+#include "kiln/base/time.h"
 #include "kiln/drivers/registration.h"
 #include "test_device.h"
 
@@ -128,15 +130,18 @@ KILN_TEST(TimelineModesTest, SameSequenceWithAndWithoutTimelineSemaphores) {
   const int expected_count = (int)(sizeof(expected) / sizeof(expected[0]));
   kiln_hal_device_options_t options;
   kiln_hal_device_options_init(&options);
-  char capped[256], polled[256], capped_polled[256];
+  char capped[256], polled[256], capped_polled[256], blocked[256], capped_auto[256];
   uri_with("api=1.1", capped, sizeof(capped));
   uri_with("wait=poll", polled, sizeof(polled));
   uri_with("api=1.1&wait=poll", capped_polled, sizeof(capped_polled));
-  const char* uris[4] = {kiln_test_device_uri(), capped, polled, capped_polled};
-  for (int mode = 0; mode < 4; ++mode) {
+  uri_with("wait=block", blocked, sizeof(blocked));
+  uri_with("api=1.1&wait=auto", capped_auto, sizeof(capped_auto));
+  const char* uris[6] = {kiln_test_device_uri(), capped, polled, capped_polled, blocked,
+                         capped_auto};
+  for (int mode = 0; mode < 6; ++mode) {
     kiln_hal_device_t* device = kiln_test_device_create_at(uris[mode], &options);
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
-    if (mode == 1 || mode == 3) {
+    if (mode == 1 || mode == 3 || mode == 5) {
       // The capped device really is a plain 1.1 device.
       KILN_EXPECT_EQ(info->api_major, 1u);
       KILN_EXPECT_EQ(info->api_minor, 1u);
@@ -181,4 +186,28 @@ KILN_TEST(TimelineModesTest, UnknownApiVersionIsRefused) {
                              kiln_make_cstring_view("vulkan://0?wait=spin"),
                              &options, kiln_allocator_system(), &device));
   KILN_EXPECT_TRUE(device == NULL);
+}
+
+// The wait modes' spin budgets: auto spins on GPUs only (a CPU device's
+// own threads need the cores), block never, poll until the timeout.
+KILN_TEST(TimelineModesTest, WaitModesSpinAsDocumented) {
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
+  kiln_hal_device_t* device = kiln_test_device_create_at(kiln_test_device_uri(), &options);
+  if (strcmp(kiln_hal_device_info(device)->driver, "vulkan") != 0) {
+    kiln_test_device_release(device);
+    return;
+  }
+  const bool cpu = kiln_vk_device_cast(device)->support.cpu_device;
+  KILN_EXPECT_EQ(kiln_vk_device_cast(device)->spin_ns, cpu ? 0 : 5000000);
+  kiln_test_device_release(device);
+  KILN_EXPECT_EQ(kiln_vk_wait_spin_ns(KILN_VK_WAIT_AUTO, true), 0);
+  KILN_EXPECT_EQ(kiln_vk_wait_spin_ns(KILN_VK_WAIT_AUTO, false), 5000000);
+  KILN_EXPECT_EQ(kiln_vk_wait_spin_ns(KILN_VK_WAIT_BLOCK, false), 0);
+  KILN_EXPECT_EQ(kiln_vk_wait_spin_ns(KILN_VK_WAIT_POLL, true), KILN_INFINITE_TIMEOUT_NS);
+  char polled[256];
+  uri_with("wait=poll", polled, sizeof(polled));
+  device = kiln_test_device_create_at(polled, &options);
+  KILN_EXPECT_EQ(kiln_vk_device_cast(device)->spin_ns, KILN_INFINITE_TIMEOUT_NS);
+  kiln_test_device_release(device);
 }
