@@ -28,6 +28,26 @@ static void expect_output(kiln_hal_device_t* device, kiln_hal_buffer_t* buffer,
   KILN_EXPECT_EQ(mismatches, 0);
 }
 
+// Records y = 2 x + 1 (scale_add) over kCount floats with both buffers
+// as binding-table slots: slot 0 the input, slot 1 the output.
+static void record_slot_scale(kiln_hal_device_t* device, kiln_hal_executable_t* executable,
+                              kiln_hal_command_buffer_t** out_cb) {
+  *out_cb = NULL;
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
+  kiln_test_scale_push_t push = {2.0f, kCount};
+  kiln_hal_binding_t bindings[] = {
+      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
+      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
+  };
+  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
+                                  sizeof(push), bindings, 2};
+  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
+  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  *out_cb = cb;
+}
+
 KILN_TEST(CommandBufferTest, RecordOnceResubmitWithNewBindings) {
   kiln_hal_device_t* device = kiln_test_device_create();
   kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
@@ -40,17 +60,8 @@ KILN_TEST(CommandBufferTest, RecordOnceResubmitWithNewBindings) {
   fill_input(device, buffers[2], -50);
 
   kiln_hal_command_buffer_t* cb = NULL;
-  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
-  kiln_test_scale_push_t push = {2.0f, kCount};
-  kiln_hal_binding_t bindings[] = {
-      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},  // slot 0: input
-      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},  // slot 1: output
-  };
-  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
-                                  sizeof(push), bindings, 2};
-  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  record_slot_scale(device, executable, &cb);
+  KILN_ASSERT_TRUE(cb != NULL);
   KILN_EXPECT_EQ(kiln_hal_command_buffer_slot_count(cb), 2);
 
   kiln_hal_binding_table_entry_t first[] = {
@@ -204,17 +215,8 @@ KILN_TEST(CommandBufferTest, NewBuffersEverySubmitAndNewLengths) {
   kiln_hal_buffer_t* input = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
                                               KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
   kiln_hal_command_buffer_t* cb = NULL;
-  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
-  kiln_test_scale_push_t push = {2.0f, kCount};
-  kiln_hal_binding_t bindings[] = {
-      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
-      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
-  };
-  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
-                                  sizeof(push), bindings, 2};
-  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  record_slot_scale(device, executable, &cb);
+  KILN_ASSERT_TRUE(cb != NULL);
   for (int call = 0; call < 4; ++call) {
     fill_input(device, input, (float)(call * 100));
     kiln_hal_buffer_t* output = kiln_test_buffer(
@@ -277,17 +279,8 @@ KILN_TEST(CommandBufferTest, ReleasedTableBufferReusedOnlyAfterItsSubmission) {
                                               KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
   fill_input(device, input, 5);
   kiln_hal_command_buffer_t* cb = NULL;
-  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
-  kiln_test_scale_push_t push = {2.0f, kCount};
-  kiln_hal_binding_t bindings[] = {
-      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
-      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
-  };
-  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
-                                  sizeof(push), bindings, 2};
-  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  record_slot_scale(device, executable, &cb);
+  KILN_ASSERT_TRUE(cb != NULL);
 
   kiln_hal_buffer_t* first = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
                                               KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
@@ -341,17 +334,8 @@ KILN_TEST(CommandBufferTest, BuffersWithoutTransferUsageBindDirectly) {
     buffers[i] = kiln_test_buffer(device, KILN_HAL_MEMORY_HOST_VISIBLE, usage, kCount * 4);
   }
   kiln_hal_command_buffer_t* cb = NULL;
-  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_begin(cb));
-  kiln_test_scale_push_t push = {2.0f, kCount};
-  kiln_hal_binding_t bindings[] = {
-      {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER},
-      {0, 1, NULL, 1, 0, KILN_HAL_WHOLE_BUFFER},
-  };
-  kiln_hal_dispatch_t dispatch = {executable, 0, {kCount / 64, 1, 1}, &push,
-                                  sizeof(push), bindings, 2};
-  KILN_ASSERT_OK(kiln_hal_command_buffer_dispatch(cb, &dispatch));
-  KILN_ASSERT_OK(kiln_hal_command_buffer_end(cb));
+  record_slot_scale(device, executable, &cb);
+  KILN_ASSERT_TRUE(cb != NULL);
   for (int call = 0; call < 2; ++call) {
     fill_input(device, buffers[0], (float)call);
     kiln_hal_binding_table_entry_t entries[] = {
