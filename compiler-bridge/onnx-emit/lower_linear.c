@@ -98,9 +98,13 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // one 32-deep step, A along k and B along its run contiguous and 8-aligned.
 // Elsewhere gemm_coopmat fetches element by element, and 1x1 convs at 14x14
 // and 7x7 (B rows of 196 and 49) ran slower on it than on gemm_small_f16
-// (ResNet-50 f16 3.21 ms against 2.73 on an H100).
+// (ResNet-50 f16 3.21 ms against 2.73 on an H100); the large ones take
+// padded columns instead (kiln_lower_conv).
 #define KILN_COOPMAT_MIN_SIDE 16u
 #define KILN_COOPMAT_MIN_K 32u
+// Least multiply-adds per image of a 1x1 conv worth its columns copy (see
+// kiln_lower_conv).
+#define KILN_COOPMAT_MIN_COLUMNS_MACS (32u << 20)
 
 static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
   const bool b_n_major = p->b_col_stride == 1 && (p->b_row_stride & 7) == 0;
@@ -458,7 +462,23 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
     KILN_RETURN_IF_ERROR(kiln_lower_try_qconv(l, &q, &done));
     if (done) return kiln_ok_status();
   }
-  if (pointwise) return kiln_lower_conv_gemm(l, &e, x, y);
+  if (pointwise) {
+    // A 1x1 whose image rows are not 8-aligned (14x14, 7x7) cannot feed
+    // gemm_coopmat by uvec4 in place: the columns path's copy pads each
+    // row to a multiple of 8. That pays where the product is large: on an
+    // H100 ResNet-50's (51 M multiply-adds each) took f16 ResNet-50 1.67
+    // -> 1.60 ms and batch 32 14.5 -> 13.8, while MobileNetV2's and
+    // EfficientNet's (11-20 M) ran slower than on gemm_small_f16 (0.62 ->
+    // 0.78 ms, 1.26 -> 1.45).
+    const uint64_t hw = (uint64_t)(y->dims[2] * y->dims[3]);
+    const uint64_t macs = (uint64_t)p.out_channels * hw * p.in_channels;
+    if (hw % 8 != 0 && macs >= KILN_COOPMAT_MIN_COLUMNS_MACS && kiln_lower_coopmat_enabled(l)) {
+      bool done = false;
+      KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, 0, 0, &done));
+      if (done) return kiln_ok_status();
+    }
+    return kiln_lower_conv_gemm(l, &e, x, y);
+  }
   if (!depthwise) {
     bool done = false;
     KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, (uint32_t)window.pad_end[0],

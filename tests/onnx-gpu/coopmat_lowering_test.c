@@ -2,9 +2,9 @@
 // device with cooperative matrix (the GPU machine; lavapipe has none and
 // skips): --precision=f16 --cooperative-matrix modules for the device's own
 // triple, checked against the C reference executor on the fp32 graph within
-// 1e-2 of max|ref| (fp16 operands, fp32 sums). Covered: KxK convs as
-// pad + column gather + gemm_coopmat (pads, strides, dilation, bias,
-// residual, relu, batch 2), and products that split k (BERT's 128 x 768,
+// 1e-2 of max|ref| (fp16 operands, fp32 sums). Covered: KxK convs and
+// large 1x1s with unaligned rows as pad + column gather + gemm_coopmat
+// (pads, strides, dilation, bias, residual, relu, batch 2), and products that split k (BERT's 128 x 768,
 // k 3072) or stage B k-major (Gemm transB); fused attention on
 // attention_coopmat (head dims 32 to 128, masks, causal, long keys). Each
 // case also checks that the module runs the tensor-core kernel.
@@ -88,6 +88,10 @@ static const coop_conv_case_t kConvCases[] = {
     {{1, 16, 12, 12}, {24, 16, 5, 5}, {0, 0, 0, 0}, 1, 1, true, true},
     // 3x3 at 7x7 (P 49) with 512 channels: K 4608.
     {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
+    // ResNet-50's large 1x1s at 7x7 and 14x14 (rows of 49 and 196, not
+    // 8-aligned: padded columns), residual + relu, and batch 2.
+    {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1, true, true},
+    {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
 };
 
 static void coop_conv(const coop_conv_case_t* c, const char* triple) {

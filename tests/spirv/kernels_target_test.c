@@ -653,6 +653,19 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   kiln_kernel_coopmat_tiling_t small;
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select(&hopper, true, &small));
   KILN_EXPECT_EQ(small.warps_m * small.tiles_m * 16, 64u);
+  // Per shape: the big blocks where they fill the GPU and waste little
+  // (ResNet-50 batch 32's 14x14 layers, n = 196: 256 columns either way),
+  // the small ones where the big blocks would mostly pad (its 7x7 layers,
+  // n = 49 in blocks of 256 columns) or leave SMs idle (batch 1).
+  kiln_kernel_coopmat_tiling_t pick;
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 32, &pick));
+  KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 2048, 49, 32, &pick));
+  KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 1, &pick));
+  KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 4096, 4096, 1, &pick));
+  KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
 }
 
 static uint64_t tiling_invocations(const kiln_kernel_gemm_tiling_t* t, uint64_t m, uint64_t n,
