@@ -59,6 +59,36 @@ KILN_TEST(GpuMovementTest, Transpose) {
   free(x);
 }
 
+// A grid far smaller than the copy: each invocation walks many elements
+// by the grid stride, whose mixed-radix digits carry through every dim
+// (rank 6, odd sizes, a permutation of all of them).
+KILN_TEST(GpuMovementTest, TransposeGridStrideCarriesEveryDim) {
+  const size_t shape[] = {3, 5, 2, 7, 3, 11};
+  const size_t perm[] = {5, 3, 0, 4, 1, 2};
+  const size_t count = product(shape, 6);
+  float* x = gpu_random_alloc(count, 131, -1, 1);
+  int64_t dims[6], perm64[6];
+  to_dims(shape, 6, dims);
+  to_dims(perm, 6, perm64);
+  kiln_kernel_strided_copy_params_t p;
+  KILN_ASSERT_OK(kiln_kernel_params_transpose(dims, 6, perm64, &p));
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_STORAGE_FP32);
+  float* want = gpu_alloc(count);
+  ref_transpose(x, shape, 6, perm, want);
+  for (uint32_t groups = 1; groups <= 3; ++groups) {
+    KILN_ASSERT_LT((uint64_t)groups * config.workgroup_size[0], (uint64_t)count);
+    float* got = gpu_alloc(count);
+    gpu_arg_t args[2] = {{x, count * 4}, {got, count * 4}};
+    const uint32_t grid[3] = {groups, 1, 1};
+    gpu_run(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 2,
+            1, got, count * 4, grid);
+    KILN_EXPECT_BYTES_EQ(got, want, count * 4);
+    free(got);
+  }
+  free(want);
+  free(x);
+}
+
 KILN_TEST(GpuMovementTest, SliceWithNegativeStep) {
   // x[1:3, ::-2, 1:6:2] of a [4, 7, 8] tensor.
   const size_t shape[] = {4, 7, 8};
