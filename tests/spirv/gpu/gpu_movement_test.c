@@ -25,15 +25,22 @@ static void to_dims(const size_t* shape, size_t rank, int64_t* dims) {
 }
 
 // Runs strided_copy from `x` (in_count values) into `out` (out_count
-// values, initial contents kept).
-static void run_strided_copy(const kiln_kernel_strided_copy_params_t* p, const float* x,
-                             size_t in_count, float* out, size_t out_count) {
+// values, initial contents kept) on `groups` workgroups (0: the emitter's
+// linear grid).
+static void run_strided_copy_on(const kiln_kernel_strided_copy_params_t* p, const float* x,
+                                size_t in_count, float* out, size_t out_count,
+                                uint32_t groups) {
   kiln_kernel_config_t config = gpu_config(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_STORAGE_FP32);
-  uint32_t grid[3];
-  KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, p->count, grid));
+  uint32_t grid[3] = {groups, 1, 1};
+  if (groups == 0) KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, p->count, grid));
   gpu_arg_t args[2] = {{x, in_count * 4}, {out, out_count * 4}};
   gpu_run(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_VARIANT_FP32, &config, p, sizeof(*p), args,
           2, 1, out, out_count * 4, grid);
+}
+
+static void run_strided_copy(const kiln_kernel_strided_copy_params_t* p, const float* x,
+                             size_t in_count, float* out, size_t out_count) {
+  run_strided_copy_on(p, x, in_count, out, out_count, 0);
 }
 
 KILN_TEST(GpuMovementTest, Transpose) {
@@ -78,10 +85,7 @@ KILN_TEST(GpuMovementTest, TransposeGridStrideCarriesEveryDim) {
   for (uint32_t groups = 1; groups <= 3; ++groups) {
     KILN_ASSERT_LT((uint64_t)groups * config.workgroup_size[0], (uint64_t)count);
     float* got = gpu_alloc(count);
-    gpu_arg_t args[2] = {{x, count * 4}, {got, count * 4}};
-    const uint32_t grid[3] = {groups, 1, 1};
-    gpu_run(KILN_KERNEL_STRIDED_COPY, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args, 2,
-            1, got, count * 4, grid);
+    run_strided_copy_on(&p, x, count, got, count, groups);
     KILN_EXPECT_BYTES_EQ(got, want, count * 4);
     free(got);
   }
