@@ -94,38 +94,73 @@ static const coop_conv_case_t kConvCases[] = {
     {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
 };
 
-static void coop_conv(const coop_conv_case_t* c, const char* triple) {
-  kiln_graph_t g;
-  kiln_graph_initialize(kiln_allocator_system(), "coop-conv", &g);
-  g.opset = 13;
+// The graph of case `c`: Conv with bias (+ Add of a residual input, +
+// Relu), output y.
+static void coop_conv_graph(const coop_conv_case_t* c, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "coop-conv", g);
+  g->opset = 13;
   const int64_t bias_dims[1] = {c->w[0]};
-  const int32_t in[3] = {kiln_test_graph_input(&g, "x", 4, c->x),
-                         kiln_test_graph_input(&g, "w", 4, c->w),
-                         kiln_test_graph_input(&g, "b", 1, bias_dims)};
+  const int32_t in[3] = {kiln_test_graph_input(g, "x", 4, c->x),
+                         kiln_test_graph_input(g, "w", 4, c->w),
+                         kiln_test_graph_input(g, "b", 1, bias_dims)};
   int32_t node = -1, y = -1;
-  KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Conv", in, 3, &node, &y));
-  kiln_test_attr_ints(&g, node, "pads", c->pads, 4);
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Conv", in, 3, &node, &y));
+  kiln_test_attr_ints(g, node, "pads", c->pads, 4);
   const int64_t strides[2] = {c->stride, c->stride}, dilations[2] = {c->dilation, c->dilation};
-  kiln_test_attr_ints(&g, node, "strides", strides, 2);
-  kiln_test_attr_ints(&g, node, "dilations", dilations, 2);
+  kiln_test_attr_ints(g, node, "strides", strides, 2);
+  kiln_test_attr_ints(g, node, "dilations", dilations, 2);
   if (c->residual) {
     int64_t dims[4] = {c->x[0], c->w[0], 0, 0};
     for (int d = 0; d < 2; ++d) {
       const int64_t span = c->dilation * (c->w[2 + d] - 1) + 1;
       dims[2 + d] = (c->x[2 + d] + c->pads[d] + c->pads[2 + d] - span) / c->stride + 1;
     }
-    const int32_t sum[2] = {y, kiln_test_graph_input(&g, "r", 4, dims)};
-    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Add", sum, 2, &node, &y));
+    const int32_t sum[2] = {y, kiln_test_graph_input(g, "r", 4, dims)};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", sum, 2, &node, &y));
   }
   if (c->relu) {
     const int32_t one[1] = {y};
-    KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "Relu", one, 1, &node, &y));
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", one, 1, &node, &y));
   }
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+}
+
+static void coop_conv(const coop_conv_case_t* c, const char* triple) {
+  kiln_graph_t g;
+  coop_conv_graph(c, &g);
   char label[96];
   snprintf(label, sizeof(label), "conv %lldx%lld, %lld -> %lld channels", (long long)c->w[2],
            (long long)c->w[3], (long long)c->w[1], (long long)c->w[0]);
   coop_check(&g, triple, label);
+  kiln_graph_deinitialize(&g);
+}
+
+// Compiled only (no device): an f16 module for hopper runs case `c` on
+// gemm_coopmat or not, as `on_coopmat` says.
+static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
+  kiln_graph_t g;
+  coop_conv_graph(c, &g);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = KILN_ONNX_PRECISION_F16;
+  options.cooperative_matrix = true;
+  const char* const targets[1] = {"hopper-h100-linux"};
+  options.targets = targets;
+  options.target_count = 1;
+  kiln_gpu_capture_t assembly;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
+  size_t dispatches = 0;
+  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
+  kiln_gpu_capture_end(&assembly);
+  KILN_EXPECT_OK(status);
+  const bool found = strstr(assembly.text, "executable gemm_coopmat_f16") != NULL;
+  if (found != on_coopmat) {
+    KILN_ADD_FAILURE("1x1 conv %lld -> %lld channels at %lldx%lld: gemm_coopmat %s, expected %s",
+                     (long long)c->w[1], (long long)c->w[0], (long long)c->x[2],
+                     (long long)c->x[3], found ? "used" : "not used",
+                     on_coopmat ? "used" : "not used");
+  }
+  kiln_gpu_capture_release(&assembly);
   kiln_graph_deinitialize(&g);
 }
 
@@ -135,6 +170,24 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
   for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
     coop_conv(&kConvCases[i], triple);
   }
+}
+
+// Which 1x1 convs take tensor cores (kiln_lower_conv): aligned rows in
+// place; unaligned rows (7x7, 14x14) through padded columns only from 32 M
+// multiply-adds per image (ResNet-50's 51 M), not MobileNetV2's (7.5 M).
+KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
+  const coop_conv_case_t resnet_7x7 = {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1,
+                                       true, true};
+  const coop_conv_case_t resnet_14x14 = {{1, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0},
+                                         1, 1, false, true};
+  const coop_conv_case_t mobilenet_7x7 = {{1, 960, 7, 7}, {160, 960, 1, 1}, {0, 0, 0, 0},
+                                          1, 1, false, false};
+  const coop_conv_case_t aligned_28x28 = {{1, 64, 28, 28}, {128, 64, 1, 1}, {0, 0, 0, 0},
+                                          1, 1, false, true};
+  coop_conv_choice(&resnet_7x7, true);
+  coop_conv_choice(&resnet_14x14, true);
+  coop_conv_choice(&mobilenet_7x7, false);
+  coop_conv_choice(&aligned_28x28, true);
 }
 
 KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {
