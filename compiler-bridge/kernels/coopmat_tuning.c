@@ -229,15 +229,18 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
     kiln_status_ignore(status);
     return 1;
   }
-  // One block per compute unit: aiming at 2, 4, 8 or 16 blocks per unit
-  // (parts of k down to 128) was slower on an H100 (BERT-base f16 2.15 ->
-  // 2.38-2.43 ms a call, ViT-B/16 3.09 -> 2.99-3.57): the partials' traffic
-  // and the sum cost more than the occupancy gave.
+  // Four blocks per compute unit (several resident per SM, so one's loads
+  // can run under another's products). H100, f16, bench_gpu.sh: BERT-base 1.71
+  // -> 1.63 ms a call, ViT-B/16 2.55 -> 2.39; 2 per unit gave half that,
+  // 8 the same as 4 (parts stop at KILN_GEMM_SPLIT_K_MIN_K); the CNNs did
+  // not move. With one per unit it had been best while the sum of the
+  // parts cost 8.5 us (gemv's k slices; now one slice for a short k).
   const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
   const uint64_t bm = (uint64_t)t.warps_m * t.tiles_m * 16, bn = (uint64_t)t.warps_n * t.tiles_n * 16;
   const uint64_t blocks = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-  if (units == 0 || blocks == 0 || 2 * blocks > units) return 1;
-  uint64_t parts = (units + blocks - 1) / blocks;
+  const uint64_t per_unit = KILN_COOPMAT_SPLIT_K_BLOCKS_PER_UNIT;
+  if (units == 0 || blocks == 0 || 2 * blocks > units * per_unit) return 1;
+  uint64_t parts = (units * per_unit + blocks - 1) / blocks;
   if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
   if (parts > KILN_COOPMAT_SPLIT_K_MAX_PARTS) parts = KILN_COOPMAT_SPLIT_K_MAX_PARTS;
   return parts < 2 ? 1 : (uint32_t)parts;

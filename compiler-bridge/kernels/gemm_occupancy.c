@@ -150,6 +150,23 @@ kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
                                               uint64_t n, uint64_t k, uint64_t batch,
                                               kiln_kernel_config_t* out_config) {
   KILN_RETURN_IF_ERROR(kiln_kernel_config_select(kernel, caps, storage, out_config));
+  if (kernel == KILN_KERNEL_GEMV && m != 0 && k <= KILN_GEMV_SHORT_K &&
+      out_config->variant != KILN_KERNEL_VARIANT_CPU && kiln_kernel_gemm_occupancy_enabled(caps)) {
+    // A short k (split-K's sum of parts): one k slice, all lanes on
+    // columns. gemv's 8 x 32 split k in 32 slices, idled 26 of them and
+    // summed through five barriers (BERT-base's sums of 6 parts: 8.5 us
+    // each on an H100).
+    uint32_t lanes = KILN_GEMV_SHORT_K_LANES;
+    while (lanes > 1 && (lanes > caps->max_workgroup_invocations ||
+                         lanes * 16u > caps->max_shared_memory_bytes)) {
+      lanes /= 2;
+    }
+    out_config->workgroup_size[0] = lanes;
+    out_config->workgroup_size[1] = 1;
+    out_config->shared_memory_bytes = lanes * 16u;
+    KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_X, lanes));
+    return kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_Y, 1);
+  }
   if (kernel == KILN_KERNEL_GEMM_COOPMAT && m != 0) {
     kiln_kernel_coopmat_tiling_t tiling;
     KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select_shape(caps, m, n, batch, &tiling));

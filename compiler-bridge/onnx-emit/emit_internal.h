@@ -33,6 +33,11 @@ typedef struct kiln_emit_range_t {
   uint64_t length;  // bytes
 } kiln_emit_range_t;
 
+static inline bool kiln_emit_same_range(const kiln_emit_range_t* a, const kiln_emit_range_t* b) {
+  return a->space == b->space && a->index == b->index && a->offset == b->offset &&
+         a->length == b->length;
+}
+
 typedef struct kiln_emit_executable_t {
   kiln_kernel_id_t kernel;
   kiln_kernel_storage_t storage;  // fp16: the kernel's _f16 build

@@ -59,6 +59,14 @@ kiln_status_t kiln_lower_transpose(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  // Moving only dims of size 1 keeps the bytes in order: no copy where the
+  // plan gave the output its input's place, else a plain one.
+  if (kiln_graph_transpose_is_view(l->graph, l->node)) {
+    if (kiln_emit_same_range(&in, &out)) return kiln_ok_status();
+    return kiln_lower_emit_copy(l->program, &in, &out,
+                                out.length / kiln_emit_float_bytes(l->program),
+                                KILN_EMIT_STORAGE_NODE);
+  }
   return kiln_lower_strided_copy(l, &in, &out, &y->shape, strides, out_strides, 0, 0);
 }
 

@@ -138,6 +138,8 @@ kiln_status_t kiln_lower_copy(const kiln_lower_t* l) {
   kiln_emit_range_t in, out;
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
+  // A view planned in its input's place (memory_plan.c): nothing to move.
+  if (kiln_emit_same_range(&in, &out)) return kiln_ok_status();
   return kiln_lower_emit_copy(l->program, &in, &out,
                               out.length / kiln_emit_float_bytes(l->program),
                               KILN_EMIT_STORAGE_NODE);

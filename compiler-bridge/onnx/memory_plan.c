@@ -1,6 +1,9 @@
 // Memory planning: lifetimes of intermediates -> first-fit offsets in one
 // transient buffer, placing each value at the lowest aligned offset that
-// does not overlap any value still alive.
+// does not overlap any value still alive. A view node's output (a reshape,
+// or a transpose of size-1 dims: kiln_graph_view_source) shares its
+// input's place: one value placed for the pair, alive as long as either,
+// and the lowering copies nothing between them.
 #include "kiln/compiler/graph_memory_plan.h"
 
 #include <string.h>
@@ -18,12 +21,19 @@ void kiln_graph_memory_plan_deinit(kiln_graph_memory_plan_t* plan) {
   if (plan->sizes) kiln_allocator_free(plan->allocator, plan->sizes);
   if (plan->first_use) kiln_allocator_free(plan->allocator, plan->first_use);
   if (plan->last_use) kiln_allocator_free(plan->allocator, plan->last_use);
+  if (plan->view_of) kiln_allocator_free(plan->allocator, plan->view_of);
   if (plan->node_levels) kiln_allocator_free(plan->allocator, plan->node_levels);
   memset(plan, 0, sizeof(*plan));
 }
 
+// The value that holds `id`'s bytes: itself, or the one it is a view of.
+static size_t kiln_plan_root(const kiln_graph_memory_plan_t* plan, size_t id) {
+  return plan->view_of && plan->view_of[id] >= 0 ? (size_t)plan->view_of[id] : id;
+}
+
 static bool kiln_plan_overlaps(const kiln_graph_memory_plan_t* plan, size_t a,
                                size_t b) {
+  if (kiln_plan_root(plan, a) == kiln_plan_root(plan, b)) return false;  // one place
   bool time = plan->first_use[a] <= plan->last_use[b] &&
               plan->first_use[b] <= plan->last_use[a];
   bool space = plan->offsets[a] < plan->offsets[b] + plan->sizes[b] &&
@@ -107,6 +117,10 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
     status = kiln_allocator_calloc_array(allocator, n, sizeof(int32_t),
                                          (void**)&plan.last_use);
   }
+  if (kiln_status_is_ok(status)) {
+    status = kiln_allocator_calloc_array(allocator, n, sizeof(int32_t),
+                                         (void**)&plan.view_of);
+  }
   int32_t* levels = NULL;
   if (kiln_status_is_ok(status) && by_level) {
     status = kiln_plan_levels(graph, allocator, &levels);
@@ -131,6 +145,21 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
       if (id >= 0 && time > plan.last_use[id]) plan.last_use[id] = time;
     }
   }
+  // Views (nodes are in topological order, so a chain of views ends at one
+  // root): the root lives as long as its longest-lived view.
+  for (size_t v = 0; v < graph->value_count; ++v) plan.view_of[v] = -1;
+  for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
+    const kiln_graph_node_t* node = &graph->nodes[node_index];
+    const int32_t source = kiln_graph_view_source(graph, node);
+    if (source < 0 || !kiln_plan_wants(graph, source) ||
+        !kiln_plan_wants(graph, node->outputs[0])) {
+      continue;
+    }
+    const int32_t root = plan.view_of[source] >= 0 ? plan.view_of[source] : source;
+    const int32_t view = node->outputs[0];
+    plan.view_of[view] = root;
+    if (plan.last_use[view] > plan.last_use[root]) plan.last_use[root] = plan.last_use[view];
+  }
   plan.node_levels = levels;
   for (size_t i = 0; levels && i < graph->node_count; ++i) {
     if (levels[i] > plan.max_level) plan.max_level = levels[i];
@@ -143,6 +172,12 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
     for (size_t o = 0; o < node->output_count; ++o) {
       int32_t id = node->outputs[o];
       if (id < 0 || !kiln_plan_wants(graph, id)) continue;
+      if (plan.view_of[id] >= 0) {  // placed with its root, which came first
+        plan.offsets[id] = plan.offsets[plan.view_of[id]];
+        plan.sizes[id] = plan.sizes[plan.view_of[id]];
+        plan.view_count++;
+        continue;
+      }
       size_t bytes = 0, aligned = 0;
       status = kiln_graph_value_byte_size(&graph->values[id], &bytes);
       if (kiln_status_is_ok(status) &&
@@ -209,15 +244,20 @@ void kiln_graph_memory_plan_print(const kiln_graph_t* graph,
           plan->by_level ? "live levels" : "live nodes");
   for (size_t v = 0; v < plan->value_count; ++v) {
     if (plan->offsets[v] == KILN_GRAPH_NOT_PLANNED) continue;
-    fprintf(stream, "  %-40s %12zu %12zu  [%d, %d]\n", graph->values[v].name,
+    fprintf(stream, "  %-40s %12zu %12zu  [%d, %d]", graph->values[v].name,
             plan->offsets[v], plan->sizes[v], (int)plan->first_use[v],
             (int)plan->last_use[v]);
+    if (plan->view_of && plan->view_of[v] >= 0) {
+      fprintf(stream, "  view of %s", graph->values[plan->view_of[v]].name);
+    }
+    fputc('\n', stream);
   }
   double ratio = plan->total_bytes
                      ? (double)plan->peak_bytes / (double)plan->total_bytes
                      : 0.0;
   fprintf(stream,
-          "  %zu intermediates: peak %zu bytes vs %zu bytes summed (%.1f%%)\n",
-          plan->planned_count, plan->peak_bytes, plan->total_bytes,
+          "  %zu intermediates (and %zu views of them): peak %zu bytes vs %zu bytes "
+          "summed (%.1f%%)\n",
+          plan->planned_count, plan->view_count, plan->peak_bytes, plan->total_bytes,
           100.0 * ratio);
 }

@@ -99,8 +99,9 @@ static kiln_status_t kiln_ref_run_node(kiln_ref_state_t* state,
     KILN_RETURN_IF_ERROR(kiln_graph_shape_element_count(&v->shape, &outputs[o].count));
     if (plan && plan->offsets[id] != KILN_GRAPH_NOT_PLANNED) {
       state->buffers[id] = state->arena + plan->offsets[id];
-      // Poison the slot so reads of stale data cannot go unnoticed.
-      memset(state->buffers[id], 0xff, plan->sizes[id]);
+      // Poison the slot so reads of stale data cannot go unnoticed; a view
+      // shares its input's slot, which already holds its bytes.
+      if (!plan->view_of || plan->view_of[id] < 0) memset(state->buffers[id], 0xff, plan->sizes[id]);
     } else {
       KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
           state->allocator, outputs[o].count ? outputs[o].count : 1,
@@ -109,11 +110,15 @@ static kiln_status_t kiln_ref_run_node(kiln_ref_state_t* state,
     }
     outputs[o].data = state->buffers[id];
   }
+  const bool in_place_view = node->output_count == 1 && node->outputs[0] >= 0 && plan &&
+                             plan->view_of && plan->view_of[node->outputs[0]] >= 0;
   kiln_op_run_args_t args = {node,    graph->opset,      inputs,
                              node->input_count, outputs, node->output_count,
                              state->allocator};
-  KILN_RETURN_IF_ERROR_ANNOTATE(op->run(&args), "running node '%s' (%s)",
-                                node->name, node->op_type);
+  if (!in_place_view) {
+    KILN_RETURN_IF_ERROR_ANNOTATE(op->run(&args), "running node '%s' (%s)",
+                                  node->name, node->op_type);
+  }
   // Free intermediates whose last reader was this node.
   for (size_t i = 0; i < node->input_count; ++i) {
     int32_t id = node->inputs[i];

@@ -152,7 +152,10 @@ KILN_TEST(OnnxDynamoModelTest, TorchScriptEncoderHeadSplitFuses) {
   }
   KILN_EXPECT_EQ(attention, 2u);
   kiln_graph_deinitialize(&graph);
-  // Q, K and V read in place (no copy per Gather): 10 dispatches a layer.
+  // Q, K and V read in place (no copy per Gather), and the [1, s, d] <->
+  // [s, 1, d] transposes and the reshape around attention planned as views
+  // (no copy): 7 dispatches a layer, plus a copy of the graph input (which
+  // has no place in the plan to share) for the first layer's transpose.
   KILN_ASSERT_OK(kiln_onnx_import_file(path, &options.import, kiln_allocator_system(), &graph));
   char input_path[1024];
   snprintf(input_path, sizeof(input_path), "%s/encoder_gelu_torchscript/input_0.npy",
@@ -166,7 +169,7 @@ KILN_TEST(OnnxDynamoModelTest, TorchScriptEncoderHeadSplitFuses) {
   kiln_status_t status = kiln_gpu_compile_and_run(&graph, &options, &input, &output, &stats);
   kiln_gpu_capture_end(&assembly);
   KILN_ASSERT_OK(status);
-  KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), 20u);
+  KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), 15u);
   kiln_gpu_capture_release(&assembly);
   kiln_graph_tensor_deinit(&input);
   kiln_graph_tensor_deinit(&output);

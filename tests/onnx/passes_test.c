@@ -440,3 +440,86 @@ KILN_TEST(GraphMemoryPlanTest, VerifyCatchesOverlap) {
   kiln_graph_memory_plan_deinit(&plan);
   kiln_graph_deinitialize(&g);
 }
+
+// Sigmoid -> Reshape -> Transpose of size-1 dims -> Transpose that moves
+// data -> Tanh: the first two are views of Sigmoid's output; the real
+// transpose is not, nor is a reshape of the graph input.
+static void kiln_build_views(kiln_graph_t* g) {
+  int64_t xd[] = {1, 6, 8};
+  int32_t x = kiln_input(g, "x", 3, xd);
+  int64_t new_shape[] = {6, 1, 8};
+  kiln_graph_shape_t s = {1, {3}};
+  int32_t shape_id = -1;
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, NULL, KILN_GRAPH_DTYPE_I64, &s, new_shape, &shape_id));
+  int32_t in_reshape[] = {x, shape_id};
+  int32_t r0 = kiln_node(g, "Reshape", in_reshape, 2);  // of the input: a copy
+  int32_t sig = kiln_node(g, "Sigmoid", &r0, 1);
+  int32_t in_r1[] = {sig, shape_id};
+  int32_t r1 = kiln_node(g, "Reshape", in_r1, 2);
+  int32_t t0 = kiln_node(g, "Transpose", &r1, 1);  // [6,1,8] -> [1,6,8]
+  const int64_t perm0[] = {1, 0, 2};
+  kiln_attr_ints(g, "perm", perm0, 3);
+  int32_t t1 = kiln_node(g, "Transpose", &t0, 1);  // [1,6,8] -> [1,8,6]
+  const int64_t perm1[] = {0, 2, 1};
+  kiln_attr_ints(g, "perm", perm1, 3);
+  int32_t y = kiln_node(g, "Tanh", &t1, 1);
+  // Sigmoid's output is also read after the views' readers.
+  int32_t in_add[] = {sig, sig};
+  int32_t z = kiln_node(g, "Add", in_add, 2);
+  kiln_output(g, y);
+  kiln_output(g, z);
+}
+
+KILN_TEST(GraphMemoryPlanTest, ViewsShareTheirInputsPlace) {
+  kiln_graph_t g;
+  kiln_compare_before_after(kiln_build_views, &g);  // the reference runs on the plan
+  kiln_graph_memory_plan_t plan;
+  KILN_ASSERT_OK(kiln_graph_memory_plan_build_by_level(&g, 256, kiln_allocator_system(), &plan));
+  KILN_ASSERT_OK(kiln_graph_memory_plan_verify(&g, &plan));
+  int32_t reshape_of_input = -1, sig = -1, reshape = -1, view_t = -1, moving_t = -1;
+  for (size_t n = 0; n < g.node_count; ++n) {
+    const kiln_graph_node_t* node = &g.nodes[n];
+    if (node->removed) continue;
+    if (strcmp(node->op_type, "Reshape") == 0) {
+      if (g.values[node->inputs[0]].is_input) {
+        reshape_of_input = node->outputs[0];
+      } else {
+        reshape = node->outputs[0];
+      }
+    } else if (strcmp(node->op_type, "Sigmoid") == 0) {
+      sig = node->outputs[0];
+    } else if (strcmp(node->op_type, "Transpose") == 0) {
+      if (kiln_graph_transpose_is_view(&g, node)) {
+        view_t = node->outputs[0];
+      } else {
+        moving_t = node->outputs[0];
+      }
+    }
+  }
+  KILN_ASSERT_TRUE(reshape_of_input >= 0 && sig >= 0 && reshape >= 0 && view_t >= 0 &&
+                   moving_t >= 0);
+  KILN_EXPECT_EQ(plan.view_of[reshape], sig);
+  KILN_EXPECT_EQ(plan.view_of[view_t], sig);  // a chain ends at one root
+  KILN_EXPECT_EQ(plan.offsets[reshape], plan.offsets[sig]);
+  KILN_EXPECT_EQ(plan.offsets[view_t], plan.offsets[sig]);
+  KILN_EXPECT_EQ(plan.view_of[moving_t], -1);
+  KILN_EXPECT_TRUE(plan.offsets[moving_t] != plan.offsets[sig]);
+  KILN_EXPECT_EQ(plan.view_of[reshape_of_input], -1);  // the input is not planned
+  KILN_EXPECT_EQ(plan.view_count, 2u);
+  // The root lives until its views' last reader.
+  KILN_EXPECT_TRUE(plan.last_use[sig] >= plan.last_use[view_t]);
+  char* text = NULL;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  kiln_graph_memory_plan_print(&g, &plan, stream);
+  fclose(stream);
+  KILN_EXPECT_CONTAINS(text, "(and 2 views of them)");
+  KILN_EXPECT_CONTAINS(text, "view of");
+  free(text);
+  // A plan that puts the moving transpose on the views' place is caught.
+  plan.offsets[moving_t] = plan.offsets[sig];
+  KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_INTERNAL, "overlap",
+                             kiln_graph_memory_plan_verify(&g, &plan));
+  kiln_graph_memory_plan_deinit(&plan);
+  kiln_graph_deinitialize(&g);
+}

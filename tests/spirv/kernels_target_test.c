@@ -774,6 +774,68 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
   }
 }
 
+// gemv with a short k (split-K's sum of parts) on targets that tile per
+// product: one k slice, its lanes all on column quads, and the grid
+// follows; longer k and other arches keep gemv's k slices.
+KILN_TEST(KernelTargetTest, GemvShortKTakesOneSlice) {
+  const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  kiln_kernel_config_t plain, shaped;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &hopper, KILN_KERNEL_STORAGE_FP16,
+                                           &plain));
+  KILN_EXPECT_GT(plain.workgroup_size[1], 1u);
+  // BERT-base's sum: 128 rows of 768 columns, 6 parts.
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &hopper,
+                                                 KILN_KERNEL_STORAGE_FP16, 1, 768, 6, 128,
+                                                 &shaped));
+  KILN_EXPECT_EQ(shaped.workgroup_size[0], KILN_GEMV_SHORT_K_LANES);
+  KILN_EXPECT_EQ(shaped.workgroup_size[1], 1u);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&shaped, KILN_SPEC_WORKGROUP_X, 0),
+                 KILN_GEMV_SHORT_K_LANES);
+  KILN_EXPECT_EQ(kiln_kernel_config_spec(&shaped, KILN_SPEC_WORKGROUP_Y, 0), 1u);
+  KILN_EXPECT_LE(shaped.shared_memory_bytes, hopper.max_shared_memory_bytes);
+  kiln_kernel_gemm_params_t p;
+  memset(&p, 0, sizeof(p));
+  p.m = 1, p.n = 768, p.k = 6, p.batch = 128;
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_gemm(&shaped, &p, grid));
+  KILN_EXPECT_EQ(grid[0], 768u / (4u * KILN_GEMV_SHORT_K_LANES));
+  KILN_EXPECT_EQ(grid[2], 128u);
+  // k past the bound, or a target that keeps one tiling: gemv's own.
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &hopper,
+                                                 KILN_KERNEL_STORAGE_FP16, 1, 768,
+                                                 KILN_GEMV_SHORT_K + 1, 128, &shaped));
+  KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
+  const kiln_kernel_arch_caps_t valhall = caps_for("valhall");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &valhall, KILN_KERNEL_STORAGE_FP32,
+                                           &plain));
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &valhall,
+                                                 KILN_KERNEL_STORAGE_FP32, 1, 768, 6, 128,
+                                                 &shaped));
+  KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
+}
+
+// gemm_coopmat's k split on an H100 (132 units): parts for four 64x64
+// blocks per unit, each part at least KILN_GEMM_SPLIT_K_MIN_K of k.
+KILN_TEST(KernelTargetTest, CoopmatSplitKParts) {
+  const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  KILN_ASSERT_EQ(kiln_kernel_gemm_compute_units("hopper"), 132u);
+  // BERT-base: FFN down (24 blocks, k 3072): 22 wanted, 12 by k.
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 768, 3072, 1), 12u);
+  // Attention's out-projection (k 768): 3 parts of 256.
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 768, 768, 1), 3u);
+  // QKV (72 blocks) and FFN up (96 blocks) split too now.
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 2304, 768, 1), 3u);
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 3072, 768, 1), 3u);
+  // Past half of four blocks per unit (264 blocks of 64x64), or k too
+  // short for two parts: no split.
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 1024, 1088, 3072, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 768, 511, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 4096, 4096, 4096, 1), 1u);
+  // Arches without a unit count never split.
+  const kiln_kernel_arch_caps_t unknown = caps_for("unknown");
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&unknown, 128, 768, 3072, 1), 1u);
+}
+
 // attention_coopmat: fp16 storage only, on archs with cooperative matrix
 // (others refuse it by name, so the lowering keeps attention); one build
 // per head-dim capacity, chosen by KILN_SPEC_ATTN_DIM4; 16 query rows per

@@ -178,6 +178,12 @@ void kiln_graph_replace_uses(kiln_graph_t* graph, int32_t from, int32_t to);
 kiln_status_t kiln_graph_place_nodes_after(kiln_graph_t* graph, size_t after,
                                            size_t from);
 
+// View nodes (view_nodes.c): a Reshape-family node, or a Transpose that
+// moves only dims of size 1, whose float output holds its input's bytes in
+// the same order. kiln_graph_view_source returns that input's id, or -1.
+bool kiln_graph_transpose_is_view(const kiln_graph_t* graph, const kiln_graph_node_t* node);
+int32_t kiln_graph_view_source(const kiln_graph_t* graph, const kiln_graph_node_t* node);
+
 // A node's input value (NULL when absent or out of range).
 static inline const kiln_graph_value_t* kiln_graph_node_input(
     const kiln_graph_t* graph, const kiln_graph_node_t* node, size_t index) {

@@ -22,10 +22,13 @@ typedef struct kiln_graph_memory_plan_t {
   size_t* sizes;      // per value, bytes (0 when not planned)
   int32_t* first_use; // node index (or level) that defines the value
   int32_t* last_use;  // last node index (or highest level) that reads it
+  int32_t* view_of;   // per value: the value whose place it shares (a view
+                      // node's input), or -1
   bool by_level;      // lifetimes in dependency levels, not node indices
   int32_t* node_levels;  // by_level: per node, its level (-1: removed)
   int32_t max_level;     // by_level: the highest node level
   size_t planned_count;
+  size_t view_count;   // planned values placed as views of another
   size_t peak_bytes;   // size of the transient buffer
   size_t total_bytes;  // sum of all planned intermediates (aligned)
 } kiln_graph_memory_plan_t;

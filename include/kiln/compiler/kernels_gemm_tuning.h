@@ -91,8 +91,12 @@ kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t
                                                    kiln_kernel_gemm_tiling_t* out_tiling);
 // kiln_kernel_config_select for one product: gemm_small and conv2d_gemm
 // (not their cpu variants) get kiln_kernel_gemm_tiling_select_shape's
-// tiling, gemm_coopmat kiln_kernel_coopmat_tiling_select_shape's; every
-// other kernel, or m == 0, the plain selection.
+// tiling, gemm_coopmat kiln_kernel_coopmat_tiling_select_shape's, gemv
+// with k <= KILN_GEMV_SHORT_K one k slice of KILN_GEMV_SHORT_K_LANES
+// column quads (on targets that tile per product); every other kernel,
+// or m == 0, the plain selection.
+#define KILN_GEMV_SHORT_K 16u
+#define KILN_GEMV_SHORT_K_LANES 64u
 kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
                                               const kiln_kernel_arch_caps_t* caps,
                                               kiln_kernel_storage_t storage, uint64_t m,
@@ -155,9 +159,12 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 // device say where to move them.
 #define KILN_GEMM_SPLIT_K_MIN_K 256u
 #define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
-// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c;
-// one block per unit never asks more than 8 of an H100's 132 units).
+// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c):
+// products whose blocks fill at most half of KILN_COOPMAT_SPLIT_K_BLOCKS_
+// PER_UNIT per compute unit are split into enough parts for that many,
+// each at least KILN_GEMM_SPLIT_K_MIN_K long.
 #define KILN_COOPMAT_SPLIT_K_MAX_PARTS 16u
+#define KILN_COOPMAT_SPLIT_K_BLOCKS_PER_UNIT 4u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
 uint32_t kiln_kernel_gemm_compute_units(const char* arch);
