@@ -229,16 +229,17 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
     kiln_status_ignore(status);
     return 1;
   }
-  // Four blocks per compute unit (several resident per SM, so one's loads
-  // can run under another's products). H100, f16, bench_gpu.sh: BERT-base 1.71
-  // -> 1.63 ms a call, ViT-B/16 2.55 -> 2.39; 2 per unit gave half that,
-  // 8 the same as 4 (parts stop at KILN_GEMM_SPLIT_K_MIN_K); the CNNs did
-  // not move. With one per unit it had been best while the sum of the
-  // parts cost 8.5 us (gemv's k slices; now one slice for a short k).
+  // The arch's blocks per unit (4 on NVIDIA: several resident per SM, so
+  // one's loads can run under another's products). H100, f16,
+  // bench_gpu.sh: BERT-base 1.71 -> 1.63 ms a call, ViT-B/16 2.55 -> 2.39
+  // from 1 to 4; 2 gave half that, 8 the same as 4 (parts stop at
+  // KILN_GEMM_SPLIT_K_MIN_K); the CNNs did not move. 1 had been best while
+  // the sum of the parts cost 8.5 us (gemv's k slices; now one slice for a
+  // short k).
   const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
   const uint64_t bm = (uint64_t)t.warps_m * t.tiles_m * 16, bn = (uint64_t)t.warps_n * t.tiles_n * 16;
   const uint64_t blocks = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-  const uint64_t per_unit = KILN_COOPMAT_SPLIT_K_BLOCKS_PER_UNIT;
+  const uint64_t per_unit = kiln_kernel_gemm_split_k_blocks_per_unit(caps->arch);
   if (units == 0 || blocks == 0 || 2 * blocks > units * per_unit) return 1;
   uint64_t parts = (units * per_unit + blocks - 1) / blocks;
   if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;

@@ -201,29 +201,32 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
 // the split-K rule; the sweep's split-K rows show where it pays): H100 SXM,
 // RTX 4090, A100, RTX 2080 Ti, P100, RX 7900 XTX / 6900 XT / 5700 XT,
 // M1 (8 cores), Mali-G78 MP20 (Pixel 6). Arc has 8-wide subgroups, which
-// the kernels treat as CPU-like.
+// the kernels treat as CPU-like. blocks_per_unit: how many output blocks
+// per unit a split aims at. NVIDIA's 4 from the H100 (2026-11-24,
+// bench_gpu.sh, 30 calls, fp32, ms a call at 1 / 2 / 4): BERT-base 3.12 /
+// 2.58 / 2.59, ViT-B/16 4.17 / 4.00 / 3.79, the CNNs within 1%; the same
+// on gemm_coopmat's f16 products (coopmat_tuning.c). Elsewhere 1, as
+// first set (unmeasured).
 static const struct {
   const char* arch;
   uint32_t units;
+  uint32_t blocks_per_unit;
 } kComputeUnits[] = {
-    {"hopper", 132}, {"ada", 128}, {"ampere", 108}, {"turing", 68}, {"pascal", 56},
-    {"rdna3", 96},   {"rdna2", 80}, {"rdna1", 40},   {"m1", 8},
-    {"valhall", 20},
+    {"hopper", 132, 4}, {"ada", 128, 4},  {"ampere", 108, 4}, {"turing", 68, 4},
+    {"pascal", 56, 4},  {"rdna3", 96, 1}, {"rdna2", 80, 1},   {"rdna1", 40, 1},
+    {"m1", 8, 1},       {"valhall", 20, 1},
 };
 
-// Arches where models measured slower with split-K than without: on an
-// H100 (bench_gpu.sh, 2026-11-24, modules for hopper-h100-linux, 30 calls)
-// every bench model lost with it (ResNet-50 5.76 vs 4.91 ms, BERT-base
-// 6.75 vs 6.19, ResNet-18 3.83 vs 3.36): the extra dispatches cost more
-// than the idle SMs. The other NVIDIA arches share the kernels and driver.
-static const char* const kNoSplitK[] = {"hopper", "ada", "ampere", "turing", "pascal"};
-
+// Every arch with a unit count splits. NVIDIA's had been left out after an
+// H100 run in which every bench model lost with it (ResNet-50 5.76 vs 4.91
+// ms): the sum of the parts then ran on gemv's 32 k slices. With a short
+// k on one slice (gemm_occupancy.c) the H100 gains on every fp32 bench
+// model (2026-11-24, bench_gpu.sh, 30 calls; ms a call without -> with):
+// ResNet-18 1.103 -> 0.943, ResNet-50 1.914 -> 1.854, MobileNetV2 0.542
+// -> 0.529, EfficientNet-B0 1.108 -> 1.072, BERT-base 3.218 -> 3.130,
+// ViT-B/16 4.402 -> 4.157.
 bool kiln_kernel_gemm_split_k_enabled(const char* arch) {
-  if (!arch) return false;
-  for (size_t i = 0; i < sizeof(kNoSplitK) / sizeof(kNoSplitK[0]); ++i) {
-    if (strcmp(kNoSplitK[i], arch) == 0) return false;
-  }
-  return kiln_kernel_gemm_compute_units(arch) != 0;
+  return arch && kiln_kernel_gemm_compute_units(arch) != 0;
 }
 
 uint32_t kiln_kernel_gemm_compute_units(const char* arch) {
@@ -234,6 +237,14 @@ uint32_t kiln_kernel_gemm_compute_units(const char* arch) {
   return 0;
 }
 
+uint32_t kiln_kernel_gemm_split_k_blocks_per_unit(const char* arch) {
+  if (!arch) return 1;
+  for (size_t i = 0; i < sizeof(kComputeUnits) / sizeof(kComputeUnits[0]); ++i) {
+    if (strcmp(kComputeUnits[i].arch, arch) == 0) return kComputeUnits[i].blocks_per_unit;
+  }
+  return 1;
+}
+
 uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                         uint64_t n, uint64_t k, uint64_t batch) {
   if (!caps || caps->subgroup_size <= 8) return 1;  // CPU-like: gemm_cpu / conv2d_cpu
@@ -242,8 +253,9 @@ uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uin
   if (units == 0 || kiln_kernel_gemm_tiling_select_small(caps, &t)) return 1;
   const uint64_t tile_m = (uint64_t)t.wg_y * t.tm, tile_n = (uint64_t)t.wg_x * t.tn;
   const uint64_t blocks = batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
-  if (blocks == 0 || 2 * blocks > units) return 1;
-  uint64_t parts = (units + blocks - 1) / blocks;
+  const uint64_t per_unit = kiln_kernel_gemm_split_k_blocks_per_unit(caps->arch);
+  if (blocks == 0 || 2 * blocks > units * per_unit) return 1;
+  uint64_t parts = (units * per_unit + blocks - 1) / blocks;
   if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
   if (parts > KILN_GEMM_SPLIT_K_MAX_PARTS) parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
   return parts < 2 ? 1 : (uint32_t)parts;

@@ -8,11 +8,11 @@
 // A gemm whose parts are equal runs them as one dispatch instead, the
 // parts as the batch of the same kernel.
 // One gemv then adds the slices (per output row, a row of ones times that
-// row's [parts x n] partials) and applies scale, bias, residual and
+// row's [parts x n] partials; a short k, so one k slice per workgroup on
+// targets that tile per product) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
 // gemm_coopmat splits the same way, by its own blocks
-// (kiln_kernel_coopmat_split_k_parts; also on NVIDIA, where the SIMT
-// kernels do not split). On fp16 storage the partials are fp16: each part
+// (kiln_kernel_coopmat_split_k_parts, four blocks per unit). On fp16 storage the partials are fp16: each part
 // rounds once, as a split for the loop budget does (docs/precision.md).
 #include <string.h>
 

@@ -293,8 +293,9 @@ KILN_TEST(KernelTargetTest, ConvGemmIsPerTarget) {
 }
 
 // The split-K rule: parts only where the small tiling's blocks fill at
-// most half the arch's compute units, one block per unit, >= 256 k per
-// part, <= 8 parts; never on CPU-like or unknown arches.
+// most half of the arch's blocks per unit (4 on hopper) times its units,
+// enough parts for that many, >= 256 k per part, <= 8 parts; never on
+// CPU-like or unknown arches.
 KILN_TEST(KernelTargetTest, SplitKRule) {
   kiln_kernel_arch_caps_t hopper = caps_for("hopper"), cpu = caps_for("cpu");
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
@@ -306,10 +307,15 @@ KILN_TEST(KernelTargetTest, SplitKRule) {
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 1), 8u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 2u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 4608, 1), 8u);
-  // BERT's 128 x 768 x 3072: 24 blocks -> 6 parts; 128 x 3072: 96 blocks
-  // fill more than half the units.
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 6u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 1u);
+  // BERT's 128 x 768 x 3072: 24 blocks -> 22, capped at 8; 128 x 3072,
+  // k 768: 96 blocks -> 6, capped by k at 3; 1088 columns at 1024 rows
+  // (272 blocks) fill more than half of 4 x 132.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit("hopper"), 4u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit("valhall"), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit(NULL), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 8u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 3u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 1024, 1088, 3072, 1), 1u);
   // Enough blocks, or too little k: no split.
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 4096, 4096, 4096, 1), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 132), 1u);

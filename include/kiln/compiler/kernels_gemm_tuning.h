@@ -146,12 +146,14 @@ kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_cap
 uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                            uint64_t n, uint64_t k, uint64_t batch);
 // Split-K (issue 16). A product whose output blocks (the small tiling's:
-// batch x ceil(m / TILE_M) x ceil(n / TILE_N)) are fewer than the arch's
+// batch x ceil(m / TILE_M) x ceil(n / TILE_N)) are few against the arch's
 // compute units leaves most of the GPU idle however long k is; its k is
 // then summed in parts, each part a dispatch of its own into scratch, and
 // a reduction adds the parts (onnx-emit/lower_splitk.c). Only where the
-// blocks fill at most half the compute units; the parts: enough for one
-// block per unit, each at least KILN_GEMM_SPLIT_K_MIN_K long, at most
+// blocks fill at most half of the arch's blocks per unit
+// (kiln_kernel_gemm_split_k_blocks_per_unit: 4 on NVIDIA, else 1) times
+// its units; the parts: enough for that many blocks, each at least
+// KILN_GEMM_SPLIT_K_MIN_K long, at most
 // KILN_GEMM_SPLIT_K_MAX_PARTS (a dispatch each, unless the parts are
 // equal: then one dispatch, the parts as its batch); 1 (no split)
 // where the arch has no compute-unit count (CPU devices, most mobile,
@@ -160,16 +162,17 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 #define KILN_GEMM_SPLIT_K_MIN_K 256u
 #define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
 // gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c):
-// products whose blocks fill at most half of KILN_COOPMAT_SPLIT_K_BLOCKS_
-// PER_UNIT per compute unit are split into enough parts for that many,
-// each at least KILN_GEMM_SPLIT_K_MIN_K long.
+// products whose blocks fill at most half of the arch's blocks per unit
+// (kiln_kernel_gemm_split_k_blocks_per_unit) are split into enough parts
+// for that many, each at least KILN_GEMM_SPLIT_K_MIN_K long.
 #define KILN_COOPMAT_SPLIT_K_MAX_PARTS 16u
-#define KILN_COOPMAT_SPLIT_K_BLOCKS_PER_UNIT 4u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.
 uint32_t kiln_kernel_gemm_compute_units(const char* arch);
-// Whether the emitter splits products for `arch` at all: off where the
-// bench measured split-K slower (NVIDIA), and where no unit count is kept.
+// Output blocks per compute unit a k split aims at (1 where none is kept).
+uint32_t kiln_kernel_gemm_split_k_blocks_per_unit(const char* arch);
+// Whether the emitter splits products for `arch` at all: wherever a unit
+// count is kept (gemm_tuning.c says what the H100 measured).
 bool kiln_kernel_gemm_split_k_enabled(const char* arch);
 uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                         uint64_t n, uint64_t k, uint64_t batch);
