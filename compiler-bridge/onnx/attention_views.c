@@ -257,24 +257,6 @@ int kiln_view_scalar_input(const kiln_graph_t* graph, const kiln_graph_node_t* n
   return -1;
 }
 
-// Transpose perm (default: reversed).
-static bool kiln_transpose_perm(const kiln_graph_node_t* node, int32_t rank, int64_t* perm) {
-  const int64_t* values = NULL;
-  size_t count = 0;
-  kiln_status_t status = kiln_graph_node_attr_ints(node, "perm", &values, &count);
-  if (!kiln_status_is_ok(status)) {
-    kiln_status_ignore(status);
-    return false;
-  }
-  if (count == 0) {
-    for (int32_t d = 0; d < rank; ++d) perm[d] = rank - 1 - d;
-    return true;
-  }
-  if ((int32_t)count != rank) return false;
-  memcpy(perm, values, count * sizeof(*perm));
-  return true;
-}
-
 // Traces `value` back through view ops (and, with `scale`, scalar Mul/Div)
 // to the value the kernel reads; tries shorter chains when a step does not
 // map onto strides.
@@ -313,7 +295,7 @@ bool kiln_view_trace_input(const kiln_graph_t* graph, int32_t value, float* scal
         ok = kiln_view_reshape(out, shape);
       } else if (strcmp(p->op_type, "Transpose") == 0) {
         int64_t perm[KILN_GRAPH_MAX_RANK];
-        ok = kiln_transpose_perm(p, out->rank, perm) &&
+        ok = kiln_graph_transpose_perm(p, out->rank, perm) &&
              kiln_view_permute(out, perm, (size_t)out->rank);
       } else if (strcmp(p->op_type, "Slice") == 0) {
         ok = kiln_view_slice(graph, p, out);
@@ -379,7 +361,7 @@ bool kiln_view_trace_output(kiln_graph_t* graph, int32_t value, int32_t* chain,
       const kiln_graph_shape_t* in_shape = &graph->values[node->inputs[0]].shape;
       if (strcmp(node->op_type, "Transpose") == 0) {
         int64_t perm[KILN_GRAPH_MAX_RANK], inverse[KILN_GRAPH_MAX_RANK];
-        ok = kiln_transpose_perm(node, in_shape->rank, perm);
+        ok = kiln_graph_transpose_perm(node, in_shape->rank, perm);
         for (int32_t d = 0; ok && d < in_shape->rank; ++d) {
           if (perm[d] < 0 || perm[d] >= in_shape->rank) ok = false;
           else inverse[perm[d]] = d;

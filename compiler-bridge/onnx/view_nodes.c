@@ -7,26 +7,37 @@
 
 #include "kiln/compiler/graph.h"
 
-bool kiln_graph_transpose_is_view(const kiln_graph_t* graph, const kiln_graph_node_t* node) {
-  const kiln_graph_value_t* x = kiln_graph_node_input(graph, node, 0);
-  if (!x || !x->has_shape || strcmp(node->op_type, "Transpose") != 0) return false;
-  const int64_t* perm = NULL;
-  size_t perm_count = 0;
-  kiln_status_t status = kiln_graph_node_attr_ints(node, "perm", &perm, &perm_count);
+bool kiln_graph_transpose_perm(const kiln_graph_node_t* node, int32_t rank, int64_t* perm) {
+  const int64_t* values = NULL;
+  size_t count = 0;
+  kiln_status_t status = kiln_graph_node_attr_ints(node, "perm", &values, &count);
   if (!kiln_status_is_ok(status)) {
     kiln_status_ignore(status);
     return false;
   }
+  if (rank < 0 || rank > KILN_GRAPH_MAX_RANK) return false;
+  if (count == 0) {
+    for (int32_t d = 0; d < rank; ++d) perm[d] = rank - 1 - d;
+    return true;
+  }
+  if ((int32_t)count != rank) return false;
+  memcpy(perm, values, count * sizeof(*perm));
+  return true;
+}
+
+bool kiln_graph_transpose_is_view(const kiln_graph_t* graph, const kiln_graph_node_t* node) {
+  const kiln_graph_value_t* x = kiln_graph_node_input(graph, node, 0);
+  if (!x || !x->has_shape || strcmp(node->op_type, "Transpose") != 0) return false;
+  int64_t perm[KILN_GRAPH_MAX_RANK];
   const int32_t rank = x->shape.rank;
-  if (perm_count != 0 && perm_count != (size_t)rank) return false;
+  if (!kiln_graph_transpose_perm(node, rank, perm)) return false;
   // The dims of size > 1 must keep their order.
   int64_t last = -1;
   for (int32_t d = 0; d < rank; ++d) {
-    const int64_t source = perm_count ? perm[d] : rank - 1 - d;
-    if (source < 0 || source >= rank) return false;
-    if (x->shape.dims[source] == 1) continue;
-    if (source < last) return false;
-    last = source;
+    if (perm[d] < 0 || perm[d] >= rank) return false;
+    if (x->shape.dims[perm[d]] == 1) continue;
+    if (perm[d] < last) return false;
+    last = perm[d];
   }
   return true;
 }

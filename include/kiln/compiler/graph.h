@@ -181,6 +181,9 @@ kiln_status_t kiln_graph_place_nodes_after(kiln_graph_t* graph, size_t after,
 // View nodes (view_nodes.c): a Reshape-family node, or a Transpose that
 // moves only dims of size 1, whose float output holds its input's bytes in
 // the same order. kiln_graph_view_source returns that input's id, or -1.
+// kiln_graph_transpose_perm: a Transpose's perm for `rank` dims (default:
+// reversed) into perm[rank]; false when malformed.
+bool kiln_graph_transpose_perm(const kiln_graph_node_t* node, int32_t rank, int64_t* perm);
 bool kiln_graph_transpose_is_view(const kiln_graph_t* graph, const kiln_graph_node_t* node);
 int32_t kiln_graph_view_source(const kiln_graph_t* graph, const kiln_graph_node_t* node);
 
