@@ -129,12 +129,14 @@ KILN_TEST(OnnxGpuRnnTest, NodeTestsMatchNumpyInFewDispatches) {
 
 // PyTorch exports (scripts/export_models.py): 2-layer stacks, batch first.
 // Each layer: gemm + h0 copy (+ c0 copy) + loop parts + Y_h copy (+ Y_c);
-// PyTorch's export adds Transpose/Reshape/Slice nodes around them.
+// PyTorch's export adds Transpose/Reshape/Slice nodes around them. The
+// Squeeze of each layer's Y (or Reshape, bidirectional) is a view in the
+// memory plan: 2 dispatches fewer than when it was a copy.
 KILN_TEST(OnnxGpuRnnTest, ExportedModelsInFewDispatches) {
   const char* root = getenv("KILN_ONNX_MODELS_DIR");
   KILN_ASSERT_TRUE(root != NULL);
   static const kiln_rnn_case_t kCases[] = {
-      {"lstm_net", 23}, {"gru_net", 21}, {"rnn_net", 19}, {"lstm_bidir_net", 25}};
+      {"lstm_net", 21}, {"gru_net", 19}, {"rnn_net", 17}, {"lstm_bidir_net", 23}};
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     char model[1100];
     snprintf(model, sizeof(model), "%s/%s/model.onnx", root, kCases[i].name);
