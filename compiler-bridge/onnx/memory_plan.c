@@ -2,8 +2,8 @@
 // transient buffer, placing each value at the lowest aligned offset that
 // does not overlap any value still alive. A view node's output (a reshape,
 // or a transpose of size-1 dims: kiln_graph_view_source) shares its
-// input's place: one value placed for the pair, which stays taken while
-// either lives, and the lowering copies nothing between them.
+// input's place: one value placed for the pair, alive as long as either,
+// and the lowering copies nothing between them.
 #include "kiln/compiler/graph_memory_plan.h"
 
 #include <string.h>
@@ -146,8 +146,10 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
     }
   }
   // Views (nodes are in topological order, so a chain of views ends at one
-  // root). Each keeps its own lifetime over the shared place: a value
-  // placed later must miss the root and every view alive with it.
+  // root). The root's lifetime grows to cover its views' before anything
+  // is placed: values are placed in node order but live in levels, so one
+  // placed before a view's node (checked against the root alone) could
+  // otherwise take the place while the view is still read.
   for (size_t v = 0; v < graph->value_count; ++v) plan.view_of[v] = -1;
   for (size_t node_index = 0; node_index < graph->node_count; ++node_index) {
     const kiln_graph_node_t* node = &graph->nodes[node_index];
@@ -159,6 +161,7 @@ static kiln_status_t kiln_plan_build(const kiln_graph_t* graph, size_t alignment
     const int32_t root = plan.view_of[source] >= 0 ? plan.view_of[source] : source;
     const int32_t view = node->outputs[0];
     plan.view_of[view] = root;
+    if (plan.last_use[view] > plan.last_use[root]) plan.last_use[root] = plan.last_use[view];
   }
   plan.node_levels = levels;
   for (size_t i = 0; levels && i < graph->node_count; ++i) {
