@@ -101,7 +101,9 @@ static kiln_status_t kiln_ref_run_node(kiln_ref_state_t* state,
       state->buffers[id] = state->arena + plan->offsets[id];
       // Poison the slot so reads of stale data cannot go unnoticed; a view
       // shares its input's slot, which already holds its bytes.
-      if (!plan->view_of || plan->view_of[id] < 0) memset(state->buffers[id], 0xff, plan->sizes[id]);
+      if (!plan->view_of || plan->view_of[id] < 0) {
+        memset(state->buffers[id], 0xff, plan->sizes[id]);
+      }
     } else {
       KILN_RETURN_IF_ERROR(kiln_allocator_calloc_array(
           state->allocator, outputs[o].count ? outputs[o].count : 1,
