@@ -321,6 +321,21 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       break;
     }
+    case KILN_KERNEL_ATTENTION_TILED:
+      if (caps->max_workgroup_invocations < KILN_ATTN_TILED_THREADS ||
+          caps->max_shared_memory_bytes < KILN_ATTN_TILED_SHARED_BYTES) {
+        return kiln_make_status(
+            KILN_STATUS_FAILED_PRECONDITION,
+            "kernel '%s' needs %u invocations and %u bytes of shared memory; the %s has %u "
+            "and %u",
+            desc->name, KILN_ATTN_TILED_THREADS, KILN_ATTN_TILED_SHARED_BYTES,
+            caps->arch ? caps->arch : "device", caps->max_workgroup_invocations,
+            caps->max_shared_memory_bytes);
+      }
+      config.workgroup_size[0] = KILN_ATTN_TILED_THREADS;
+      config.shared_memory_bytes = KILN_ATTN_TILED_SHARED_BYTES;
+      kiln_config_add(&config, KILN_SPEC_ATTN_DIM4, KILN_ATTN_TILED_DIM / 4);
+      break;
     case KILN_KERNEL_ATTENTION_COOPMAT:
       // Never on devices without cooperative matrix (lavapipe): refused with
       // what is missing named; the lowering then keeps attention.

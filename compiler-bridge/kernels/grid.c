@@ -198,6 +198,10 @@ kiln_status_t kiln_kernel_grid_attention(const kiln_kernel_config_t* config,
     return kiln_grid_store("attention", kiln_ceil_div(params->sq, KILN_ATTN_COOPMAT_ROWS),
                            params->heads, params->batch, out_grid);
   }
+  if (config->kernel == KILN_KERNEL_ATTENTION_TILED) {
+    return kiln_grid_store("attention", kiln_ceil_div(params->sq, KILN_ATTN_TILED_ROWS),
+                           params->heads, params->batch, out_grid);
+  }
   // KEY_LANES invocations per query row.
   const uint64_t lanes = kiln_kernel_config_spec(config, KILN_SPEC_ATTN_KEY_LANES, 1);
   const uint64_t rows = lanes && config->workgroup_size[0] >= lanes

@@ -143,6 +143,11 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_DYNAMIC_QUANTIZE_PARAMS, "dynamic_quantize_params", "main", 4,
      {RO(0, "min"), RO(1, "max"), RW(2, "scale"), RW(3, "zero_point")},
      sizeof(kiln_kernel_dynamic_quantize_params_t), 1, V(FP32)},
+    // attention's ABI, 16 query rows per workgroup and 32-key tiles
+    // (head dims up to KILN_ATTN_TILED_DIM); GPU targets only (the lowering).
+    {KILN_KERNEL_ATTENTION_TILED, "attention_tiled", "main", 5,
+     {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
+     sizeof(kiln_kernel_attention_params_t), 1, V(FP32) | V(FP16_STORAGE)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

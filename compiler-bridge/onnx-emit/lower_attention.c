@@ -2,8 +2,10 @@
 // or, when one invocation would loop past llvmpipe's pass budget
 // (kernels_loops.h), one partial dispatch over key chunks plus a merge.
 // f16 heads of up to 128 dims on tensor cores (kiln_lower_coopmat_enabled)
-// take attention_coopmat instead: one dispatch, every key.
+// take attention_coopmat instead, and other heads of up to 64 dims on
+// desktop-sized GPUs attention_tiled: one dispatch, every key.
 #include "attention.h"
+#include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_loops.h"
 #include "lower_util.h"
 
@@ -61,6 +63,57 @@ static kiln_status_t kiln_attention_u32(const kiln_lower_t* l, const int64_t* va
   return kiln_ok_status();
 }
 
+static kiln_kernel_attention_params_t kiln_attention_params(const kiln_attention_t* a,
+                                                           uint64_t chunk, uint64_t chunks) {
+  const kiln_kernel_attention_params_t p = {
+      (uint32_t)a->batch, (uint32_t)a->heads, (uint32_t)a->sq, (uint32_t)a->sk,
+      (uint32_t)a->d, (uint32_t)a->dv, a->scale, (uint32_t)chunk, (uint32_t)chunks,
+      (uint32_t)a->q[0], (uint32_t)a->q[1], (uint32_t)a->q[2], (uint32_t)a->q[3],
+      (uint32_t)a->k[0], (uint32_t)a->k[1], (uint32_t)a->k[2], (uint32_t)a->k[3],
+      (uint32_t)a->v[0], (uint32_t)a->v[1], (uint32_t)a->v[2], (uint32_t)a->v[3],
+      (uint32_t)a->out[0], (uint32_t)a->out[1], (uint32_t)a->out[2], (uint32_t)a->out[3],
+      (uint32_t)a->mask[0], (uint32_t)a->mask[1], (uint32_t)a->mask[2], (uint32_t)a->mask[3]};
+  return p;
+}
+
+// attention_tiled serves heads of up to KILN_ATTN_TILED_DIM dims on modules
+// whose targets are all desktop-sized GPUs (kiln_kernel_gemm_occupancy_enabled,
+// as for the SIMT kernel's key lanes) and take its config. Its one run-time
+// loop makes a pass per 32-key tile (plus the exit pass and a margin for the
+// rest), so it fits llvmpipe's budget up to ~2M keys.
+static bool kiln_attention_tiled_fits(const kiln_lower_t* l, uint64_t dim, uint64_t sk) {
+  if (dim > KILN_ATTN_TILED_DIM || l->program->target_count == 0) return false;
+  if (kiln_div_up(sk, KILN_ATTN_TILED_KEYS) + 64 > KILN_ATTENTION_PASS_LIMIT) return false;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    if (!kiln_kernel_gemm_occupancy_enabled(&l->program->caps[t])) return false;
+    kiln_kernel_config_t config;
+    kiln_status_t status = kiln_kernel_config_select(
+        KILN_KERNEL_ATTENTION_TILED, &l->program->caps[t], KILN_KERNEL_STORAGE_FP32, &config);
+    if (!kiln_status_is_ok(status)) {  // too little shared memory: attention.comp
+      kiln_status_ignore(status);
+      return false;
+    }
+  }
+  return true;
+}
+
+// One dispatch over every key: attention_coopmat or attention_tiled, whose
+// builds' head-dim capacity is `dim4` vec4s.
+static kiln_status_t kiln_attention_emit_one_pass(const kiln_lower_t* l,
+                                                  const kiln_attention_t* a,
+                                                  kiln_kernel_id_t kernel, uint32_t dim4,
+                                                  const kiln_emit_range_t bindings[5]) {
+  const kiln_kernel_attention_params_t p = kiln_attention_params(a, (uint64_t)a->sk, 1);
+  kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_ATTN_DIM4, dim4},
+                                    {KILN_SPEC_ATTN_MASK, (uint32_t)a->mask_kind},
+                                    {KILN_SPEC_ATTN_CAUSAL, a->causal ? 1u : 0u}};
+  kiln_emit_dispatch_desc_t desc = {
+      .kernel = kernel, .ops = ops, .op_count = 3, .push = &p, .binding_count = 5,
+      .bindings = {bindings[0], bindings[1], bindings[2], bindings[3], bindings[4]},
+      .written_mask = 16u, .grid = KILN_EMIT_GRID_ATTENTION};
+  return kiln_emit_add_dispatch(l->program, &desc);
+}
+
 kiln_status_t kiln_lower_attention(const kiln_lower_t* l) {
   kiln_attention_t a;
   KILN_RETURN_IF_ERROR(kiln_attention_read(l->node, &a));
@@ -83,41 +136,26 @@ kiln_status_t kiln_lower_attention(const kiln_lower_t* l) {
   if (a.mask_kind != KILN_ATTN_MASK_NONE) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 3, &mask));
   KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &out));
   const uint64_t dim = (uint64_t)(a.d > a.dv ? a.d : a.dv);
-  // Select masks stay on the SIMT kernel: their keep marker is an f32 NaN
+  // Select masks stay on the SIMT kernels: their keep marker is an f32 NaN
   // payload that f16 storage does not carry.
   if (kiln_lower_coopmat_enabled(l) && dim <= KILN_ATTN_COOPMAT_DIM_MAX &&
       a.mask_kind != KILN_ATTN_MASK_SELECT) {
     const uint32_t capacity =
         dim <= KILN_ATTN_COOPMAT_DIM_SMALL ? KILN_ATTN_COOPMAT_DIM_SMALL : KILN_ATTN_COOPMAT_DIM_MAX;
-    kiln_kernel_attention_params_t p = {
-        (uint32_t)a.batch, (uint32_t)a.heads, (uint32_t)a.sq, (uint32_t)a.sk,
-        (uint32_t)a.d, (uint32_t)a.dv, a.scale, (uint32_t)a.sk, 1u,
-        (uint32_t)a.q[0], (uint32_t)a.q[1], (uint32_t)a.q[2], (uint32_t)a.q[3],
-        (uint32_t)a.k[0], (uint32_t)a.k[1], (uint32_t)a.k[2], (uint32_t)a.k[3],
-        (uint32_t)a.v[0], (uint32_t)a.v[1], (uint32_t)a.v[2], (uint32_t)a.v[3],
-        (uint32_t)a.out[0], (uint32_t)a.out[1], (uint32_t)a.out[2], (uint32_t)a.out[3],
-        (uint32_t)a.mask[0], (uint32_t)a.mask[1], (uint32_t)a.mask[2], (uint32_t)a.mask[3]};
-    kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_ATTN_DIM4, capacity / 4},
-                                      {KILN_SPEC_ATTN_MASK, (uint32_t)a.mask_kind},
-                                      {KILN_SPEC_ATTN_CAUSAL, a.causal ? 1u : 0u}};
-    kiln_emit_dispatch_desc_t desc = {
-        .kernel = KILN_KERNEL_ATTENTION_COOPMAT, .ops = ops, .op_count = 3, .push = &p,
-        .binding_count = 5, .bindings = {q, k, v, mask, out}, .written_mask = 16u,
-        .grid = KILN_EMIT_GRID_ATTENTION};
-    return kiln_emit_add_dispatch(l->program, &desc);
+    const kiln_emit_range_t bindings[5] = {q, k, v, mask, out};
+    return kiln_attention_emit_one_pass(l, &a, KILN_KERNEL_ATTENTION_COOPMAT, capacity / 4,
+                                        bindings);
+  }
+  if (kiln_attention_tiled_fits(l, dim, (uint64_t)a.sk)) {
+    const kiln_emit_range_t bindings[5] = {q, k, v, mask, out};
+    return kiln_attention_emit_one_pass(l, &a, KILN_KERNEL_ATTENTION_TILED,
+                                        KILN_ATTN_TILED_DIM / 4, bindings);
   }
   uint64_t d4 = kiln_div_up(dim, 4);
   uint64_t chunk = 0;
   KILN_RETURN_IF_ERROR(kiln_attention_chunk(l, (uint64_t)a.sk, d4, &chunk));
   uint64_t chunks = kiln_div_up((uint64_t)a.sk, chunk);
-  kiln_kernel_attention_params_t p = {
-      (uint32_t)a.batch, (uint32_t)a.heads, (uint32_t)a.sq, (uint32_t)a.sk,
-      (uint32_t)a.d, (uint32_t)a.dv, a.scale, (uint32_t)chunk, (uint32_t)chunks,
-      (uint32_t)a.q[0], (uint32_t)a.q[1], (uint32_t)a.q[2], (uint32_t)a.q[3],
-      (uint32_t)a.k[0], (uint32_t)a.k[1], (uint32_t)a.k[2], (uint32_t)a.k[3],
-      (uint32_t)a.v[0], (uint32_t)a.v[1], (uint32_t)a.v[2], (uint32_t)a.v[3],
-      (uint32_t)a.out[0], (uint32_t)a.out[1], (uint32_t)a.out[2], (uint32_t)a.out[3],
-      (uint32_t)a.mask[0], (uint32_t)a.mask[1], (uint32_t)a.mask[2], (uint32_t)a.mask[3]};
+  const kiln_kernel_attention_params_t p = kiln_attention_params(&a, chunk, chunks);
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_ATTN_DIM4, (uint32_t)d4},
                                     {KILN_SPEC_ATTN_MASK, (uint32_t)a.mask_kind},
                                     {KILN_SPEC_ATTN_CAUSAL, a.causal ? 1u : 0u},

@@ -114,19 +114,39 @@ KILN_TEST(OnnxGpuAttentionTest, CausalMask) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) kiln_attn_check(&cases[i]);
 }
 
-// Desktop GPU modules run 4 invocations per query row (KEY_LANES), each
-// on every 4th key, their softmax states merged at the end: compiled for
-// an Ampere triple and run on lavapipe posing as it. Rows and keys not
-// multiples of the 8 rows per workgroup or the 4 lanes, fewer keys than
-// lanes, every mask kind, head dims 4 to 64.
-KILN_TEST(OnnxGpuAttentionTest, KeyLanesOnDesktopTargets) {
+// Desktop GPU modules take attention_tiled for heads of up to 64 dims (16
+// query rows per workgroup, 8 invocations a row, 32-key tiles): compiled
+// for an Ampere triple and run on lavapipe posing as it. Rows and keys not
+// multiples of the workgroup's 16 rows, its 8 lanes or the 32-key tile
+// (one key, 33 keys, 300), every mask kind, head dims 4 to 64 (30: not
+// 4-aligned, read element by element), batches, and 6000 keys (188 tiles
+// in one pass).
+KILN_TEST(OnnxGpuAttentionTest, TiledOnDesktopTargets) {
   const kiln_attn_case_t cases[] = {{1, 2, 1, 1, 32, kMaskNone, 1},
                                     {1, 2, 3, 2, 4, kMaskNone, 1},
                                     {2, 3, 7, 7, 64, kMaskNone, 1},
-                                    {1, 2, 5, 9, 32, kMaskAdd, 1},
+                                    {1, 2, 5, 9, 30, kMaskAdd, 1},
+                                    {1, 2, 17, 33, 64, kMaskAdd, 1},
                                     {2, 2, 128, 128, 64, kMaskPadding, 1},
                                     {1, 2, 37, 37, 64, kMaskCausal, 1},
-                                    {1, 1, 300, 300, 32, kMaskCausal, 1}};
+                                    {1, 1, 300, 300, 32, kMaskCausal, 1},
+                                    {1, 1, 5, 6000, 64, kMaskAdd, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
+  }
+}
+
+// Wider heads on desktop GPUs run attention.comp with 4 invocations per
+// query row (KEY_LANES), each on every 4th key, their softmax states
+// merged at the end. Rows and keys not multiples of the 8 rows per
+// workgroup or the 4 lanes, fewer keys than lanes, every mask kind.
+KILN_TEST(OnnxGpuAttentionTest, KeyLanesOnDesktopTargets) {
+  const kiln_attn_case_t cases[] = {{1, 2, 1, 1, 80, kMaskNone, 1},
+                                    {1, 2, 3, 2, 68, kMaskNone, 1},
+                                    {2, 3, 7, 7, 128, kMaskNone, 1},
+                                    {1, 2, 5, 9, 96, kMaskAdd, 1},
+                                    {1, 2, 64, 64, 128, kMaskPadding, 1},
+                                    {1, 2, 37, 37, 80, kMaskCausal, 1}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
   }

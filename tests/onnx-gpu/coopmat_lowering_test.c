@@ -262,7 +262,9 @@ KILN_TEST(OnnxGpuCoopmatTest, AttentionOnTensorCores) {
 
 // Which attention kernel a module gets (compile only, on any machine):
 // attention_coopmat for f16 heads of up to 128 dims when every target has
-// cooperative matrix and it is not opted out; attention otherwise.
+// cooperative matrix and it is not opted out; else attention_tiled for
+// heads of up to 64 dims when every target is a desktop-sized GPU;
+// attention otherwise.
 static void coop_attention_choice(const kiln_attn_case_t* c, const char* target, bool f16,
                                   bool coopmat, const char* expected) {
   kiln_graph_t g;
@@ -282,9 +284,17 @@ static void coop_attention_choice(const kiln_attn_case_t* c, const char* target,
   kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
   kiln_gpu_capture_end(&assembly);
   KILN_EXPECT_OK(status);
+  // Executables are named by kernel, then spec values ("attention_16_1_0"):
+  // the kernel's name ends where a digit follows.
   char needle[96];
   snprintf(needle, sizeof(needle), "executable %s_", expected);
-  if (!strstr(assembly.text, needle)) {
+  bool found = false;
+  for (const char* at = strstr(assembly.text, needle); at && !found;
+       at = strstr(at + 1, needle)) {
+    const char next = at[strlen(needle)];
+    found = next >= '0' && next <= '9';
+  }
+  if (!found) {
     KILN_ADD_FAILURE("d %lld, target %s, f16 %d, coopmat %d: no '%s'", (long long)c->d,
                      target ? target : "(default)", (int)f16, (int)coopmat, needle);
   }
@@ -298,9 +308,13 @@ KILN_TEST(OnnxGpuCoopmatTest, AttentionKernelByTargetAndShape) {
   const kiln_attn_case_t wide = {1, 2, 16, 16, 160, kMaskNone, 1};
   const char* hopper = "hopper-h100-linux";
   coop_attention_choice(&bert, hopper, true, true, "attention_coopmat_f16");
-  coop_attention_choice(&bert, hopper, true, false, "attention_f16");
-  coop_attention_choice(&bert, hopper, false, true, "attention");
+  coop_attention_choice(&bert, hopper, true, false, "attention_tiled_f16");
+  coop_attention_choice(&bert, hopper, false, true, "attention_tiled");
   coop_attention_choice(&wide, hopper, true, true, "attention_f16");
-  // Default targets include lavapipe, which has no cooperative matrix.
+  coop_attention_choice(&wide, hopper, false, true, "attention");
+  // Default targets include lavapipe, which has no cooperative matrix and
+  // is no desktop-sized GPU; so is a phone.
   coop_attention_choice(&bert, NULL, true, true, "attention_f16");
+  coop_attention_choice(&bert, NULL, false, true, "attention");
+  coop_attention_choice(&bert, "valhall-g78-android30", false, true, "attention");
 }

@@ -99,6 +99,13 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
         KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
         continue;
       }
+      if (k == KILN_KERNEL_ATTENTION_TILED &&
+          caps.max_shared_memory_bytes < KILN_ATTN_TILED_SHARED_BYTES) {
+        // 16 KiB (Vulkan's minimum): refused; the lowering keeps attention.
+        KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "20032 bytes of shared",
+                                   status);
+        continue;
+      }
       if (k == KILN_KERNEL_ATTENTION_COOPMAT) {
         // fp16 storage only (AttentionCoopmatConfig checks that build).
         KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "has no fp32 variant", status);
