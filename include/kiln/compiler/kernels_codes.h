@@ -238,12 +238,12 @@
 // attention_tiled (GPUs, SIMT): head dims up to 64, 16 query rows per
 // workgroup of 128 (8 invocations a row), key tiles of 32; shared memory:
 // K tile 32 x 17 vec4s, V tile 32 x 16, P 16 x 33 floats, two 128-float
-// reduction rows (20032 bytes).
+// reduction rows, Q 16 x 17 vec4s (24384 bytes).
 #define KILN_ATTN_TILED_DIM 64
 #define KILN_ATTN_TILED_ROWS 16
 #define KILN_ATTN_TILED_THREADS 128
 #define KILN_ATTN_TILED_KEYS 32
-#define KILN_ATTN_TILED_SHARED_BYTES 20032
+#define KILN_ATTN_TILED_SHARED_BYTES 24384
 // cast_int_to_f32: 32-bit words per value (1: int32, 2: int64).
 #define KILN_SPEC_CAST_INT_WORDS 3
 // quantize_dequantize: what it computes (KILN_QUANT_*).
