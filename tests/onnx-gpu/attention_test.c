@@ -23,8 +23,10 @@
 #include "tensor_compare.h"
 
 // `target` (NULL: the default targets) names the module's one target; the
-// run then poses lavapipe as that device.
-static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
+// run then poses lavapipe as that device. `f16`: compiled with
+// --precision=f16 and no cooperative matrix (the SIMT kernels' fp16-storage
+// builds), checked against 1e-2 of max|ref| (docs/precision.md).
+static void kiln_attn_check_at(const kiln_attn_case_t* c, const char* target, bool f16) {
   fprintf(stderr, "  b %lld h %lld sq %lld sk %lld d %lld mask %d\n", (long long)c->batch,
           (long long)c->heads, (long long)c->sq, (long long)c->sk, (long long)c->d,
           (int)c->mask);
@@ -53,6 +55,10 @@ static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
   kiln_graph_deinitialize(&fused);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
+  if (f16) {
+    options.precision = KILN_ONNX_PRECISION_F16;
+    options.cooperative_matrix = false;
+  }
   kiln_gpu_capture_t assembly;
   KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   const char* const targets[1] = {target};
@@ -69,7 +75,9 @@ static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
   KILN_EXPECT_OK(kiln_test_pose_end(&saved));
   kiln_gpu_capture_end(&assembly);
   KILN_ASSERT_OK(status);
-  KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), c->dispatches);
+  // At f16 the inputs and the output are cast too.
+  if (!f16) KILN_EXPECT_EQ(kiln_gpu_text_dispatches(assembly.text), c->dispatches);
+  if (f16) KILN_EXPECT_TRUE(strstr(assembly.text, "executable attention_tiled_f16_") != NULL);
   kiln_gpu_capture_release(&assembly);
   KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
   KILN_ASSERT_EQ(fused_ref.byte_size, expected.byte_size);
@@ -81,13 +89,17 @@ static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
           stats.second_call_ms);
   // (The shim's EQ/LE compare integers: doubles go through TRUE.)
   KILN_EXPECT_TRUE(max_ref > 0.0);
-  KILN_EXPECT_TRUE(max_err <= 1e-4 * max_ref);
+  KILN_EXPECT_TRUE(max_err <= (f16 ? 1e-2 : 1e-4) * max_ref);
   KILN_EXPECT_TRUE(max_fused <= 1e-4 * max_ref);
   for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);
   kiln_graph_tensor_deinit(&expected);
   kiln_graph_tensor_deinit(&fused_ref);
   kiln_graph_tensor_deinit(&actual);
   kiln_graph_deinitialize(&g);
+}
+
+static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
+  kiln_attn_check_at(c, target, false);
 }
 
 static void kiln_attn_check(const kiln_attn_case_t* c) { kiln_attn_check_for(c, NULL); }
@@ -133,6 +145,17 @@ KILN_TEST(OnnxGpuAttentionTest, TiledOnDesktopTargets) {
                                     {1, 1, 5, 6000, 64, kMaskAdd, 1}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
+  }
+}
+
+// The same kernel's fp16-storage build (f16 modules for GPUs without
+// cooperative matrix): f16 Q, K, V and output, fp32 math.
+KILN_TEST(OnnxGpuAttentionTest, TiledF16OnDesktopTargets) {
+  const kiln_attn_case_t cases[] = {{1, 2, 17, 33, 64, kMaskAdd, 1},
+                                    {1, 2, 5, 9, 30, kMaskNone, 1},
+                                    {1, 2, 37, 37, 64, kMaskCausal, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    kiln_attn_check_at(&cases[i], "ampere-rtx3080-windows", true);
   }
 }
 
