@@ -45,7 +45,12 @@ static kiln_status_t kiln_lower_epilogue(const kiln_lower_t* l,
     }
     const kiln_graph_value_t* residual = kiln_lower_in(l, (size_t)out->residual);
     const kiln_graph_value_t* y = kiln_lower_out(l, 0);
-    if (!residual || !y || !kiln_graph_shape_equal(&residual->shape, &y->shape)) {
+    int64_t flat = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "kiln.residual_flat", 0, &flat));
+    // The kernels read the residual in the output's layout: a flat residual
+    // (inference checked its element count) is that by definition.
+    if (!residual || !y ||
+        (!flat && !kiln_graph_shape_equal(&residual->shape, &y->shape))) {
       return kiln_lower_refuse(l, "a broadcast residual is not supported");
     }
   }

@@ -5,7 +5,7 @@
 #include "conv_geometry.h"
 
 #define KILN_EPILOGUE_ATTRS \
-  "kiln.bias,kiln.residual,kiln.residual_first,kiln.activation," \
+  "kiln.bias,kiln.residual,kiln.residual_first,kiln.residual_flat,kiln.activation," \
   "kiln.activation_alpha,kiln.activation_beta,kiln.int8_scale"
 
 // Checks X, W, B and the group count; `transpose` swaps W's channel roles.

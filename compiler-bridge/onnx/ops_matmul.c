@@ -5,7 +5,7 @@
 #include "ops.h"
 
 #define KILN_EPILOGUE_ATTRS \
-  "kiln.bias,kiln.residual,kiln.residual_first,kiln.activation," \
+  "kiln.bias,kiln.residual,kiln.residual_first,kiln.residual_flat,kiln.activation," \
   "kiln.activation_alpha,kiln.activation_beta,kiln.int8_scale"
 
 static kiln_status_t kiln_infer_gemm(const kiln_op_infer_args_t* args) {

@@ -1,6 +1,7 @@
 // Epilogue fusion: a Conv/Gemm/MatMul whose output feeds exactly one node
 // absorbs that node when it is a constant (bias) Add, a residual Add, or an
-// activation; repeated until nothing more fuses. The recorded attributes are
+// activation, and a residual Add behind view nodes; repeated until nothing
+// more fuses. The recorded attributes are
 // described in graph_passes.h.
 #include <string.h>
 
@@ -97,6 +98,49 @@ static bool kiln_is_matrix_bias(const kiln_graph_shape_t* bias,
   return true;
 }
 
+// A residual Add reached from node `p`'s output through view nodes
+// (view_nodes.c: Reshape, Flatten, Squeeze, Unsqueeze, size-1 Transposes),
+// each the sole reader of the value before it: the Add joins p's epilogue
+// with kiln.residual_flat (the residual read in p's output order), the
+// views then carry the sum, and the Add's readers read the last view.
+// Sets *out_fused when the graph changed.
+static kiln_status_t kiln_fuse_residual_through_views(kiln_graph_t* graph, int32_t p,
+                                                      int32_t c, bool* out_fused) {
+  int32_t last = -1;  // the last view's output
+  while (c >= 0 && kiln_graph_view_source(graph, &graph->nodes[c]) >= 0) {
+    last = graph->nodes[c].outputs[0];
+    c = kiln_sole_reader(graph, last);
+  }
+  if (last < 0 || c < 0) return kiln_ok_status();
+  const kiln_graph_node_t* add = &graph->nodes[c];
+  if (strcmp(add->op_type, "Add") != 0 || add->input_count != 2 || add->output_count != 1 ||
+      add->outputs[0] < 0) {
+    return kiln_ok_status();
+  }
+  const int32_t z = add->outputs[0];
+  const int32_t other = add->inputs[0] == last ? add->inputs[1] : add->inputs[0];
+  if (other < 0 || other == last || graph->values[z].is_output) return kiln_ok_status();
+  const kiln_graph_value_t* ov = &graph->values[other];
+  const kiln_graph_value_t* lv = &graph->values[last];
+  // A full-shape residual that exists when p runs (no broadcast, no constant).
+  if (ov->data || ov->dtype != KILN_GRAPH_DTYPE_F32 || lv->dtype != KILN_GRAPH_DTYPE_F32 ||
+      !kiln_graph_shape_equal(&ov->shape, &lv->shape) ||
+      !kiln_graph_shape_equal(&graph->values[z].shape, &lv->shape) ||
+      (ov->producer >= p && !ov->is_input)) {
+    return kiln_ok_status();
+  }
+  KILN_RETURN_IF_ERROR(kiln_append_addend(graph, p, other));
+  KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual",
+                                    (int64_t)graph->nodes[p].input_count - 1));
+  KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual_first", 1));
+  KILN_RETURN_IF_ERROR(kiln_set_int(graph, p, "kiln.residual_flat", 1));
+  graph->nodes[c].removed = true;
+  graph->values[z].producer = -1;
+  kiln_graph_replace_uses(graph, z, last);
+  *out_fused = true;
+  return kiln_ok_status();
+}
+
 // Tries one fusion into node `p`; sets *out_fused when the graph changed.
 static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
                                     bool* out_fused) {
@@ -109,6 +153,14 @@ static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
   const kiln_graph_node_t* consumer = &graph->nodes[c];
   if (consumer->output_count != 1 || consumer->outputs[0] < 0) {
     return kiln_ok_status();
+  }
+  if (kiln_graph_view_source(graph, consumer) >= 0) {
+    if (kiln_graph_node_find_attr(node, "kiln.activation") ||
+        kiln_graph_node_find_attr(node, "kiln.residual") ||
+        graph->values[y].dtype != KILN_GRAPH_DTYPE_F32) {
+      return kiln_ok_status();
+    }
+    return kiln_fuse_residual_through_views(graph, p, c, out_fused);
   }
   int32_t z = consumer->outputs[0];
   if (!kiln_graph_shape_equal(&graph->values[z].shape, &graph->values[y].shape) ||

@@ -250,6 +250,77 @@ KILN_TEST(GraphPassesTest, FusesBatchedConstantAddAsResidual) {
   kiln_graph_deinitialize(&g);
 }
 
+// ViT's attention output: a MatMul [6, 8] -> Reshape [6, 1, 8] -> Transpose
+// [1, 6, 8] (size-1 dims only: a view) -> Add of the residual stream (the
+// input r, [1, 6, 8]) -> Tanh. kiln_view_add_variant picks what must not
+// fuse: the Add is a graph output, the residual broadcasts, or the view
+// chain's middle value has a second reader.
+enum {
+  KILN_VIEW_ADD_FUSES,
+  KILN_VIEW_ADD_IS_OUTPUT,
+  KILN_VIEW_ADD_BROADCAST,
+  KILN_VIEW_ADD_SHARED_VIEW,
+};
+static int kiln_view_add_variant;
+static void kiln_build_matmul_views_add(kiln_graph_t* g) {
+  int64_t xd[] = {6, 8}, wd[] = {8, 8}, rd[] = {1, 6, 8}, bd[] = {1, 1, 8};
+  int32_t x = kiln_input(g, "x", 2, xd);
+  const bool broadcast = kiln_view_add_variant == KILN_VIEW_ADD_BROADCAST;
+  int32_t r = kiln_input(g, "r", 3, broadcast ? bd : rd);
+  int32_t mm_in[] = {x, kiln_const(g, 2, wd, 1.0f, 0.0f)};
+  int32_t mm = kiln_node(g, "MatMul", mm_in, 2);
+  int64_t new_shape[] = {6, 1, 8};
+  kiln_graph_shape_t s = {1, {3}};
+  int32_t shape_id = -1;
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, NULL, KILN_GRAPH_DTYPE_I64, &s, new_shape, &shape_id));
+  int32_t reshape_in[] = {mm, shape_id};
+  int32_t reshaped = kiln_node(g, "Reshape", reshape_in, 2);
+  int32_t t = kiln_node(g, "Transpose", &reshaped, 1);
+  const int64_t perm[] = {1, 0, 2};
+  kiln_attr_ints(g, "perm", perm, 3);
+  int32_t add_in[] = {r, t};
+  int32_t sum = kiln_node(g, "Add", add_in, 2);
+  if (kiln_view_add_variant == KILN_VIEW_ADD_IS_OUTPUT) {
+    kiln_output(g, sum);
+    return;
+  }
+  if (kiln_view_add_variant == KILN_VIEW_ADD_SHARED_VIEW) {
+    kiln_output(g, kiln_node(g, "Neg", &reshaped, 1));
+  }
+  kiln_output(g, kiln_node(g, "Tanh", &sum, 1));
+}
+
+KILN_TEST(GraphPassesTest, FusesResidualAddBehindViews) {
+  kiln_graph_t g;
+  kiln_view_add_variant = KILN_VIEW_ADD_FUSES;
+  kiln_compare_before_after(kiln_build_matmul_views_add, &g);
+  KILN_EXPECT_EQ(kiln_live(&g, "Add"), 0u);
+  KILN_EXPECT_EQ(kiln_live(&g, "Transpose"), 1u);
+  const kiln_graph_node_t* mm = kiln_find_live(&g, "MatMul");
+  KILN_ASSERT_TRUE(mm != NULL);
+  KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.residual") != NULL);
+  const kiln_graph_attr_t* flat = kiln_graph_node_find_attr(mm, "kiln.residual_flat");
+  KILN_ASSERT_TRUE(flat != NULL);
+  KILN_EXPECT_EQ(flat->i, 1);
+  // The Tanh reads the view of the sum.
+  const kiln_graph_node_t* tanh = kiln_find_live(&g, "Tanh");
+  const kiln_graph_node_t* transpose = kiln_find_live(&g, "Transpose");
+  KILN_ASSERT_TRUE(tanh != NULL && transpose != NULL);
+  KILN_EXPECT_EQ(tanh->inputs[0], transpose->outputs[0]);
+  kiln_graph_deinitialize(&g);
+  const int kept[] = {KILN_VIEW_ADD_IS_OUTPUT, KILN_VIEW_ADD_BROADCAST,
+                      KILN_VIEW_ADD_SHARED_VIEW};
+  for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); ++i) {
+    kiln_view_add_variant = kept[i];
+    kiln_compare_before_after(kiln_build_matmul_views_add, &g);
+    KILN_EXPECT_EQ(kiln_live(&g, "Add"), 1u);
+    mm = kiln_find_live(&g, "MatMul");
+    KILN_ASSERT_TRUE(mm != NULL);
+    KILN_EXPECT_TRUE(kiln_graph_node_find_attr(mm, "kiln.residual") == NULL);
+    kiln_graph_deinitialize(&g);
+  }
+}
+
 // SiLU as exporters write it after a Conv: Mul(y, Sigmoid(y)), the Mul's
 // operands in the order kiln_silu_variant picks (see the tests below).
 enum {

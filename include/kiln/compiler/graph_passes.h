@@ -33,7 +33,10 @@ kiln_status_t kiln_graph_fold_batch_norm(kiln_graph_t* graph);
 // Gemm or MatMul. The epilogue is recorded as attributes on that node:
 //   kiln.bias (int: index of the appended bias input, MatMul only),
 //   kiln.residual (int: index of the appended residual input; added before
-//     the activation when kiln.residual_first=1, else after),
+//     the activation when kiln.residual_first=1, else after;
+//     kiln.residual_flat=1: a residual of the output's element count read
+//     in its element order, whatever its shape: an Add reached through view
+//     nodes, e.g. ViT's out-projection -> Reshape -> Transpose -> Add),
 //   kiln.activation (string: Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid,
 //     HardSwish, Tanh, Elu, Softplus, Gelu, kiln.Silu, ...: the fusable
 //     ones of activation.c's table), kiln.activation_alpha/beta
