@@ -98,11 +98,13 @@ static void kiln_attn_check_at(const kiln_attn_case_t* c, const char* target, bo
   kiln_graph_deinitialize(&g);
 }
 
-static void kiln_attn_check_for(const kiln_attn_case_t* c, const char* target) {
-  kiln_attn_check_at(c, target, false);
-}
+static void kiln_attn_check(const kiln_attn_case_t* c) { kiln_attn_check_at(c, NULL, false); }
 
-static void kiln_attn_check(const kiln_attn_case_t* c) { kiln_attn_check_for(c, NULL); }
+// Every case for the desktop GPU triple the tests pose as.
+static const char kDesktop[] = "ampere-rtx3080-windows";
+static void kiln_attn_check_desktop(const kiln_attn_case_t* cases, size_t count, bool f16) {
+  for (size_t i = 0; i < count; ++i) kiln_attn_check_at(&cases[i], kDesktop, f16);
+}
 
 KILN_TEST(OnnxGpuAttentionTest, ShortSequencesNoMask) {
   const kiln_attn_case_t cases[] = {{1, 2, 1, 1, 32, kMaskNone, 1},
@@ -143,9 +145,7 @@ KILN_TEST(OnnxGpuAttentionTest, TiledOnDesktopTargets) {
                                     {1, 2, 37, 37, 64, kMaskCausal, 1},
                                     {1, 1, 300, 300, 32, kMaskCausal, 1},
                                     {1, 1, 5, 6000, 64, kMaskAdd, 1}};
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-    kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
-  }
+  kiln_attn_check_desktop(cases, sizeof(cases) / sizeof(cases[0]), false);
 }
 
 // The same kernel's fp16-storage build (f16 modules for GPUs without
@@ -154,9 +154,7 @@ KILN_TEST(OnnxGpuAttentionTest, TiledF16OnDesktopTargets) {
   const kiln_attn_case_t cases[] = {{1, 2, 17, 33, 64, kMaskAdd, 1},
                                     {1, 2, 5, 9, 30, kMaskNone, 1},
                                     {1, 2, 37, 37, 64, kMaskCausal, 1}};
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-    kiln_attn_check_at(&cases[i], "ampere-rtx3080-windows", true);
-  }
+  kiln_attn_check_desktop(cases, sizeof(cases) / sizeof(cases[0]), true);
 }
 
 // Wider heads on desktop GPUs run attention.comp with 4 invocations per
@@ -170,9 +168,7 @@ KILN_TEST(OnnxGpuAttentionTest, KeyLanesOnDesktopTargets) {
                                     {1, 2, 5, 9, 96, kMaskAdd, 1},
                                     {1, 2, 64, 64, 128, kMaskPadding, 1},
                                     {1, 2, 37, 37, 80, kMaskCausal, 1}};
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
-    kiln_attn_check_for(&cases[i], "ampere-rtx3080-windows");
-  }
+  kiln_attn_check_desktop(cases, sizeof(cases) / sizeof(cases[0]), false);
 }
 
 // Keys past one invocation's loop budget: a partial dispatch over key
