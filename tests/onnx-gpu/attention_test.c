@@ -171,6 +171,72 @@ KILN_TEST(OnnxGpuAttentionTest, KeyLanesOnDesktopTargets) {
   kiln_attn_check_desktop(cases, sizeof(cases) / sizeof(cases[0]), false);
 }
 
+// PyTorch's semantics at the edges, on both SIMT kernels (default targets:
+// attention.comp; the desktop triple: attention_tiled): a query row whose
+// keys are all masked (-inf) is NaN in every head, and a NaN in one head's
+// query makes that head's row NaN; every other row matches the C reference.
+static void kiln_attn_check_nan_rows(const char* target) {
+  const kiln_attn_case_t c = {1, 2, 20, 40, 64, kMaskAdd, 1};
+  kiln_graph_t g;
+  kiln_attn_build(&c, &g);
+  kiln_graph_tensor_t inputs[4], expected, actual;
+  memset(inputs, 0, sizeof(inputs));
+  kiln_attn_fill(&g, inputs, &c);
+  float* mask = inputs[3].data;
+  for (int64_t j = 0; j < c.sk; ++j) mask[3 * c.sk + j] = -INFINITY;  // row 3
+  float* q = inputs[0].data;
+  q[((1 * c.sq) + 7) * c.d + 5] = NAN;  // head 1, row 7
+  KILN_ASSERT_OK(kiln_graph_reference_run(&g, inputs, g.input_count, NULL,
+                                          kiln_allocator_system(), &expected));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  const char* const targets[1] = {target};
+  char pose[128] = "";
+  if (target) {
+    options.targets = targets;
+    options.target_count = 1;
+    snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
+  }
+  kiln_test_pose_t saved;
+  KILN_ASSERT_OK(kiln_test_pose_begin(target ? pose : NULL, NULL, &saved));
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, &actual, &stats);
+  KILN_EXPECT_OK(kiln_test_pose_end(&saved));
+  KILN_ASSERT_OK(status);
+  KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
+  const float* want = expected.data;
+  const float* got = actual.data;
+  double max_ref = 0.0;
+  for (size_t e = 0; e < expected.byte_size / 4; ++e) {
+    if (!isnan(want[e]) && fabs(want[e]) > max_ref) max_ref = fabs(want[e]);
+  }
+  size_t nan_rows = 0, wrong = 0;
+  for (size_t e = 0; e < expected.byte_size / 4; ++e) {
+    const size_t row = e / (size_t)(c.heads * c.d), head = e / (size_t)c.d % (size_t)c.heads;
+    const bool want_nan = row == 3 || (row == 7 && head == 1);
+    if (want_nan != (bool)isnan(want[e])) ++wrong;  // the reference's own semantics
+    if (want_nan) {
+      nan_rows += isnan(got[e]) ? 1 : 0;
+      if (!isnan(got[e])) ++wrong;
+    } else if (!(fabs(got[e] - want[e]) <= 1e-4 * max_ref)) {
+      ++wrong;
+    }
+  }
+  fprintf(stderr, "  %s: %zu NaN outputs where PyTorch has them, %zu wrong\n",
+          target ? target : "default targets", nan_rows, wrong);
+  KILN_EXPECT_EQ(nan_rows, (size_t)(2 * 64 + 64));
+  KILN_EXPECT_EQ(wrong, (size_t)0);
+  for (size_t i = 0; i < 4; ++i) kiln_graph_tensor_deinit(&inputs[i]);
+  kiln_graph_tensor_deinit(&expected);
+  kiln_graph_tensor_deinit(&actual);
+  kiln_graph_deinitialize(&g);
+}
+
+KILN_TEST(OnnxGpuAttentionTest, MaskedAndNanRowsAreNan) {
+  kiln_attn_check_nan_rows(NULL);
+  kiln_attn_check_nan_rows(kDesktop);
+}
+
 // Keys past one invocation's loop budget: a partial dispatch over key
 // chunks and a merge. Just under the pass model's limit (2400 keys at head
 // dim 32, 1350 at 64: about 58000 modelled passes with the 8-key tiles of
