@@ -22,6 +22,28 @@
 #include "onnx_gpu_util.h"
 #include "tensor_compare.h"
 
+// Compiles `g` (options as given) for `target` (NULL: the default
+// targets), poses lavapipe as that device and runs it on `inputs`.
+static kiln_status_t kiln_attn_run_on(kiln_graph_t* g, kiln_onnx_compile_options_t* options,
+                                      const char* target, const kiln_graph_tensor_t* inputs,
+                                      kiln_graph_tensor_t* actual,
+                                      kiln_gpu_run_stats_t* stats) {
+  const char* const targets[1] = {target};
+  char pose[128] = "";
+  if (target) {
+    options->targets = targets;
+    options->target_count = 1;
+    snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
+  }
+  kiln_test_pose_t saved;
+  KILN_RETURN_IF_ERROR(kiln_test_pose_begin(target ? pose : NULL, NULL, &saved));
+  kiln_status_t status = kiln_gpu_compile_and_run(g, options, inputs, actual, stats);
+  KILN_EXPECT_OK(kiln_test_pose_end(&saved));
+  options->targets = NULL;
+  options->target_count = 0;
+  return status;
+}
+
 // `target` (NULL: the default targets) names the module's one target; the
 // run then poses lavapipe as that device. `f16`: compiled with
 // --precision=f16 and no cooperative matrix (the SIMT kernels' fp16-storage
@@ -61,18 +83,8 @@ static void kiln_attn_check_at(const kiln_attn_case_t* c, const char* target, bo
   }
   kiln_gpu_capture_t assembly;
   KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
-  const char* const targets[1] = {target};
-  char pose[128] = "";
-  if (target) {
-    options.targets = targets;
-    options.target_count = 1;
-    snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
-  }
-  kiln_test_pose_t saved;
-  KILN_ASSERT_OK(kiln_test_pose_begin(target ? pose : NULL, NULL, &saved));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, &actual, &stats);
-  KILN_EXPECT_OK(kiln_test_pose_end(&saved));
+  kiln_status_t status = kiln_attn_run_on(&g, &options, target, inputs, &actual, &stats);
   kiln_gpu_capture_end(&assembly);
   KILN_ASSERT_OK(status);
   // At f16 the inputs and the output are cast too.
@@ -190,19 +202,8 @@ static void kiln_attn_check_nan_rows(const char* target) {
                                           kiln_allocator_system(), &expected));
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
-  const char* const targets[1] = {target};
-  char pose[128] = "";
-  if (target) {
-    options.targets = targets;
-    options.target_count = 1;
-    snprintf(pose, sizeof(pose), "vulkan://0?triple=%s", target);
-  }
-  kiln_test_pose_t saved;
-  KILN_ASSERT_OK(kiln_test_pose_begin(target ? pose : NULL, NULL, &saved));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status = kiln_gpu_compile_and_run(&g, &options, inputs, &actual, &stats);
-  KILN_EXPECT_OK(kiln_test_pose_end(&saved));
-  KILN_ASSERT_OK(status);
+  KILN_ASSERT_OK(kiln_attn_run_on(&g, &options, target, inputs, &actual, &stats));
   KILN_ASSERT_EQ(actual.byte_size, expected.byte_size);
   const float* want = expected.data;
   const float* got = actual.data;
