@@ -107,8 +107,10 @@ static bool kiln_is_matrix_bias(const kiln_graph_shape_t* bias,
 static kiln_status_t kiln_fuse_residual_through_views(kiln_graph_t* graph, int32_t p,
                                                       int32_t c, bool* out_fused) {
   int32_t last = -1;  // the last view's output
-  while (c >= 0 && kiln_graph_view_source(graph, &graph->nodes[c]) >= 0) {
-    last = graph->nodes[c].outputs[0];
+  int32_t value = graph->nodes[p].outputs[0];
+  // Each view must read the value before it as its data (input 0).
+  while (c >= 0 && kiln_graph_view_source(graph, &graph->nodes[c]) == value) {
+    last = value = graph->nodes[c].outputs[0];
     c = kiln_sole_reader(graph, last);
   }
   if (last < 0 || c < 0) return kiln_ok_status();
@@ -154,7 +156,7 @@ static kiln_status_t kiln_fuse_step(kiln_graph_t* graph, int32_t p,
   if (consumer->output_count != 1 || consumer->outputs[0] < 0) {
     return kiln_ok_status();
   }
-  if (kiln_graph_view_source(graph, consumer) >= 0) {
+  if (kiln_graph_view_source(graph, consumer) == y) {
     if (kiln_graph_node_find_attr(node, "kiln.activation") ||
         kiln_graph_node_find_attr(node, "kiln.residual") ||
         graph->values[y].dtype != KILN_GRAPH_DTYPE_F32) {
