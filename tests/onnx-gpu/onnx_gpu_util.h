@@ -29,6 +29,15 @@ kiln_status_t kiln_gpu_compile_and_run(kiln_graph_t* graph,
                                        const kiln_graph_tensor_t* inputs,
                                        kiln_graph_tensor_t* outputs,
                                        kiln_gpu_run_stats_t* out_stats);
+// The same, but the first call takes `first_inputs` (other values): the
+// second call's results then show state a call leaves for the next (the
+// split-K counters) rather than agreeing with a first call that had it.
+kiln_status_t kiln_gpu_compile_and_run_after(kiln_graph_t* graph,
+                                             const kiln_onnx_compile_options_t* options,
+                                             const kiln_graph_tensor_t* first_inputs,
+                                             const kiln_graph_tensor_t* inputs,
+                                             kiln_graph_tensor_t* outputs,
+                                             kiln_gpu_run_stats_t* out_stats);
 
 // Dispatches in a compiled module of `target_count` targets: its "grids"
 // rodata holds three words per dispatch and target and a closing zero.

@@ -7,6 +7,9 @@
 // cpu variant and no split. Each case checks the dispatch count the split
 // should give (parts + the sum) and the result:
 // max |gpu - ref| <= 1e-6 * sqrt(K) * max |ref| (K the reduction length).
+// The module is called first on other inputs and then checked: a result
+// that leans on what the call before left (gemm_split_k's block counters,
+// zeroed by the module before every call) fails.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,11 +48,14 @@ static void splitk_tail(kiln_graph_t* g, int32_t y, int32_t residual, bool relu)
 // named) and compares with the C reference.
 static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
                               kiln_onnx_precision_t precision) {
-  kiln_reference_check_t check;
+  kiln_reference_check_t check, before;
   kiln_reference_check_prepare(g, 777u, &check);
+  kiln_reference_check_prepare(g, 778u, &before);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = precision;
+  // SIMT kernels only: lavapipe, posing, has no cooperative matrix.
+  options.cooperative_matrix = false;
   const char* const targets[1] = {target};
   if (target) {
     options.targets = targets;
@@ -62,11 +68,19 @@ static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
     KILN_EXPECT_OK(kiln_gpu_dispatch_count(g, &options, &dispatches));
   }
   const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  // valhall poses as itself (a Vulkan 1.1 phone unless f16); other
+  // triples as themselves on the device's own API version.
+  char uri[128];
+  const bool valhall = target && strcmp(target, "valhall-g78") == 0;
+  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", target ? target : "");
   kiln_test_pose_t pose;
-  KILN_ASSERT_OK(kiln_test_pose_begin(!target ? NULL : f16 ? kPoseUriF16 : kPoseUri, NULL, &pose));
+  KILN_ASSERT_OK(kiln_test_pose_begin(!target   ? NULL
+                                      : valhall ? (f16 ? kPoseUriF16 : kPoseUri)
+                                                : uri,
+                                      NULL, &pose));
   kiln_gpu_run_stats_t stats;
-  kiln_status_t status =
-      kiln_gpu_compile_and_run(g, &options, check.inputs, &check.actual, &stats);
+  kiln_status_t status = kiln_gpu_compile_and_run_after(g, &options, before.inputs,
+                                                        check.inputs, &check.actual, &stats);
   KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   KILN_EXPECT_OK(status);
   char label[128];
@@ -83,6 +97,7 @@ static size_t splitk_check_at(kiln_graph_t* g, const char* target, double k,
     kiln_tensor_expect_sum_error(&check.actual, &check.expected, k, label);
   }
   kiln_reference_check_release(&check);
+  kiln_reference_check_release(&before);
   return dispatches;
 }
 
@@ -204,8 +219,9 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     kiln_graph_deinitialize(&g);
   }
   {
-    // [2, 3, 640] x [640, 9]: folds to 6 x 640 x 9; 2 equal parts of 320,
-    // one dispatch (the parts as its batch) and the sum.
+    // [2, 3, 640] x [640, 9]: folds to 6 x 640 x 9; 2 equal parts of 320
+    // in one gemm_split_k dispatch (the parts as its batch, summed by each
+    // block's last workgroup); n 9: partials and C stored by element.
     kiln_graph_t g;
     kiln_graph_initialize(kiln_allocator_system(), "split-k-matmul", &g);
     g.opset = 13;
@@ -214,8 +230,81 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
     int32_t node = -1, y = -1;
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(&g, "MatMul", in, 2, &node, &y));
     splitk_tail(&g, y, -1, false);
-    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 640), 2u);
+    KILN_EXPECT_EQ(splitk_check(&g, "valhall-g78", 640), 1u);
     kiln_graph_deinitialize(&g);
+  }
+}
+
+// A gemm in equal k parts runs gemm_split_k: one dispatch whose last
+// workgroup per output block adds the parts and runs the epilogue. Bias,
+// residual (Add) and Relu; n off the quad (C by element) and on it (by
+// quad); a desktop triple whose per-product tilings split k inside the
+// workgroup as well (BERT's [128, 768] x [768, 768]).
+typedef struct split_gemm_case_t {
+  int64_t m, k, n;
+  bool bias, residual, relu;
+  const char* target;
+} split_gemm_case_t;
+
+static void splitk_gemm_graph(const split_gemm_case_t* c, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "split-k-in-dispatch", g);
+  g->opset = 13;
+  const int64_t a[2] = {c->m, c->k}, b[2] = {c->k, c->n}, bias[1] = {c->n}, r[2] = {c->m, c->n};
+  int32_t in[3] = {kiln_test_graph_input(g, "a", 2, a), kiln_test_graph_input(g, "b", 2, b), -1};
+  if (c->bias) in[2] = kiln_test_graph_input(g, "c", 1, bias);
+  const int32_t residual = c->residual ? kiln_test_graph_input(g, "r", 2, r) : -1;
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Gemm", in, c->bias ? 3 : 2, &node, &y));
+  splitk_tail(g, y, residual, c->relu);
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+}
+
+static void splitk_gemm_in_dispatch(const split_gemm_case_t* c, kiln_onnx_precision_t precision) {
+  // The module runs the kernel's build for its precision, in one dispatch
+  // (f16: plus the casts of the graph's f32 inputs and output).
+  kiln_graph_t g;
+  splitk_gemm_graph(c, &g);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  options.cooperative_matrix = false;
+  options.targets = &c->target;
+  options.target_count = 1;
+  kiln_gpu_capture_t capture;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
+  size_t dispatches = 0;
+  KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
+  kiln_gpu_capture_end(&capture);
+  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  KILN_EXPECT_EQ(kiln_gpu_text_count(capture.text, f16 ? "# executable 'gemm_split_k_f16" : "# executable 'gemm_split_k_"),
+                 1u);
+  KILN_EXPECT_EQ(kiln_gpu_text_count(capture.text, "# executable 'gemv"), 0u);
+  if (!f16) KILN_EXPECT_EQ(dispatches, 1u);
+  kiln_gpu_capture_release(&capture);
+  kiln_graph_deinitialize(&g);
+  splitk_gemm_graph(c, &g);
+  splitk_check_at(&g, c->target, (double)c->k, precision);
+  kiln_graph_deinitialize(&g);
+}
+
+static const split_gemm_case_t kSplitGemmCases[] = {
+    {37, 1536, 130, true, true, true, "valhall-g78"},
+    {20, 1536, 64, false, true, false, "valhall-g78"},
+    {128, 768, 768, true, true, false, "ampere-rtx3080-windows"},
+    {128, 3072, 772, true, false, true, "ampere-rtx3080-windows"},
+};
+
+KILN_TEST(OnnxGpuSplitKTest, GemmPartsSummedInTheDispatch) {
+  for (size_t i = 0; i < sizeof(kSplitGemmCases) / sizeof(kSplitGemmCases[0]); ++i) {
+    fprintf(stderr, "split gemm case %zu\n", i);
+    splitk_gemm_in_dispatch(&kSplitGemmCases[i], KILN_ONNX_PRECISION_F32);
+  }
+}
+
+KILN_TEST(OnnxGpuSplitKTest, GemmPartsSummedInTheDispatchAtF16) {
+  for (size_t i = 0; i < sizeof(kSplitGemmCases) / sizeof(kSplitGemmCases[0]); ++i) {
+    fprintf(stderr, "split gemm case %zu (f16)\n", i);
+    splitk_gemm_in_dispatch(&kSplitGemmCases[i], KILN_ONNX_PRECISION_F16);
   }
 }
 
