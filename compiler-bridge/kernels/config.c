@@ -197,14 +197,12 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
   switch (kernel) {
     case KILN_KERNEL_GEMM:
     case KILN_KERNEL_GEMM_SMALL:
-    case KILN_KERNEL_GEMM_SPLIT_K:  // no cpu build: the lowering uses it on GPUs only
-      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32 &&
-          kernel != KILN_KERNEL_GEMM_SPLIT_K) {
+      if (kiln_caps_is_cpu_like(caps) && config.variant == KILN_KERNEL_VARIANT_FP32) {
         kiln_config_gemm_cpu(&config);
         break;
       }
       KILN_RETURN_IF_ERROR_ANNOTATE(
-          kiln_config_gemm(caps, kernel != KILN_KERNEL_GEMM, &config),
+          kiln_config_gemm(caps, kernel == KILN_KERNEL_GEMM_SMALL, &config),
           "selecting a %s tiling", desc->name);
       break;
     case KILN_KERNEL_GEMV:

@@ -176,8 +176,7 @@ kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
     KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select_shape(caps, m, n, batch, &tiling));
     return kiln_kernel_coopmat_tiling_apply(&tiling, caps, out_config);
   }
-  if ((kernel != KILN_KERNEL_GEMM_SMALL && kernel != KILN_KERNEL_GEMM_SPLIT_K &&
-       kernel != KILN_KERNEL_CONV2D_GEMM) || m == 0 ||
+  if ((kernel != KILN_KERNEL_GEMM_SMALL && kernel != KILN_KERNEL_CONV2D_GEMM) || m == 0 ||
       out_config->variant == KILN_KERNEL_VARIANT_CPU || !kiln_kernel_gemm_occupancy_enabled(caps)) {
     return kiln_ok_status();
   }

@@ -148,14 +148,6 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_ATTENTION_TILED, "attention_tiled", "main", 5,
      {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
      sizeof(kiln_kernel_attention_params_t), 1, V(FP32) | V(FP16_STORAGE)},
-    // gemm's ABI and gemm_small's tiling; the batch is the k parts of one
-    // product, summed by the last workgroup of each block through the
-    // fp32 partials and the blocks' counters (gemm_split_k.glsl). GPU
-    // targets only (lower_splitk.c).
-    {KILN_KERNEL_GEMM_SPLIT_K, "gemm_split_k", "main", 7,
-     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c"),
-      RW(5, "partials"), RW(6, "counters")},
-     sizeof(kiln_kernel_gemm_params_t), 2, V(FP32) | V(FP16_STORAGE)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

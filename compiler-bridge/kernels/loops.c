@@ -301,7 +301,6 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
   switch (config->kernel) {
     case KILN_KERNEL_GEMM:
     case KILN_KERNEL_GEMM_SMALL:
-    case KILN_KERNEL_GEMM_SPLIT_K:
       *out_passes = config->variant == KILN_KERNEL_VARIANT_CPU ? kiln_loops_gemm_cpu(gemm)
                                                                : kiln_loops_tiled(config, gemm->k);
       return kiln_ok_status();

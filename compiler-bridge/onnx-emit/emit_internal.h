@@ -24,10 +24,6 @@ typedef enum kiln_emit_space_e {
   KILN_EMIT_SPACE_OUTPUT = 1,     // slot = input count + output index
   KILN_EMIT_SPACE_TRANSIENT = 2,  // the planned transient buffer
   KILN_EMIT_SPACE_WEIGHTS = 3,    // the uploaded rodata blob
-  // Split-K block counters (kiln_emit_counters): offsets within the
-  // counters, which kiln_emit_place_counters moves to the transient
-  // buffer past scratch once every node is lowered.
-  KILN_EMIT_SPACE_COUNTERS = 4,
 } kiln_emit_space_t;
 
 typedef struct kiln_emit_range_t {
@@ -133,10 +129,6 @@ typedef struct kiln_emit_program_t {
   // partials are placed): kiln_emit_scratch hands out what follows them.
   // 0 outside such a section (kiln_emit_scratch_reserve).
   uint64_t scratch_reserved;
-  // Bytes of split-K block counters (kiln_emit_counters), and where they
-  // start in the transient buffer once placed. The module zeroes them
-  // before every call (emit_module.c).
-  uint64_t counter_bytes, counter_offset;
   // The node being lowered (NULL outside kiln_emit_lower_node): messages
   // about its dispatches name it.
   const kiln_graph_node_t* node;
@@ -208,16 +200,8 @@ kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
 uint64_t kiln_emit_scratch_reserve(kiln_emit_program_t* program, uint64_t bytes);
 // The end of the held part (the scratch base when nothing is held).
 uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program);
-// Bytes of transient buffer the program needs: the plan's peak plus scratch
-// plus the counters.
+// Bytes of transient buffer the program needs: the plan's peak plus scratch.
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program);
-// `count` 32-bit counters of one dispatch, its own (no other dispatch binds
-// them), zero when the call starts.
-kiln_status_t kiln_emit_counters(kiln_emit_program_t* program, uint64_t count,
-                                 kiln_emit_range_t* out);
-// Moves the counters past scratch in the transient buffer: run once, after
-// the last node is lowered and before the schedule.
-void kiln_emit_place_counters(kiln_emit_program_t* program);
 
 // Which build of a kernel a dispatch runs: the node's (fp16 builds for f16
 // nodes; casts excepted) unless set.

@@ -30,7 +30,6 @@ typedef enum kiln_emit_import_e {
   KILN_EMIT_IMPORT_BARRIER,
   KILN_EMIT_IMPORT_FINALIZE,
   KILN_EMIT_IMPORT_SUBMIT,
-  KILN_EMIT_IMPORT_FILL,
   // Imported only by a program with host ops (so other modules need no
   // cpu module in their context).
   KILN_EMIT_IMPORT_VIEW_BUFFER,
@@ -60,7 +59,6 @@ static const struct {
     {"hal.command_buffer.barrier", "r_v"},
     {"hal.command_buffer.finalize", "r_v"},
     {"hal.device.submit_and_wait", "rrr_v"},
-    {"hal.command_buffer.fill", "rrIIii_v"},
     {"hal.buffer_view.buffer", "r_r"},
     {"hal.buffer_view.offset", "r_I"},
     {"cpu.topk", "rIrIrIIIIIi_v"},
@@ -241,8 +239,6 @@ static kiln_status_t kiln_emit_record_dispatch(kiln_emit_module_t* m, size_t k) 
         OP(KILN_VM_OP_CONST_I32, 10, b);
         OP(KILN_VM_OP_LIST_SET_REF, 6, 10, range->space == KILN_EMIT_SPACE_WEIGHTS ? 1 : 2);
         break;
-      case KILN_EMIT_SPACE_COUNTERS:  // kiln_emit_place_counters moved them
-        return kiln_make_status(KILN_STATUS_INTERNAL, "dispatch %zu: counters not placed", k);
     }
     uint64_t values[3] = {range->offset, range->length, slot};
     for (uint32_t v = 0; v < 3; ++v) {
@@ -283,16 +279,6 @@ static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
     if (s > 0 && begin == end) continue;
     OP(KILN_VM_OP_CONST_I32, 0, 0);
     CALL(KILN_EMIT_IMPORT_CB_CREATE, REGS(0, 0), REGS(3));
-    if (s == 0 && program->counter_bytes) {
-      // Split-K block counters start every call at zero (gemm_split_k.glsl):
-      // a fill the command buffer repeats, then a barrier.
-      OP(KILN_VM_OP_CONST_I64, 12, program->counter_offset);
-      OP(KILN_VM_OP_CONST_I64, 14, program->counter_bytes);
-      OP(KILN_VM_OP_CONST_I32, 10, 0);
-      OP(KILN_VM_OP_CONST_I32, 11, 4);
-      CALL0(KILN_EMIT_IMPORT_FILL, REGS(3, 2, 12, 14, 10, 11));
-      CALL0(KILN_EMIT_IMPORT_BARRIER, REGS(3));
-    }
     for (size_t k = begin; k < end; ++k) KILN_RETURN_IF_ERROR(kiln_emit_record_dispatch(m, k));
     CALL0(KILN_EMIT_IMPORT_FINALIZE, REGS(3));
     OP(KILN_VM_OP_GLOBAL_STORE_REF, kiln_emit_segment_global(s), 3);
@@ -363,8 +349,6 @@ static kiln_status_t kiln_emit_host_operand(kiln_emit_module_t* m,
     case KILN_EMIT_SPACE_WEIGHTS:  // immutable: host ops only read it
       OP(KILN_VM_OP_GLOBAL_LOAD_REF, ref, 1);
       break;
-    case KILN_EMIT_SPACE_COUNTERS:  // only split-K dispatches bind them
-      return kiln_make_status(KILN_STATUS_INTERNAL, "a host op reads split-K counters");
   }
   OP(KILN_VM_OP_CONST_I64, offset, range->offset);
   return kiln_ok_status();

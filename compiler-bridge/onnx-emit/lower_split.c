@@ -179,11 +179,6 @@ static kiln_status_t kiln_split_conv(const kiln_lower_t* l, const kiln_emit_disp
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_lower_dispatch_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
-                                       bool* out_fits) {
-  return kiln_split_fits(l, desc, out_fits);
-}
-
 kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
                                        const kiln_emit_dispatch_desc_t* desc,
                                        const kiln_lower_reduction_t* r) {

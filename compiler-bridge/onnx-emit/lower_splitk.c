@@ -11,9 +11,6 @@
 // row's [parts x n] partials; a short k, so one k slice per workgroup on
 // targets that tile per product) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
-// A gemm_small product in equal parts runs gemm_split_k instead: the same
-// dispatch, whose last workgroup per block adds the parts (in part order)
-// and runs the epilogue (gemm_split_k.glsl): no second dispatch.
 // gemm_coopmat splits the same way, by its own blocks
 // (kiln_kernel_coopmat_split_k_parts; the arch's blocks per unit, as for
 // the SIMT kernels). On fp16 storage the partials are fp16: each part
@@ -53,42 +50,6 @@ static bool kiln_splitk_bindings_ok(const kiln_lower_t* l, const kiln_emit_dispa
     if (r->space == KILN_EMIT_SPACE_TRANSIENT && r->offset + r->length > end) return false;
   }
   return true;
-}
-
-// gemm_split_k for a gemm_small product in `parts` equal parts (`split`:
-// the batched push of the parts): fp32 partials and one counter per output
-// block. *out_done false where a target would split it for the loop budget.
-static kiln_status_t kiln_splitk_in_dispatch(const kiln_lower_t* l,
-                                             const kiln_emit_dispatch_desc_t* desc,
-                                             const kiln_kernel_gemm_params_t* split,
-                                             uint64_t slice, const kiln_lower_reduction_t* r,
-                                             bool* out_done) {
-  *out_done = false;
-  kiln_emit_dispatch_desc_t d = *desc;
-  d.kernel = KILN_KERNEL_GEMM_SPLIT_K;
-  d.push = split;
-  d.binding_count = 7;
-  d.written_mask = (1u << 4) | (1u << 5) | (1u << 6);
-  bool fits = false;
-  KILN_RETURN_IF_ERROR(kiln_lower_dispatch_fits(l, &d, &fits));
-  if (!fits) return kiln_ok_status();
-  // One counter per output block of the largest grid any target runs.
-  uint64_t blocks = 0;
-  const kiln_kernel_storage_t storage =
-      kiln_emit_node_is_f16(l->program) ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32;
-  for (size_t t = 0; t < l->program->target_count; ++t) {
-    kiln_kernel_config_t config;
-    KILN_RETURN_IF_ERROR(kiln_emit_select_config(l->program, &d, t, storage, &config));
-    uint32_t grid[3];
-    KILN_RETURN_IF_ERROR(kiln_emit_dispatch_grid(&config, &d, grid));
-    if ((uint64_t)grid[0] * grid[1] > blocks) blocks = (uint64_t)grid[0] * grid[1];
-  }
-  const uint64_t partial_floats = (split->batch - 1) * slice + (uint64_t)split->m * split->n;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, partial_floats * 4, &d.bindings[5]));
-  KILN_RETURN_IF_ERROR(kiln_emit_counters(l->program, blocks, &d.bindings[6]));
-  KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, r));
-  *out_done = true;
-  return kiln_ok_status();
 }
 
 kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
@@ -153,19 +114,6 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   const uint64_t count = out_rows * cols;
   const uint64_t slice = (count + align - 1) / align * align;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, parts * slice));
-  if (desc->kernel == KILN_KERNEL_GEMM_SMALL && k == (uint64_t)parts * step) {
-    kiln_kernel_gemm_params_t gp = *g;
-    gp.k = (uint32_t)step;
-    gp.batch = parts;
-    gp.a_batch_stride = (uint32_t)(step * g->a_col_stride);
-    gp.b_batch_stride = (uint32_t)(step * g->b_row_stride);
-    gp.c_batch_stride = (uint32_t)slice;
-    if ((uint64_t)gp.a_batch_stride == step * g->a_col_stride &&
-        (uint64_t)gp.b_batch_stride == step * g->b_row_stride) {
-      KILN_RETURN_IF_ERROR(kiln_splitk_in_dispatch(l, desc, &gp, slice, r, out_done));
-      if (*out_done) return kiln_ok_status();
-    }
-  }
   kiln_emit_range_t scratch;
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, parts * slice * elem, &scratch));
   const kiln_lower_reduction_t plain = {r->specs, KILN_ACT_NONE, false, false};

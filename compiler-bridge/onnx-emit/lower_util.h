@@ -77,11 +77,6 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
                                        const kiln_emit_dispatch_desc_t* desc,
                                        const kiln_lower_reduction_t* r);
 
-// Whether `desc` stays within the loop budget on every target (so
-// kiln_lower_add_reduction records it as one dispatch).
-kiln_status_t kiln_lower_dispatch_fits(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
-                                       bool* out_fits);
-
 // The same, first split into blocks (gemm: of m, n and k) where a binding
 // exceeds the targets' storage-buffer range (lower_big.c).
 kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,

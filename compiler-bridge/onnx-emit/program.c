@@ -269,38 +269,8 @@ uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program) {
 }
 
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
-  if (program->counter_bytes) return program->counter_offset + program->counter_bytes;
   if (program->scratch_bytes == 0) return program->plan->peak_bytes;
   return kiln_emit_scratch_base(program) + program->scratch_bytes;
-}
-
-kiln_status_t kiln_emit_counters(kiln_emit_program_t* program, uint64_t count,
-                                 kiln_emit_range_t* out) {
-  memset(out, 0, sizeof(*out));
-  if (count == 0 || count > ((uint64_t)1 << 32)) {
-    return kiln_make_status(KILN_STATUS_INTERNAL, "%llu counters", (unsigned long long)count);
-  }
-  const uint64_t bytes = count * 4;
-  *out = (kiln_emit_range_t){KILN_EMIT_SPACE_COUNTERS, 0, program->counter_bytes, bytes};
-  program->counter_bytes +=
-      (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-  return kiln_ok_status();
-}
-
-void kiln_emit_place_counters(kiln_emit_program_t* program) {
-  const uint64_t end = program->scratch_bytes
-                           ? kiln_emit_scratch_base(program) + program->scratch_bytes
-                           : program->plan->peak_bytes;
-  program->counter_offset =
-      (end + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-  for (size_t k = 0; k < program->dispatch_count; ++k) {
-    kiln_emit_dispatch_t* d = &program->dispatches[k];
-    for (uint32_t b = 0; b < d->binding_count; ++b) {
-      if (d->bindings[b].space != KILN_EMIT_SPACE_COUNTERS) continue;
-      d->bindings[b].space = KILN_EMIT_SPACE_TRANSIENT;
-      d->bindings[b].offset += program->counter_offset;
-    }
-  }
 }
 
 // The product a gemm-family dispatch computes (m x n, reduction k, batch),
@@ -308,8 +278,8 @@ void kiln_emit_place_counters(kiln_emit_program_t* program) {
 // tiling (gemm_occupancy.c) chooses per product.
 static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[4]) {
   memset(shape, 0, 4 * sizeof(uint64_t));
-  if ((desc->kernel == KILN_KERNEL_GEMM_SMALL || desc->kernel == KILN_KERNEL_GEMM_SPLIT_K ||
-       desc->kernel == KILN_KERNEL_GEMM_COOPMAT || desc->kernel == KILN_KERNEL_GEMV) &&
+  if ((desc->kernel == KILN_KERNEL_GEMM_SMALL || desc->kernel == KILN_KERNEL_GEMM_COOPMAT ||
+       desc->kernel == KILN_KERNEL_GEMV) &&
       desc->grid == KILN_EMIT_GRID_GEMM) {
     const kiln_kernel_gemm_params_t* p = desc->push;
     shape[0] = p->m, shape[1] = p->n, shape[2] = p->k, shape[3] = p->batch;

@@ -7,8 +7,7 @@
 // arrays; descriptor ranges are 16-byte aligned and rounded up to 16,
 // docs/security.md). Tile sizes are spec constants chosen per arch by
 // gemm_tuning.c. Built twice: fp32 storage, and (KILN_FP16_STORAGE) fp16
-// buffers with fp32 accumulation; and twice more as gemm_split_k
-// (KILN_GEMM_SPLIT_K: k parts reduced in the dispatch, gemm_split_k.glsl).
+// buffers with fp32 accumulation.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -31,14 +30,8 @@ KILN_OUTPUT_BUFFER(4)
 
 #include "gemm_params.glsl"
 
-#include "gemm_epilogue.glsl"
-#ifdef KILN_GEMM_SPLIT_K
-#define KILN_GEMM_TILE_STORE kiln_split_store_partial
-#endif
 #include "gemm_tile.glsl"
-#ifdef KILN_GEMM_SPLIT_K
-#include "gemm_split_k.glsl"
-#endif
+#include "gemm_epilogue.glsl"
 
 uint a_base, b_base;
 bool a_vec4, b_vec4;
@@ -102,7 +95,4 @@ void main() {
                               (p.residual_row_stride & 3) == 0));
   kiln_gemm_mainloop(row0, col0, 0, p.k);
   kiln_gemm_store(row0, col0, p.m, p.n);
-#ifdef KILN_GEMM_SPLIT_K
-  kiln_split_finish(row0, col0);
-#endif
 }

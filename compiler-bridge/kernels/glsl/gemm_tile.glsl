@@ -23,7 +23,6 @@
 //   vec4 kiln_gemm_load_a(uint gm, uint gk);  // quad of A (along k or m)
 //   vec4 kiln_gemm_load_b(uint gk, uint gn);  // quad of B (along k or n)
 //   void kiln_gemm_epilogue(uint gm, uint gn, vec4 v);  // C[gm][gn..gn+3]
-// (or the function KILN_GEMM_TILE_STORE names, defined before the include)
 // after including this file, sets kiln_gemm_a_along_k /
 // kiln_gemm_b_along_k, and calls kiln_gemm_mainloop then kiln_gemm_store.
 // Loop structure (counted in loops.c, kiln_loops_tiled): per step of TK the
@@ -79,13 +78,7 @@ uint kiln_slice = 0, kiln_ly = 0, kiln_tid = 0;
 
 vec4 kiln_gemm_load_a(uint gm, uint gk);
 vec4 kiln_gemm_load_b(uint gk, uint gn);
-// The includer's store of a finished register quad: the fused epilogue,
-// or (gemm_split_k) the partial product's store.
-#ifndef KILN_GEMM_TILE_STORE
-#define KILN_GEMM_TILE_STORE kiln_gemm_epilogue
-#endif
-
-void KILN_GEMM_TILE_STORE(uint gm, uint gn, vec4 v);
+void kiln_gemm_epilogue(uint gm, uint gn, vec4 v);
 
 // Tile-local row of register row r and column of column quad c.
 uint kiln_gemm_row(uint r) { return (r >> 2) * (WG_Y * 4) + kiln_ly * 4 + (r & 3); }
@@ -253,7 +246,7 @@ void kiln_gemm_store(uint row0, uint col0, uint m, uint n) {
     if (gm < m && gn < n) {
       vec4 v = kiln_gemm_pick(r * 2 + c);
       for (uint s = 1; s < KSPLIT; ++s) v += kiln_red_sh[((s - 1) * TM * RN + i) * THREADS + kiln_tid];
-      KILN_GEMM_TILE_STORE(gm, gn, v);
+      kiln_gemm_epilogue(gm, gn, v);
     }
   }
 }

@@ -54,7 +54,6 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_ATTENTION_COOPMAT,  // attention's ABI on cooperative matrices (fp16 storage)
   KILN_KERNEL_DYNAMIC_QUANTIZE_PARAMS,  // DynamicQuantizeLinear's scale / zero point
   KILN_KERNEL_ATTENTION_TILED,  // attention's ABI, tiled for GPUs (head dims <= 64)
-  KILN_KERNEL_GEMM_SPLIT_K,     // gemm_small's tiling, k parts summed in the dispatch
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
@@ -73,7 +72,7 @@ typedef enum kiln_kernel_variant_e {
 #define KILN_KERNEL_FEATURE_FP16_STORAGE KILN_FORMAT_FEATURE_STORAGE_16BIT
 #define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC KILN_FORMAT_FEATURE_SUBGROUP_OPS
 
-#define KILN_KERNEL_MAX_BINDINGS 7
+#define KILN_KERNEL_MAX_BINDINGS 5
 
 typedef struct kiln_kernel_binding_desc_t {
   uint32_t binding;  // set 0
