@@ -290,6 +290,17 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
+    case KILN_KERNEL_NORM_PARTS:
+      // norm's workgroup, plus the row staged in shared memory.
+      config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
+      config.shared_memory_bytes = config.workgroup_size[0] * 4 + KILN_NORM_PARTS_ROW_CAP * 4;
+      if (config.shared_memory_bytes > caps->max_shared_memory_bytes) {
+        return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                                "norm_parts: %u bytes of shared memory, more than the "
+                                "arch's %u",
+                                config.shared_memory_bytes, caps->max_shared_memory_bytes);
+      }
+      break;
     case KILN_KERNEL_ATTENTION: {
       // One query row per invocation: a subgroup per workgroup (GPUs: at
       // least 32 rows, so a 128-token sequence still spreads over 4

@@ -148,6 +148,12 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_ATTENTION_TILED, "attention_tiled", "main", 5,
      {RO(0, "q"), RO(1, "k"), RO(2, "v"), RO(3, "mask"), RW(4, "output")},
      sizeof(kiln_kernel_attention_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    // LayerNorm of a split-K product's rows summed from its parts (the
+    // parts' sum and the norm in one dispatch; lower_reduce.c).
+    {KILN_KERNEL_NORM_PARTS, "norm_parts", "main", 5,
+     {RO(0, "parts"), RO(1, "params"), RO(2, "residual"), RW(3, "output"), RW(4, "sum")},
+     sizeof(kiln_kernel_norm_parts_params_t), 1,
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -100,6 +100,21 @@ typedef struct kiln_emit_host_op_t {
   int32_t count_output, count_dim;
 } kiln_emit_host_op_t;
 
+// The sum of a split-K gemm's parts (lower_splitk.c), kept so that a
+// LayerNorm of its rows lowered right after can take the sum's place
+// (norm_parts: lower_reduce.c). Valid while `dispatch` is the program's
+// last dispatch.
+typedef struct kiln_emit_split_sum_t {
+  bool valid;
+  size_t dispatch;     // the sum's index in the program
+  uint64_t rows, cols;  // the output, rows x cols, rows contiguous
+  uint32_t parts;
+  uint64_t part_stride;  // elements between parts
+  kiln_emit_range_t partials, bias, residual, out;
+  bool has_bias, has_residual;
+  size_t host_ops;  // host ops before it (one after it closes its segment)
+} kiln_emit_split_sum_t;
+
 typedef struct kiln_emit_program_t {
   kiln_allocator_t allocator;
   const kiln_graph_t* graph;
@@ -129,6 +144,7 @@ typedef struct kiln_emit_program_t {
   // partials are placed): kiln_emit_scratch hands out what follows them.
   // 0 outside such a section (kiln_emit_scratch_reserve).
   uint64_t scratch_reserved;
+  kiln_emit_split_sum_t split_sum;
   // The node being lowered (NULL outside kiln_emit_lower_node): messages
   // about its dispatches name it.
   const kiln_graph_node_t* node;

@@ -381,6 +381,11 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
                 (bias && kiln_lower_count(&bias->shape) != params))) {
     return kiln_lower_refuse(l, "scale/bias must cover the normalized elements");
   }
+  if (kind == KILN_NORM_LAYER && !unit && !stats_used && !kiln_lower_in(l, 3)) {
+    bool done = false;
+    KILN_RETURN_IF_ERROR(kiln_lower_norm_parts(l, rows, size, epsilon, &done));
+    if (done) return kiln_ok_status();
+  }
   kiln_kernel_norm_params_t p = {(uint32_t)rows, (uint32_t)size, (uint32_t)channels,
                                  epsilon};
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_NORM, .push = &p,

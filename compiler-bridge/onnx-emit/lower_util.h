@@ -146,6 +146,12 @@ kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l);
 // Integer graph inputs (lower_int.c). Ops that keep an integer input's
 // values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity):
 bool kiln_lower_is_int_passthrough(const char* op);
+// A LayerNorm (rows x size, `epsilon`) of the split-K gemm lowered just
+// before it, as one norm_parts dispatch in place of the gemm's sum and the
+// norm (lower_norm_parts.c); *out_done false: nothing recorded.
+kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64_t size,
+                                    float epsilon, bool* out_done);
+
 // Whether this node's f16 products may run on tensor cores: the module was
 // compiled with --cooperative-matrix (the f16 default), the node computes in
 // f16, and every target has cooperative matrix and fp16 arithmetic (a module

@@ -305,6 +305,112 @@ KILN_TEST(OnnxGpuSplitKTest, GemmInEqualPartsAtF16) {
   }
 }
 
+// A LayerNorm of a split gemm's output (Gemm + bias, Add residual,
+// LayerNormalization with constant scale and beta: BERT's out-projection
+// and FFN-down) runs as one norm_parts dispatch in place of the parts'
+// sum and the norm. Cases: the residual a graph input; the residual an
+// intermediate whose place the norm's output may take; the sum read again
+// after the norm (norm_parts stores it); an activation in the gemm's
+// epilogue (no fusion: the sum and the norm stay).
+typedef struct split_norm_case_t {
+  int64_t m, k, n;
+  bool intermediate_residual, sum_read_again, relu;
+  const char* target;
+  size_t dispatches;  // fp32
+  size_t fused;       // norm_parts executables
+} split_norm_case_t;
+
+static int32_t splitk_constant(kiln_graph_t* g, int64_t n, float base, float step) {
+  float* data = malloc((size_t)n * sizeof(float));
+  for (int64_t i = 0; i < n; ++i) data[i] = base + step * (float)((i * 37) % 11 - 5);
+  const kiln_graph_shape_t shape = kiln_test_shape(1, &n);
+  int32_t id = -1;
+  KILN_EXPECT_OK(kiln_graph_add_constant(g, NULL, KILN_GRAPH_DTYPE_F32, &shape, data, &id));
+  free(data);
+  return id;
+}
+
+static void splitk_norm_graph(const split_norm_case_t* c, kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "split-k-norm", g);
+  g->opset = 17;
+  const int64_t a[2] = {c->m, c->k}, b[2] = {c->k, c->n}, r[2] = {c->m, c->n};
+  int32_t residual = kiln_test_graph_input(g, "r", 2, r);
+  const int32_t in[3] = {kiln_test_graph_input(g, "a", 2, a), kiln_test_graph_input(g, "b", 2, b),
+                         splitk_constant(g, c->n, 0.25f, 0.1f)};
+  int32_t node = -1, y = -1, out = -1;
+  if (c->intermediate_residual) {
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", &residual, 1, &node, &out));
+    residual = out;
+  }
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Gemm", in, 3, &node, &y));
+  const int32_t add_in[2] = {y, residual};
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", add_in, 2, &node, &out));
+  int32_t sum = out;
+  if (c->relu) {
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", &sum, 1, &node, &out));
+    sum = out;
+  }
+  const int32_t norm_in[3] = {sum, splitk_constant(g, c->n, 1.0f, 0.05f),
+                              splitk_constant(g, c->n, -0.5f, 0.2f)};
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "LayerNormalization", norm_in, 3, &node, &out));
+  kiln_test_attr_int(g, node, "axis", -1);
+  if (c->sum_read_again) {
+    const int32_t again[2] = {out, sum};
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", again, 2, &node, &out));
+  }
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, out));
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+}
+
+static void splitk_norm_check(const split_norm_case_t* c, kiln_onnx_precision_t precision) {
+  kiln_graph_t g;
+  splitk_norm_graph(c, &g);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  options.cooperative_matrix = false;
+  options.targets = &c->target;
+  options.target_count = 1;
+  kiln_gpu_capture_t capture;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
+  size_t dispatches = 0;
+  KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
+  kiln_gpu_capture_end(&capture);
+  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
+  KILN_EXPECT_EQ(kiln_gpu_text_count(capture.text, f16 ? "# executable 'norm_parts_f16"
+                                                       : "# executable 'norm_parts_"),
+                 c->fused);
+  if (!f16) KILN_EXPECT_EQ(dispatches, c->dispatches);
+  kiln_gpu_capture_release(&capture);
+  kiln_graph_deinitialize(&g);
+  // The norm's rows of n values: the sum's tolerance over k plus the norm's.
+  splitk_norm_graph(c, &g);
+  splitk_check_at(&g, c->target, (double)c->k + (double)c->n, precision);
+  kiln_graph_deinitialize(&g);
+}
+
+static const split_norm_case_t kSplitNormCases[] = {
+    {37, 1536, 130, false, false, false, "valhall-g78", 2, 1},
+    {20, 1536, 64, true, false, false, "valhall-g78", 3, 1},
+    {20, 1536, 64, false, true, false, "valhall-g78", 3, 1},
+    {20, 1536, 64, false, false, true, "valhall-g78", 3, 0},
+    {128, 3072, 768, true, true, false, "ampere-rtx3080-windows", 4, 1},
+};
+
+KILN_TEST(OnnxGpuSplitKTest, LayerNormOfTheParts) {
+  for (size_t i = 0; i < sizeof(kSplitNormCases) / sizeof(kSplitNormCases[0]); ++i) {
+    fprintf(stderr, "split norm case %zu\n", i);
+    splitk_norm_check(&kSplitNormCases[i], KILN_ONNX_PRECISION_F32);
+  }
+}
+
+KILN_TEST(OnnxGpuSplitKTest, LayerNormOfThePartsAtF16) {
+  for (size_t i = 0; i < sizeof(kSplitNormCases) / sizeof(kSplitNormCases[0]); ++i) {
+    fprintf(stderr, "split norm case %zu (f16)\n", i);
+    splitk_norm_check(&kSplitNormCases[i], KILN_ONNX_PRECISION_F16);
+  }
+}
+
 // The same split on fp16 storage (--precision=f16): parts start at
 // multiples of 128 halves, partials are fp16 in scratch, and gemv_f16 sums
 // them. Against the fp32 reference within 1e-2 of max|ref|.

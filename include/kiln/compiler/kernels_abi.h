@@ -180,6 +180,18 @@ typedef struct kiln_kernel_norm_params_t {
 } kiln_kernel_norm_params_t;
 _Static_assert(sizeof(kiln_kernel_norm_params_t) == 16, "norm push constants");
 
+// norm_parts: LayerNorm of a split-K product summed from its parts.
+// Bindings 0 parts (ro; part s of element i at s * part_stride + i), 1 the
+// weights span holding the product's bias and the norm's scale and beta at
+// bias_at / scale_at / beta_at (ro), 2 residual (ro), 3 y, 4 the sum x.
+// Grid: (min(rows, 65535), 1, 1) workgroups.
+typedef struct kiln_kernel_norm_parts_params_t {
+  uint32_t rows, size, part_count, part_stride;
+  uint32_t bias_at, scale_at, beta_at;
+  float epsilon;
+} kiln_kernel_norm_parts_params_t;
+_Static_assert(sizeof(kiln_kernel_norm_parts_params_t) == 32, "norm_parts push constants");
+
 // rows_split (softmax and norms over long rows, three phases; see
 // rows_split.comp): bindings 0 x (ro), 1 scale (ro), 2 bias (ro), 3 stats,
 // 4 out. stats holds 3 floats per (row, chunk) then 2 per row. Grid: (min(

@@ -208,6 +208,12 @@
 #define KILN_SPEC_REDUCE_OP 3
 #define KILN_SPEC_SOFTMAX_LOG 3
 #define KILN_SPEC_NORM_KIND 3
+// norm_parts: the longest row it stages in shared memory (hidden sizes up
+// to 2048), and spec ids of the product's bias and residual.
+#define KILN_NORM_PARTS_ROW_CAP 2048
+// norm_parts: the product's bias and residual.
+#define KILN_SPEC_NORM_PARTS_BIAS 3
+#define KILN_SPEC_NORM_PARTS_RESIDUAL 4
 #define KILN_SPEC_ROWS_KIND 3
 #define KILN_SPEC_ROWS_PHASE 4
 // pad / resize.
