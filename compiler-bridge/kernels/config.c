@@ -290,9 +290,14 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
-    case KILN_KERNEL_NORM_PARTS:
-      // norm's workgroup, plus the row staged in shared memory.
-      config.workgroup_size[0] = kiln_linear_workgroup(caps, true);
+    case KILN_KERNEL_NORM_PARTS: {
+      // Up to 1024 invocations a row (one value each at BERT-base's 768),
+      // plus the row staged in shared memory: its latency is the chain
+      // of each invocation's loads of the parts.
+      uint32_t wg = caps->max_workgroup_invocations < 1024 ? caps->max_workgroup_invocations
+                                                            : 1024;
+      if (kiln_caps_is_cpu_like(caps)) wg = kiln_linear_workgroup(caps, true);
+      config.workgroup_size[0] = kiln_round_down_pow2(wg);
       config.shared_memory_bytes = config.workgroup_size[0] * 4 + KILN_NORM_PARTS_ROW_CAP * 4;
       if (config.shared_memory_bytes > caps->max_shared_memory_bytes) {
         return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
@@ -301,6 +306,7 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
                                 config.shared_memory_bytes, caps->max_shared_memory_bytes);
       }
       break;
+    }
     case KILN_KERNEL_ATTENTION: {
       // One query row per invocation: a subgroup per workgroup (GPUs: at
       // least 32 rows, so a 128-token sequence still spreads over 4
