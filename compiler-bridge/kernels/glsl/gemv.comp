@@ -45,6 +45,15 @@ shared vec4 partial[WG_X * WG_Y];       // [slice][quad]
 float b_at(uint i) { return LOAD_AT(b4, i); }
 float a_at(uint i) { return LOAD_AT(a4, i); }
 
+// B [k][n]: row kk's quad at columns gn.. (c0..c3: clamped columns).
+bool b_rows_vec4;
+vec4 kiln_gemv_b_row(uint b_base, uint kk, uint gn, uint c0, uint c1, uint c2, uint c3) {
+  const uint at = b_base + kk * p.b_row_stride;
+  if (b_rows_vec4) return LOAD4(b4[(at + gn) >> 2]);
+  const uint s = p.b_col_stride;
+  return vec4(b_at(at + c0 * s), b_at(at + c1 * s), b_at(at + c2 * s), b_at(at + c3 * s));
+}
+
 void main() {
   const uint batch = gl_WorkGroupID.z, gm = gl_WorkGroupID.y;
   const uint tid = gl_LocalInvocationID.y * WG_X + gl_LocalInvocationID.x;
@@ -76,16 +85,28 @@ void main() {
       acc += av * vec4(b_at(r0 + kk), b_at(r1 + kk), b_at(r2 + kk), b_at(r3 + kk));
     }
   } else {
-    const bool b4ok = p.b_col_stride == 1 && (p.b_row_stride & 3) == 0 &&
-                      (b_base & 3) == 0 && gn + 3 < p.n;
-    const uint s = p.b_col_stride;
-    for (uint kk = slice; kk < p.k; kk += WG_Y) {
-      const float av = a_at(a_row + kk * p.a_col_stride);
-      const uint at = b_base + kk * p.b_row_stride;
-      const vec4 bv = b4ok ? LOAD4(b4[(at + gn) >> 2])
-                           : vec4(b_at(at + c0 * s), b_at(at + c1 * s), b_at(at + c2 * s),
-                                  b_at(at + c3 * s));
-      acc += av * bv;
+    b_rows_vec4 = p.b_col_stride == 1 && (p.b_row_stride & 3) == 0 && (b_base & 3) == 0 &&
+                  gn + 3 < p.n;
+    // Four k at a time, their loads issued before the adds (in k order as
+    // one at a time): a loop of one load pair and one add waits out a
+    // memory round trip per k, which is most of a split-K sum (k = parts).
+    uint kk = slice;
+    for (; kk + 3 * WG_Y < p.k; kk += 4 * WG_Y) {
+      const float a0 = a_at(a_row + kk * p.a_col_stride);
+      const float a1 = a_at(a_row + (kk + WG_Y) * p.a_col_stride);
+      const float a2 = a_at(a_row + (kk + 2 * WG_Y) * p.a_col_stride);
+      const float a3 = a_at(a_row + (kk + 3 * WG_Y) * p.a_col_stride);
+      const vec4 b0 = kiln_gemv_b_row(b_base, kk, gn, c0, c1, c2, c3);
+      const vec4 b1 = kiln_gemv_b_row(b_base, kk + WG_Y, gn, c0, c1, c2, c3);
+      const vec4 b2 = kiln_gemv_b_row(b_base, kk + 2 * WG_Y, gn, c0, c1, c2, c3);
+      const vec4 b3 = kiln_gemv_b_row(b_base, kk + 3 * WG_Y, gn, c0, c1, c2, c3);
+      acc += a0 * b0;
+      acc += a1 * b1;
+      acc += a2 * b2;
+      acc += a3 * b3;
+    }
+    for (; kk < p.k; kk += WG_Y) {
+      acc += a_at(a_row + kk * p.a_col_stride) * kiln_gemv_b_row(b_base, kk, gn, c0, c1, c2, c3);
     }
   }
   partial[slice * WG_X + quad] = acc;
