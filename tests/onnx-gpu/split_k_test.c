@@ -233,6 +233,31 @@ KILN_TEST(OnnxGpuSplitKTest, GemmAndMatMul) {
   }
 }
 
+// Compiles `g` for `target` with SIMT kernels only and returns how many of
+// the module's executables run `kernel` (its _f16 build at f16);
+// *out_dispatches: the module's dispatches.
+static size_t splitk_executables(kiln_graph_t* g, const char* target,
+                                 kiln_onnx_precision_t precision, const char* kernel,
+                                 size_t* out_dispatches) {
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  options.cooperative_matrix = false;
+  options.targets = &target;
+  options.target_count = 1;
+  kiln_gpu_capture_t capture;
+  *out_dispatches = 0;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
+  KILN_EXPECT_OK(kiln_gpu_dispatch_count(g, &options, out_dispatches));
+  kiln_gpu_capture_end(&capture);
+  char name[64];
+  snprintf(name, sizeof(name), "# executable '%s%s", kernel,
+           precision == KILN_ONNX_PRECISION_F16 ? "_f16" : "_");
+  const size_t count = kiln_gpu_text_count(capture.text, name);
+  kiln_gpu_capture_release(&capture);
+  return count;
+}
+
 // A gemm in equal k parts: one dispatch of the parts (its batch) and the
 // gemv that adds them and runs the epilogue. Bias, residual (Add) and
 // Relu; n off the quad (by element) and on it (by quad); a desktop triple
@@ -262,22 +287,9 @@ static void splitk_gemm_equal_parts(const split_gemm_case_t* c, kiln_onnx_precis
   // graph's f32 inputs and output).
   kiln_graph_t g;
   splitk_gemm_graph(c, &g);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = precision;
-  options.cooperative_matrix = false;
-  options.targets = &c->target;
-  options.target_count = 1;
-  kiln_gpu_capture_t capture;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
   size_t dispatches = 0;
-  KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
-  kiln_gpu_capture_end(&capture);
-  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
-  KILN_EXPECT_EQ(kiln_gpu_text_count(capture.text, f16 ? "# executable 'gemv_f16" : "# executable 'gemv_"),
-                 1u);
-  if (!f16) KILN_EXPECT_EQ(dispatches, 2u);
-  kiln_gpu_capture_release(&capture);
+  KILN_EXPECT_EQ(splitk_executables(&g, c->target, precision, "gemv", &dispatches), 1u);
+  if (precision != KILN_ONNX_PRECISION_F16) KILN_EXPECT_EQ(dispatches, 2u);
   kiln_graph_deinitialize(&g);
   splitk_gemm_graph(c, &g);
   splitk_check_at(&g, c->target, (double)c->k, precision);
@@ -365,23 +377,10 @@ static void splitk_norm_graph(const split_norm_case_t* c, kiln_graph_t* g) {
 static void splitk_norm_check(const split_norm_case_t* c, kiln_onnx_precision_t precision) {
   kiln_graph_t g;
   splitk_norm_graph(c, &g);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = precision;
-  options.cooperative_matrix = false;
-  options.targets = &c->target;
-  options.target_count = 1;
-  kiln_gpu_capture_t capture;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
   size_t dispatches = 0;
-  KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
-  kiln_gpu_capture_end(&capture);
-  const bool f16 = precision == KILN_ONNX_PRECISION_F16;
-  KILN_EXPECT_EQ(kiln_gpu_text_count(capture.text, f16 ? "# executable 'norm_parts_f16"
-                                                       : "# executable 'norm_parts_"),
+  KILN_EXPECT_EQ(splitk_executables(&g, c->target, precision, "norm_parts", &dispatches),
                  c->fused);
-  if (!f16) KILN_EXPECT_EQ(dispatches, c->dispatches);
-  kiln_gpu_capture_release(&capture);
+  if (precision != KILN_ONNX_PRECISION_F16) KILN_EXPECT_EQ(dispatches, c->dispatches);
   kiln_graph_deinitialize(&g);
   // The norm's rows of n values: the sum's tolerance over k plus the norm's.
   splitk_norm_graph(c, &g);
