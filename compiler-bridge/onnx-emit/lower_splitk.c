@@ -211,15 +211,14 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   // as one dispatch.
   kiln_emit_split_sum_t* rec = &l->program->split_sum;
   memset(rec, 0, sizeof(*rec));
-  if (gemm && l->program->dispatch_count == before + 1 && l->node->output_count == 1 && l->node->outputs[0] >= 0 && g->scale == 1.0f &&
-      r->activation == KILN_ACT_NONE &&
+  if (gemm && l->program->dispatch_count == before + 1 && l->node->output_count == 1 &&
+      l->node->outputs[0] >= 0 && g->scale == 1.0f && r->activation == KILN_ACT_NONE &&
       (!r->has_bias || (g->bias_row_stride == 0 && g->bias_col_stride == 1)) &&
       (!r->has_residual || g->residual_row_stride == cols)) {
     *rec = (kiln_emit_split_sum_t){
-        .valid = true, .dispatch = l->program->dispatch_count - 1,
-        .rows = out_rows, .cols = cols, .parts = parts,
-        .part_stride = slice, .partials = sum.bindings[1], .bias = desc->bindings[2],
-        .residual = desc->bindings[3], .out = desc->bindings[4],
+        .valid = true, .dispatch = l->program->dispatch_count - 1, .rows = out_rows,
+        .cols = cols, .parts = parts, .part_stride = slice, .partials = sum.bindings[1],
+        .bias = desc->bindings[2], .residual = desc->bindings[3], .out = desc->bindings[4],
         .has_bias = r->has_bias, .has_residual = r->has_residual,
         .host_ops = l->program->host_op_count};
   }
