@@ -102,7 +102,7 @@ typedef struct kiln_emit_host_op_t {
 
 // The sum of a split-K gemm's parts (lower_splitk.c), kept so that a
 // LayerNorm of its rows lowered right after can take the sum's place
-// (norm_parts: lower_reduce.c). Valid while `dispatch` is the program's
+// (lower_norm_parts.c). Valid while `dispatch` is the program's
 // last dispatch.
 typedef struct kiln_emit_split_sum_t {
   bool valid;

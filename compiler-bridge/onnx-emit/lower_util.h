@@ -88,6 +88,11 @@ kiln_status_t kiln_lower_add_big_reduction(const kiln_lower_t* l,
 // *out_done false: not split, nothing recorded.
 kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
                                      const kiln_lower_reduction_t* r, bool* out_done);
+// A LayerNorm (rows x size, `epsilon`) of the split-K gemm lowered just
+// before it, as one norm_parts dispatch in place of the gemm's sum and the
+// norm (lower_norm_parts.c); *out_done false: nothing recorded.
+kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64_t size,
+                                    float epsilon, bool* out_done);
 // Records a gather dispatch (push a kiln_kernel_gather_params_t), in parts
 // over table rows and indices where a binding exceeds that range.
 kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
@@ -146,11 +151,6 @@ kiln_status_t kiln_lower_int8_refused(const kiln_lower_t* l);
 // Integer graph inputs (lower_int.c). Ops that keep an integer input's
 // values in order (Reshape, Unsqueeze, Squeeze, Flatten, Identity):
 bool kiln_lower_is_int_passthrough(const char* op);
-// A LayerNorm (rows x size, `epsilon`) of the split-K gemm lowered just
-// before it, as one norm_parts dispatch in place of the gemm's sum and the
-// norm (lower_norm_parts.c); *out_done false: nothing recorded.
-kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64_t size,
-                                    float epsilon, bool* out_done);
 
 // Whether this node's f16 products may run on tensor cores: the module was
 // compiled with --cooperative-matrix (the f16 default), the node computes in
