@@ -79,10 +79,9 @@ kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64
     return kiln_ok_status();
   }
   // y may take the residual's place exactly (the plan reuses a value read
-  // last by the gemm): each element of it is read and then written by
-  // one invocation, and the row's first element, read by all, is written
-  // after the row's two reductions. The sum's output must not: the
-  // residual is read again after the sum is stored.
+  // last by the gemm): a row's residual is read into shared memory before
+  // a barrier, and only that row's y, written after it, lands on it. The
+  // sum's output may not overlap the residual (kept simple: refused).
   const kiln_emit_range_t* read[4] = {&rec->partials, &rec->residual, &rec->out, &span};
   for (int i = 0; i < 4; ++i) {
     if (i == 1 && !rec->has_residual) continue;

@@ -30,9 +30,10 @@ layout(set = 0, binding = 2) readonly buffer ResidualBuffer { STORAGE_T residual
 layout(set = 0, binding = 3) writeonly buffer OutBuffer { STORAGE_T y[]; };
 layout(set = 0, binding = 4) writeonly buffer SumBuffer { STORAGE_T x_out[]; };
 
-// Mirrors kiln_kernel_norm_parts_params_t.
+// The row's sums (fp32 whatever the storage).
 shared float kiln_row[KILN_NORM_PARTS_ROW_CAP];
 
+// Mirrors kiln_kernel_norm_parts_params_t.
 layout(push_constant) uniform Params {
   uint rows, size, part_count, part_stride;
   uint bias_at, scale_at, beta_at;
