@@ -29,7 +29,7 @@ tar -C "$here" --exclude='*.p' --exclude='*.a' --exclude='*.c' --exclude='*.o' \
     --exclude="$build/tests/onnx/models" --exclude='meson-private' \
     --exclude='meson-logs' -cf - "$build" | tar -C "$stage" -xf -
 find "$stage" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
-XZ_OPT=-6T2 tar -C "$stage" -cJf .gpu/build.txz "$build"
+XZ_OPT=-9eT2 tar -C "$stage" -cJf .gpu/build.txz "$build"
 for bin in $(find "$build" -type f -perm -u+x ! -name '*.so*' ! -path '*.p/*'); do
   ldd "$bin" 2>/dev/null | awk '$3 ~ /^\// {print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|ld-linux-x86-64|libpthread|libdl|librt|libvulkan)\.so' |

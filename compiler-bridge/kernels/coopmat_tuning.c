@@ -3,6 +3,7 @@
 //
 // The kernel declares 41 KiB of shared memory (NVIDIA gives Vulkan 48):
 // double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16.
+// KILN_VULKAN_PIPELINE_STATS=1 prints each build's registers on NVIDIA.
 #include <stdio.h>
 #include <string.h>
 
@@ -25,13 +26,32 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
 };
 
 // Every tiling has a build of its own (kernels meson: kiln_coopmat_tilings),
-// so the candidates are exactly the built ones: the table's and the small
-// products' (the meson list's first row, blob names without a tiling).
-// Earlier sweeps of 12 tilings as spec constants: docs/precision.md.
+// so the candidates are exactly the built ones: the table's, the medium
+// ones and the small products' (the meson list's first row, blob names
+// without a tiling). Earlier sweeps of 12 tilings as spec constants:
+// docs/precision.md.
 // Small products: 64x64 blocks.
 static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
-static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {&kCoopmatLarge,
-                                                                         &kCoopmatSmall};
+// Medium blocks for products that fill the GPU with them but would pad or
+// under-fill the table's: 8 subgroups each, 120-175 registers where the
+// table's 128x256 build takes 255 and spills (KILN_VULKAN_PIPELINE_STATS,
+// H100). `kiln-kernels-bench --coopmat --only=...` on an H100 (2026-11-25,
+// ms): ResNet-50 batch 32's 3x3 convs per image, 256 x 196, k 2304: 64x64
+// 0.258, 128x128 0.121; 512 x 49, k 4608: 64x64 0.320, 128x64 0.132; and
+// 64 x 3136, k 576: 64x64 0.737, 64x128 0.573 (that one in the full sweep,
+// whose times all ran about 4x long). They also take the parts of a split
+// product (its batch is the parts: BERT's 128 x 2304 QKV in 3 parts makes
+// 108 blocks of 128x64). bench_gpu.sh f16 on an H100, two alternating runs
+// each, without -> with them: ResNet-50 batch 32 13.8 -> 10.4 ms a call,
+// BERT-base 1.49 -> 1.33, ViT-B/16 2.26 -> 1.85, ResNet-50 1.51 -> 1.49.
+static const kiln_kernel_coopmat_tiling_t kCoopmat128x128 = {2, 4, 4, 2, 32};
+static const kiln_kernel_coopmat_tiling_t kCoopmat128x64 = {4, 2, 2, 2, 32};
+static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 32};
+static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {
+    &kCoopmatLarge, &kCoopmatSmall, &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
+// The order select_shape tries the medium ones in: larger blocks first.
+static const kiln_kernel_coopmat_tiling_t* const kCoopmatMedium[] = {
+    &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
 
 // The kernel's device needs, named so that a refusal says what is missing.
 static kiln_status_t kiln_coopmat_check_caps(const kiln_kernel_arch_caps_t* caps) {
@@ -192,31 +212,59 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
                           caps->max_workgroup_invocations, caps->max_shared_memory_bytes);
 }
 
+static uint64_t kiln_coopmat_rows(const kiln_kernel_coopmat_tiling_t* t) {
+  return (uint64_t)t->warps_m * t->tiles_m * 16;
+}
+static uint64_t kiln_coopmat_cols(const kiln_kernel_coopmat_tiling_t* t) {
+  return (uint64_t)t->warps_n * t->tiles_n * 16;
+}
+static uint64_t kiln_coopmat_blocks(const kiln_kernel_coopmat_tiling_t* t, uint64_t m,
+                                    uint64_t n, uint64_t batch) {
+  const uint64_t bm = kiln_coopmat_rows(t), bn = kiln_coopmat_cols(t);
+  return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+}
+// m x n rounded up to whole blocks (the work the blocks do).
+static uint64_t kiln_coopmat_padded_area(const kiln_kernel_coopmat_tiling_t* t, uint64_t m,
+                                         uint64_t n) {
+  const uint64_t bm = kiln_coopmat_rows(t), bn = kiln_coopmat_cols(t);
+  return ((m + bm - 1) / bm * bm) * ((n + bn - 1) / bn * bn);
+}
+
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
                                                       uint64_t m, uint64_t n, uint64_t batch,
                                                       kiln_kernel_coopmat_tiling_t* out_tiling) {
   KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select(caps, false, out_tiling));
-  // The table's big blocks only where they fill the GPU: BERT's 128 x 3072
-  // linear is 12 blocks of 128x256 (0.058 ms on an H100) and 96 of 64x64
-  // (0.024 ms). Unknown compute-unit counts keep the table's tiling.
-  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
-  const uint64_t bm = (uint64_t)out_tiling->warps_m * out_tiling->tiles_m * 16;
-  const uint64_t bn = (uint64_t)out_tiling->warps_n * out_tiling->tiles_n * 16;
-  const uint64_t blocks = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-  if (units && blocks < units) {
-    return kiln_kernel_coopmat_tiling_select(caps, true, out_tiling);
-  }
-  // Nor where their padding multiplies the work: ResNet-50 batch 32's 7x7
-  // layers (n = 49) computed 256 columns per block for 49 (0.614 ms for a
-  // 1x1 conv of 3.3 GFLOP on an H100). Up to a quarter more padded work
-  // than the small tiling's is worth the big tiling's speed.
+  const kiln_kernel_coopmat_tiling_t table = *out_tiling;
   kiln_kernel_coopmat_tiling_t small;
   KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select(caps, true, &small));
-  const uint64_t sm = (uint64_t)small.warps_m * small.tiles_m * 16;
-  const uint64_t sn = (uint64_t)small.warps_n * small.tiles_n * 16;
-  const uint64_t big_area = ((m + bm - 1) / bm * bm) * ((n + bn - 1) / bn * bn);
-  const uint64_t small_area = ((m + sm - 1) / sm * sm) * ((n + sn - 1) / sn * sn);
-  if (4 * big_area > 5 * small_area) *out_tiling = small;
+  // An arch without a row has only the small tiling.
+  if (kiln_coopmat_same(&table, &small)) return kiln_ok_status();
+  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
+  // Up to a quarter more padded work than the small tiling's is worth a
+  // bigger block's speed: ResNet-50 batch 32's 7x7 layers (n = 49) in
+  // 128x256 blocks computed 256 columns for 49 (0.614 ms for a 1x1 conv of
+  // 3.3 GFLOP on an H100).
+  const uint64_t small_area = kiln_coopmat_padded_area(&small, m, n);
+  // The table's big blocks where they fill the GPU: BERT's 128 x 3072
+  // linear is 12 blocks of 128x256 (0.058 ms on an H100) and 96 of 64x64
+  // (0.024 ms). Unknown compute-unit counts keep the table's tiling.
+  if ((!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
+      4 * kiln_coopmat_padded_area(&table, m, n) <= 5 * small_area) {
+    return kiln_ok_status();
+  }
+  // Medium blocks where they fill three quarters of the GPU (ResNet-50
+  // batch 32's 512 x 49 products make 128 blocks of 128x64 for 132 SMs).
+  // A product that takes them is not split further
+  // (kiln_kernel_coopmat_split_k_parts).
+  for (size_t i = 0; units && i < sizeof(kCoopmatMedium) / sizeof(kCoopmatMedium[0]); ++i) {
+    const kiln_kernel_coopmat_tiling_t* t = kCoopmatMedium[i];
+    if (kiln_coopmat_fits(t, caps) && 4 * kiln_coopmat_blocks(t, m, n, batch) >= 3 * units &&
+        4 * kiln_coopmat_padded_area(t, m, n) <= 5 * small_area) {
+      *out_tiling = *t;
+      return kiln_ok_status();
+    }
+  }
+  *out_tiling = small;
   return kiln_ok_status();
 }
 
@@ -236,9 +284,11 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
   // KILN_GEMM_SPLIT_K_MIN_K); the CNNs did not move. 1 had been best while
   // the sum of the parts cost 8.5 us (gemv's k slices; now one slice for a
   // short k).
+  for (size_t i = 0; i < sizeof(kCoopmatMedium) / sizeof(kCoopmatMedium[0]); ++i) {
+    if (kiln_coopmat_same(&t, kCoopmatMedium[i])) return 1;
+  }
   const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
-  const uint64_t bm = (uint64_t)t.warps_m * t.tiles_m * 16, bn = (uint64_t)t.warps_n * t.tiles_n * 16;
-  const uint64_t blocks = batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
+  const uint64_t blocks = kiln_coopmat_blocks(&t, m, n, batch);
   const uint64_t per_unit = kiln_kernel_gemm_split_k_blocks_per_unit(caps->arch);
   if (units == 0 || blocks == 0 || 2 * blocks > units * per_unit) return 1;
   uint64_t parts = (units * per_unit + blocks - 1) / blocks;

@@ -198,6 +198,14 @@ static void pose_as(kiln_vk_device_t* device,
 
 static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   drop_features_the_layer_predates(device);
+  if (kiln_vk_pipeline_stats_requested() && !device->support.pipeline_statistics) {
+    fprintf(stderr,
+            "kiln vulkan: KILN_VULKAN_PIPELINE_STATS: device '%s' lacks "
+            "VK_KHR_pipeline_executable_properties (pipelineExecutableInfo); no statistics\n",
+            device->base.info.name);
+  }
+  device->support.pipeline_statistics =
+      device->support.pipeline_statistics && kiln_vk_pipeline_stats_requested();
   const kiln_vk_device_support_t* s = &device->support;
   const char* extensions[8];
   uint32_t extension_count = 0;
@@ -218,6 +226,9 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
   }
   if (s->robustness2) {
     extensions[extension_count++] = VK_EXT_ROBUSTNESS_2_EXTENSION_NAME;
+  }
+  if (s->pipeline_statistics) {
+    extensions[extension_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
   }
   bool v12 = s->api_version >= VK_API_VERSION_1_2;
   bool v13 = s->api_version >= VK_API_VERSION_1_3;
@@ -277,10 +288,19 @@ static kiln_status_t create_logical_device(kiln_vk_device_t* device) {
       .robustBufferAccess2 = s->robust_buffer_access2,
       .robustImageAccess2 = s->robust_image_access2,
   };
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_info = {
+      .sType =
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+      .pipelineExecutableInfo = VK_TRUE,
+  };
   void* chain = NULL;
   if (s->robustness2) {
     robustness2.pNext = chain;
     chain = &robustness2;
+  }
+  if (s->pipeline_statistics) {
+    executable_info.pNext = chain;
+    chain = &executable_info;
   }
   if (v12) {
     v11f.pNext = chain;

@@ -194,6 +194,8 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
   bool timeline_ext = HAS(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   bool size_control_ext = HAS(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
   support->robustness2 = HAS(VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
+  support->pipeline_statistics =
+      HAS(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 #undef HAS
   free(extensions);
 
@@ -232,6 +234,9 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDeviceRobustness2FeaturesEXT robustness2 = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_features = {
+      .sType =
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   support->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
   support->v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   support->v13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
@@ -265,6 +270,10 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
     robustness2.pNext = chain;
     chain = &robustness2;
   }
+  if (support->pipeline_statistics) {
+    executable_features.pNext = chain;
+    chain = &executable_features;
+  }
   VkPhysicalDeviceFeatures2 features = {
       .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = chain};
   vkGetPhysicalDeviceFeatures2(physical_device, &features);
@@ -292,6 +301,8 @@ kiln_status_t kiln_vk_query_device(VkInstance instance,
       support->robust_buffer_access2 || support->robust_image_access2;
   support->cooperative_matrix =
       support->cooperative_matrix && coop_features.cooperativeMatrix;
+  support->pipeline_statistics =
+      support->pipeline_statistics && executable_features.pipelineExecutableInfo;
   // gemm_coopmat's SPIR-V also declares Float16 and VulkanMemoryModel.
   support->cooperative_matrix_nv = support->cooperative_matrix_nv &&
                                    coop_nv_features.cooperativeMatrix &&

@@ -48,7 +48,7 @@ static const kiln_hal_executable_vtable_t kExecutableVtable = {
 
 static kiln_status_t create_entry_point(
     kiln_vk_device_t* device, kiln_vk_executable_t* executable,
-    const kiln_hal_executable_variant_spec_t* variant,
+    const char* executable_name, const kiln_hal_executable_variant_spec_t* variant,
     const kiln_hal_entry_point_spec_t* spec, kiln_vk_entry_point_t* entry) {
   const struct VolkDeviceTable* vk = &device->vk;
   // Group bindings by set; push descriptors need them all in one set.
@@ -153,6 +153,9 @@ static kiln_status_t create_entry_point(
   }
   VkComputePipelineCreateInfo pipeline_info = {
       .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .flags = device->support.pipeline_statistics
+                   ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+                   : 0,
       .stage =
           {
               .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -171,6 +174,8 @@ static kiln_status_t create_entry_point(
                                        &entry->pipeline),
           "vkCreateComputePipelines"),
       "entry point '%s'", spec->name);
+  kiln_vk_pipeline_stats_print(device, entry->pipeline, executable_name,
+                               spec->name);
   __atomic_fetch_add(&device->cache_stats.pipelines_created, 1,
                      __ATOMIC_RELAXED);
   return kiln_ok_status();
@@ -211,7 +216,8 @@ kiln_status_t kiln_vk_executable_create(kiln_hal_device_t* base,
         "vkCreateShaderModule");
   }
   for (uint32_t e = 0; !status && e < variant->entry_point_count; ++e) {
-    status = create_entry_point(device, executable, variant,
+    status = create_entry_point(device, executable,
+                                spec->name ? spec->name : "(unnamed)", variant,
                                 &variant->entry_points[e],
                                 &executable->entry_points[e]);
   }

@@ -85,6 +85,9 @@ typedef struct kiln_vk_device_support_t {
   bool robustness2;
   bool robust_buffer_access2;
   bool robust_image_access2;
+  // VK_KHR_pipeline_executable_properties with pipelineExecutableInfo:
+  // enabled only when KILN_VULKAN_PIPELINE_STATS asks (vulkan_pipeline_stats.c).
+  bool pipeline_statistics;
   uint32_t queue_family;
   uint32_t timestamp_valid_bits;
   // Uniform texel buffer views (texel bindings).
@@ -357,6 +360,14 @@ kiln_status_t kiln_vk_fence_create(kiln_hal_device_t* device,
 
 // Loads `path` if it is a valid cache for this device; otherwise starts
 // empty and records why in the device's cache stats.
+// ---- pipeline statistics (vulkan_pipeline_stats.c) ----
+
+// KILN_VULKAN_PIPELINE_STATS set (and not "0").
+bool kiln_vk_pipeline_stats_requested(void);
+// Prints the driver's statistics of `pipeline` to stderr, where enabled.
+void kiln_vk_pipeline_stats_print(kiln_vk_device_t* device, VkPipeline pipeline,
+                                  const char* executable_name, const char* entry_name);
+
 kiln_status_t kiln_vk_pipeline_cache_create(kiln_vk_device_t* device,
                                             const char* path);
 kiln_status_t kiln_vk_pipeline_cache_save(kiln_hal_device_t* device,

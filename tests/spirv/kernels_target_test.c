@@ -673,12 +673,32 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   kiln_kernel_coopmat_tiling_t pick;
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 32, &pick));
   KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
-  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 2048, 49, 32, &pick));
-  KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 1, &pick));
   KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
   KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 4096, 4096, 1, &pick));
   KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
+  // Medium blocks where they fill three quarters of the 132 SMs and pad no
+  // more than the small ones: 128x64 for the 7x7 layers (n = 49; 128 and
+  // 512 blocks), 128x128 for a 14x14 3x3 conv (128 blocks), 64x128 for
+  // 64 rows; never split.
+  const struct {
+    uint64_t m, n, batch;
+    uint32_t rows, cols;
+  } medium[] = {{2048, 49, 32, 128, 64}, {512, 49, 32, 128, 64}, {256, 196, 32, 128, 128},
+                {64, 3136, 32, 64, 128}};
+  for (size_t i = 0; i < sizeof(medium) / sizeof(medium[0]); ++i) {
+    KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, medium[i].m, medium[i].n,
+                                                           medium[i].batch, &pick));
+    KILN_EXPECT_EQ(pick.warps_m * pick.tiles_m * 16, medium[i].rows);
+    KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, medium[i].cols);
+    KILN_EXPECT_EQ(pick.warps_m * pick.warps_n, 8u);
+    KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, medium[i].m, medium[i].n, 4608,
+                                                     medium[i].batch),
+                   1u);
+  }
+  // 64 blocks of 128x64 (a half-filled GPU): the small ones.
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 512, 49, 16, &pick));
+  KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
 }
 
 static uint64_t tiling_invocations(const kiln_kernel_gemm_tiling_t* t, uint64_t m, uint64_t n,

@@ -22,7 +22,17 @@ typedef struct coop_shape_t {
   const char* name;
   uint32_t m, n, k;
   bool trans_b;  // B stored n x k (a linear layer's weight)
+  // Images of a conv lowered to columns (A, the weight, shared by all; B
+  // and C per image; 0 = 1), and B's row stride when not transposed (0 = n;
+  // the conv lowering pads rows of OH * OW to a multiple of 8).
+  uint32_t batch, b_run;
 } coop_shape_t;
+
+static uint32_t coop_batch(const coop_shape_t* s) { return s->batch ? s->batch : 1; }
+static uint32_t coop_b_run(const coop_shape_t* s) { return s->b_run ? s->b_run : s->n; }
+static size_t coop_b_count(const coop_shape_t* s) {
+  return (size_t)s->k * (s->trans_b ? s->n : coop_b_run(s));
+}
 
 // BERT-base / ViT-B linear layers (128 and 197 tokens), ResNet-50's 1x1
 // convs as GEMMs (weights [C_out, C_in] x image [C_in, H*W]).
@@ -44,6 +54,12 @@ static const coop_shape_t kCoopShapes[] = {
     {"r50 1x1 512x49 k2048", 512, 49, 2048, false},
     {"r50 1x1 2048x49 k512", 2048, 49, 512, false},
     {"r50 b32 1x1 256x100352 k64", 256, 100352, 64, false},
+    // ResNet-50 batch 32's 3x3 convs as the KxK lowering runs them: per
+    // image, weight [C_out, 9 C_in] x columns [9 C_in, OH * OW].
+    {"r50 b32 3x3 64x3136 k576", 64, 3136, 576, false, 32, 0},
+    {"r50 b32 3x3 128x784 k1152", 128, 784, 1152, false, 32, 0},
+    {"r50 b32 3x3 256x196 k2304", 256, 196, 2304, false, 32, 200},
+    {"r50 b32 3x3 512x49 k4608", 512, 49, 4608, false, 32, 56},
 };
 
 // f16-exact values in [-1, 1): `half` the bits, `value` the floats.
@@ -83,8 +99,9 @@ static float coop_half_to_float(uint16_t h) {
 static double coop_ref_at(const coop_shape_t* s, const float* a, const float* b, size_t i,
                           size_t j) {
   double sum = 0;
+  const size_t run = coop_b_run(s);
   for (size_t p = 0; p < s->k; ++p) {
-    sum += (double)a[i * s->k + p] * (s->trans_b ? b[j * s->k + p] : b[p * s->n + j]);
+    sum += (double)a[i * s->k + p] * (s->trans_b ? b[j * s->k + p] : b[p * run + j]);
   }
   return sum;
 }
@@ -94,7 +111,7 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
                               kiln_hal_buffer_t* const* buffers, const float* a, const float* b,
                               const uint32_t* words, size_t word_count, int* failures) {
   const bool f16 = config->variant == KILN_KERNEL_VARIANT_FP16_STORAGE;
-  const size_t c_count = (size_t)s->m * s->n;
+  const size_t c_image = (size_t)s->m * s->n, c_count = c_image * coop_batch(s);
   KILN_RETURN_IF_ERROR(
       kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, config->workgroup_size[0]));
   if (config->kernel == KILN_KERNEL_GEMM) {  // the fallback's 2-D workgroup
@@ -127,11 +144,12 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   }
   kiln_kernel_gemm_params_t p;
   memset(&p, 0, sizeof(p));
-  p.m = s->m, p.n = s->n, p.k = s->k, p.batch = 1;
+  p.m = s->m, p.n = s->n, p.k = s->k, p.batch = coop_batch(s);
   p.a_row_stride = s->k, p.a_col_stride = 1;
-  p.b_row_stride = s->trans_b ? 1 : s->n;
+  p.b_batch_stride = (uint32_t)coop_b_count(s);
+  p.b_row_stride = s->trans_b ? 1 : coop_b_run(s);
   p.b_col_stride = s->trans_b ? s->k : 1;
-  p.c_batch_stride = (uint32_t)c_count, p.c_row_stride = s->n;
+  p.c_batch_stride = (uint32_t)c_image, p.c_row_stride = s->n;
   p.scale = 1.0f;
   uint32_t grid[3];
   double ns = 0;
@@ -146,7 +164,7 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
     free(got);
     return status;
   }
-  const double flops = 2.0 * s->m * s->n * (double)s->k;
+  const double flops = 2.0 * s->m * s->n * (double)s->k * coop_batch(s);
   const bool full = flops < 1e8;
   const size_t samples = full ? c_count : 64;
   double worst = 0, scale = 1e-30;
@@ -157,7 +175,8 @@ static kiln_status_t coop_run(kiln_hal_device_t* device, const coop_shape_t* s,
   for (size_t i = 0; i < samples; ++i) {
     state = state * 1664525u + 1013904223u;
     at[i] = full ? i : state % c_count;
-    refs[i] = coop_ref_at(s, a, b, at[i] / s->n, at[i] % s->n);
+    const size_t image = at[i] / c_image, in_image = at[i] % c_image;
+    refs[i] = coop_ref_at(s, a, b + image * coop_b_count(s), in_image / s->n, in_image % s->n);
     if (fabs(refs[i]) > scale) scale = fabs(refs[i]);
   }
   for (size_t i = 0; i < samples; ++i) {
@@ -274,8 +293,8 @@ static kiln_status_t coop_fallback(kiln_hal_device_t* device, const coop_shape_t
 static kiln_status_t coop_shape(kiln_hal_device_t* device, const coop_shape_t* s,
                                 const kiln_kernel_arch_caps_t* caps, const char* arch,
                                 int* failures) {
-  const size_t a_count = (size_t)s->m * s->k, b_count = (size_t)s->k * s->n;
-  const size_t c_count = (size_t)s->m * s->n;
+  const size_t a_count = (size_t)s->m * s->k, b_count = coop_b_count(s) * coop_batch(s);
+  const size_t c_count = (size_t)s->m * s->n * coop_batch(s);
   uint16_t *ha, *hb;
   float *a, *b;
   coop_values(a_count, 1, &ha, &a);
@@ -390,7 +409,7 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;
     if (only && strcmp(s->name, only) != 0) continue;
-    if (2.0 * s->m * s->n * (double)s->k > max_gflop * 1e9) {
+    if (2.0 * s->m * s->n * (double)s->k * coop_batch(s) > max_gflop * 1e9) {
       printf("| %-32s | (over --max-gflop=%g)\n", s->name, max_gflop);
       continue;
     }
