@@ -24,7 +24,8 @@ target triple kiln-compile builds for (default: the device's own triple from
 kiln-run-module --list_devices, as a deployment would; "default" keeps
 kiln-compile's multi-target default); KILN_BENCH_STATS_DIR, a folder that
 receives each model's kiln-run-module --print_statistics text (per-dispatch
-profile) as MODEL_PRECISION.txt.
+profile, and its stderr: with KILN_VULKAN_PIPELINE_STATS=1 the registers of
+each pipeline) as MODEL_PRECISION.txt.
 """
 import argparse
 import copy
@@ -165,9 +166,10 @@ def kiln_run(build, onnx_path, inputs, calls, work, triple, precision, name):
     stats_dir = os.environ.get("KILN_BENCH_STATS_DIR", "")
     if stats_dir:
         os.makedirs(stats_dir, exist_ok=True)
-        profile = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        profile = subprocess.run(args, check=True, capture_output=True, text=True)
         with open(os.path.join(stats_dir, "%s_%s.txt" % (name, precision)), "w") as f:
-            f.write(profile)
+            # stderr too: KILN_VULKAN_PIPELINE_STATS=1's registers per pipeline.
+            f.write(profile.stdout + profile.stderr)
     untimed = subprocess.run(args + ["--no_timestamps"], check=True, capture_output=True,
                              text=True).stdout
     wall = (re.search(r"warm call \(median of calls 2..[0-9]+\): ([0-9.]+) ms", untimed)
