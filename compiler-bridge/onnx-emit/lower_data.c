@@ -27,11 +27,32 @@ kiln_status_t kiln_lower_strided_copy(const kiln_lower_t* l,
   memset(&p, 0, sizeof(p));
   p.count = (uint32_t)kiln_lower_count(shape);
   if (p.count == 0) return kiln_ok_status();
-  int32_t lead = KILN_KERNEL_MAX_RANK - shape->rank;
-  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    p.shape[d] = d < lead ? 1 : (uint32_t)shape->dims[d - lead];
-    p.in_strides[d] = d < lead ? 0 : (int32_t)in_strides[d - lead];
-    p.out_strides[d] = d < lead ? 0 : (uint32_t)out_strides[d - lead];
+  // Fewer dims, fewer divisions per element (the kernel's cost): dims of 1
+  // go, and a dim merges into the one inside it where both sides step
+  // through them as through one (a conv's images and channels in its
+  // column gather; a transpose's untouched dims).
+  int64_t dims[KILN_KERNEL_MAX_RANK], in_s[KILN_KERNEL_MAX_RANK], out_s[KILN_KERNEL_MAX_RANK];
+  int32_t rank = 0;
+  for (int32_t d = 0; d < shape->rank; ++d) {
+    if (shape->dims[d] == 1) continue;
+    if (rank > 0 && in_s[rank - 1] == in_strides[d] * shape->dims[d] &&
+        out_s[rank - 1] == out_strides[d] * shape->dims[d]) {
+      dims[rank - 1] *= shape->dims[d];
+      in_s[rank - 1] = in_strides[d];
+      out_s[rank - 1] = out_strides[d];
+      continue;
+    }
+    dims[rank] = shape->dims[d], in_s[rank] = in_strides[d], out_s[rank] = out_strides[d];
+    ++rank;
+  }
+  // The outermost dim at 0 (the kernel does not divide by it), the rest
+  // right-aligned after ones.
+  for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) p.shape[d] = 1;
+  for (int32_t d = 0; d < rank; ++d) {
+    const int32_t at = d == 0 ? 0 : KILN_KERNEL_MAX_RANK - rank + d;
+    p.shape[at] = (uint32_t)dims[d];
+    p.in_strides[at] = (int32_t)in_s[d];
+    p.out_strides[at] = (uint32_t)out_s[d];
   }
   p.in_offset = (int32_t)in_offset;
   p.out_offset = (uint32_t)out_offset;

@@ -3,7 +3,9 @@
 // One kernel serves Transpose (permuted input strides), Slice (start in
 // in_offset, steps in in_strides, negative allowed), Expand (stride 0),
 // Concat (one dispatch per input into its slab of the output) and reshape
-// copies. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
+// copies. count must be the product of shape (dim 0's coordinate is not
+// reduced modulo its size). Grid: (min(ceil(count / WG_X), 65535), 1, 1),
+// grid-stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "storage.glsl"
@@ -29,12 +31,20 @@ void main() {
     uint rest = index;
     int src = p.in_offset;
     uint dst = p.out_offset;
-    for (int d = 5; d >= 0; --d) {
-      uint coord = rest % p.shape[d];
-      rest /= p.shape[d];
+    // Dims of 1 are skipped (a uniform test: the divisions are what this
+    // kernel spends its time on), and dim 0 takes what is left of the
+    // index undivided: below count, that is its coordinate. The compiler
+    // puts the outermost dim there (lower_data.c).
+    for (int d = 5; d > 0; --d) {
+      if (p.shape[d] == 1) continue;
+      const uint next = rest / p.shape[d];
+      const uint coord = rest - next * p.shape[d];
+      rest = next;
       src += int(coord) * p.in_strides[d];
       dst += coord * p.out_strides[d];
     }
+    src += int(rest) * p.in_strides[0];
+    dst += rest * p.out_strides[0];
     y[dst] = x[uint(src)];
   }
 }
