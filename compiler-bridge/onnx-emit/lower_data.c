@@ -325,12 +325,16 @@ kiln_status_t kiln_lower_pad(const kiln_lower_t* l) {
   memset(&p, 0, sizeof(p));
   p.count = (uint32_t)kiln_lower_count(&y->shape);
   p.value = value;
-  int32_t lead = KILN_KERNEL_MAX_RANK - x->shape.rank;
+  // The outermost dim at the kernel's dim 0 (it does not divide by it),
+  // the rest right-aligned after ones.
+  const int32_t lead = KILN_KERNEL_MAX_RANK - x->shape.rank;
   for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    p.out_shape[d] = d < lead ? 1 : (uint32_t)y->shape.dims[d - lead];
-    p.in_shape[d] = d < lead ? 1 : (uint32_t)x->shape.dims[d - lead];
+    const int32_t v = d == 0 ? 0 : d - lead;
+    const bool one = x->shape.rank == 0 || (d != 0 && v < 1);
+    p.out_shape[d] = one ? 1 : (uint32_t)y->shape.dims[v];
+    p.in_shape[d] = one ? 1 : (uint32_t)x->shape.dims[v];
     // A negative pad crops: the kernel reads from -pad_begin on.
-    p.pad_begin[d] = d < lead ? 0 : (int32_t)pads[d - lead];
+    p.pad_begin[d] = one ? 0 : (int32_t)pads[v];
   }
   kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_PAD, .push = &p,
                                     .binding_count = 2, .written_mask = 2u,

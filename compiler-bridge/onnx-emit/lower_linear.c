@@ -162,7 +162,8 @@ static uint64_t kiln_conv3d_align(uint64_t bytes) {
 }
 
 // Zero-pads `in` into `out` (the pad kernel): a tensor of `rank` dims
-// `in_dims`, placed at `begin` inside `out_dims`.
+// `in_dims`, placed at `begin` inside `out_dims`. The outermost dim goes to
+// the kernel's dim 0, which it does not divide by, the rest right-aligned.
 static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_t in,
                                          kiln_emit_range_t out, int32_t rank,
                                          const uint32_t* in_dims, const uint32_t* out_dims,
@@ -171,10 +172,11 @@ static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_
   memset(&pad, 0, sizeof(pad));
   uint64_t count = 1;
   for (int32_t d = 0; d < KILN_KERNEL_MAX_RANK; ++d) {
-    const int32_t v = d - (KILN_KERNEL_MAX_RANK - rank);
-    pad.in_shape[d] = v < 0 ? 1 : in_dims[v];
-    pad.out_shape[d] = v < 0 ? 1 : out_dims[v];
-    pad.pad_begin[d] = v < 0 ? 0 : begin[v];
+    const int32_t v = d == 0 ? 0 : d - (KILN_KERNEL_MAX_RANK - rank);
+    const bool one = d != 0 && v < 1;  // a dim of 1 between dim 0 and the rest
+    pad.in_shape[d] = one ? 1 : in_dims[v];
+    pad.out_shape[d] = one ? 1 : out_dims[v];
+    pad.pad_begin[d] = one ? 0 : begin[v];
     count *= pad.out_shape[d];
   }
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
@@ -227,10 +229,11 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   if (pads) {
     xp = scratch;
     xp.length = padded * elem;
-    const uint32_t in4[4] = {(uint32_t)N, (uint32_t)C, (uint32_t)H, (uint32_t)W};
-    const uint32_t out4[4] = {(uint32_t)N, (uint32_t)C, (uint32_t)HP, (uint32_t)WP};
-    const int32_t begin4[4] = {0, 0, (int32_t)c->pad_top, (int32_t)c->pad_left};
-    KILN_RETURN_IF_ERROR(kiln_lower_zero_pad(l, in, xp, 4, in4, out4, begin4));
+    // Images and channels as one dim (one division less per element).
+    const uint32_t in3[3] = {(uint32_t)(N * C), (uint32_t)H, (uint32_t)W};
+    const uint32_t out3[3] = {(uint32_t)(N * C), (uint32_t)HP, (uint32_t)WP};
+    const int32_t begin3[3] = {0, (int32_t)c->pad_top, (int32_t)c->pad_left};
+    KILN_RETURN_IF_ERROR(kiln_lower_zero_pad(l, in, xp, 3, in3, out3, begin3));
   }
   xcol = scratch;
   xcol.offset += cols_at;

@@ -1,6 +1,8 @@
 // ONNX Pad (constant / reflect / edge) on a tensor right-aligned to rank 6.
 // pad_begin may be negative (cropping). Reflect repeats periodically like
-// numpy, so even pads >= the dimension are defined. Grid: (min(ceil(count / WG_X), 65535), 1, 1), grid-stride.
+// numpy, so even pads >= the dimension are defined. count must be the
+// product of out_shape. Grid: (min(ceil(count / WG_X), 65535), 1, 1),
+// grid-stride.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "kernels_codes.h"
@@ -29,8 +31,18 @@ void main() {
     bool outside = false;
     for (int d = 5; d >= 0; --d) {
       int n = int(p.in_shape[d]);
-      int c = int(rest % p.out_shape[d]) - p.pad_begin[d];
-      rest /= p.out_shape[d];
+      // The divisions are this kernel's cost: none for dims of 1 (a
+      // uniform test) nor for dim 0, whose coordinate is what is left of
+      // an index below count.
+      uint o = 0;
+      if (d == 0) {
+        o = rest;
+      } else if (p.out_shape[d] != 1) {
+        const uint next = rest / p.out_shape[d];
+        o = rest - next * p.out_shape[d];
+        rest = next;
+      }
+      int c = int(o) - p.pad_begin[d];
       if (c < 0 || c >= n) {
         if (MODE == KILN_PAD_CONSTANT) {
           outside = true;
