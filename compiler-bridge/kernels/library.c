@@ -154,6 +154,10 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      {RO(0, "parts"), RO(1, "params"), RO(2, "residual"), RW(3, "output"), RW(4, "sum")},
      sizeof(kiln_kernel_norm_parts_params_t), 1,
      V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+    // conv2d's push constants; the windows of x as rows of columns padded
+    // to 8 (conv_columns.comp), for gemm_coopmat (lower_linear.c).
+    {KILN_KERNEL_CONV_COLUMNS, "conv_columns", "main", 2, {RO(0, "input"), RW(1, "columns")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -189,64 +189,41 @@ static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
-// KxK conv (group 1) on tensor cores: x zero-padded (pad kernel, where
-// the window pads), its windows gathered into columns (one rank-6 strided
-// copy: cols[n][c][i][j][oh][ow] = xp[n][c][oh * sh + i * dh][ow * sw +
-// j * dw], rows of P = OH * OW padded to P8, a multiple of 8, so every row
-// starts uvec4-aligned), then gemm_coopmat y[n] = W [co x K] . cols[n]
-// [K x P] with the conv's epilogue. Only where the product is gemm_coopmat's
-// (K a multiple of 8, at least 32; co and P at least 16) and the columns
-// fit one binding; *out_done false otherwise, nothing recorded. On an H100
+// KxK conv (group 1) on tensor cores: x's windows gathered into columns
+// by conv_columns (cols[n][c][i][j][p], zero where a window leaves x, rows
+// of P = OH * OW padded to P8, a multiple of 8, so every row starts
+// uvec4-aligned), then gemm_coopmat y[n] = W [co x K] . cols[n] [K x P]
+// with the conv's epilogue. Only where the product is gemm_coopmat's (K a
+// multiple of 8, at least 32; co and P at least 16) and the columns fit
+// one binding; *out_done false otherwise, nothing recorded. On an H100
 // ResNet-50 f16's 3x3 convs took 0.96 ms on conv2d_gemm_f16 (SIMT).
 static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
                                              const kiln_lower_epilogue_t* e,
                                              const kiln_kernel_conv2d_params_t* c,
-                                             uint32_t pad_bottom, uint32_t pad_right,
                                              bool* out_done) {
   *out_done = false;
-  const uint64_t N = c->batch, C = c->in_channels, H = c->in_height, W = c->in_width;
+  const uint64_t N = c->batch, C = c->in_channels;
   const uint64_t KH = c->kernel_h, KW = c->kernel_w, CO = c->out_channels;
   const uint64_t OH = c->out_height, OW = c->out_width, P = OH * OW, K = C * KH * KW;
   const uint64_t P8 = (P + 7) / 8 * 8;
-  const uint64_t HP = H + c->pad_top + pad_bottom, WP = W + c->pad_left + pad_right;
-  const bool pads = HP != H || WP != W;
   if (!kiln_lower_coopmat_enabled(l) || c->groups != 1 || K % 8 || K < KILN_COOPMAT_MIN_K ||
       CO < KILN_COOPMAT_MIN_SIDE || P < KILN_COOPMAT_MIN_SIDE) {
     return kiln_ok_status();
   }
   const uint64_t elem = kiln_emit_float_bytes(l->program);
-  const uint64_t padded = pads ? N * C * HP * WP : 0, cols = N * K * P8;
-  const uint64_t limit = kiln_emit_range_limit(l->program);
-  if (cols * elem > limit || padded * elem > limit || N * C * KH * KW * P > UINT32_MAX ||
-      cols > UINT32_MAX || padded > UINT32_MAX) {
+  const uint64_t cols = N * K * P8;
+  if (cols * elem > kiln_emit_range_limit(l->program) || cols > UINT32_MAX) {
     return kiln_ok_status();
   }
-  const uint64_t cols_at = kiln_conv3d_align(padded * elem);
-  kiln_emit_range_t scratch, in, xcol;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, cols_at + cols * elem, &scratch));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
-  kiln_emit_range_t xp = in;
-  if (pads) {
-    xp = scratch;
-    xp.length = padded * elem;
-    // Images and channels as one dim (one division less per element).
-    const uint32_t in3[3] = {(uint32_t)(N * C), (uint32_t)H, (uint32_t)W};
-    const uint32_t out3[3] = {(uint32_t)(N * C), (uint32_t)HP, (uint32_t)WP};
-    const int32_t begin3[3] = {0, (int32_t)c->pad_top, (int32_t)c->pad_left};
-    KILN_RETURN_IF_ERROR(kiln_lower_zero_pad(l, in, xp, 3, in3, out3, begin3));
-  }
-  xcol = scratch;
-  xcol.offset += cols_at;
-  xcol.length = cols * elem;
-  const kiln_graph_shape_t gather = {6, {(int64_t)N, (int64_t)C, (int64_t)KH, (int64_t)KW,
-                                         (int64_t)OH, (int64_t)OW}};
-  const int64_t gather_in[6] = {(int64_t)(C * HP * WP), (int64_t)(HP * WP),
-                                (int64_t)(c->dilation_h * WP), (int64_t)c->dilation_w,
-                                (int64_t)(c->stride_h * WP), (int64_t)c->stride_w};
-  const int64_t gather_out[6] = {(int64_t)(K * P8), (int64_t)(KH * KW * P8), (int64_t)(KW * P8),
-                                 (int64_t)P8, (int64_t)OW, 1};
-  KILN_RETURN_IF_ERROR(
-      kiln_lower_strided_copy(l, &xp, &xcol, &gather, gather_in, gather_out, 0, 0));
+  kiln_emit_range_t xcol;
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, cols * elem, &xcol));
+  kiln_emit_dispatch_desc_t columns = {.kernel = KILN_KERNEL_CONV_COLUMNS, .push = c,
+                                       .binding_count = 2, .written_mask = 2u,
+                                       .grid = KILN_EMIT_GRID_LINEAR,
+                                       .grid_count = (uint32_t)(cols / 8)};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &columns.bindings[0]));
+  columns.bindings[1] = xcol;
+  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &columns));
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
   kiln_kernel_gemm_params_t p = {
       .m = (uint32_t)CO, .n = (uint32_t)P, .k = (uint32_t)K, .batch = (uint32_t)N,
@@ -265,7 +242,7 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   *out_done = true;
   // The columns stay held while split-K places its partials after them.
-  (void)kiln_emit_scratch_reserve(l->program, cols_at + cols * elem);
+  (void)kiln_emit_scratch_reserve(l->program, cols * elem);
   kiln_status_t status = kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
   (void)kiln_emit_scratch_reserve(l->program, 0);
   return status;
@@ -482,15 +459,14 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
     const uint64_t macs = (uint64_t)p.out_channels * hw * p.in_channels;
     if (hw % 8 != 0 && macs >= KILN_COOPMAT_MIN_COLUMNS_MACS && kiln_lower_coopmat_enabled(l)) {
       bool done = false;
-      KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, 0, 0, &done));
+      KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, &done));
       if (done) return kiln_ok_status();
     }
     return kiln_lower_conv_gemm(l, &e, x, y);
   }
   if (!depthwise) {
     bool done = false;
-    KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, (uint32_t)window.pad_end[0],
-                                                 (uint32_t)window.pad_end[1], &done));
+    KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, &done));
     if (done) return kiln_ok_status();
   }
   // KxK convs run as implicit GEMMs on the tiled core (conv2d_gemm) on

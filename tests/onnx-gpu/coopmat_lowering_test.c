@@ -3,7 +3,7 @@
 // skips): --precision=f16 --cooperative-matrix modules for the device's own
 // triple, checked against the C reference executor on the fp32 graph within
 // 1e-2 of max|ref| (fp16 operands, fp32 sums). Covered: KxK convs and
-// large 1x1s with unaligned rows as pad + column gather + gemm_coopmat
+// large 1x1s with unaligned rows as conv_columns + gemm_coopmat
 // (pads, strides, dilation, bias, residual, relu, batch 2), and products that split k (BERT's 128 x 768,
 // k 3072) or stage B k-major (Gemm transB); fused attention on
 // attention_coopmat (head dims 32 to 128, masks, causal, long keys). Each
@@ -135,9 +135,9 @@ static void coop_conv(const coop_conv_case_t* c, const char* triple) {
   kiln_graph_deinitialize(&g);
 }
 
-// Compiled only (no device): an f16 module for hopper runs case `c` on
-// gemm_coopmat or not, as `on_coopmat` says.
-static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
+// Compiled only (no device): case `c` as an f16 module for hopper, its
+// assembly in `assembly` (release it).
+static void coop_conv_compile(const coop_conv_case_t* c, kiln_gpu_capture_t* assembly) {
   kiln_graph_t g;
   coop_conv_graph(c, &g);
   kiln_onnx_compile_options_t options;
@@ -147,12 +147,18 @@ static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
   const char* const targets[1] = {"hopper-h100-linux"};
   options.targets = targets;
   options.target_count = 1;
-  kiln_gpu_capture_t assembly;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, assembly));
   size_t dispatches = 0;
   kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(&assembly);
+  kiln_gpu_capture_end(assembly);
   KILN_EXPECT_OK(status);
+  kiln_graph_deinitialize(&g);
+}
+
+// Compiled only: case `c` runs on gemm_coopmat or not, as `on_coopmat` says.
+static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
+  kiln_gpu_capture_t assembly;
+  coop_conv_compile(c, &assembly);
   const bool found = strstr(assembly.text, "executable gemm_coopmat_f16") != NULL;
   if (found != on_coopmat) {
     KILN_ADD_FAILURE("1x1 conv %lld -> %lld channels at %lldx%lld: gemm_coopmat %s, expected %s",
@@ -161,7 +167,6 @@ static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
                      on_coopmat ? "used" : "not used");
   }
   kiln_gpu_capture_release(&assembly);
-  kiln_graph_deinitialize(&g);
 }
 
 KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
@@ -188,6 +193,28 @@ KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
   coop_conv_choice(&resnet_14x14, true);
   coop_conv_choice(&mobilenet_7x7, false);
   coop_conv_choice(&aligned_28x28, true);
+}
+
+// Compiled only: every conv case gathers its columns in one conv_columns
+// dispatch (the windows' zero pad included), with no pad or strided copy
+// before it, and multiplies on gemm_coopmat.
+KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
+  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+    kiln_gpu_capture_t assembly;
+    coop_conv_compile(&kConvCases[i], &assembly);
+    const char* text = assembly.text;
+    const char* first = strstr(text, "executable conv_columns_f16");
+    const bool once = first && !strstr(first + 1, "executable conv_columns_f16");
+    const bool gemm = strstr(text, "executable gemm_coopmat_f16") != NULL;
+    const bool pad = strstr(text, "executable pad_f16") != NULL;
+    const bool copy = strstr(text, "executable strided_copy_f16") != NULL;
+    if (!once || !gemm || pad || copy) {
+      KILN_ADD_FAILURE("conv case %zu: conv_columns once %d, gemm_coopmat %d, pad %d, "
+                       "strided_copy %d",
+                       i, once, gemm, pad, copy);
+    }
+    kiln_gpu_capture_release(&assembly);
+  }
 }
 
 KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {

@@ -55,6 +55,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_DYNAMIC_QUANTIZE_PARAMS,  // DynamicQuantizeLinear's scale / zero point
   KILN_KERNEL_ATTENTION_TILED,  // attention's ABI, tiled for GPUs (head dims <= 64)
   KILN_KERNEL_NORM_PARTS,       // LayerNorm of a split-K product's summed parts
+  KILN_KERNEL_CONV_COLUMNS,     // a conv's windows as gemm_coopmat's columns (im2col)
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 

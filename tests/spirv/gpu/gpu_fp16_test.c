@@ -237,3 +237,55 @@ KILN_TEST(GpuFp16Test, SoftmaxReduceLayerNorm) {
   free(got);
   free(want);
 }
+
+// conv_columns' fp16 build (one uvec4 of 8 halves per invocation): a
+// move, bit for bit against ref_conv_columns on the halves, over a
+// poisoned buffer (row tails of P = 90 and 9 zeroed), padded and strided.
+KILN_TEST(GpuFp16Test, ConvColumns) {
+  if (!have_fp16()) return;
+  // batch, in_channels, in_h, in_w, out_channels, groups, kernel_h, kernel_w,
+  // stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w
+  const ref_conv2d_t cases[] = {
+      {2, 3, 9, 10, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+      {1, 4, 6, 5, 1, 1, 3, 3, 2, 2, 1, 0, 1, 2, 1, 1, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const ref_conv2d_t* r = &cases[i];
+    const size_t oh = ref_conv2d_out_h(r), ow = ref_conv2d_out_w(r);
+    kiln_kernel_conv2d_params_t p = {
+        .batch = (uint32_t)r->batch, .in_channels = (uint32_t)r->in_channels,
+        .in_height = (uint32_t)r->in_h, .in_width = (uint32_t)r->in_w, .out_channels = 1,
+        .out_height = (uint32_t)oh, .out_width = (uint32_t)ow, .groups = 1,
+        .kernel_h = (uint32_t)r->kernel_h, .kernel_w = (uint32_t)r->kernel_w,
+        .stride_h = (uint32_t)r->stride_h, .stride_w = (uint32_t)r->stride_w,
+        .pad_top = (uint32_t)r->pad_top, .pad_left = (uint32_t)r->pad_left,
+        .dilation_h = (uint32_t)r->dilation_h, .dilation_w = (uint32_t)r->dilation_w};
+    const size_t in_count = r->batch * r->in_channels * r->in_h * r->in_w;
+    const size_t count = r->batch * r->in_channels * r->kernel_h * r->kernel_w *
+                         ((oh * ow + 7) / 8 * 8);
+    uint16_t* hx = NULL;
+    float* x = NULL;
+    random_half(in_count, 250 + (uint32_t)i, -2, 2, &hx, &x);
+    uint16_t* poison = malloc(count * 2);
+    uint16_t* hout = malloc(count * 2);
+    float* got = gpu_alloc(count);
+    float* want = gpu_alloc(count);
+    KILN_ASSERT_TRUE(poison != NULL && hout != NULL);
+    for (size_t e = 0; e < count; ++e) poison[e] = 0x4700;  // 7.0
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV_COLUMNS, KILN_KERNEL_STORAGE_FP16);
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, count / 8, grid));
+    gpu_arg_t args[2] = {{hx, in_count * 2}, {poison, count * 2}};
+    gpu_run(KILN_KERNEL_CONV_COLUMNS, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &p, sizeof(p),
+            args, 2, 1, hout, count * 2, grid);
+    halves_to_floats(hout, count, got);
+    ref_conv_columns(r, x, want);
+    if (memcmp(got, want, count * 4) != 0) KILN_ADD_FAILURE("conv_columns f16 case %zu", i);
+    free(hx);
+    free(x);
+    free(poison);
+    free(hout);
+    free(got);
+    free(want);
+  }
+}

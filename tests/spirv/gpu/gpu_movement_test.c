@@ -232,6 +232,67 @@ KILN_TEST(GpuMovementTest, PadAllModes) {
   free(x);
 }
 
+// conv_columns' push constants for the conv `r` (conv2d's; groups 1).
+static kiln_kernel_conv2d_params_t conv_columns_params(const ref_conv2d_t* r) {
+  kiln_kernel_conv2d_params_t p = {
+      .batch = (uint32_t)r->batch, .in_channels = (uint32_t)r->in_channels,
+      .in_height = (uint32_t)r->in_h, .in_width = (uint32_t)r->in_w,
+      .out_channels = 1, .out_height = (uint32_t)ref_conv2d_out_h(r),
+      .out_width = (uint32_t)ref_conv2d_out_w(r), .groups = 1,
+      .kernel_h = (uint32_t)r->kernel_h, .kernel_w = (uint32_t)r->kernel_w,
+      .stride_h = (uint32_t)r->stride_h, .stride_w = (uint32_t)r->stride_w,
+      .pad_top = (uint32_t)r->pad_top, .pad_left = (uint32_t)r->pad_left,
+      .dilation_h = (uint32_t)r->dilation_h, .dilation_w = (uint32_t)r->dilation_w};
+  return p;
+}
+
+// conv_columns (gemm_coopmat's im2col) against ref_conv_columns, bit for
+// bit: pads on every side (asymmetric too), strides, dilation, a 1x1
+// stride-2 downsample, a 7x7 stem, rows whose P is not a multiple of 8
+// (their tails must be zeroed over a poisoned buffer), a width of 1, and
+// one workgroup walking the whole copy by the grid stride.
+KILN_TEST(GpuMovementTest, ConvColumns) {
+  // batch, in_channels, in_h, in_w, out_channels, groups, kernel_h, kernel_w,
+  // stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w
+  const ref_conv2d_t cases[] = {
+      {2, 3, 9, 9, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+      {1, 2, 10, 11, 1, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0},
+      {2, 4, 7, 7, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0},
+      {1, 3, 15, 13, 1, 1, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 0, 0},
+      {1, 2, 8, 9, 1, 1, 3, 2, 1, 1, 0, 1, 2, 0, 2, 3, 0, 0},
+      {3, 1, 4, 1, 1, 1, 2, 1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+    const ref_conv2d_t* r = &cases[i];
+    const kiln_kernel_conv2d_params_t p = conv_columns_params(r);
+    const size_t in_count = r->batch * r->in_channels * r->in_h * r->in_w;
+    const size_t row = ((size_t)p.out_height * p.out_width + 7) / 8 * 8;
+    const size_t count = r->batch * r->in_channels * r->kernel_h * r->kernel_w * row;
+    float* x = gpu_random_alloc(in_count, 240 + (uint32_t)i, -1, 1);
+    float* poison = gpu_alloc(count);
+    for (size_t e = 0; e < count; ++e) poison[e] = 7.0f;
+    float* want = gpu_alloc(count);
+    ref_conv_columns(r, x, want);
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_CONV_COLUMNS, KILN_KERNEL_STORAGE_FP32);
+    for (uint32_t one_group = 0; one_group < 2; ++one_group) {
+      uint32_t grid[3] = {1, 1, 1};
+      if (!one_group) KILN_ASSERT_OK(kiln_kernel_grid_linear(&config, count / 8, grid));
+      float* got = gpu_alloc(count);
+      gpu_arg_t args[2] = {{x, in_count * 4}, {poison, count * 4}};
+      gpu_run(KILN_KERNEL_CONV_COLUMNS, KILN_KERNEL_VARIANT_FP32, &config, &p, sizeof(p), args,
+              2, 1, got, count * 4, grid);
+      if (memcmp(got, want, count * 4) != 0) {
+        KILN_ADD_FAILURE("conv_columns case %zu (%s grid) differs", i,
+                         one_group ? "one-workgroup" : "linear");
+      }
+      free(got);
+    }
+    free(x);
+    free(poison);
+    free(want);
+  }
+}
+
 KILN_TEST(GpuMovementTest, ResizeModes) {
   typedef struct {
     size_t in_h, in_w, out_h, out_w;

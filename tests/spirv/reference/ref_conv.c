@@ -59,6 +59,31 @@ void ref_conv2d(const ref_conv2d_t* c, const float* x, const float* w,
   }
 }
 
+void ref_conv_columns(const ref_conv2d_t* c, const float* x, float* out) {
+  const size_t oh_n = ref_conv2d_out_h(c), ow_n = ref_conv2d_out_w(c);
+  const size_t row = (oh_n * ow_n + 7) / 8 * 8;
+  for (size_t n = 0; n < c->batch; ++n) {
+    for (size_t ci = 0; ci < c->in_channels; ++ci) {
+      for (size_t kh = 0; kh < c->kernel_h; ++kh) {
+        for (size_t kw = 0; kw < c->kernel_w; ++kw) {
+          float* dst = out + (((n * c->in_channels + ci) * c->kernel_h + kh) * c->kernel_w + kw) *
+                                 row;
+          memset(dst, 0, row * sizeof(float));
+          for (size_t oh = 0; oh < oh_n; ++oh) {
+            for (size_t ow = 0; ow < ow_n; ++ow) {
+              long ih = (long)(oh * c->stride_h + kh * c->dilation_h) - (long)c->pad_top;
+              long iw = (long)(ow * c->stride_w + kw * c->dilation_w) - (long)c->pad_left;
+              if (ih < 0 || iw < 0 || ih >= (long)c->in_h || iw >= (long)c->in_w) continue;
+              dst[oh * ow_n + ow] =
+                  x[((n * c->in_channels + ci) * c->in_h + (size_t)ih) * c->in_w + (size_t)iw];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 size_t ref_conv_transpose2d_out_h(const ref_conv2d_t* c) {
   return c->stride_h * (c->in_h - 1) + c->output_pad_h +
          (c->kernel_h - 1) * c->dilation_h + 1 - c->pad_top - c->pad_bottom;

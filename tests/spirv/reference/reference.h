@@ -40,6 +40,11 @@ void ref_conv2d(const ref_conv2d_t* c, const float* x, const float* w,
                 const float* bias, const float* residual, uint32_t act,
                 float alpha, float beta, float* out);
 
+// The conv's windows as GEMM columns (groups 1): out[n][c][i][j][p] = x at
+// output pixel p's window tap (i, j), 0 in the pad; rows of out_h * out_w
+// padded with zeros to a multiple of 8 (conv_columns.comp's layout).
+void ref_conv_columns(const ref_conv2d_t* c, const float* x, float* out);
+
 size_t ref_conv_transpose2d_out_h(const ref_conv2d_t* c);
 size_t ref_conv_transpose2d_out_w(const ref_conv2d_t* c);
 // Scatter form (as ONNX defines it), weights [C_in, C_out/groups, KH, KW].
