@@ -52,6 +52,15 @@ static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {
 // The order select_shape tries the medium ones in: larger blocks first.
 static const kiln_kernel_coopmat_tiling_t* const kCoopmatMedium[] = {
     &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
+// The table's 128x256 blocks only for k above this: one of them fills an
+// SM (255 registers), so a product of few k steps waits on its first loads
+// and its epilogue's stores with nothing to run under them. ResNet-50
+// batch 32's 1x1 convs (k 64 to 256; the one with k 64 and a residual,
+// 256 x 3136, took 0.21 ms in 128x256 blocks) on medium blocks: f16
+// 7.65 -> 7.15 ms a call on an H100 (bench, two alternating runs; the
+// threshold at 512, 1024 or never the big blocks: 7.14-7.19, within the
+// noise); BERT-base, ViT-B/16 and MatMul 4096^3 did not move.
+#define KILN_COOPMAT_LARGE_MIN_K 256u
 
 // The kernel's device needs, named so that a refusal says what is missing.
 static kiln_status_t kiln_coopmat_check_caps(const kiln_kernel_arch_caps_t* caps) {
@@ -231,7 +240,8 @@ static uint64_t kiln_coopmat_padded_area(const kiln_kernel_coopmat_tiling_t* t, 
 }
 
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
-                                                      uint64_t m, uint64_t n, uint64_t batch,
+                                                      uint64_t m, uint64_t n, uint64_t k,
+                                                      uint64_t batch,
                                                       kiln_kernel_coopmat_tiling_t* out_tiling) {
   KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select(caps, false, out_tiling));
   const kiln_kernel_coopmat_tiling_t table = *out_tiling;
@@ -247,8 +257,9 @@ kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_cap
   const uint64_t small_area = kiln_coopmat_padded_area(&small, m, n);
   // The table's big blocks where they fill the GPU: BERT's 128 x 3072
   // linear is 12 blocks of 128x256 (0.058 ms on an H100) and 96 of 64x64
-  // (0.024 ms). Unknown compute-unit counts keep the table's tiling.
-  if ((!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
+  // (0.024 ms). Unknown compute-unit counts keep the table's tiling. A
+  // short k (KILN_COOPMAT_LARGE_MIN_K) goes on to the medium blocks.
+  if (k > KILN_COOPMAT_LARGE_MIN_K && (!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
       4 * kiln_coopmat_padded_area(&table, m, n) <= 5 * small_area) {
     return kiln_ok_status();
   }
@@ -272,7 +283,7 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
                                            uint64_t n, uint64_t k, uint64_t batch) {
   kiln_kernel_coopmat_tiling_t t;
   if (!caps) return 1;
-  kiln_status_t status = kiln_kernel_coopmat_tiling_select_shape(caps, m, n, batch, &t);
+  kiln_status_t status = kiln_kernel_coopmat_tiling_select_shape(caps, m, n, k, batch, &t);
   if (!kiln_status_is_ok(status)) {  // no tiling: the caller's kernel refuses it
     kiln_status_ignore(status);
     return 1;

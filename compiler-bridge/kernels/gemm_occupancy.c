@@ -173,7 +173,7 @@ kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
   }
   if (kernel == KILN_KERNEL_GEMM_COOPMAT && m != 0) {
     kiln_kernel_coopmat_tiling_t tiling;
-    KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select_shape(caps, m, n, batch, &tiling));
+    KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select_shape(caps, m, n, k, batch, &tiling));
     return kiln_kernel_coopmat_tiling_apply(&tiling, caps, out_config);
   }
   if ((kernel != KILN_KERNEL_GEMM_SMALL && kernel != KILN_KERNEL_CONV2D_GEMM) || m == 0 ||

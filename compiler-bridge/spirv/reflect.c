@@ -202,15 +202,26 @@ static kiln_status_t kiln_spirv_reflect_resources(
   reflection->binding_count = buffer_count;
   qsort(reflection->bindings, buffer_count, sizeof(reflection->bindings[0]),
         kiln_spirv_binding_compare);
-  for (size_t i = 1; i < buffer_count; ++i) {
-    if (kiln_spirv_binding_compare(&reflection->bindings[i - 1],
-                                   &reflection->bindings[i]) == 0) {
-      return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
-                              "kernel '%s': set %u binding %u is declared twice",
-                              kernel_name, reflection->bindings[i].set,
-                              reflection->bindings[i].binding);
+  // Two views of one storage buffer (an output written by element and by
+  // quad, storage.glsl) are one binding, read-only only if both are; a
+  // binding that is a texel buffer in one view and not the other is refused.
+  size_t kept = 0;
+  for (size_t i = 0; i < buffer_count; ++i) {
+    kiln_spirv_binding_t* last = kept ? &reflection->bindings[kept - 1] : NULL;
+    const kiln_spirv_binding_t* next = &reflection->bindings[i];
+    if (last && kiln_spirv_binding_compare(last, next) == 0) {
+      if (last->texel || next->texel) {
+        return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "kernel '%s': set %u binding %u is declared twice, once "
+                                "as a texel buffer",
+                                kernel_name, next->set, next->binding);
+      }
+      last->read_only = last->read_only && next->read_only;
+      continue;
     }
+    reflection->bindings[kept++] = *next;
   }
+  reflection->binding_count = kept;
 
   const spvc_reflected_resource* push = NULL;
   size_t push_count = 0;

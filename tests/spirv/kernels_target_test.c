@@ -671,11 +671,11 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   // the small ones where the big blocks would mostly pad (its 7x7 layers,
   // n = 49 in blocks of 256 columns) or leave SMs idle (batch 1).
   kiln_kernel_coopmat_tiling_t pick;
-  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 32, &pick));
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 2304, 32, &pick));
   KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
-  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 1, &pick));
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 1024, 196, 2304, 1, &pick));
   KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
-  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 4096, 4096, 1, &pick));
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 4096, 4096, 4096, 1, &pick));
   KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
   // Medium blocks where they fill three quarters of the 132 SMs and pad no
   // more than the small ones: 128x64 for the 7x7 layers (n = 49; 128 and
@@ -687,7 +687,7 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   } medium[] = {{2048, 49, 32, 128, 64}, {512, 49, 32, 128, 64}, {256, 196, 32, 128, 128},
                 {64, 3136, 32, 64, 128}};
   for (size_t i = 0; i < sizeof(medium) / sizeof(medium[0]); ++i) {
-    KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, medium[i].m, medium[i].n,
+    KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, medium[i].m, medium[i].n, 4608,
                                                            medium[i].batch, &pick));
     KILN_EXPECT_EQ(pick.warps_m * pick.tiles_m * 16, medium[i].rows);
     KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, medium[i].cols);
@@ -696,8 +696,18 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
                                                      medium[i].batch),
                    1u);
   }
+  // A short k keeps to medium blocks where the big ones would fill the GPU
+  // (ResNet-50 batch 32's 1x1 expand, 256 x 3136, k 64: 128x128); k over
+  // 256 takes the big ones.
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 256, 3136, 64, 32, &pick));
+  KILN_EXPECT_EQ(pick.warps_m * pick.tiles_m * 16, 128u);
+  KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 128u);
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 256, 3136, 256, 32, &pick));
+  KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 128u);
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 256, 3136, 264, 32, &pick));
+  KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, 256u);
   // 64 blocks of 128x64 (a half-filled GPU): the small ones.
-  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 512, 49, 16, &pick));
+  KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, 512, 49, 4608, 16, &pick));
   KILN_EXPECT_EQ(memcmp(&pick, &small, sizeof(pick)), 0);
 }
 

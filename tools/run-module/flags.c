@@ -69,6 +69,9 @@ static const flag_t kFlags[] = {
      "with --print_statistics: GPU timestamps around each submission only, not "
      "every dispatch (a call's GPU time without the per-dispatch stamps' cost; "
      "no per-dispatch profile)"},
+    {"slowest_dispatches", FLAG_INT, FIELD(run.slowest_dispatches), 0,
+     "with --print_statistics: list this many of the slowest dispatches, with "
+     "their grids (default 10)"},
     {"trace_execution", FLAG_BOOL, FIELD(run.trace_execution), 0,
      "print every call into the hal module as it happens"},
     {"pipeline_cache", FLAG_STRING, FIELD(run.pipeline_cache), 0,

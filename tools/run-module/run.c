@@ -18,6 +18,7 @@ void kiln_run_options_init(kiln_run_options_t* options) {
   options->expected_f32_threshold = 1e-4;
   options->expected_f64_threshold = 1e-4;
   options->output_max_element_count = 1024;
+  options->slowest_dispatches = 10;
   options->call_count = 1;
 }
 
@@ -234,6 +235,7 @@ typedef struct kiln_run_hook_state_t {
   bool trace;       // --trace_execution
   bool statistics;  // --print_statistics: sum GPU time of submissions
   bool span;        // --span_timestamps: submissions timed whole, no dispatch times
+  size_t slowest;   // --slowest_dispatches
   double gpu_ns;    // GPU time of the current call's recordings, end to end
   double dispatch_ns;  // the sum of its dispatches' own times
   // Command buffers the current call submitted (retained): their
@@ -417,7 +419,7 @@ static void kiln_run_print_top_dispatches(kiln_run_hook_state_t* hook,
   if (hook->dispatch_count == 0) return;
   qsort(hook->dispatches, hook->dispatch_count, sizeof(hook->dispatches[0]),
         kiln_run_compare_dispatch_time);
-  size_t shown = hook->dispatch_count < 10 ? hook->dispatch_count : 10;
+  size_t shown = hook->dispatch_count < hook->slowest ? hook->dispatch_count : hook->slowest;
   fprintf(hook->out, "[statistics] %zu dispatches per call; slowest (mean GPU ms per call):\n",
           hook->dispatch_count);
   for (size_t i = 0; i < shown; ++i) {
@@ -683,6 +685,7 @@ static kiln_status_t kiln_run_inner(kiln_run_state_t* run, int* exit_code) {
   run->hook.trace = options->trace_execution;
   run->hook.statistics = options->print_statistics;
   run->hook.span = options->span_timestamps;
+  run->hook.slowest = options->slowest_dispatches;
   if (options->trace_execution || options->print_statistics) {
     kiln_vm_context_set_native_call_hook(kiln_session_context(run->session),
                                          kiln_run_native_hook, &run->hook);

@@ -32,6 +32,7 @@ typedef struct kiln_run_options_t {
   bool print_statistics;
   bool no_timestamps;  // statistics without GPU timestamps
   bool span_timestamps;  // statistics with GPU timestamps per submission only
+  size_t slowest_dispatches;  // statistics: how many of the slowest to list
   int call_count;  // >= 1; statistics report the median call
   const char* pipeline_cache;
   uint64_t fuel;              // per call; 0: unlimited

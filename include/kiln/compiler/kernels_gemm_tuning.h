@@ -136,13 +136,14 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
 // blocks, as gemm_small) 64x64 blocks (4 subgroups of 2x2 tiles, BK 32).
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
-// The tiling for an m x n x batch product: the table's where its blocks
-// fill the arch's compute units, else (arches with a row) the first medium
-// one (128x128, 128x64, 64x128) whose blocks fill three quarters of them,
+// The tiling for an m x n x batch product of reduction k: the table's
+// where its blocks fill the arch's compute units and k is over 256, else
+// (arches with a row) the first medium one (128x128, 128x64, 64x128) whose blocks fill three quarters of them,
 // else the small products' 64x64; none pads more than a quarter over
 // 64x64's work.
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
-                                                      uint64_t m, uint64_t n, uint64_t batch,
+                                                      uint64_t m, uint64_t n, uint64_t k,
+                                                      uint64_t batch,
                                                       kiln_kernel_coopmat_tiling_t* out_tiling);
 // Split-K parts for gemm_coopmat (as kiln_kernel_gemm_split_k_parts, by the
 // blocks of kiln_kernel_coopmat_tiling_select_shape's tiling; 1: none, and
