@@ -197,6 +197,10 @@ static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_
 // multiple of 8, at least 32; co and P at least 16) and the columns fit
 // one binding; *out_done false otherwise, nothing recorded. On an H100
 // ResNet-50 f16's 3x3 convs took 0.96 ms on conv2d_gemm_f16 (SIMT).
+// A K that is not a multiple of 8 (a 7x7 stem over 3 channels: 147) is
+// taken when the weight is a constant fp32 tensor: it is placed with rows
+// padded by zeros to a multiple of 8, so A still loads by uvec4, and only
+// the last k step fetches B element by element.
 static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
                                              const kiln_lower_epilogue_t* e,
                                              const kiln_kernel_conv2d_params_t* c,
@@ -205,9 +209,12 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   const uint64_t N = c->batch, C = c->in_channels;
   const uint64_t KH = c->kernel_h, KW = c->kernel_w, CO = c->out_channels;
   const uint64_t OH = c->out_height, OW = c->out_width, P = OH * OW, K = C * KH * KW;
-  const uint64_t P8 = (P + 7) / 8 * 8;
-  if (!kiln_lower_coopmat_enabled(l) || c->groups != 1 || K % 8 || K < KILN_COOPMAT_MIN_K ||
-      CO < KILN_COOPMAT_MIN_SIDE || P < KILN_COOPMAT_MIN_SIDE) {
+  const uint64_t P8 = (P + 7) / 8 * 8, K8 = (K + 7) / 8 * 8;
+  const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
+  const bool pad_rows = K != K8;
+  if (!kiln_lower_coopmat_enabled(l) || c->groups != 1 || K < KILN_COOPMAT_MIN_K ||
+      CO < KILN_COOPMAT_MIN_SIDE || P < KILN_COOPMAT_MIN_SIDE ||
+      (pad_rows && !(wv && wv->data && wv->dtype == KILN_GRAPH_DTYPE_F32))) {
     return kiln_ok_status();
   }
   const uint64_t elem = kiln_emit_float_bytes(l->program);
@@ -227,16 +234,32 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
   kiln_kernel_gemm_params_t p = {
       .m = (uint32_t)CO, .n = (uint32_t)P, .k = (uint32_t)K, .batch = (uint32_t)N,
-      .a_batch_stride = 0, .a_row_stride = (uint32_t)K, .a_col_stride = 1,
+      .a_batch_stride = 0, .a_row_stride = (uint32_t)K8, .a_col_stride = 1,
       .b_batch_stride = (uint32_t)(K * P8), .b_row_stride = (uint32_t)P8, .b_col_stride = 1,
       .c_batch_stride = (uint32_t)(CO * P), .c_row_stride = (uint32_t)P,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = (uint32_t)(CO * P), .residual_row_stride = (uint32_t)P,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
+  // gemm_coopmat whatever kiln_lower_gemm_kernel says of a K off the
+  // multiple of 8 (its last step is the only one fetched by element).
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM_COOPMAT, .push = &p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
+  if (pad_rows) {
+    float* padded = NULL;
+    KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
+                                               CO * K8 * sizeof(float), (void**)&padded));
+    const float* w = (const float*)wv->data;
+    for (uint64_t o = 0; o < CO; ++o) {
+      for (uint64_t k = 0; k < K8; ++k) padded[o * K8 + k] = k < K ? w[o * K + k] : 0.0f;
+    }
+    kiln_status_t placed =
+        kiln_emit_add_float_weight(l->program, padded, (size_t)(CO * K8), &desc.bindings[0]);
+    kiln_allocator_free(l->program->allocator, padded);
+    KILN_RETURN_IF_ERROR(placed);
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
+  }
   desc.bindings[1] = xcol;
   desc.bindings[2] = desc.bindings[0];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));

@@ -77,6 +77,7 @@ typedef struct coop_conv_case_t {
   int64_t pads[4];  // top, left, bottom, right
   int64_t stride, dilation;
   bool residual, relu;
+  bool constant_weight;  // w a seeded constant (else a graph input)
 } coop_conv_case_t;
 
 static const coop_conv_case_t kConvCases[] = {
@@ -92,6 +93,9 @@ static const coop_conv_case_t kConvCases[] = {
     // 8-aligned: padded columns), residual + relu, and batch 2.
     {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1, true, true},
     {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
+    // A ResNet stem: 7x7 over 3 channels, stride 2 (K 147, off the multiple
+    // of 8: the constant weight's rows are padded to 152), batch 2.
+    {{2, 3, 23, 21}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
 };
 
 // The graph of case `c`: Conv with bias (+ Add of a residual input, +
@@ -100,8 +104,23 @@ static void coop_conv_graph(const coop_conv_case_t* c, kiln_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "coop-conv", g);
   g->opset = 13;
   const int64_t bias_dims[1] = {c->w[0]};
-  const int32_t in[3] = {kiln_test_graph_input(g, "x", 4, c->x),
-                         kiln_test_graph_input(g, "w", 4, c->w),
+  int32_t w = -1;
+  if (c->constant_weight) {
+    const size_t count = (size_t)(c->w[0] * c->w[1] * c->w[2] * c->w[3]);
+    float* data = malloc(count * sizeof(float));
+    KILN_ASSERT_TRUE(data != NULL);
+    uint32_t state = 12345u;
+    for (size_t i = 0; i < count; ++i) {
+      state = state * 1664525u + 1013904223u;
+      data[i] = (float)(state >> 8) / 16777216.0f * 0.5f - 0.25f;
+    }
+    const kiln_graph_shape_t shape = kiln_test_shape(4, c->w);
+    KILN_EXPECT_OK(kiln_graph_add_constant(g, "w", KILN_GRAPH_DTYPE_F32, &shape, data, &w));
+    free(data);
+  } else {
+    w = kiln_test_graph_input(g, "w", 4, c->w);
+  }
+  const int32_t in[3] = {kiln_test_graph_input(g, "x", 4, c->x), w,
                          kiln_test_graph_input(g, "b", 1, bias_dims)};
   int32_t node = -1, y = -1;
   KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Conv", in, 3, &node, &y));
