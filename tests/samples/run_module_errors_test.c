@@ -194,6 +194,32 @@ KILN_TEST(RunModuleFlags, StatisticsWithoutTimestamps) {
   KILN_EXPECT_CONTAINS(output, "  hal.device.submit_and_wait\n");
 }
 
+// The profile's list of slowest dispatches: every one of the mlp's by
+// default (fewer than 10), one with --slowest_dispatches=1; 0 is refused.
+static size_t count_listed_dispatches(const char* text) {
+  size_t lines = 0;
+  for (const char* p = strstr(text, " grid "); p; p = strstr(p + 1, " grid ")) ++lines;
+  return lines;
+}
+
+KILN_TEST(RunModuleFlags, SlowestDispatches) {
+  char args[2048];
+  snprintf(args, sizeof(args), "--module=%s --input='2x32xf32=0.25' --print_statistics",
+           kiln_test_sample_path("mlp"));
+  KILN_EXPECT_EQ(kiln_test_run_tool(args, output, sizeof(output)), 0);
+  const size_t all = count_listed_dispatches(output);
+  KILN_EXPECT_GT(all, 1);
+  snprintf(args, sizeof(args),
+           "--module=%s --input='2x32xf32=0.25' --print_statistics --slowest_dispatches=1",
+           kiln_test_sample_path("mlp"));
+  KILN_EXPECT_EQ(kiln_test_run_tool(args, output, sizeof(output)), 0);
+  KILN_EXPECT_EQ(count_listed_dispatches(output), 1);
+  snprintf(args, sizeof(args), "--module=%s --slowest_dispatches=0",
+           kiln_test_sample_path("mlp"));
+  KILN_EXPECT_NE(kiln_test_run_tool(args, output, sizeof(output)), 0);
+  KILN_EXPECT_CONTAINS(output, "flag '--slowest_dispatches' must be between 1 and 1e9");
+}
+
 // --span_timestamps: a GPU time per call from one timestamp pair per
 // submission, no per-dispatch profile; refused without statistics or with
 // --no_timestamps.
