@@ -259,7 +259,8 @@ kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_cap
   // linear is 12 blocks of 128x256 (0.058 ms on an H100) and 96 of 64x64
   // (0.024 ms). Unknown compute-unit counts keep the table's tiling. A
   // short k (KILN_COOPMAT_LARGE_MIN_K) goes on to the medium blocks.
-  if (k > KILN_COOPMAT_LARGE_MIN_K && (!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
+  if (k > KILN_COOPMAT_LARGE_MIN_K &&
+      (!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
       4 * kiln_coopmat_padded_area(&table, m, n) <= 5 * small_area) {
     return kiln_ok_status();
   }

@@ -204,7 +204,8 @@ static kiln_status_t kiln_spirv_reflect_resources(
         kiln_spirv_binding_compare);
   // Two views of one storage buffer (an output written by element and by
   // quad, storage.glsl) are one binding, read-only only if both are; a
-  // binding that is a texel buffer in one view and not the other is refused.
+  // binding declared twice where either declaration is a texel buffer is
+  // refused.
   size_t kept = 0;
   for (size_t i = 0; i < buffer_count; ++i) {
     kiln_spirv_binding_t* last = kept ? &reflection->bindings[kept - 1] : NULL;

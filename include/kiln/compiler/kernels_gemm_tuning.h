@@ -138,9 +138,9 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
 // The tiling for an m x n x batch product of reduction k: the table's
 // where its blocks fill the arch's compute units and k is over 256, else
-// (arches with a row) the first medium one (128x128, 128x64, 64x128) whose blocks fill three quarters of them,
-// else the small products' 64x64; none pads more than a quarter over
-// 64x64's work.
+// (arches with a row) the first medium one (128x128, 128x64, 64x128)
+// whose blocks fill three quarters of them, else the small products'
+// 64x64; none pads more than a quarter over 64x64's work.
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
                                                       uint64_t m, uint64_t n, uint64_t k,
                                                       uint64_t batch,
