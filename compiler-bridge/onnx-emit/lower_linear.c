@@ -2,6 +2,8 @@
 // activation) onto the gemm, conv2d and depthwise kernels.
 #include <string.h>
 
+#include "kiln/compiler/kernels_gemm_tuning.h"
+
 #include "lower_qweight.h"
 #include "lower_util.h"
 #include "window.h"
@@ -110,6 +112,8 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // Least multiply-adds per image of a 1x1 conv worth its columns copy (see
 // kiln_lower_conv).
 #define KILN_COOPMAT_MIN_COLUMNS_MACS (32u << 20)
+// Most columns a KxK conv gathers for the SIMT gemm (kiln_lower_conv_columns).
+#define KILN_SIMT_COLUMNS_MAX_BYTES (64ull << 20)
 
 static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
   const bool b_n_major = p->b_col_stride == 1 && (p->b_row_stride & 7) == 0;
@@ -189,37 +193,55 @@ static kiln_status_t kiln_lower_zero_pad(const kiln_lower_t* l, kiln_emit_range_
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
-// KxK conv (group 1) on tensor cores: x's windows gathered into columns
-// by conv_columns (cols[n][c][i][j][p], zero where a window leaves x, rows
-// of P = OH * OW padded to P8, a multiple of 8, so every row starts
-// uvec4-aligned), then gemm_coopmat y[n] = W [co x K] . cols[n] [K x P]
-// with the conv's epilogue. Only where the product is gemm_coopmat's (K a
-// multiple of 8, at least 32; co and P at least 16) and the columns fit
-// one binding; *out_done false otherwise, nothing recorded. On an H100
-// ResNet-50 f16's 3x3 convs took 0.96 ms on conv2d_gemm_f16 (SIMT).
-// A K that is not a multiple of 8 (a 7x7 stem over 3 channels: 147) is
-// taken when the weight is a constant fp32 tensor: it is placed with rows
-// padded by zeros to a multiple of 8, so A still loads by uvec4, and only
-// the last k step fetches B element by element.
-static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
-                                             const kiln_lower_epilogue_t* e,
-                                             const kiln_kernel_conv2d_params_t* c,
-                                             bool* out_done) {
+// Whether every target is a desktop-sized GPU (the per-product tilings
+// of gemm_occupancy.c), where a KxK conv's columns feed the SIMT gemm.
+static bool kiln_lower_desktop_targets(const kiln_lower_t* l) {
+  if (l->program->target_count == 0) return false;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    if (!kiln_kernel_gemm_occupancy_enabled(&l->program->caps[t])) return false;
+  }
+  return true;
+}
+
+// KxK conv (group 1) as columns and a product: x's windows gathered into
+// columns by conv_columns (cols[n][c][i][j][p], zero where a window leaves
+// x, rows of P = OH * OW padded to P8, a multiple of 8, so every row
+// starts uvec4-aligned), then y[n] = W [co x K] . cols[n] [K x P] with the
+// conv's epilogue, on tensor cores (gemm_coopmat) or, on desktop GPUs
+// without them, on the SIMT gemm. Only where K is at least 32 and co and P
+// at least 16, and the columns fit one binding; *out_done false otherwise,
+// nothing recorded (the conv stays on conv2d_gemm, implicit GEMM).
+// Tensor cores: on an H100 ResNet-50 f16's 3x3 convs took 0.96 ms on
+// conv2d_gemm_f16 (SIMT). A K that is not a multiple of 8 (a 7x7 stem over
+// 3 channels: 147) is taken when the weight is a constant fp32 tensor: it
+// is placed with rows padded by zeros to a multiple of 8, so A still loads
+// by uvec4, and only the last k step fetches B element by element.
+// SIMT: up to KILN_SIMT_COLUMNS_MAX_BYTES of columns. On an H100 (fp32,
+// alternating A/B runs) ResNet-50 went 1.85 -> 1.72 ms a call, ResNet-18
+// 0.944 -> 0.905, ResNet-50 batch 32 15.34 -> 14.63; with every column
+// size allowed batch 32 went back to 15.4 (its 56x56 and 28x28 3x3s, 231
+// and 115 MB of columns, ran slower than on conv2d_gemm).
+static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
+                                              const kiln_lower_epilogue_t* e,
+                                              const kiln_kernel_conv2d_params_t* c,
+                                              bool* out_done) {
   *out_done = false;
+  const bool coop = kiln_lower_coopmat_enabled(l);
   const uint64_t N = c->batch, C = c->in_channels;
   const uint64_t KH = c->kernel_h, KW = c->kernel_w, CO = c->out_channels;
   const uint64_t OH = c->out_height, OW = c->out_width, P = OH * OW, K = C * KH * KW;
   const uint64_t P8 = (P + 7) / 8 * 8, K8 = (K + 7) / 8 * 8;
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
-  const bool pad_rows = K != K8;
-  if (!kiln_lower_coopmat_enabled(l) || c->groups != 1 || K < KILN_COOPMAT_MIN_K ||
+  const bool pad_rows = K != K8 && coop;
+  if ((!coop && !kiln_lower_desktop_targets(l)) || c->groups != 1 || K < KILN_COOPMAT_MIN_K ||
       CO < KILN_COOPMAT_MIN_SIDE || P < KILN_COOPMAT_MIN_SIDE ||
       (pad_rows && !(wv && wv->data && wv->dtype == KILN_GRAPH_DTYPE_F32))) {
     return kiln_ok_status();
   }
   const uint64_t elem = kiln_emit_float_bytes(l->program);
   const uint64_t cols = N * K * P8;
-  if (cols * elem > kiln_emit_range_limit(l->program) || cols > UINT32_MAX) {
+  if (cols * elem > kiln_emit_range_limit(l->program) || cols > UINT32_MAX ||
+      (!coop && cols * elem > KILN_SIMT_COLUMNS_MAX_BYTES)) {
     return kiln_ok_status();
   }
   kiln_emit_range_t xcol;
@@ -234,17 +256,18 @@ static kiln_status_t kiln_lower_conv_coopmat(const kiln_lower_t* l,
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
   kiln_kernel_gemm_params_t p = {
       .m = (uint32_t)CO, .n = (uint32_t)P, .k = (uint32_t)K, .batch = (uint32_t)N,
-      .a_batch_stride = 0, .a_row_stride = (uint32_t)K8, .a_col_stride = 1,
+      .a_batch_stride = 0, .a_row_stride = (uint32_t)(pad_rows ? K8 : K), .a_col_stride = 1,
       .b_batch_stride = (uint32_t)(K * P8), .b_row_stride = (uint32_t)P8, .b_col_stride = 1,
       .c_batch_stride = (uint32_t)(CO * P), .c_row_stride = (uint32_t)P,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = (uint32_t)(CO * P), .residual_row_stride = (uint32_t)P,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  // gemm_coopmat whatever kiln_lower_gemm_kernel says of a K off the
-  // multiple of 8 (its last step is the only one fetched by element).
-  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GEMM_COOPMAT, .push = &p,
-                                    .binding_count = 5, .written_mask = 1u << 4,
-                                    .grid = KILN_EMIT_GRID_GEMM};
+  // On tensor cores gemm_coopmat whatever kiln_lower_gemm_kernel says of a
+  // K off the multiple of 8 (its last step is the only one fetched by
+  // element); elsewhere the SIMT gemm it picks.
+  kiln_emit_dispatch_desc_t desc = {
+      .kernel = coop ? KILN_KERNEL_GEMM_COOPMAT : kiln_lower_gemm_kernel(l, &p), .push = &p,
+      .binding_count = 5, .written_mask = 1u << 4, .grid = KILN_EMIT_GRID_GEMM};
   if (pad_rows) {
     float* padded = NULL;
     KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
@@ -482,18 +505,18 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
     const uint64_t macs = (uint64_t)p.out_channels * hw * p.in_channels;
     if (hw % 8 != 0 && macs >= KILN_COOPMAT_MIN_COLUMNS_MACS && kiln_lower_coopmat_enabled(l)) {
       bool done = false;
-      KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, &done));
+      KILN_RETURN_IF_ERROR(kiln_lower_conv_columns(l, &e, &p, &done));
       if (done) return kiln_ok_status();
     }
     return kiln_lower_conv_gemm(l, &e, x, y);
   }
   if (!depthwise) {
     bool done = false;
-    KILN_RETURN_IF_ERROR(kiln_lower_conv_coopmat(l, &e, &p, &done));
+    KILN_RETURN_IF_ERROR(kiln_lower_conv_columns(l, &e, &p, &done));
     if (done) return kiln_ok_status();
   }
-  // KxK convs run as implicit GEMMs on the tiled core (conv2d_gemm) on
-  // GPU targets; its cpu variant, conv2d_cpu, serves CPU targets (config.c
+  // Other KxK convs run as implicit GEMMs on the tiled core (conv2d_gemm)
+  // on GPU targets; its cpu variant, conv2d_cpu, serves CPU targets (config.c
   // picks per target, so one module holds both).
   kiln_emit_dispatch_desc_t desc = {
       .kernel = depthwise ? KILN_KERNEL_DEPTHWISE_CONV2D : KILN_KERNEL_CONV2D_GEMM,

@@ -19,6 +19,7 @@
 #include "kiln/hal/target_triple.h"
 #include "kiln/session.h"
 #include "attention_graph.h"
+#include "conv_graph.h"
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
@@ -72,15 +73,7 @@ static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
   coop_check_on(g, triple, label, "gemm_coopmat_f16", &check);
 }
 
-typedef struct coop_conv_case_t {
-  int64_t x[4], w[4];
-  int64_t pads[4];  // top, left, bottom, right
-  int64_t stride, dilation;
-  bool residual, relu;
-  bool constant_weight;  // w a seeded constant (else a graph input)
-} coop_conv_case_t;
-
-static const coop_conv_case_t kConvCases[] = {
+static const kiln_conv_case_t kConvCases[] = {
     // ResNet's 3x3 at 14x14 (P 196: rows padded to 200), batch 2, relu.
     {{2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
     // stride 2, dilation 2, asymmetric pads, odd sizes.
@@ -98,55 +91,9 @@ static const coop_conv_case_t kConvCases[] = {
     {{2, 3, 23, 21}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
 };
 
-// The graph of case `c`: Conv with bias (+ Add of a residual input, +
-// Relu), output y.
-static void coop_conv_graph(const coop_conv_case_t* c, kiln_graph_t* g) {
-  kiln_graph_initialize(kiln_allocator_system(), "coop-conv", g);
-  g->opset = 13;
-  const int64_t bias_dims[1] = {c->w[0]};
-  int32_t w = -1;
-  if (c->constant_weight) {
-    const size_t count = (size_t)(c->w[0] * c->w[1] * c->w[2] * c->w[3]);
-    float* data = malloc(count * sizeof(float));
-    KILN_ASSERT_TRUE(data != NULL);
-    uint32_t state = 12345u;
-    for (size_t i = 0; i < count; ++i) {
-      state = state * 1664525u + 1013904223u;
-      data[i] = (float)(state >> 8) / 16777216.0f * 0.5f - 0.25f;
-    }
-    const kiln_graph_shape_t shape = kiln_test_shape(4, c->w);
-    KILN_EXPECT_OK(kiln_graph_add_constant(g, "w", KILN_GRAPH_DTYPE_F32, &shape, data, &w));
-    free(data);
-  } else {
-    w = kiln_test_graph_input(g, "w", 4, c->w);
-  }
-  const int32_t in[3] = {kiln_test_graph_input(g, "x", 4, c->x), w,
-                         kiln_test_graph_input(g, "b", 1, bias_dims)};
-  int32_t node = -1, y = -1;
-  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Conv", in, 3, &node, &y));
-  kiln_test_attr_ints(g, node, "pads", c->pads, 4);
-  const int64_t strides[2] = {c->stride, c->stride}, dilations[2] = {c->dilation, c->dilation};
-  kiln_test_attr_ints(g, node, "strides", strides, 2);
-  kiln_test_attr_ints(g, node, "dilations", dilations, 2);
-  if (c->residual) {
-    int64_t dims[4] = {c->x[0], c->w[0], 0, 0};
-    for (int d = 0; d < 2; ++d) {
-      const int64_t span = c->dilation * (c->w[2 + d] - 1) + 1;
-      dims[2 + d] = (c->x[2 + d] + c->pads[d] + c->pads[2 + d] - span) / c->stride + 1;
-    }
-    const int32_t sum[2] = {y, kiln_test_graph_input(g, "r", 4, dims)};
-    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", sum, 2, &node, &y));
-  }
-  if (c->relu) {
-    const int32_t one[1] = {y};
-    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", one, 1, &node, &y));
-  }
-  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
-}
-
-static void coop_conv(const coop_conv_case_t* c, const char* triple) {
+static void coop_conv(const kiln_conv_case_t* c, const char* triple) {
   kiln_graph_t g;
-  coop_conv_graph(c, &g);
+  kiln_conv_case_graph(c, &g);
   char label[96];
   snprintf(label, sizeof(label), "conv %lldx%lld, %lld -> %lld channels", (long long)c->w[2],
            (long long)c->w[3], (long long)c->w[1], (long long)c->w[0]);
@@ -156,9 +103,9 @@ static void coop_conv(const coop_conv_case_t* c, const char* triple) {
 
 // Compiled only (no device): case `c` as an f16 module for hopper, its
 // assembly in `assembly` (release it).
-static void coop_conv_compile(const coop_conv_case_t* c, kiln_gpu_capture_t* assembly) {
+static void coop_conv_compile(const kiln_conv_case_t* c, kiln_gpu_capture_t* assembly) {
   kiln_graph_t g;
-  coop_conv_graph(c, &g);
+  kiln_conv_case_graph(c, &g);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;
@@ -175,7 +122,7 @@ static void coop_conv_compile(const coop_conv_case_t* c, kiln_gpu_capture_t* ass
 }
 
 // Compiled only: case `c` runs on gemm_coopmat or not, as `on_coopmat` says.
-static void coop_conv_choice(const coop_conv_case_t* c, bool on_coopmat) {
+static void coop_conv_choice(const kiln_conv_case_t* c, bool on_coopmat) {
   kiln_gpu_capture_t assembly;
   coop_conv_compile(c, &assembly);
   const bool found = strstr(assembly.text, "executable gemm_coopmat_f16") != NULL;
@@ -200,13 +147,13 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
 // place; unaligned rows (7x7, 14x14) through padded columns only from 32 M
 // multiply-adds per image (ResNet-50's 51 M), not MobileNetV2's (7.5 M).
 KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
-  const coop_conv_case_t resnet_7x7 = {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1,
+  const kiln_conv_case_t resnet_7x7 = {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1,
                                        true, true};
-  const coop_conv_case_t resnet_14x14 = {{1, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0},
+  const kiln_conv_case_t resnet_14x14 = {{1, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0},
                                          1, 1, false, true};
-  const coop_conv_case_t mobilenet_7x7 = {{1, 960, 7, 7}, {160, 960, 1, 1}, {0, 0, 0, 0},
+  const kiln_conv_case_t mobilenet_7x7 = {{1, 960, 7, 7}, {160, 960, 1, 1}, {0, 0, 0, 0},
                                           1, 1, false, false};
-  const coop_conv_case_t aligned_28x28 = {{1, 64, 28, 28}, {128, 64, 1, 1}, {0, 0, 0, 0},
+  const kiln_conv_case_t aligned_28x28 = {{1, 64, 28, 28}, {128, 64, 1, 1}, {0, 0, 0, 0},
                                           1, 1, false, true};
   coop_conv_choice(&resnet_7x7, true);
   coop_conv_choice(&resnet_14x14, true);
@@ -240,7 +187,7 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
 // 512x512, 3x3: 2.4 G) do not fit the kernels' 32-bit indices, so the conv
 // keeps conv2d_gemm (implicit GEMM, no columns) rather than a column copy.
 KILN_TEST(OnnxGpuCoopmatTest, ColumnsPastIndexRangeKeepImplicitGemm) {
-  const coop_conv_case_t huge = {{4, 256, 512, 512}, {256, 256, 3, 3}, {1, 1, 1, 1}, 1, 1,
+  const kiln_conv_case_t huge = {{4, 256, 512, 512}, {256, 256, 3, 3}, {1, 1, 1, 1}, 1, 1,
                                  false, true};
   kiln_gpu_capture_t assembly;
   coop_conv_compile(&huge, &assembly);
