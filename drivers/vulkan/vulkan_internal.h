@@ -180,6 +180,9 @@ typedef struct kiln_vk_device_t {
   // never block), from the URI's wait= and the device type
   // (kiln_vk_wait_spin_ns): a busy core for less wake-up latency.
   int64_t spin_ns;
+  // The length of the last wait that outlasted spin_ns (atomic): where a
+  // long wait wakes to spin again (kiln_vk_wait_sleep_ns).
+  int64_t last_long_wait_ns;
   struct kiln_vk_host_timeline_t* host_timeline;  // NULL with timelines
   kiln_vk_memory_t memory;
   kiln_vk_buffer_reuse_t reuse;
@@ -212,9 +215,15 @@ uint64_t kiln_vk_timeout_to_vulkan(int64_t timeout_ns);
 // ---- waits (vulkan_wait.c) ----
 // Spin budget of a wait mode on this device (see kiln_vk_device_t.spin_ns).
 int64_t kiln_vk_wait_spin_ns(kiln_vk_wait_mode_t mode, bool cpu_device);
+// How long a wait that outlasted its spin sleeps before it spins again,
+// `elapsed_ns` into it, given the last such wait's length (0: none yet, or
+// already past the wake point): that length less a margin.
+int64_t kiln_vk_wait_sleep_ns(int64_t last_long_ns, int64_t elapsed_ns);
 // Waits for `fence` or the submit timeline to reach `value` (fence
-// VK_NULL_HANDLE): spins device->spin_ns, then blocks for the rest of
-// `timeout_ns`. VK_TIMEOUT when it passes, as the driver's waits.
+// VK_NULL_HANDLE): spins device->spin_ns, then sleeps until shortly before
+// the last long wait's length and spins again (device->spin_ns at most),
+// then blocks for the rest of `timeout_ns`. VK_TIMEOUT when it passes, as
+// the driver's waits.
 VkResult kiln_vk_wait(kiln_vk_device_t* device, VkFence fence, uint64_t value,
                       int64_t timeout_ns);
 

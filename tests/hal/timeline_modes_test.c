@@ -211,3 +211,78 @@ KILN_TEST(TimelineModesTest, WaitModesSpinAsDocumented) {
   KILN_EXPECT_EQ(kiln_vk_device_cast(device)->spin_ns, KILN_INFINITE_TIMEOUT_NS);
   kiln_test_device_release(device);
 }
+
+// kiln_vk_wait_sleep_ns: the last long wait's length less 1/16 and 0.3 ms,
+// counted from the wait's start; nothing before a first long wait or once
+// past that point.
+KILN_TEST(TimelineModesTest, LongWaitWakePoint) {
+  KILN_EXPECT_EQ(kiln_vk_wait_sleep_ns(0, 5000000), 0);
+  KILN_EXPECT_EQ(kiln_vk_wait_sleep_ns(16000000, 5000000), 16000000 - 1000000 - 300000 - 5000000);
+  KILN_EXPECT_EQ(kiln_vk_wait_sleep_ns(16000000, 14700000), 0);
+  KILN_EXPECT_EQ(kiln_vk_wait_sleep_ns(16000000, 20000000), 0);
+}
+
+// A fence wait that outlasts its spin (wait=auto on a GPU; here a 20 us
+// spin set on whatever device the test has, against fills of 256 MiB): it
+// ends when the work ends, whether that comes while it sleeps toward the
+// last long wait's length, spins after it, or blocks after that; it
+// records its own length; and a deadline before the wake point still ends
+// it on time.
+KILN_TEST(TimelineModesTest, LongWaitsEndWithTheWorkOrTheirDeadline) {
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
+  kiln_hal_device_t* device = kiln_test_device_create_at(kiln_test_device_uri(), &options);
+  if (strcmp(kiln_hal_device_info(device)->driver, "vulkan") != 0) {
+    kiln_test_device_release(device);
+    return;
+  }
+  kiln_vk_device_t* vk = kiln_vk_device_cast(device);
+  vk->spin_ns = 20000;
+  kiln_hal_fence_t* idle = NULL;
+  KILN_ASSERT_OK(kiln_hal_fence_create(device, &idle));
+  // Never submitted: a 20 ms deadline against a 60 ms wake point.
+  __atomic_store_n(&vk->last_long_wait_ns, 60000000, __ATOMIC_RELAXED);
+  int64_t start = kiln_time_now_ns();
+  kiln_status_t status = kiln_hal_fence_wait(idle, 20000000);
+  const int64_t timed_out_after = kiln_time_now_ns() - start;
+  KILN_EXPECT_EQ(kiln_status_code(status), KILN_STATUS_DEADLINE_EXCEEDED);
+  kiln_status_free(status);
+  KILN_EXPECT_TRUE(timed_out_after >= 20000000 && timed_out_after < 50000000);
+  kiln_hal_fence_release(idle);
+
+  const uint64_t size = 64ull << 20;
+  kiln_hal_buffer_t* big =
+      kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL, KILN_HAL_BUFFER_USAGE_DEFAULT, size);
+  kiln_hal_command_buffer_t* cb = NULL;
+  KILN_ASSERT_OK(kiln_hal_command_buffer_create(device, 0, &cb));
+  KILN_EXPECT_OK(kiln_hal_command_buffer_begin(cb));
+  for (uint32_t i = 0; i < 4; ++i) {
+    KILN_EXPECT_OK(kiln_hal_command_buffer_fill(cb, big, 0, size, &i, 4));
+  }
+  KILN_EXPECT_OK(kiln_hal_command_buffer_end(cb));
+  // A first (cold) wait, a second that measures the length D, then the
+  // last long wait at D (wakes just before the end and spins), D / 4
+  // (wakes early, spins 20 us, blocks) and 4 D (asleep when it ends).
+  int64_t measured = 0;
+  for (int round = 0; round < 5; ++round) {
+    const int64_t lasts[5] = {0, 0, measured, measured / 4, 4 * measured};
+    const int64_t last = lasts[round];
+    kiln_hal_fence_t* fence = NULL;
+    KILN_ASSERT_OK(kiln_hal_fence_create(device, &fence));
+    __atomic_store_n(&vk->last_long_wait_ns, last, __ATOMIC_RELAXED);
+    kiln_hal_submit_batch_t batch = {NULL, 0, &cb, NULL, 1, NULL, 0, fence};
+    start = kiln_time_now_ns();
+    KILN_EXPECT_OK(kiln_hal_device_queue_submit(device, &batch));
+    KILN_EXPECT_OK(kiln_hal_fence_wait(fence, kLong));
+    const int64_t took = kiln_time_now_ns() - start;
+    const int64_t recorded = __atomic_load_n(&vk->last_long_wait_ns, __ATOMIC_RELAXED);
+    fprintf(stderr, "last long wait %lld ns: waited %lld ns, recorded %lld\n",
+            (long long)last, (long long)took, (long long)recorded);
+    KILN_EXPECT_TRUE(recorded > vk->spin_ns && recorded <= took);
+    if (round == 1) measured = recorded;
+    kiln_hal_fence_release(fence);
+  }
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_buffer_release(big);
+  kiln_test_device_release(device);
+}
