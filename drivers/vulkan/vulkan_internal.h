@@ -328,9 +328,24 @@ bool kiln_vk_slot_staging_io_matches(const kiln_vk_slot_staging_t* staging,
 kiln_status_t kiln_vk_slot_staging_record_io(kiln_vk_slot_staging_t* staging,
                                              kiln_vk_device_t* device, VkCommandPool pool,
                                              const kiln_hal_binding_table_t* table);
+// True when every entry is a whole device-local buffer: bound directly, it
+// reads at full speed and nothing past the entry lies inside the 16-byte
+// rounding of a storage range (vulkan_command_buffer.c).
+bool kiln_vk_slot_staging_bindable(const kiln_hal_binding_table_t* table, uint32_t slots);
+// Records the copy-in and copy-out command buffers with their barriers but
+// no copies, for the recorded table bound directly; callers waited for the
+// GPU.
+kiln_status_t kiln_vk_slot_staging_record_barriers(kiln_vk_slot_staging_t* staging,
+                                                   kiln_vk_device_t* device,
+                                                   VkCommandPool pool);
 void kiln_vk_slot_staging_release_table(kiln_vk_slot_staging_t* staging);
 void kiln_vk_slot_staging_reset(kiln_vk_slot_staging_t* staging);
 void kiln_vk_slot_staging_deinit(kiln_vk_slot_staging_t* staging, kiln_allocator_t allocator);
+
+// Whether the recording binds the caller's binding table directly (no slot
+// copies): buffers without transfer usage, or the same whole device-local
+// buffers twice in a row.
+bool kiln_vk_command_buffer_binds_table(const kiln_hal_command_buffer_t* command_buffer);
 
 kiln_status_t kiln_vk_command_buffer_create(
     kiln_hal_device_t* device, kiln_hal_command_buffer_flags_t flags,

@@ -6,7 +6,11 @@
 // when the caller's table changes. A new input or output buffer thus costs
 // one copy each way on the GPU and a few commands on the host, never a
 // re-recording of the model's dispatches; new entry lengths (a shape
-// change) re-translate.
+// change) re-translate. A table submitted twice in a row (a warm call's
+// inputs and the outputs buffer reuse hands back) whose entries are whole
+// device-local buffers is then bound directly (the dispatches translated
+// against it once, the two command buffers left with their barriers only)
+// until the table changes: no copies at all.
 #include <string.h>
 
 #include "vulkan_internal.h"
@@ -135,9 +139,11 @@ static const VkAccessFlags kGpuAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SH
 
 // Copies of every slot's bound range in (before the dispatches) and of the
 // written ones out (after), each between barriers that order them against
-// the dispatches and against earlier and later submissions on the queue.
+// the dispatches and against earlier and later submissions on the queue;
+// without `copies`, the barriers alone (a table bound directly).
 static kiln_status_t record_copies(kiln_vk_slot_staging_t* staging, kiln_vk_device_t* device,
-                                   const kiln_hal_binding_table_t* table, bool out) {
+                                   const kiln_hal_binding_table_t* table, bool out,
+                                   bool copies) {
   const struct VolkDeviceTable* vk = &device->vk;
   VkCommandBuffer handle = out ? staging->copy_out : staging->copy_in;
   VkCommandBufferBeginInfo begin = {
@@ -153,7 +159,7 @@ static kiln_status_t record_copies(kiln_vk_slot_staging_t* staging, kiln_vk_devi
     memory_barrier(vk, handle, kGpuStages, kGpuWrites, VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
   }
-  for (uint32_t i = 0; i < staging->slot_count; ++i) {
+  for (uint32_t i = 0; copies && i < staging->slot_count; ++i) {
     const kiln_vk_slot_range_t* range = &staging->ranges[i];
     if (range->end <= range->begin || (out && !range->written)) continue;
     const kiln_hal_binding_table_entry_t* entry = &table->entries[i];
@@ -195,8 +201,29 @@ kiln_status_t kiln_vk_slot_staging_record_io(kiln_vk_slot_staging_t* staging,
   for (uint32_t i = 0; i < staging->io_count; ++i) {
     kiln_vk_buffer_reuse_add(device, staging->io_table[i].buffer, &staging->io_last_use);
   }
-  KILN_RETURN_IF_ERROR(record_copies(staging, device, table, false));
-  KILN_RETURN_IF_ERROR(record_copies(staging, device, table, true));
+  KILN_RETURN_IF_ERROR(record_copies(staging, device, table, false, true));
+  KILN_RETURN_IF_ERROR(record_copies(staging, device, table, true, true));
   staging->io_recorded = true;
   return kiln_ok_status();
+}
+
+bool kiln_vk_slot_staging_bindable(const kiln_hal_binding_table_t* table, uint32_t slots) {
+  for (uint32_t i = 0; i < slots; ++i) {
+    const kiln_hal_binding_table_entry_t* entry = &table->entries[i];
+    const kiln_hal_buffer_t* buffer = entry->buffer;
+    if (buffer->params.memory_type != KILN_HAL_MEMORY_DEVICE_LOCAL || entry->offset != 0 ||
+        (entry->length != KILN_HAL_WHOLE_BUFFER && entry->length != buffer->params.size)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+kiln_status_t kiln_vk_slot_staging_record_barriers(kiln_vk_slot_staging_t* staging,
+                                                   kiln_vk_device_t* device,
+                                                   VkCommandPool pool) {
+  KILN_RETURN_IF_ERROR(ensure_handles(staging, device, pool));
+  const kiln_hal_binding_table_t table = {staging->io_table, staging->io_count};
+  KILN_RETURN_IF_ERROR(record_copies(staging, device, &table, false, false));
+  return record_copies(staging, device, &table, true, false);
 }

@@ -4,6 +4,7 @@
 // (reference: the same arithmetic in C).
 #include <string.h>
 
+#include "../../drivers/vulkan/vulkan_internal.h"
 #include "test_device.h"
 
 enum { kCount = 256 };
@@ -347,5 +348,69 @@ KILN_TEST(CommandBufferTest, BuffersWithoutTransferUsageBindDirectly) {
   kiln_hal_command_buffer_release(cb);
   kiln_hal_executable_release(executable);
   for (int i = 0; i < 3; ++i) kiln_hal_buffer_release(buffers[i]);
+  kiln_test_device_release(device);
+}
+
+// Whether `cb` binds its table directly (false on drivers other than
+// Vulkan's, which have no slot copies to skip).
+static bool binds_directly(kiln_hal_device_t* device, kiln_hal_command_buffer_t* cb) {
+  return strcmp(kiln_hal_device_info(device)->driver, "vulkan") == 0 &&
+         kiln_vk_command_buffer_binds_table(cb);
+}
+
+// A table submitted twice in a row, of whole device-local buffers, is bound
+// directly from the second submission (no slot copies) until the table
+// changes; a table that changes every call, or whose entries are parts of
+// a buffer, keeps the copies. Every submission computes on the buffers its
+// table names, whichever way they are bound, through each switch.
+KILN_TEST(CommandBufferTest, RepeatedTableBindsDirectlyUntilItChanges) {
+  kiln_hal_device_t* device = kiln_test_device_create();
+  const bool vulkan = strcmp(kiln_hal_device_info(device)->driver, "vulkan") == 0;
+  kiln_hal_executable_t* executable = kiln_test_scale_add_executable(device, 1.0f);
+  kiln_hal_buffer_t* buffers[4];
+  for (int i = 0; i < 4; ++i) {
+    buffers[i] = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                  KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 4);
+  }
+  kiln_hal_buffer_t* wide = kiln_test_buffer(device, KILN_HAL_MEMORY_DEVICE_LOCAL,
+                                             KILN_HAL_BUFFER_USAGE_DEFAULT, kCount * 8);
+  kiln_hal_command_buffer_t* cb = NULL;
+  record_slot_scale(device, executable, &cb);
+  KILN_ASSERT_TRUE(cb != NULL);
+  kiln_hal_binding_table_entry_t a_entries[] = {{buffers[0], 0, KILN_HAL_WHOLE_BUFFER},
+                                                {buffers[1], 0, kCount * 4}};
+  kiln_hal_binding_table_entry_t b_entries[] = {{buffers[2], 0, KILN_HAL_WHOLE_BUFFER},
+                                                {buffers[3], 0, KILN_HAL_WHOLE_BUFFER}};
+  // The output a part of a buffer (its second half): never bound directly.
+  kiln_hal_binding_table_entry_t part_entries[] = {{buffers[0], 0, KILN_HAL_WHOLE_BUFFER},
+                                                   {wide, kCount * 4, kCount * 4}};
+  const kiln_hal_binding_table_t a = {a_entries, 2}, b = {b_entries, 2};
+  const kiln_hal_binding_table_t part = {part_entries, 2};
+  const struct {
+    const kiln_hal_binding_table_t* table;
+    bool direct;  // expected after the submission
+  } kCalls[] = {{&a, false}, {&a, true}, {&a, true},         {&b, false},
+                {&a, false}, {&b, false}, {&b, true},        {&part, false},
+                {&part, false}, {&a, false}, {&a, true}};
+  for (size_t call = 0; call < sizeof(kCalls) / sizeof(kCalls[0]); ++call) {
+    const kiln_hal_binding_table_t* table = kCalls[call].table;
+    const float base = (float)call * 10.0f - 40.0f;
+    fill_input(device, table->entries[0].buffer, base);
+    KILN_ASSERT_OK(kiln_test_submit_and_wait(device, cb, table));
+    float values[kCount];
+    KILN_ASSERT_OK(kiln_hal_device_read_buffer(device, table->entries[1].buffer,
+                                               table->entries[1].offset, values,
+                                               sizeof(values)));
+    int mismatches = 0;
+    for (int i = 0; i < kCount; ++i) {
+      if (values[i] != (base + (float)i) * 2.0f + 1.0f) ++mismatches;
+    }
+    KILN_EXPECT_EQ(mismatches, 0);
+    if (vulkan) KILN_EXPECT_EQ(binds_directly(device, cb), kCalls[call].direct);
+  }
+  kiln_hal_command_buffer_release(cb);
+  kiln_hal_executable_release(executable);
+  for (int i = 0; i < 4; ++i) kiln_hal_buffer_release(buffers[i]);
+  kiln_hal_buffer_release(wide);
   kiln_test_device_release(device);
 }

@@ -298,6 +298,8 @@ static void splitk_gemm_equal_parts(const split_gemm_case_t* c, kiln_onnx_precis
 
 static const split_gemm_case_t kSplitGemmCases[] = {
     {37, 1536, 130, true, true, true, "valhall-g78"},
+    // 7 blocks: 3 parts of 400 (a multiple of 8, not of 64 or 128).
+    {64, 1200, 448, true, false, true, "valhall-g78"},
     {20, 1536, 64, false, true, false, "valhall-g78"},
     {128, 768, 768, true, true, false, "ampere-rtx3080-windows"},
     {128, 3072, 772, true, false, true, "ampere-rtx3080-windows"},
