@@ -188,16 +188,26 @@ KILN_TEST(TimelineModesTest, UnknownApiVersionIsRefused) {
   KILN_EXPECT_TRUE(device == NULL);
 }
 
-// The wait modes' spin budgets: auto spins on GPUs only (a CPU device's
-// own threads need the cores), block never, poll until the timeout.
-KILN_TEST(TimelineModesTest, WaitModesSpinAsDocumented) {
+// The test device when it is a Vulkan one (these tests read its
+// internals), else NULL (released).
+static kiln_hal_device_t* vulkan_test_device(void) {
   kiln_hal_device_options_t options;
   kiln_hal_device_options_init(&options);
   kiln_hal_device_t* device = kiln_test_device_create_at(kiln_test_device_uri(), &options);
   if (strcmp(kiln_hal_device_info(device)->driver, "vulkan") != 0) {
     kiln_test_device_release(device);
-    return;
+    return NULL;
   }
+  return device;
+}
+
+// The wait modes' spin budgets: auto spins on GPUs only (a CPU device's
+// own threads need the cores), block never, poll until the timeout.
+KILN_TEST(TimelineModesTest, WaitModesSpinAsDocumented) {
+  kiln_hal_device_t* device = vulkan_test_device();
+  if (!device) return;
+  kiln_hal_device_options_t options;
+  kiln_hal_device_options_init(&options);
   const bool cpu = kiln_vk_device_cast(device)->support.cpu_device;
   KILN_EXPECT_EQ(kiln_vk_device_cast(device)->spin_ns, cpu ? 0 : 5000000);
   kiln_test_device_release(device);
@@ -229,13 +239,8 @@ KILN_TEST(TimelineModesTest, LongWaitWakePoint) {
 // records its own length; and a deadline before the wake point still ends
 // it on time.
 KILN_TEST(TimelineModesTest, LongWaitsEndWithTheWorkOrTheirDeadline) {
-  kiln_hal_device_options_t options;
-  kiln_hal_device_options_init(&options);
-  kiln_hal_device_t* device = kiln_test_device_create_at(kiln_test_device_uri(), &options);
-  if (strcmp(kiln_hal_device_info(device)->driver, "vulkan") != 0) {
-    kiln_test_device_release(device);
-    return;
-  }
+  kiln_hal_device_t* device = vulkan_test_device();
+  if (!device) return;
   kiln_vk_device_t* vk = kiln_vk_device_cast(device);
   vk->spin_ns = 20000;
   kiln_hal_fence_t* idle = NULL;

@@ -39,34 +39,10 @@ static const kiln_conv_case_t kCases[] = {
     {{5, 3, 64, 62}, {64, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
 };
 
-// Batch-1 sizes: few blocks, so narrow tilings with k split inside the
-// workgroup (up to 48 KiB of shared memory) and in parts summed after.
-static const kiln_conv_case_t kSmallCases[] = {
-    {{2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
-    {{1, 32, 17, 19}, {48, 32, 3, 3}, {1, 0, 2, 1}, 2, 2, false, false},
-    {{1, 16, 12, 12}, {24, 16, 5, 5}, {0, 0, 0, 0}, 1, 1, true, true},
-    {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
-    {{2, 3, 23, 21}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
-};
-
-// Compiles case `c` for `target` (SIMT kernels only) and returns its
-// disassembly in `assembly` (release it).
+// Case `c` compiled for `target` with SIMT kernels only.
 static void conv_compile(const kiln_conv_case_t* c, const char* target,
                          kiln_onnx_precision_t precision, kiln_gpu_capture_t* assembly) {
-  kiln_graph_t g;
-  kiln_conv_case_graph(c, &g);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = precision;
-  options.cooperative_matrix = false;
-  options.targets = &target;
-  options.target_count = 1;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, assembly));
-  size_t dispatches = 0;
-  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(assembly);
-  KILN_EXPECT_OK(status);
-  kiln_graph_deinitialize(&g);
+  kiln_conv_case_compile(c, target, precision, false, assembly);
 }
 
 // Whether `text` gathers columns once and multiplies them on the SIMT gemm
@@ -146,8 +122,12 @@ KILN_TEST(OnnxGpuConvColumnsTest, SmallKxKConvsOnDeviceWithDesktopSharedMemory) 
   }
   kiln_session_destroy(session);
   if (shared < 48u * 1024u) return;
-  for (size_t i = 0; i < sizeof(kSmallCases) / sizeof(kSmallCases[0]); ++i) {
-    conv_check(&kSmallCases[i], KILN_ONNX_PRECISION_F32);
+  // The lowering tests' common cases (batch 1 and 2: few blocks, so
+  // narrow tilings with k split inside the workgroup, up to 48 KiB of
+  // shared memory, and in parts summed after), KxK ones: 1x1s stay gemms.
+  for (size_t i = 0; i < kiln_conv_case_count; ++i) {
+    const kiln_conv_case_t* c = &kiln_conv_cases[i];
+    if (c->w[2] * c->w[3] > 1) conv_check(c, KILN_ONNX_PRECISION_F32);
   }
 }
 

@@ -6,6 +6,25 @@
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
 
+const kiln_conv_case_t kiln_conv_cases[] = {
+    // ResNet's 3x3 at 14x14 (P 196: rows padded to 200), batch 2, relu.
+    {{2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
+    // stride 2, dilation 2, asymmetric pads, odd sizes.
+    {{1, 32, 17, 19}, {48, 32, 3, 3}, {1, 0, 2, 1}, 2, 2, false, false},
+    // 5x5 (K 400), no pads, residual + relu.
+    {{1, 16, 12, 12}, {24, 16, 5, 5}, {0, 0, 0, 0}, 1, 1, true, true},
+    // 3x3 at 7x7 (P 49) with 512 channels: K 4608.
+    {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
+    // ResNet-50's large 1x1s at 7x7 and 14x14 (rows of 49 and 196, not
+    // 8-aligned: padded columns), residual + relu, and batch 2.
+    {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1, true, true},
+    {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
+    // A ResNet stem: 7x7 over 3 channels, stride 2 (K 147, off the multiple
+    // of 8: the constant weight's rows are padded to 152), batch 2.
+    {{2, 3, 23, 21}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
+};
+const size_t kiln_conv_case_count = sizeof(kiln_conv_cases) / sizeof(kiln_conv_cases[0]);
+
 void kiln_conv_case_graph(const kiln_conv_case_t* c, kiln_graph_t* g) {
   kiln_graph_initialize(kiln_allocator_system(), "conv-case", g);
   g->opset = 13;
@@ -48,6 +67,25 @@ void kiln_conv_case_graph(const kiln_conv_case_t* c, kiln_graph_t* g) {
     KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", one, 1, &node, &y));
   }
   KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+}
+
+void kiln_conv_case_compile(const kiln_conv_case_t* c, const char* target,
+                            kiln_onnx_precision_t precision, bool cooperative_matrix,
+                            kiln_gpu_capture_t* assembly) {
+  kiln_graph_t g;
+  kiln_conv_case_graph(c, &g);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  options.cooperative_matrix = cooperative_matrix;
+  options.targets = &target;
+  options.target_count = 1;
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, assembly));
+  size_t dispatches = 0;
+  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
+  kiln_gpu_capture_end(assembly);
+  KILN_EXPECT_OK(status);
+  kiln_graph_deinitialize(&g);
 }
 
 double kiln_conv_case_k(const kiln_conv_case_t* c) {

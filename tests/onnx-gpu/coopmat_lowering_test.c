@@ -73,24 +73,6 @@ static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
   coop_check_on(g, triple, label, "gemm_coopmat_f16", &check);
 }
 
-static const kiln_conv_case_t kConvCases[] = {
-    // ResNet's 3x3 at 14x14 (P 196: rows padded to 200), batch 2, relu.
-    {{2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
-    // stride 2, dilation 2, asymmetric pads, odd sizes.
-    {{1, 32, 17, 19}, {48, 32, 3, 3}, {1, 0, 2, 1}, 2, 2, false, false},
-    // 5x5 (K 400), no pads, residual + relu.
-    {{1, 16, 12, 12}, {24, 16, 5, 5}, {0, 0, 0, 0}, 1, 1, true, true},
-    // 3x3 at 7x7 (P 49) with 512 channels: K 4608.
-    {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
-    // ResNet-50's large 1x1s at 7x7 and 14x14 (rows of 49 and 196, not
-    // 8-aligned: padded columns), residual + relu, and batch 2.
-    {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1, true, true},
-    {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
-    // A ResNet stem: 7x7 over 3 channels, stride 2 (K 147, off the multiple
-    // of 8: the constant weight's rows are padded to 152), batch 2.
-    {{2, 3, 23, 21}, {16, 3, 7, 7}, {3, 3, 3, 3}, 2, 1, false, true, true},
-};
-
 static void coop_conv(const kiln_conv_case_t* c, const char* triple) {
   kiln_graph_t g;
   kiln_conv_case_graph(c, &g);
@@ -104,21 +86,7 @@ static void coop_conv(const kiln_conv_case_t* c, const char* triple) {
 // Compiled only (no device): case `c` as an f16 module for hopper, its
 // assembly in `assembly` (release it).
 static void coop_conv_compile(const kiln_conv_case_t* c, kiln_gpu_capture_t* assembly) {
-  kiln_graph_t g;
-  kiln_conv_case_graph(c, &g);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = KILN_ONNX_PRECISION_F16;
-  options.cooperative_matrix = true;
-  const char* const targets[1] = {"hopper-h100-linux"};
-  options.targets = targets;
-  options.target_count = 1;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, assembly));
-  size_t dispatches = 0;
-  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(assembly);
-  KILN_EXPECT_OK(status);
-  kiln_graph_deinitialize(&g);
+  kiln_conv_case_compile(c, "hopper-h100-linux", KILN_ONNX_PRECISION_F16, true, assembly);
 }
 
 // Compiled only: case `c` runs on gemm_coopmat or not, as `on_coopmat` says.
@@ -138,8 +106,8 @@ static void coop_conv_choice(const kiln_conv_case_t* c, bool on_coopmat) {
 KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
   char triple[128];
   if (!coop_device_triple(triple, sizeof(triple))) return;
-  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
-    coop_conv(&kConvCases[i], triple);
+  for (size_t i = 0; i < kiln_conv_case_count; ++i) {
+    coop_conv(&kiln_conv_cases[i], triple);
   }
 }
 
@@ -165,9 +133,9 @@ KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
 // dispatch (the windows' zero pad included), with no pad or strided copy
 // before it, and multiplies on gemm_coopmat.
 KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
-  for (size_t i = 0; i < sizeof(kConvCases) / sizeof(kConvCases[0]); ++i) {
+  for (size_t i = 0; i < kiln_conv_case_count; ++i) {
     kiln_gpu_capture_t assembly;
-    coop_conv_compile(&kConvCases[i], &assembly);
+    coop_conv_compile(&kiln_conv_cases[i], &assembly);
     const char* text = assembly.text;
     const char* first = strstr(text, "executable conv_columns_f16");
     const bool once = first && !strstr(first + 1, "executable conv_columns_f16");
