@@ -113,7 +113,7 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // kiln_lower_conv).
 #define KILN_COOPMAT_MIN_COLUMNS_MACS (32u << 20)
 // Most columns a KxK conv gathers for the SIMT gemm (kiln_lower_conv_columns).
-#define KILN_SIMT_COLUMNS_MAX_BYTES (64ull << 20)
+#define KILN_SIMT_COLUMNS_MAX_BYTES (128ull << 20)
 
 static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
   const bool b_n_major = p->b_col_stride == 1 && (p->b_row_stride & 7) == 0;
@@ -218,9 +218,10 @@ static bool kiln_lower_desktop_targets(const kiln_lower_t* l) {
 // by uvec4, and only the last k step fetches B element by element.
 // SIMT: up to KILN_SIMT_COLUMNS_MAX_BYTES of columns. On an H100 (fp32,
 // alternating A/B runs) ResNet-50 went 1.85 -> 1.72 ms a call, ResNet-18
-// 0.944 -> 0.905, ResNet-50 batch 32 15.34 -> 14.63; with every column
-// size allowed batch 32 went back to 15.4 (its 56x56 and 28x28 3x3s, 231
-// and 115 MB of columns, ran slower than on conv2d_gemm).
+// 0.944 -> 0.905, ResNet-50 batch 32 15.34 -> 14.63 with at most 64 MiB;
+// 128 MiB took its 28x28 3x3s too (115 MB of columns): 14.40 -> 14.30;
+// with every size allowed batch 32 went back to 15.2 (its 56x56 3x3s, 231
+// MB of columns, ran 0.61 ms a conv against 0.44 on conv2d_gemm).
 static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
                                               const kiln_lower_epilogue_t* e,
                                               const kiln_kernel_conv2d_params_t* c,

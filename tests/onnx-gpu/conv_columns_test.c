@@ -1,7 +1,7 @@
 // KxK convs as columns and the SIMT gemm (issue 16): on desktop GPUs
 // without tensor cores (or with them turned off) conv_columns gathers a
 // conv's windows and gemm / gemm_small multiplies, where the columns take
-// at most 64 MiB (kiln_lower_conv_columns); larger columns, and every conv
+// at most 128 MiB (kiln_lower_conv_columns); larger columns, and every conv
 // of mobile and CPU targets, stay on conv2d_gemm (implicit GEMM).
 // Modules for a desktop triple (ampere-rtx3080-windows) run on lavapipe
 // posing as that device, checked against the C reference executor: fp32
@@ -131,7 +131,7 @@ KILN_TEST(OnnxGpuConvColumnsTest, SmallKxKConvsOnDeviceWithDesktopSharedMemory) 
   }
 }
 
-// Compiled only: columns past 64 MiB (ResNet-50 batch 32's 3x3 at 56x56:
+// Compiled only: columns past 128 MiB (ResNet-50 batch 32's 3x3 at 56x56:
 // 231 MB of fp32 columns) ran slower than conv2d_gemm on an H100, so the
 // conv keeps it; so does every conv on a mobile GPU and in the default
 // (multi-target, CPU included) module.
