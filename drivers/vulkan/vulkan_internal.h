@@ -328,9 +328,10 @@ bool kiln_vk_slot_staging_io_matches(const kiln_vk_slot_staging_t* staging,
 kiln_status_t kiln_vk_slot_staging_record_io(kiln_vk_slot_staging_t* staging,
                                              kiln_vk_device_t* device, VkCommandPool pool,
                                              const kiln_hal_binding_table_t* table);
-// True when every entry is a whole device-local buffer: bound directly, it
-// reads at full speed and nothing past the entry lies inside the 16-byte
-// rounding of a storage range (vulkan_command_buffer.c).
+// True when every entry is a whole device-local buffer, each in one slot
+// only: bound directly, it reads at full speed, nothing past the entry lies
+// inside the 16-byte rounding of a storage range (vulkan_command_buffer.c),
+// and no slot aliases another.
 bool kiln_vk_slot_staging_bindable(const kiln_hal_binding_table_t* table, uint32_t slots);
 // Records the copy-in and copy-out command buffers with their barriers but
 // no copies, for the recorded table bound directly; callers waited for the

@@ -215,6 +215,12 @@ bool kiln_vk_slot_staging_bindable(const kiln_hal_binding_table_t* table, uint32
         (entry->length != KILN_HAL_WHOLE_BUFFER && entry->length != buffer->params.size)) {
       return false;
     }
+    // One buffer in two slots (an in-place call): the copies give its
+    // inputs as they were before the call; bound directly, a kernel could
+    // read what another wrote.
+    for (uint32_t j = 0; j < i; ++j) {
+      if (table->entries[j].buffer == buffer) return false;
+    }
   }
   return true;
 }

@@ -360,8 +360,8 @@ static bool binds_directly(kiln_hal_device_t* device, kiln_hal_command_buffer_t*
 
 // A table submitted twice in a row, of whole device-local buffers, is bound
 // directly from the second submission (no slot copies) until the table
-// changes; a table that changes every call, or whose entries are parts of
-// a buffer, keeps the copies. Every submission computes on the buffers its
+// changes; a table that changes every call, whose entries are parts of a
+// buffer, or that names one buffer twice (in place), keeps the copies. Every submission computes on the buffers its
 // table names, whichever way they are bound, through each switch.
 KILN_TEST(CommandBufferTest, RepeatedTableBindsDirectlyUntilItChanges) {
   kiln_hal_device_t* device = kiln_test_device_create();
@@ -384,14 +384,18 @@ KILN_TEST(CommandBufferTest, RepeatedTableBindsDirectlyUntilItChanges) {
   // The output a part of a buffer (its second half): never bound directly.
   kiln_hal_binding_table_entry_t part_entries[] = {{buffers[0], 0, KILN_HAL_WHOLE_BUFFER},
                                                    {wide, kCount * 4, kCount * 4}};
+  // In place: one buffer the input and the output.
+  kiln_hal_binding_table_entry_t same_entries[] = {{buffers[3], 0, KILN_HAL_WHOLE_BUFFER},
+                                                   {buffers[3], 0, KILN_HAL_WHOLE_BUFFER}};
   const kiln_hal_binding_table_t a = {a_entries, 2}, b = {b_entries, 2};
-  const kiln_hal_binding_table_t part = {part_entries, 2};
+  const kiln_hal_binding_table_t part = {part_entries, 2}, same = {same_entries, 2};
   const struct {
     const kiln_hal_binding_table_t* table;
     bool direct;  // expected after the submission
   } kCalls[] = {{&a, false}, {&a, true}, {&a, true},         {&b, false},
                 {&a, false}, {&b, false}, {&b, true},        {&part, false},
-                {&part, false}, {&a, false}, {&a, true}};
+                {&part, false}, {&same, false}, {&same, false},
+                {&a, false},    {&a, true}};
   for (size_t call = 0; call < sizeof(kCalls) / sizeof(kCalls[0]); ++call) {
     const kiln_hal_binding_table_t* table = kCalls[call].table;
     const float base = (float)call * 10.0f - 40.0f;
