@@ -18,7 +18,11 @@ half kernels, so its column stays fp32), and the check is against the fp32
 PyTorch output with TOL 1e-2.
 
 Usage: bench_gpu.py BUILD_DIR [--calls N] [--models a,b,...] [--no-compile]
-                    [--precision f32|f16]
+                    [--precision f32|f16] [--iree DIR]
+--iree DIR adds IREE's time (iree-benchmark-module on the same Vulkan device,
+median of 5 repetitions) for each model DIR holds a module of, as written by
+scripts/bench_iree_modules.py where IREE's compiler is installed. Its weights
+are zeros, so that column is timing only.
 Environment: KILN_BENCH_DEVICE (default "vulkan"); KILN_BENCH_TARGET, the
 target triple kiln-compile builds for (default: the device's own triple from
 kiln-run-module --list_devices, as a deployment would; "default" keeps
@@ -182,6 +186,26 @@ def kiln_run(build, onnx_path, inputs, calls, work, triple, precision, name):
             np.load(out))
 
 
+def iree_ms(iree_dir, name):
+    """IREE's median ms per call of bench_iree_modules.py's NAME module, or None."""
+    vmfb = os.path.join(iree_dir, name + ".vmfb")
+    if not iree_dir or not os.path.exists(vmfb):
+        return None
+    with open(os.path.join(iree_dir, name + ".args")) as f:
+        flags = f.read().split()
+    text = subprocess.run([os.path.join(iree_dir, "tools", "iree-benchmark-module"),
+                           "--device=" + os.environ.get("KILN_BENCH_DEVICE", "vulkan"),
+                           "--module=" + vmfb,
+                           "--parameters=model=" + os.path.join(iree_dir, name + ".irpa")]
+                          + flags + ["--benchmark_repetitions=5"],
+                          check=True, capture_output=True, text=True).stdout
+    found = re.search(r"real_time_median\s+([0-9.]+) (ns|us|ms|s)\b", text)
+    if not found:
+        raise RuntimeError("no real_time_median in iree-benchmark-module's output")
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[found.group(2)]
+    return float(found.group(1)) * scale
+
+
 def median_ms(fn, calls, sync):
     for _ in range(5):
         fn()
@@ -255,7 +279,9 @@ def main():
     parser.add_argument("--models", default="")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--precision", choices=("f32", "f16"), default="f32")
+    parser.add_argument("--iree", default="", help="bench_iree_modules.py's output folder")
     args = parser.parse_args()
+    iree_head = (" IREE ms | IREE / kiln wall |", "---|---|") if args.iree else ("", "")
     half = args.precision == "f16"
     names = args.models.split(",") if args.models else (DEFAULT_CUDA if CUDA else DEFAULT_CPU)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -269,12 +295,12 @@ def main():
               "fp16 (kiln --precision=f16, PyTorch model.half())" if half else "fp32", tolerance))
     if CUDA:
         print("| model | kiln wall ms | kiln GPU ms | dispatches | eager ms | CUDA graph ms | "
-              "torch.compile ms | kiln wall / best PyTorch | check |")
-        print("|---|---|---|---|---|---|---|---|---|")
+              "torch.compile ms | kiln wall / best PyTorch | check |" + iree_head[0])
+        print("|---|---|---|---|---|---|---|---|---|" + iree_head[1])
     else:
         print("| model | kiln wall ms | dispatches | PyTorch CPU ms | onnxruntime 1 thread ms | "
-              "kiln / PyTorch | check |")
-        print("|---|---|---|---|---|---|---|")
+              "kiln / PyTorch | check |" + iree_head[0])
+        print("|---|---|---|---|---|---|---|" + iree_head[1])
     failures = 0
     for name in names:
         if name not in MODELS:
@@ -308,18 +334,23 @@ def main():
             failures += 0 if ok else 1
             check = "%s %.1e" % ("ok" if ok else "WRONG", error / scale)
             fmt = lambda key: "%.3f" % times[key] if key in times else "-"  # noqa: E731
+            iree = ""
+            if args.iree:
+                iree_time = iree_ms(args.iree, name)
+                iree = (" %.3f | %.2fx |" % (iree_time, iree_time / wall) if iree_time
+                        else " - | - |")
             label = name
             if flops:
                 label += " (kiln %.1f GFLOP/s)" % (flops / (wall * 1e-3) / 1e9)
             if CUDA:
                 best = min(times[k] for k in ("eager", "graph", "compile") if k in times)
-                print("| %s | %.3f | %.3f | %s | %s | %s | %s | %.2fx | %s |" % (
+                print("| %s | %.3f | %.3f | %s | %s | %s | %s | %.2fx | %s |%s" % (
                     label, wall, gpu, dispatches or "-", fmt("eager"), fmt("graph"),
-                    fmt("compile"), wall / best, check), flush=True)
+                    fmt("compile"), wall / best, check, iree), flush=True)
             else:
-                print("| %s | %.3f | %s | %s | %s | %.2fx | %s |" % (
+                print("| %s | %.3f | %s | %s | %s | %.2fx | %s |%s" % (
                     label, wall, dispatches or "-", fmt("torch_cpu"), fmt("ort_1t"),
-                    wall / times["torch_cpu"], check), flush=True)
+                    wall / times["torch_cpu"], check, iree), flush=True)
         except subprocess.CalledProcessError as error:
             failures += 1
             detail = (error.stderr or error.stdout or "").strip().splitlines()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kiln next to PyTorch in one run (issue 16's bench): see scripts/bench_gpu.py.
 #   bash scripts/bench_gpu.sh [BUILD_DIR] [--calls N] [--models a,b] [--no-compile]
-#                             [--precision f32|f16]
+#                             [--precision f32|f16] [--iree DIR]
 # (--precision f16: kiln-compile --precision=f16 beside PyTorch model.half()).
 # On a machine with CUDA (the GPU machine: run `. .gpu/setup.sh` first, which
 # sets kiln_build and the Vulkan loader) it uses the PyTorch found there and
