@@ -158,6 +158,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     // to 8 (conv_columns.comp), for gemm_coopmat (lower_linear.c).
     {KILN_KERNEL_CONV_COLUMNS, "conv_columns", "main", 2, {RO(0, "input"), RW(1, "columns")},
      sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
+    // conv2d's push constants; Winograd F(2x2, 3x3)'s input and output
+    // transforms around a batch-16 gemm (lower_winograd.c). fp32 only.
+    {KILN_KERNEL_WINOGRAD_INPUT, "winograd_input", "main", 2, {RO(0, "input"), RW(1, "patches")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32)},
+    {KILN_KERNEL_WINOGRAD_OUTPUT, "winograd_output", "main", 4,
+     {RO(0, "products"), RO(1, "bias"), RO(2, "residual"), RW(3, "output")},
+     sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -6,6 +6,7 @@
 
 #include "lower_qweight.h"
 #include "lower_util.h"
+#include "lower_winograd.h"
 #include "window.h"
 
 typedef struct kiln_lower_epilogue_t {
@@ -124,8 +125,7 @@ static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
          (p->b_batch_stride & 7) == 0 && (b_n_major || b_k_major);
 }
 
-static kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l,
-                                               const kiln_kernel_gemm_params_t* p) {
+kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l, const kiln_kernel_gemm_params_t* p) {
   if (p->m == 1) return KILN_KERNEL_GEMV;
   if (kiln_lower_coopmat_enabled(l) && kiln_lower_coopmat_shape_ok(p)) {
     return KILN_KERNEL_GEMM_COOPMAT;
@@ -513,6 +513,12 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   }
   if (!depthwise) {
     bool done = false;
+    // Large fp32 3x3s on desktop GPUs: Winograd (lower_winograd.c).
+    if (kiln_lower_desktop_targets(l) && !kiln_emit_node_is_f16(l->program)) {
+      const kiln_lower_winograd_epilogue_t we = {e.activation, has_bias, e.residual};
+      KILN_RETURN_IF_ERROR(kiln_lower_conv_winograd(l, &we, &p, &done));
+      if (done) return kiln_ok_status();
+    }
     KILN_RETURN_IF_ERROR(kiln_lower_conv_columns(l, &e, &p, &done));
     if (done) return kiln_ok_status();
   }

@@ -278,7 +278,8 @@ uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
 // tiling (gemm_occupancy.c) chooses per product.
 static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[4]) {
   memset(shape, 0, 4 * sizeof(uint64_t));
-  if ((desc->kernel == KILN_KERNEL_GEMM_SMALL || desc->kernel == KILN_KERNEL_GEMM_COOPMAT ||
+  if ((desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL ||
+       desc->kernel == KILN_KERNEL_GEMM_COOPMAT ||
        desc->kernel == KILN_KERNEL_GEMV) &&
       desc->grid == KILN_EMIT_GRID_GEMM) {
     const kiln_kernel_gemm_params_t* p = desc->push;

@@ -817,6 +817,46 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
   }
 }
 
+// The tiled gemm on targets that tile per product: 64-row blocks where
+// 128-row ones pad m by more than 15% (the grid follows), 128 elsewhere;
+// other arches keep the table's tiling.
+KILN_TEST(KernelTargetTest, GemmHalvesItsRowsForShortM) {
+  const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  kiln_kernel_config_t plain;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &hopper, KILN_KERNEL_STORAGE_FP32,
+                                           &plain));
+  const struct {
+    uint32_t m, rows;
+  } kCases[] = {{64, 64}, {40, 64}, {128, 128}, {256, 128}, {192, 64}, {100, 128}};
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM, &hopper,
+                                                   KILN_KERNEL_STORAGE_FP32, kCases[i].m, 25088,
+                                                   64, 16, &config));
+    const uint32_t tm = kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0);
+    KILN_EXPECT_EQ(config.workgroup_size[1] * tm, kCases[i].rows);
+    KILN_EXPECT_EQ(config.workgroup_size[0] * kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0),
+                   128u);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_WORKGROUP_Y, 0),
+                   config.workgroup_size[1]);
+    if (kCases[i].rows == 128) KILN_EXPECT_EQ(memcmp(&plain, &config, sizeof(plain)), 0);
+    kiln_kernel_gemm_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.m = kCases[i].m, p.n = 25088, p.k = 64, p.batch = 16;
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_gemm(&config, &p, grid));
+    KILN_EXPECT_EQ(grid[1], (kCases[i].m + kCases[i].rows - 1) / kCases[i].rows);
+  }
+  const kiln_kernel_arch_caps_t valhall = caps_for("valhall");
+  kiln_kernel_config_t mobile_plain, mobile;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMM, &valhall, KILN_KERNEL_STORAGE_FP32,
+                                           &mobile_plain));
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM, &valhall,
+                                                 KILN_KERNEL_STORAGE_FP32, 64, 25088, 64, 16,
+                                                 &mobile));
+  KILN_EXPECT_EQ(memcmp(&mobile_plain, &mobile, sizeof(mobile)), 0);
+}
+
 // gemv with a short k (split-K's sum of parts) on targets that tile per
 // product: one k slice, its lanes all on column quads, and the grid
 // follows; longer k and other arches keep gemv's k slices.

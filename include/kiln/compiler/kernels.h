@@ -56,6 +56,8 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_ATTENTION_TILED,  // attention's ABI, tiled for GPUs (head dims <= 64)
   KILN_KERNEL_NORM_PARTS,       // LayerNorm of a split-K product's summed parts
   KILN_KERNEL_CONV_COLUMNS,     // a conv's windows as gemm_coopmat's columns (im2col)
+  KILN_KERNEL_WINOGRAD_INPUT,   // Winograd F(2x2, 3x3): input patches transformed
+  KILN_KERNEL_WINOGRAD_OUTPUT,  // Winograd F(2x2, 3x3): products back to outputs + epilogue
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
