@@ -37,6 +37,7 @@ static const char* kiln_temp_file(const char* name, const void* data,
   snprintf(path, 256, "/tmp/kiln_errors_%d_%s", (int)getpid(), name);
   kiln_status_free(
       kiln_file_write_all(path, kiln_make_const_byte_span(data, size)));
+  kiln_test_remove_at_exit(path);
   return path;
 }
 

@@ -33,6 +33,22 @@ float* kiln_test_f32_data(kiln_host_tensor_t* tensor) {
   return (float*)tensor->data;
 }
 
+static char kiln_exit_paths[256][512];
+static size_t kiln_exit_path_count = 0;
+
+static void kiln_remove_exit_paths(void) {
+  for (size_t i = 0; i < kiln_exit_path_count; ++i) unlink(kiln_exit_paths[i]);
+}
+
+void kiln_test_remove_at_exit(const char* path) {
+  for (size_t i = 0; i < kiln_exit_path_count; ++i) {
+    if (strcmp(kiln_exit_paths[i], path) == 0) return;
+  }
+  if (kiln_exit_path_count == 0) atexit(kiln_remove_exit_paths);
+  if (kiln_exit_path_count == sizeof(kiln_exit_paths) / sizeof(kiln_exit_paths[0])) return;
+  snprintf(kiln_exit_paths[kiln_exit_path_count++], sizeof(kiln_exit_paths[0]), "%s", path);
+}
+
 const char* kiln_test_npy_argument(const kiln_host_tensor_t* tensor,
                                    int slot) {
   static char arguments[8][512];
@@ -41,6 +57,7 @@ const char* kiln_test_npy_argument(const kiln_host_tensor_t* tensor,
            "@/tmp/kiln_%d_%s_%s_%d.npy", (int)getpid(),
            test ? test->suite : "x", test ? test->name : "x", slot);
   kiln_status_t status = kiln_npy_write_file(arguments[slot] + 1, tensor, false);
+  kiln_test_remove_at_exit(arguments[slot] + 1);
   if (status) {
     kiln_status_free(status);
     KILN_ADD_FAILURE("cannot write %s", arguments[slot] + 1);

@@ -23,6 +23,11 @@ float* kiln_test_f32_data(kiln_host_tensor_t* tensor);
 const char* kiln_test_npy_argument(const kiln_host_tensor_t* tensor,
                                    int slot);
 
+// Removes `path` when the test process exits (the temporary files the
+// tests write, named after their pid, would otherwise pile up in /tmp).
+// Up to 256 paths; paths are copied.
+void kiln_test_remove_at_exit(const char* path);
+
 // Runs kiln-run-module (KILN_RUN_MODULE) with `args` (a shell-quoted string)
 // and returns its exit code; stdout+stderr land in `output`.
 int kiln_test_run_tool(const char* args, char* output, size_t output_size);
