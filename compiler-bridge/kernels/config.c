@@ -406,6 +406,18 @@ static uint64_t kiln_round_up(uint64_t value, uint64_t step) {
   return step ? (value + step - 1) / step * step : value;
 }
 
+uint32_t kiln_kernel_gemm_cpu_k4_end(const kiln_kernel_gemm_params_t* p) {
+  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
+                    (p->a_batch_stride & 3) == 0;
+  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0;
+  const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
+                    (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
+  const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
+  const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  return (a_k4 && (b_k4 || b_n4 || b_n1)) ? (p->k & ~3u) : 0;
+}
+
 // The paths gemm_cpu.comp's main() takes for `p` (its k loops' and
 // epilogue's conditions, in the same 32-bit arithmetic). The epilogue bits
 // do not know the op spec constants, so they assume a residual and a bias
@@ -417,10 +429,10 @@ static uint32_t kiln_gemm_cpu_paths(const kiln_kernel_gemm_params_t* p) {
                     (p->b_batch_stride & 3) == 0;
   const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
                     (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
-  const uint32_t k4_end = (a_k4 && (b_k4 || p->b_col_stride == 1)) ? (p->k & ~3u) : 0;
-  const bool gemv = p->m == 1;
   const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
   const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  const uint32_t k4_end = kiln_kernel_gemm_cpu_k4_end(p);
+  const bool gemv = p->m == 1;
   const bool c_n4 = (p->c_row_stride & 3) == 0 && (p->c_batch_stride & 3) == 0 &&
                     (p->n & 3) == 0 && (p->residual_row_stride & 3) == 0 &&
                     (p->residual_batch_stride & 3) == 0;

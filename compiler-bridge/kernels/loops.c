@@ -9,6 +9,7 @@
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
 #include "kiln/compiler/kernels_loops.h"
+#include "kiln/compiler/kernels_target.h"
 
 // The fixed loops of an epilogue (stores, activation of vec4s, per-row
 // bias): gemm_cpu's are about 240 passes, conv2d_cpu's about 330.
@@ -29,11 +30,7 @@ static uint64_t kiln_loops_loop(uint64_t trips, uint64_t body, uint64_t nested) 
 // gemm_cpu: one of four vec4 k loops (k / 4 trips) and the scalar k tail,
 // none with a loop inside.
 static uint64_t kiln_loops_gemm_cpu(const kiln_kernel_gemm_params_t* p) {
-  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
-                    (p->a_batch_stride & 3) == 0;
-  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
-                    (p->b_batch_stride & 3) == 0;
-  const uint64_t k4_end = (a_k4 && (b_k4 || p->b_col_stride == 1)) ? (p->k & ~3u) : 0;
+  const uint64_t k4_end = kiln_kernel_gemm_cpu_k4_end(p);
   return 9 /* column bases */ + 4 + k4_end / 4 + kiln_loops_loop(p->k - k4_end, 0, 0) +
          KILN_LOOPS_EPILOGUE;
 }

@@ -451,6 +451,13 @@ KILN_TEST(KernelTargetTest, LoopPassModel) {
   g.a_col_stride = 3;  // no vec4 path: one pass per k
   KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
   KILN_EXPECT_GT(passes, 1280u);
+  // B's rows padded off 16 bytes (5 of 7) and B not ending on a quad:
+  // gemm_cpu has no vec4 loop for it either (kiln_kernel_gemm_cpu_k4_end).
+  g.a_col_stride = 1, g.b_row_stride = 7;
+  KILN_EXPECT_EQ(kiln_kernel_gemm_cpu_k4_end(&g), 0u);
+  KILN_ASSERT_OK(kiln_kernel_loop_passes(&config, &g, grid, &passes));
+  KILN_EXPECT_GT(passes, 1280u);
+  g.b_row_stride = 5;
 
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_CONV2D, &cpu, KILN_KERNEL_STORAGE_FP32,
                                            &config));

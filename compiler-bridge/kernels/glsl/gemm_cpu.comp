@@ -156,8 +156,15 @@ void main() {
                     (p.b_batch_stride & 3) == 0;
   const bool b_n4 = p.b_col_stride == 1 && (p.b_row_stride & 3) == 0 &&
                     (p.b_batch_stride & 3) == 0 && (p.n & 3) == 0;
-  // k handled by the vec4 loops below (every path with a k-contiguous A).
-  const uint k4_end = (a_k4 && (b_k4 || p.b_col_stride == 1)) ? (p.k & ~3u) : 0;
+  // B contiguous in n, rows not 16-byte aligned, B ending on a quad (the
+  // NU loop below clamps its blocks to the binding).
+  const uint b_end = (p.batch - 1) * p.b_batch_stride + (p.k - 1) * p.b_row_stride + p.n;
+  const bool b_n1 = p.b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
+  // k handled by the vec4 loops below (a k-contiguous A and a B one of
+  // them reads); the scalar loop takes the rest. B contiguous in n on
+  // neither path (rows off 16 bytes, B not ending on a quad) is all
+  // scalar: counting it here skipped its first k & ~3 terms.
+  const uint k4_end = (a_k4 && (b_k4 || b_n4 || b_n1)) ? (p.k & ~3u) : 0;
 
   // Both operands contiguous in k (Gemm with transB, MatMul of B^T). One
   // row (m == 1, a classifier's Gemm) takes its own loop: one A load and 8
@@ -237,8 +244,6 @@ void main() {
   // 7x7 layers: n = 49): each 8-column run is cut out of three aligned
   // vec4s. The shift is the same for every lane (n0 is a multiple of 8).
   // Blocks are clamped to the binding, so B must end on a block boundary.
-  const uint b_end = (p.batch - 1) * p.b_batch_stride + (p.k - 1) * p.b_row_stride + p.n;
-  const bool b_n1 = p.b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
   const uint nu_end = (a_k4 && b_n1) ? (p.k & ~3u) : 0;
   const uint b_last4 = uint(textureSize(b4_t)) - 1;
   if (built(KILN_GEMM_CPU_NU)) {

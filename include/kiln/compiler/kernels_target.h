@@ -90,6 +90,11 @@ uint32_t kiln_kernel_config_spec(const kiln_kernel_config_t* config,
 // gemm_cpu (the cpu variant of gemm, gemm_small and gemv): builds in only
 // the code paths (KILN_SPEC_GEMM_CPU_PATHS) that `params`' layout takes;
 // other kernels and variants are left as they are.
+// The k range [0, end) gemm_cpu.comp runs in its vec4 loops for `p` (a
+// multiple of 4; the scalar loop takes the rest): the kernel's own rule,
+// shared by its path bits and the loop model.
+uint32_t kiln_kernel_gemm_cpu_k4_end(const kiln_kernel_gemm_params_t* p);
+
 kiln_status_t kiln_kernel_config_gemm_cpu_paths(kiln_kernel_config_t* config,
                                                 const kiln_kernel_gemm_params_t* params);
 
