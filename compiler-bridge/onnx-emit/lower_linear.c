@@ -203,6 +203,20 @@ static bool kiln_lower_desktop_targets(const kiln_lower_t* l) {
   return true;
 }
 
+// Whether every target is one where Winograd was measured to pay: a
+// desktop-sized GPU (H100) or the CPU (lavapipe: ResNet-18 2.07 -> 0.91 s
+// a call on this 2-core box under load, alternating runs, 2026-11-25).
+// Mobile and unknown targets (and so the default targets) keep their
+// convs' paths: unmeasured there.
+static bool kiln_lower_winograd_targets(const kiln_lower_t* l) {
+  if (l->program->target_count == 0) return false;
+  for (size_t t = 0; t < l->program->target_count; ++t) {
+    const kiln_kernel_arch_caps_t* caps = &l->program->caps[t];
+    if (!kiln_kernel_gemm_occupancy_enabled(caps) && strcmp(caps->arch, "cpu") != 0) return false;
+  }
+  return true;
+}
+
 // KxK conv (group 1) as columns and a product: x's windows gathered into
 // columns by conv_columns (cols[n][c][i][j][p], zero where a window leaves
 // x, rows of P = OH * OW padded to P8, a multiple of 8, so every row
@@ -513,8 +527,8 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
   }
   if (!depthwise) {
     bool done = false;
-    // Large fp32 3x3s on desktop GPUs: Winograd (lower_winograd.c).
-    if (kiln_lower_desktop_targets(l) && !kiln_emit_node_is_f16(l->program)) {
+    // Large fp32 3x3s on desktop GPUs and the CPU: Winograd (lower_winograd.c).
+    if (kiln_lower_winograd_targets(l) && !kiln_emit_node_is_f16(l->program)) {
       const kiln_lower_winograd_epilogue_t we = {e.activation, has_bias, e.residual};
       KILN_RETURN_IF_ERROR(kiln_lower_conv_winograd(l, &we, &p, &done));
       if (done) return kiln_ok_status();

@@ -1,8 +1,9 @@
 // Winograd F(2x2, 3x3) (lower_winograd.c): large fp32 3x3 stride-1 convs
-// with a constant weight, on modules whose every target is a desktop GPU,
-// run as winograd_input + a batch-16 gemm + winograd_output. Modules for a
-// desktop triple (ampere-rtx3080-windows) run on lavapipe posing as that
-// device, checked against the C reference executor (direct convolution)
+// with a constant weight, on modules whose every target is a desktop GPU or
+// the CPU, run as winograd_input + a batch-16 gemm + winograd_output.
+// Modules for a desktop triple (ampere-rtx3080-windows) run on lavapipe
+// posing as that device, modules for the CPU (cpu-llvmpipe-linux: the gemm
+// is gemm_cpu) on lavapipe as itself, both checked against the C reference executor (direct convolution)
 // within 1e-6 * sqrt(K) of max|ref| (K the reduction length), as the
 // direct kernels are: the transforms' few extra roundings per output stay
 // far inside it (5e-7 of max|ref| at K 1152 on lavapipe).
@@ -17,6 +18,7 @@
 #include "tensor_compare.h"
 
 static const char kDesktop[] = "ampere-rtx3080-windows";
+static const char kCpu[] = "cpu-llvmpipe-linux";
 
 // At least KILN_WINOGRAD_MIN_MACS multiply-adds each (smaller convs keep
 // the columns path), with tilings that fit lavapipe's 32 KiB of shared
@@ -36,15 +38,15 @@ static const kiln_conv_case_t kCases[] = {
     {{4, 96, 40, 26}, {160, 96, 3, 3}, {2, 0, 0, 1}, 1, 1, false, false, true},
 };
 
-// Case `c` for the desktop triple: on Winograd, and right when run on the
-// test device posing as that triple.
-static void winograd_check(const kiln_conv_case_t* c) {
-  char label[128];
-  snprintf(label, sizeof(label), "conv 3x3 %lldx%lld, %lld -> %lld channels, batch %lld",
+// Case `c` for `target`: on Winograd, and right when run on the test
+// device posing as that triple.
+static void winograd_check(const kiln_conv_case_t* c, const char* target) {
+  char label[160];
+  snprintf(label, sizeof(label), "conv 3x3 %lldx%lld, %lld -> %lld channels, batch %lld, %s",
            (long long)c->x[2], (long long)c->x[3], (long long)c->w[1], (long long)c->w[0],
-           (long long)c->x[0]);
+           (long long)c->x[0], target);
   kiln_gpu_capture_t assembly;
-  kiln_conv_case_compile(c, kDesktop, KILN_ONNX_PRECISION_F32, false, &assembly);
+  kiln_conv_case_compile(c, target, KILN_ONNX_PRECISION_F32, false, &assembly);
   const bool input = strstr(assembly.text, "# executable 'winograd_input") != NULL;
   const bool output = strstr(assembly.text, "# executable 'winograd_output") != NULL;
   const bool others = strstr(assembly.text, "# executable 'conv_columns") != NULL ||
@@ -62,11 +64,11 @@ static void winograd_check(const kiln_conv_case_t* c) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.cooperative_matrix = false;
-  const char* const targets[1] = {kDesktop};
+  const char* const targets[1] = {target};
   options.targets = targets;
   options.target_count = 1;
   char uri[96];
-  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", kDesktop);
+  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", target);
   kiln_test_pose_t pose;
   KILN_ASSERT_OK(kiln_test_pose_begin(uri, NULL, &pose));
   kiln_gpu_run_stats_t stats;
@@ -80,7 +82,19 @@ static void winograd_check(const kiln_conv_case_t* c) {
 }
 
 KILN_TEST(OnnxGpuWinogradTest, LargeConvsMatchDirectReference) {
-  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) winograd_check(&kCases[i]);
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    winograd_check(&kCases[i], kDesktop);
+  }
+}
+
+// The CPU target: the same cases, plus ResNet's 3x3 at 14x14, whose
+// products' B rows are 49 tiles padded to 52. gemm_cpu had skipped the
+// first k & ~3 terms of that layout (GpuGemmTest's padded-row cases).
+KILN_TEST(OnnxGpuWinogradTest, CpuTargetMatchesDirectReference) {
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) winograd_check(&kCases[i], kCpu);
+  const kiln_conv_case_t padded_rows = {{1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1, 1, 1}, 1, 1,
+                                        false, true, true};
+  winograd_check(&padded_rows, kCpu);
 }
 
 // Compiled only: what keeps its path. A conv below the size threshold, a
