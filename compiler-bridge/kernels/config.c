@@ -406,32 +406,38 @@ static uint64_t kiln_round_up(uint64_t value, uint64_t step) {
   return step ? (value + step - 1) / step * step : value;
 }
 
-uint32_t kiln_kernel_gemm_cpu_k4_end(const kiln_kernel_gemm_params_t* p) {
-  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
-                    (p->a_batch_stride & 3) == 0;
-  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
-                    (p->b_batch_stride & 3) == 0;
-  const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
-                    (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
+// gemm_cpu.comp's operand layouts for `p` (its conditions, in the same
+// 32-bit arithmetic): A along k by quads; B along k by quads, along n by
+// quads, or along n with rows off 16 bytes but ending on a quad; and the k
+// range its vec4 loops take.
+typedef struct kiln_gemm_cpu_layout_t {
+  bool a_k4, b_k4, b_n4, b_n1;
+  uint32_t k4_end;
+} kiln_gemm_cpu_layout_t;
+
+static kiln_gemm_cpu_layout_t kiln_gemm_cpu_layout(const kiln_kernel_gemm_params_t* p) {
+  kiln_gemm_cpu_layout_t l;
+  l.a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 && (p->a_batch_stride & 3) == 0;
+  l.b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 && (p->b_batch_stride & 3) == 0;
+  l.b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
+           (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
   const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
-  const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
-  return (a_k4 && (b_k4 || b_n4 || b_n1)) ? (p->k & ~3u) : 0;
+  l.b_n1 = p->b_col_stride == 1 && !l.b_n4 && !l.b_k4 && (b_end & 3) == 0;
+  l.k4_end = (l.a_k4 && (l.b_k4 || l.b_n4 || l.b_n1)) ? (p->k & ~3u) : 0;
+  return l;
 }
 
-// The paths gemm_cpu.comp's main() takes for `p` (its k loops' and
-// epilogue's conditions, in the same 32-bit arithmetic). The epilogue bits
-// do not know the op spec constants, so they assume a residual and a bias
-// may be read (a superset is safe; a missing path makes the kernel write NaN).
+uint32_t kiln_kernel_gemm_cpu_k4_end(const kiln_kernel_gemm_params_t* p) {
+  return kiln_gemm_cpu_layout(p).k4_end;
+}
+
+// The paths gemm_cpu.comp's main() takes for `p`. The epilogue bits do not
+// know the op spec constants, so they assume a residual and a bias may be
+// read (a superset is safe; a missing path makes the kernel write NaN).
 static uint32_t kiln_gemm_cpu_paths(const kiln_kernel_gemm_params_t* p) {
-  const bool a_k4 = p->a_col_stride == 1 && (p->a_row_stride & 3) == 0 &&
-                    (p->a_batch_stride & 3) == 0;
-  const bool b_k4 = p->b_row_stride == 1 && (p->b_col_stride & 3) == 0 &&
-                    (p->b_batch_stride & 3) == 0;
-  const bool b_n4 = p->b_col_stride == 1 && (p->b_row_stride & 3) == 0 &&
-                    (p->b_batch_stride & 3) == 0 && (p->n & 3) == 0;
-  const uint32_t b_end = (p->batch - 1) * p->b_batch_stride + (p->k - 1) * p->b_row_stride + p->n;
-  const bool b_n1 = p->b_col_stride == 1 && !b_n4 && !b_k4 && (b_end & 3) == 0;
-  const uint32_t k4_end = kiln_kernel_gemm_cpu_k4_end(p);
+  const kiln_gemm_cpu_layout_t l = kiln_gemm_cpu_layout(p);
+  const bool a_k4 = l.a_k4, b_k4 = l.b_k4, b_n4 = l.b_n4, b_n1 = l.b_n1;
+  const uint32_t k4_end = l.k4_end;
   const bool gemv = p->m == 1;
   const bool c_n4 = (p->c_row_stride & 3) == 0 && (p->c_batch_stride & 3) == 0 &&
                     (p->n & 3) == 0 && (p->residual_row_stride & 3) == 0 &&

@@ -69,33 +69,7 @@ static void conv_check(const kiln_conv_case_t* c, kiln_onnx_precision_t precisio
   if (!conv_on_columns(assembly.text, label)) KILN_ADD_FAILURE("%s: not on columns", label);
   kiln_gpu_capture_release(&assembly);
 
-  kiln_graph_t g;
-  kiln_conv_case_graph(c, &g);
-  kiln_reference_check_t check;
-  kiln_reference_check_prepare(&g, 9001u, &check);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = precision;
-  options.cooperative_matrix = false;
-  const char* const targets[1] = {kDesktop};
-  options.targets = targets;
-  options.target_count = 1;
-  char uri[96];
-  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", kDesktop);
-  kiln_test_pose_t pose;
-  KILN_ASSERT_OK(kiln_test_pose_begin(uri, NULL, &pose));
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status =
-      kiln_gpu_compile_and_run(&g, &options, check.inputs, &check.actual, &stats);
-  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
-  KILN_EXPECT_OK(status);
-  if (f16) {
-    kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
-  } else {
-    kiln_tensor_expect_sum_error(&check.actual, &check.expected, kiln_conv_case_k(c), label);
-  }
-  kiln_reference_check_release(&check);
-  kiln_graph_deinitialize(&g);
+  kiln_conv_case_check_posed(c, kDesktop, precision, 9001u, label);
 }
 
 KILN_TEST(OnnxGpuConvColumnsTest, KxKConvsOnDesktopGpusMatchReference) {
@@ -154,18 +128,11 @@ KILN_TEST(OnnxGpuConvColumnsTest, LargeColumnsAndOtherTargetsKeepImplicitGemm) {
     kiln_gpu_capture_release(&assembly);
   }
   // The default targets.
-  kiln_graph_t g;
-  kiln_conv_case_graph(&kCases[0], &g);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   kiln_gpu_capture_t assembly;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
-  size_t dispatches = 0;
-  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(&assembly);
-  KILN_EXPECT_OK(status);
+  kiln_conv_case_compile_with(&kCases[0], &options, &assembly);
   KILN_EXPECT_TRUE(strstr(assembly.text, "# executable 'conv2d_gemm") != NULL);
   KILN_EXPECT_TRUE(strstr(assembly.text, "# executable 'conv_columns") == NULL);
   kiln_gpu_capture_release(&assembly);
-  kiln_graph_deinitialize(&g);
 }

@@ -1,10 +1,12 @@
 #include "conv_graph.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "graph_build.h"
 #include "kiln_test.h"
 #include "onnx_gpu_util.h"
+#include "tensor_compare.h"
 
 const kiln_conv_case_t kiln_conv_cases[] = {
     // ResNet's 3x3 at 14x14 (P 196: rows padded to 200), batch 2, relu.
@@ -69,22 +71,59 @@ void kiln_conv_case_graph(const kiln_conv_case_t* c, kiln_graph_t* g) {
   KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
 }
 
+void kiln_conv_case_compile_with(const kiln_conv_case_t* c,
+                                 kiln_onnx_compile_options_t* options,
+                                 kiln_gpu_capture_t* assembly) {
+  kiln_graph_t g;
+  kiln_conv_case_graph(c, &g);
+  KILN_ASSERT_OK(kiln_gpu_capture_begin(options, assembly));
+  size_t dispatches = 0;
+  kiln_status_t status = kiln_gpu_dispatch_count(&g, options, &dispatches);
+  kiln_gpu_capture_end(assembly);
+  KILN_EXPECT_OK(status);
+  kiln_graph_deinitialize(&g);
+}
+
 void kiln_conv_case_compile(const kiln_conv_case_t* c, const char* target,
                             kiln_onnx_precision_t precision, bool cooperative_matrix,
                             kiln_gpu_capture_t* assembly) {
-  kiln_graph_t g;
-  kiln_conv_case_graph(c, &g);
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = precision;
   options.cooperative_matrix = cooperative_matrix;
   options.targets = &target;
   options.target_count = 1;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, assembly));
-  size_t dispatches = 0;
-  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(assembly);
+  kiln_conv_case_compile_with(c, &options, assembly);
+}
+
+void kiln_conv_case_check_posed(const kiln_conv_case_t* c, const char* target,
+                                kiln_onnx_precision_t precision, uint32_t seed,
+                                const char* label) {
+  kiln_graph_t g;
+  kiln_conv_case_graph(c, &g);
+  kiln_reference_check_t check;
+  kiln_reference_check_prepare(&g, seed, &check);
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  options.cooperative_matrix = false;
+  options.targets = &target;
+  options.target_count = 1;
+  char uri[128];
+  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", target);
+  kiln_test_pose_t pose;
+  KILN_ASSERT_OK(kiln_test_pose_begin(uri, NULL, &pose));
+  kiln_gpu_run_stats_t stats;
+  kiln_status_t status =
+      kiln_gpu_compile_and_run(&g, &options, check.inputs, &check.actual, &stats);
+  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
   KILN_EXPECT_OK(status);
+  if (precision == KILN_ONNX_PRECISION_F16) {
+    kiln_tensor_expect_relative_error(&check.actual, &check.expected, 1e-2, label);
+  } else {
+    kiln_tensor_expect_sum_error(&check.actual, &check.expected, kiln_conv_case_k(c), label);
+  }
+  kiln_reference_check_release(&check);
   kiln_graph_deinitialize(&g);
 }
 

@@ -41,4 +41,19 @@ void kiln_conv_case_compile(const kiln_conv_case_t* c, const char* target,
 // The case's reduction length: input channels times the window.
 double kiln_conv_case_k(const kiln_conv_case_t* c);
 
+// Compiles case `c` for `target` alone at `precision` (SIMT kernels: no
+// cooperative matrix), runs it on the test device posing as that triple
+// with inputs from `seed`, and checks it against the C reference executor:
+// fp32 within 1e-6 * sqrt(K) of max|ref| (kiln_tensor_expect_sum_error),
+// fp16 storage within 1e-2. Failures are reported under `label`.
+void kiln_conv_case_check_posed(const kiln_conv_case_t* c, const char* target,
+                                kiln_onnx_precision_t precision, uint32_t seed,
+                                const char* label);
+
+// The disassembly of case `c` compiled with `options` (dispatch count
+// only, nothing run); release it with kiln_gpu_capture_release.
+void kiln_conv_case_compile_with(const kiln_conv_case_t* c,
+                                 kiln_onnx_compile_options_t* options,
+                                 kiln_gpu_capture_t* assembly);
+
 #endif  // KILN_TESTS_ONNX_GPU_CONV_GRAPH_H_

@@ -57,28 +57,7 @@ static void winograd_check(const kiln_conv_case_t* c, const char* target) {
   }
   kiln_gpu_capture_release(&assembly);
 
-  kiln_graph_t g;
-  kiln_conv_case_graph(c, &g);
-  kiln_reference_check_t check;
-  kiln_reference_check_prepare(&g, 4242u, &check);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.cooperative_matrix = false;
-  const char* const targets[1] = {target};
-  options.targets = targets;
-  options.target_count = 1;
-  char uri[96];
-  snprintf(uri, sizeof(uri), "vulkan://0?triple=%s", target);
-  kiln_test_pose_t pose;
-  KILN_ASSERT_OK(kiln_test_pose_begin(uri, NULL, &pose));
-  kiln_gpu_run_stats_t stats;
-  kiln_status_t status =
-      kiln_gpu_compile_and_run(&g, &options, check.inputs, &check.actual, &stats);
-  KILN_EXPECT_OK(kiln_test_pose_end(&pose));
-  KILN_EXPECT_OK(status);
-  kiln_tensor_expect_sum_error(&check.actual, &check.expected, kiln_conv_case_k(c), label);
-  kiln_reference_check_release(&check);
-  kiln_graph_deinitialize(&g);
+  kiln_conv_case_check_posed(c, target, KILN_ONNX_PRECISION_F32, 4242u, label);
 }
 
 KILN_TEST(OnnxGpuWinogradTest, LargeConvsMatchDirectReference) {
@@ -130,39 +109,23 @@ KILN_TEST(OnnxGpuWinogradTest, OtherConvsAndTargetsKeepTheirPath) {
     kiln_gpu_capture_release(&assembly);
   }
   // V (16 x 128 channels x 900 tiles: 7.4 MB) past a 4 MiB storage-buffer
-  // range: the columns path (whose own parts fit) takes the conv.
-  {
-    kiln_graph_t g;
-    kiln_conv_case_graph(&kCases[0], &g);
+  // range: the columns path (whose own parts fit) takes the conv. And the
+  // default targets (lavapipe's among them, and a mobile one).
+  for (int i = 0; i < 2; ++i) {
     kiln_onnx_compile_options_t options;
     kiln_onnx_compile_options_init(&options);
-    options.cooperative_matrix = false;
     const char* const targets[1] = {kDesktop};
-    options.targets = targets;
-    options.target_count = 1;
-    options.max_storage_buffer_range = 4u << 20;
+    if (i == 0) {
+      options.cooperative_matrix = false;
+      options.targets = targets;
+      options.target_count = 1;
+      options.max_storage_buffer_range = 4u << 20;
+    }
     kiln_gpu_capture_t assembly;
-    KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
-    size_t dispatches = 0;
-    kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-    kiln_gpu_capture_end(&assembly);
-    KILN_EXPECT_OK(status);
-    KILN_EXPECT_TRUE(strstr(assembly.text, "# executable 'winograd_") == NULL);
+    kiln_conv_case_compile_with(&kCases[0], &options, &assembly);
+    if (strstr(assembly.text, "# executable 'winograd_") != NULL) {
+      KILN_ADD_FAILURE("%s: took Winograd", i == 0 ? "a 4 MiB range" : "the default targets");
+    }
     kiln_gpu_capture_release(&assembly);
-    kiln_graph_deinitialize(&g);
   }
-  // The default targets (lavapipe's among them).
-  kiln_graph_t g;
-  kiln_conv_case_graph(&kCases[0], &g);
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  kiln_gpu_capture_t assembly;
-  KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
-  size_t dispatches = 0;
-  kiln_status_t status = kiln_gpu_dispatch_count(&g, &options, &dispatches);
-  kiln_gpu_capture_end(&assembly);
-  KILN_EXPECT_OK(status);
-  KILN_EXPECT_TRUE(strstr(assembly.text, "# executable 'winograd_") == NULL);
-  kiln_gpu_capture_release(&assembly);
-  kiln_graph_deinitialize(&g);
 }
