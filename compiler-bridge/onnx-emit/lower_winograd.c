@@ -1,5 +1,5 @@
 // Winograd F(2x2, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional
-// Neural Networks", 2015) for the large 3x3 stride-1 convs of desktop GPUs:
+// Neural Networks", 2015) for the large 3x3 stride-1 convs of desktop GPUs and the CPU:
 // each 2x2 block of outputs from a 4x4 input patch in 16 multiplies per
 // channel pair instead of 36, as three dispatches:
 //   winograd_input   V[e] = B^T d B of every patch     (C x T per e)

@@ -14,7 +14,7 @@ typedef struct kiln_lower_winograd_epilogue_t {
 // Conv `c` (its node's input 1 the weight, 2 the bias) as Winograd
 // F(2x2, 3x3) where it qualifies (see lower_winograd.c); *out_done false
 // and nothing recorded otherwise. The caller checks the targets (desktop
-// GPUs) and the precision (fp32).
+// GPUs and the CPU: kiln_lower_winograd_targets) and the precision (fp32).
 kiln_status_t kiln_lower_conv_winograd(const kiln_lower_t* l,
                                        const kiln_lower_winograd_epilogue_t* e,
                                        const kiln_kernel_conv2d_params_t* c, bool* out_done);
