@@ -2,7 +2,8 @@
 // target-table caps say cooperative matrix, and the sweep's candidates.
 //
 // The kernel declares 41 KiB of shared memory (NVIDIA gives Vulkan 48):
-// double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16.
+// double-buffered blocks up to 128x128 at BK 32 or 128x256 at BK 16, and
+// single-buffered ones at BK 64.
 // KILN_VULKAN_PIPELINE_STATS=1 prints each build's registers on NVIDIA.
 #include <stdio.h>
 #include <string.h>
@@ -44,9 +45,25 @@ static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
 // 108 blocks of 128x64). bench_gpu.sh f16 on an H100, two alternating runs
 // each, without -> with them: ResNet-50 batch 32 13.8 -> 10.4 ms a call,
 // BERT-base 1.49 -> 1.33, ViT-B/16 2.26 -> 1.85, ResNet-50 1.51 -> 1.49.
+// The 128x64 and 64x128 blocks step k by 64 through one staging buffer
+// (gemm_coopmat.comp's STAGES; double buffers at BK 64 would pass 48 KiB):
+// half the round trips to global memory, which bound the split products
+// of the transformers (BERT's 128 x 3072 linear in 3 parts of k 256).
+// bench models at f16 on an H100 (2026-11-25, alternating runs of the
+// bench's kiln runner, wall ms a call, two runs each), BK 32 -> 64 for
+// every medium and the small block / the medium 128x64 and 64x128 and the
+// small one: BERT-base 1.282, 1.302 -> 1.239, 1.242 / 1.229, 1.244;
+// ViT-B/16 1.793, 1.804 -> 1.739, 1.748 / 1.726, 1.750; ResNet-50 batch
+// 32 6.84, 6.83 -> 7.21, 7.23 / 6.78, 6.72 (the 128x128 blocks of its
+// 3x3 convs lose at BK 64: 0.121 -> 0.140 ms for 256 x 196, k 2304, in
+// `kiln-kernels-bench --coopmat`); ResNet-50 1.30-1.32 -> 1.28-1.30; but
+// MobileNetV2 0.572, 0.574 -> 0.589, 0.594, EfficientNet-B0 1.14-1.15 ->
+// 1.17 and ResNet-18 0.57 -> 0.58-0.59 with the small block at BK 64 (its
+// 64x64 blocks alone: 0.095 -> 0.110 ms for 128 x 3072, k 768), which
+// keeps BK 32.
 static const kiln_kernel_coopmat_tiling_t kCoopmat128x128 = {2, 4, 4, 2, 32};
-static const kiln_kernel_coopmat_tiling_t kCoopmat128x64 = {4, 2, 2, 2, 32};
-static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 32};
+static const kiln_kernel_coopmat_tiling_t kCoopmat128x64 = {4, 2, 2, 2, 64};
+static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 64};
 static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {
     &kCoopmatLarge, &kCoopmatSmall, &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
 // The order select_shape tries the medium ones in: larger blocks first.
@@ -123,13 +140,14 @@ kiln_status_t kiln_kernel_coopmat_build_name(const kiln_kernel_coopmat_tiling_t*
 }
 
 uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* t) {
-  // Mirrors gemm_coopmat.comp: 2 * (A_SIZE + B_SIZE) uvec4s (B_SIZE of the
+  // Mirrors gemm_coopmat.comp: STAGES * (A_SIZE + B_SIZE) uvec4s (B_SIZE of the
   // larger of its two layouts), reused after the loop for each subgroup's
   // 16 rows of WN f32 + one uvec4 of padding.
   const uint32_t bm = t->warps_m * t->tiles_m * 16, bn = t->warps_n * t->tiles_n * 16;
   const uint32_t a_size = bm * (t->bk / 8 + 1);
   const uint32_t b_size = t->bk * bn / 8 + (t->bk > bn ? t->bk : bn);
-  const uint32_t staged = 2u * (a_size + b_size);
+  // BK 64 builds stage one buffer (gemm_coopmat.comp's STAGES).
+  const uint32_t staged = (t->bk == 64 ? 1u : 2u) * (a_size + b_size);
   const uint32_t rows = t->warps_m * t->warps_n * 16u * (t->tiles_n * 4u + 1u);
   return (staged > rows ? staged : rows) * 16u;
 }

@@ -11,7 +11,7 @@
 // per uvec4 (rows padded by one uvec4 against bank conflicts), double
 // buffered: step t+1 is fetched from global memory into registers while
 // step t is multiplied, then stored into the other buffer; one barrier per
-// step. Everything that picks a code path inside the step is a spec
+// step (BK 64 builds: one buffer, stored after a second barrier). Everything that picks a code path inside the step is a spec
 // constant or a workgroup-uniform test of the push constants, so the
 // multiply loop is straight-line once specialized.
 // Bounds by construction: fetches return zeros outside [0,m) x [0,k) x
@@ -56,6 +56,11 @@ const uint WARPS_N = KILN_CM_WN;
 const uint TILES_M = KILN_CM_TM;
 const uint TILES_N = KILN_CM_TN;
 const uint BK = KILN_CM_BK;
+// BK 64 builds stage one buffer (its next step waits in registers until the
+// multiply is done): double buffers of 128-row blocks at BK 64 would pass
+// the 48 KiB NVIDIA gives Vulkan; one buffer halves the steps (each a
+// round trip to global memory) for a second barrier per step.
+const uint STAGES = BK == 64 ? 1 : 2;
 const uint THREADS = WARPS_M * WARPS_N * 32;
 // The config's tiling and workgroup (what the grid was computed from) as
 // spec constants: declared so the HAL checks them against the module, and
@@ -121,7 +126,7 @@ const uint E_ROUNDS = (16 * (WN / 4) + SG - 1) / SG;
 // the epilogue. KILN_COOPMAT_SHARED_VEC4 (kernels_codes.h) is the most any
 // tiling may use; kiln_kernel_coopmat_tiling_apply checks it.
 shared uvec4 kiln_sh[KILN_COOPMAT_SHARED_VEC4];
-const uint B_SH0 = 2 * A_SIZE;  // first B buffer
+const uint B_SH0 = STAGES * A_SIZE;  // first B buffer
 
 uint a_base, b_base;
 bool a_fast, b_fast;  // whole uvec4 loads along A's k / B's run
@@ -222,13 +227,14 @@ void kiln_stage(uint buf) {
 }
 
 // One k step t: fetch step t + 1 (by uvec4 where WHOLE), multiply step t
-// from the other buffer, stage step t + 1.
+// from the other buffer (or the one buffer, then a barrier), stage step
+// t + 1.
 #define KILN_COOPMAT_STEP(WHOLE) \
   { \
     const uint next = (t + 1) * BK;                                                   \
     if (t + 1 < steps) kiln_fetch(row0, col0, next, WHOLE);                           \
-    const uint a0 = (t & 1) * A_SIZE + wm * WM * A_S8;                                \
-    const uint b0 = B_SH0 + (t & 1) * B_SIZE;                                         \
+    const uint a0 = (t & (STAGES - 1)) * A_SIZE + wm * WM * A_S8;                     \
+    const uint b0 = B_SH0 + (t & (STAGES - 1)) * B_SIZE;                              \
     [[unroll]] for (uint kk = 0; kk < BK / 16; ++kk) {                                \
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[TILES_M];                           \
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb[TILES_N];                           \
@@ -249,7 +255,8 @@ void kiln_stage(uint buf) {
         }                                                                             \
       }                                                                               \
     }                                                                                 \
-    if (t + 1 < steps) kiln_stage((t + 1) & 1);                                       \
+    if (STAGES == 1) barrier();                                                       \
+    if (t + 1 < steps) kiln_stage((t + 1) & (STAGES - 1));                            \
     barrier();                                                                        \
   }
 
