@@ -687,18 +687,26 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
   // Medium blocks where they fill three quarters of the 132 SMs and pad no
   // more than the small ones: 128x64 for the 7x7 layers (n = 49; 128 and
   // 512 blocks), 128x128 for a 14x14 3x3 conv (128 blocks), 64x128 for
-  // 64 rows; never split.
+  // 64 rows; never split. The 128x64 and 64x128 blocks step k by 64
+  // through one staging buffer (double buffers would pass the kernel's
+  // 41 KiB), 128x128 by 32 through two.
   const struct {
     uint64_t m, n, batch;
-    uint32_t rows, cols;
-  } medium[] = {{2048, 49, 32, 128, 64}, {512, 49, 32, 128, 64}, {256, 196, 32, 128, 128},
-                {64, 3136, 32, 64, 128}};
+    uint32_t rows, cols, bk;
+  } medium[] = {{2048, 49, 32, 128, 64, 64}, {512, 49, 32, 128, 64, 64},
+                {256, 196, 32, 128, 128, 32}, {64, 3136, 32, 64, 128, 64}};
   for (size_t i = 0; i < sizeof(medium) / sizeof(medium[0]); ++i) {
     KILN_ASSERT_OK(kiln_kernel_coopmat_tiling_select_shape(&hopper, medium[i].m, medium[i].n, 4608,
                                                            medium[i].batch, &pick));
     KILN_EXPECT_EQ(pick.warps_m * pick.tiles_m * 16, medium[i].rows);
     KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, medium[i].cols);
     KILN_EXPECT_EQ(pick.warps_m * pick.warps_n, 8u);
+    KILN_EXPECT_EQ(pick.bk, medium[i].bk);
+    const uint32_t rows = medium[i].rows, cols = medium[i].cols, bk = medium[i].bk;
+    const uint32_t stage = (rows * (bk / 8 + 1) + bk * cols / 8 + (bk > cols ? bk : cols)) * 16;
+    KILN_EXPECT_EQ(kiln_kernel_coopmat_shared_bytes(&pick), (bk == 64 ? 1 : 2) * stage);
+    KILN_EXPECT_LE((bk == 64 ? 1 : 2) * stage, KILN_COOPMAT_SHARED_VEC4 * 16u);
+    if (bk == 64) KILN_EXPECT_GT(2 * stage, KILN_COOPMAT_SHARED_VEC4 * 16u);
     KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, medium[i].m, medium[i].n, 4608,
                                                      medium[i].batch),
                    1u);
