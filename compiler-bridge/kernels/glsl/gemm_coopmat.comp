@@ -11,9 +11,10 @@
 // per uvec4 (rows padded by one uvec4 against bank conflicts), double
 // buffered: step t+1 is fetched from global memory into registers while
 // step t is multiplied, then stored into the other buffer; one barrier per
-// step (BK 64 builds: one buffer, stored after a second barrier). Everything that picks a code path inside the step is a spec
-// constant or a workgroup-uniform test of the push constants, so the
-// multiply loop is straight-line once specialized.
+// step (BK 64 builds: one buffer, stored after a second barrier).
+// Everything that picks a code path inside the step is a spec constant or
+// a workgroup-uniform test of the push constants, so the multiply loop is
+// straight-line once specialized.
 // Bounds by construction: fetches return zeros outside [0,m) x [0,k) x
 // [0,n) (so partial tiles multiply zeros), and the epilogue writes only
 // inside C: any m, n, k, strides. Steps whose rows are whole and aligned
