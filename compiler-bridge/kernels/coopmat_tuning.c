@@ -46,7 +46,7 @@ static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
 // each, without -> with them: ResNet-50 batch 32 13.8 -> 10.4 ms a call,
 // BERT-base 1.49 -> 1.33, ViT-B/16 2.26 -> 1.85, ResNet-50 1.51 -> 1.49.
 // The 128x64 and 64x128 blocks step k by 64 through one staging buffer
-// (gemm_coopmat.comp's STAGES; double buffers at BK 64 would pass 48 KiB):
+// (KILN_COOPMAT_STAGES; double buffers at BK 64 would pass 48 KiB):
 // half the round trips to global memory, which bound the split products
 // of the transformers (BERT's 128 x 3072 linear in 3 parts of k 256).
 // bench models at f16 on an H100 (2026-11-25, alternating runs of the
@@ -146,8 +146,7 @@ uint32_t kiln_kernel_coopmat_shared_bytes(const kiln_kernel_coopmat_tiling_t* t)
   const uint32_t bm = t->warps_m * t->tiles_m * 16, bn = t->warps_n * t->tiles_n * 16;
   const uint32_t a_size = bm * (t->bk / 8 + 1);
   const uint32_t b_size = t->bk * bn / 8 + (t->bk > bn ? t->bk : bn);
-  // BK 64 builds stage one buffer (gemm_coopmat.comp's STAGES).
-  const uint32_t staged = (t->bk == 64 ? 1u : 2u) * (a_size + b_size);
+  const uint32_t staged = KILN_COOPMAT_STAGES(t->bk) * (a_size + b_size);
   const uint32_t rows = t->warps_m * t->warps_n * 16u * (t->tiles_n * 4u + 1u);
   return (staged > rows ? staged : rows) * 16u;
 }

@@ -57,11 +57,12 @@ const uint WARPS_N = KILN_CM_WN;
 const uint TILES_M = KILN_CM_TM;
 const uint TILES_N = KILN_CM_TN;
 const uint BK = KILN_CM_BK;
-// BK 64 builds stage one buffer (its next step waits in registers until the
-// multiply is done): double buffers of 128-row blocks at BK 64 would pass
-// the 48 KiB NVIDIA gives Vulkan; one buffer halves the steps (each a
-// round trip to global memory) for a second barrier per step.
-const uint STAGES = BK == 64 ? 1 : 2;
+// BK 64 builds stage one buffer (KILN_COOPMAT_STAGES: the next step waits
+// in registers until the multiply is done): double buffers of 128-row
+// blocks at BK 64 would pass the 48 KiB NVIDIA gives Vulkan; one buffer
+// halves the steps (each a round trip to global memory) for a second
+// barrier per step.
+const uint STAGES = KILN_COOPMAT_STAGES(BK);
 const uint THREADS = WARPS_M * WARPS_N * 32;
 // The config's tiling and workgroup (what the grid was computed from) as
 // spec constants: declared so the HAL checks them against the module, and

@@ -172,6 +172,10 @@
 // gemm_coopmat's one shared array, in uvec4s (41 KiB: a 128x128 block at BK
 // 32, double-buffered, fits; NVIDIA gives Vulkan 48 KiB).
 #define KILN_COOPMAT_SHARED_VEC4 2624
+// gemm_coopmat's staging buffers at step depth BK: one at BK 64 (the next
+// step waits in registers; two would pass 48 KiB for 128-row blocks), else
+// two. The kernel and the shared-memory rule (coopmat_tuning.c) both use it.
+#define KILN_COOPMAT_STAGES(bk) ((bk) == 64u ? 1u : 2u)
 // conv2d / depthwise / conv_transpose.
 // qgemm: gemm's TM (rows of A per invocation), activation, bias and
 // residual ids, and the weight layout (KILN_QGEMM_*, = kiln_quant_layout_t).
