@@ -27,9 +27,9 @@ Environment: KILN_BENCH_DEVICE (default "vulkan"); KILN_BENCH_TARGET, the
 target triple kiln-compile builds for (default: the device's own triple from
 kiln-run-module --list_devices, as a deployment would; "default" keeps
 kiln-compile's multi-target default); KILN_BENCH_STATS_DIR, a folder that
-receives each model's kiln-run-module --print_statistics text (per-dispatch
-profile, and its stderr: with KILN_VULKAN_PIPELINE_STATS=1 the registers of
-each pipeline) as MODEL_PRECISION.txt.
+receives each model's kiln-run-module --print_statistics text (the profile
+of every dispatch, and its stderr: with KILN_VULKAN_PIPELINE_STATS=1 the
+registers of each pipeline) as MODEL_PRECISION.txt.
 """
 import argparse
 import copy
@@ -170,7 +170,9 @@ def kiln_run(build, onnx_path, inputs, calls, work, triple, precision, name):
     stats_dir = os.environ.get("KILN_BENCH_STATS_DIR", "")
     if stats_dir:
         os.makedirs(stats_dir, exist_ok=True)
-        profile = subprocess.run(args, check=True, capture_output=True, text=True)
+        # Every dispatch of a call, slowest first.
+        profile = subprocess.run(args + ["--slowest_dispatches=100000"], check=True,
+                                 capture_output=True, text=True)
         with open(os.path.join(stats_dir, "%s_%s.txt" % (name, precision)), "w") as f:
             # stderr too: KILN_VULKAN_PIPELINE_STATS=1's registers per pipeline.
             f.write(profile.stdout + profile.stderr)

@@ -245,6 +245,23 @@ uint32_t kiln_kernel_gemm_split_k_blocks_per_unit(const char* arch) {
   return 1;
 }
 
+// `want` parts of k, each at least min_k long, at most
+// KILN_GEMM_SPLIT_K_MAX_PARTS.
+static uint64_t kiln_split_k_cap(uint64_t want, uint64_t k, uint64_t min_k) {
+  if (want > k / min_k) want = k / min_k;
+  return want > KILN_GEMM_SPLIT_K_MAX_PARTS ? KILN_GEMM_SPLIT_K_MAX_PARTS : want;
+}
+
+// batch x m x n x k, saturating.
+static uint64_t kiln_split_k_macs(uint64_t batch, uint64_t m, uint64_t n, uint64_t k) {
+  const uint64_t factors[] = {m, n, k};
+  uint64_t macs = batch;
+  for (int i = 0; i < 3; ++i) {
+    macs = factors[i] && macs > UINT64_MAX / factors[i] ? UINT64_MAX : macs * factors[i];
+  }
+  return macs;
+}
+
 uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                         uint64_t n, uint64_t k, uint64_t batch) {
   if (!caps || caps->subgroup_size <= 8) return 1;  // CPU-like: gemm_cpu / conv2d_cpu
@@ -255,8 +272,20 @@ uint32_t kiln_kernel_gemm_split_k_parts(const kiln_kernel_arch_caps_t* caps, uin
   const uint64_t blocks = batch * ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n);
   const uint64_t per_unit = kiln_kernel_gemm_split_k_blocks_per_unit(caps->arch);
   if (blocks == 0 || 2 * blocks > units * per_unit) return 1;
-  uint64_t parts = (units * per_unit + blocks - 1) / blocks;
-  if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
-  if (parts > KILN_GEMM_SPLIT_K_MAX_PARTS) parts = KILN_GEMM_SPLIT_K_MAX_PARTS;
+  const uint64_t want = (units * per_unit + blocks - 1) / blocks;
+  uint64_t parts = kiln_split_k_cap(want, k, KILN_GEMM_SPLIT_K_MIN_K);
+  // Shorter parts where each workgroup still multiplies at least
+  // KILN_GEMM_SPLIT_K_MIN_BLOCK_MACS: the parts' own tiling (the one the
+  // lowering will pick for them) times their k.
+  const uint64_t short_parts = kiln_split_k_cap(want, k, KILN_GEMM_SPLIT_K_SHORT_MIN_K);
+  kiln_kernel_gemm_tiling_t part_tiling;
+  if (short_parts > parts &&
+      kiln_split_k_macs(batch, m, n, k) >= KILN_GEMM_SPLIT_K_SHORT_MIN_MACS &&
+      kiln_status_is_ok(kiln_kernel_gemm_tiling_select_shape(
+          caps, m, n, (k + short_parts - 1) / short_parts, batch * short_parts, &part_tiling))) {
+    const uint64_t area = (uint64_t)part_tiling.wg_y * part_tiling.tm * part_tiling.wg_x *
+                          part_tiling.tn;
+    if (area * (k / short_parts) >= KILN_GEMM_SPLIT_K_MIN_BLOCK_MACS) parts = short_parts;
+  }
   return parts < 2 ? 1 : (uint32_t)parts;
 }

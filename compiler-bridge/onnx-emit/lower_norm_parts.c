@@ -98,10 +98,13 @@ kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64
       (uint32_t)rows, (uint32_t)size, rec->parts, (uint32_t)rec->part_stride,
       (uint32_t)((params[2]->offset - lo) / elem), (uint32_t)((scale.offset - lo) / elem),
       (uint32_t)((beta.offset - lo) / elem), epsilon};
+  // The part count as a spec constant where the kernel unrolls it.
+  const uint32_t count = rec->parts <= KILN_NORM_PARTS_MAX_COUNT ? rec->parts : 0;
   kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_NORM_PARTS_BIAS, rec->has_bias},
-                                    {KILN_SPEC_NORM_PARTS_RESIDUAL, rec->has_residual}};
+                                    {KILN_SPEC_NORM_PARTS_RESIDUAL, rec->has_residual},
+                                    {KILN_SPEC_NORM_PARTS_COUNT, count}};
   kiln_emit_dispatch_desc_t desc = {
-      .kernel = KILN_KERNEL_NORM_PARTS, .ops = ops, .op_count = 2, .push = &p,
+      .kernel = KILN_KERNEL_NORM_PARTS, .ops = ops, .op_count = 3, .push = &p,
       .binding_count = 5,
       .bindings = {rec->partials, span, rec->has_residual ? rec->residual : span, y, rec->out},
       .written_mask = (1u << 3) | (1u << 4), .grid = KILN_EMIT_GRID_ROWS, .grid_count = rows};

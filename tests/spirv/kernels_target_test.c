@@ -301,8 +301,10 @@ KILN_TEST(KernelTargetTest, ConvGemmIsPerTarget) {
 
 // The split-K rule: parts only where the small tiling's blocks fill at
 // most half of the arch's blocks per unit (4 on hopper) times its units,
-// enough parts for that many, >= 256 k per part, <= 8 parts; never on
-// CPU-like or unknown arches.
+// enough parts for that many, >= 256 k per part, <= 8 parts; >= 128 k
+// per part in products of at least 2^25 multiply-adds whose parts' own
+// tiling keeps a 64x64x128 block of work per workgroup; never on CPU-like
+// or unknown arches.
 KILN_TEST(KernelTargetTest, SplitKRule) {
   kiln_kernel_arch_caps_t hopper = caps_for("hopper"), cpu = caps_for("cpu");
   kiln_kernel_arch_caps_t unknown = caps_for("unknown");
@@ -310,19 +312,30 @@ KILN_TEST(KernelTargetTest, SplitKRule) {
   KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units("cpu"), 0u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_compute_units(NULL), 0u);
   // ResNet-50 at 7x7 (64x64 blocks on hopper): 8 blocks -> 17, capped at
-  // 8; 32 blocks -> 5, capped by k 512 at 2.
+  // 8; 32 blocks -> 5, capped by k 512 at 2 parts of 256 or 4 of 128
+  // (51M multiply-adds, 64x64 blocks for the parts).
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 1), 8u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 2048, 49, 512, 1), 4u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 4608, 1), 8u);
   // BERT's 128 x 768 x 3072: 24 blocks -> 22, capped at 8; 128 x 3072,
-  // k 768: 96 blocks -> 6, capped by k at 3; 1088 columns at 1024 rows
-  // (272 blocks) fill more than half of 4 x 132.
+  // k 768: 96 blocks -> 6 parts of 128 (3 of 256 before the short parts:
+  // fp32 BERT-base 2.16 -> 1.97 ms a call on an H100); 1088 columns at
+  // 1024 rows (272 blocks) fill more than half of 4 x 132.
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit("hopper"), 4u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit("valhall"), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_blocks_per_unit(NULL), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 3072, 1), 8u);
-  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 3u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 3072, 768, 1), 6u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 128, 768, 768, 1), 6u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 1024, 1088, 3072, 1), 1u);
+  // ViT's 197 rows: the parts' 32-row blocks would multiply 32x64x128 a
+  // workgroup, so parts stay 256 long (shorter ran ViT-B/16 4% slower).
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 197, 768, 768, 1), 3u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 197, 2304, 768, 1), 3u);
+  // Under 2^25 multiply-adds (MobileNetV2's and EfficientNet-B0's 1x1
+  // convs: 2-3% slower in short parts): >= 256 k a part.
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 1280, 49, 320, 1), 1u);
+  KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 64, 64, 4096, 1), 8u);
   // Enough blocks, or too little k: no split.
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 4096, 4096, 4096, 1), 1u);
   KILN_EXPECT_EQ(kiln_kernel_gemm_split_k_parts(&hopper, 512, 49, 2048, 132), 1u);

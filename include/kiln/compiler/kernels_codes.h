@@ -215,9 +215,13 @@
 // norm_parts: the longest row it stages in shared memory (hidden sizes up
 // to 2048), and spec ids of the product's bias and residual.
 #define KILN_NORM_PARTS_ROW_CAP 2048
-// norm_parts: the product's bias and residual.
+// norm_parts: the product's bias and residual, and the number of parts
+// (0: read from the push constants; else at most
+// KILN_NORM_PARTS_MAX_COUNT, every part's load issued at once).
 #define KILN_SPEC_NORM_PARTS_BIAS 3
 #define KILN_SPEC_NORM_PARTS_RESIDUAL 4
+#define KILN_SPEC_NORM_PARTS_COUNT 5
+#define KILN_NORM_PARTS_MAX_COUNT 16
 #define KILN_SPEC_ROWS_KIND 3
 #define KILN_SPEC_ROWS_PHASE 4
 // pad / resize.

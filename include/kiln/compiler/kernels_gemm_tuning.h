@@ -166,6 +166,18 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 // device say where to move them.
 #define KILN_GEMM_SPLIT_K_MIN_K 256u
 #define KILN_GEMM_SPLIT_K_MAX_PARTS 8u
+// Parts down to KILN_GEMM_SPLIT_K_SHORT_MIN_K long in products of at least
+// KILN_GEMM_SPLIT_K_SHORT_MIN_MACS multiply-adds where the parts' tiling
+// (kiln_kernel_gemm_tiling_select_shape) still gives each workgroup
+// KILN_GEMM_SPLIT_K_MIN_BLOCK_MACS: a 64x64 block of 128 k. H100, fp32,
+// alternating A/B runs (2026-11-25, ms a call): BERT-base 2.16 -> 1.97
+// (its 128-row linears in 6 parts, not 3), ResNet-50 1.42 -> 1.29,
+// ResNet-18 0.64 -> 0.62; without the two conditions ViT-B/16 (32-row
+// blocks) ran 4% slower and MobileNetV2 and EfficientNet-B0 (1x1 convs
+// under 2^25) 2-3% slower.
+#define KILN_GEMM_SPLIT_K_SHORT_MIN_K 128u
+#define KILN_GEMM_SPLIT_K_MIN_BLOCK_MACS (64u * 64u * 128u)
+#define KILN_GEMM_SPLIT_K_SHORT_MIN_MACS (1ull << 25)
 // gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c):
 // products whose blocks fill at most half of the arch's blocks per unit
 // (kiln_kernel_gemm_split_k_blocks_per_unit) are split into enough parts

@@ -368,6 +368,44 @@ KILN_TEST(GpuGemmTest, GemvEveryArch) {
   }
 }
 
+// gemv's one-slice config for a short k (split-K's sum of its parts,
+// kiln_kernel_config_select_shape at k <= KILN_GEMV_SHORT_K), which
+// GemvEveryArch's plain configs never take: k below and past its 4-wide
+// unroll and past the short-k bound, B rows aligned (quad loads) and not,
+// with bias, residual and activation, as the split-K sums run them
+// (batch = rows).
+static const gemm_case_t kGemvShortKCases[] = {
+    {128, 1, 3072, 3, false, false, false, true, 2, false, KILN_ACT_GELU, 1, 0, 0},
+    {7, 1, 49, 9, false, false, false, true, 1, true, KILN_ACT_RELU, 1, 0, 0},
+    {5, 1, 61, 16, false, false, false, true, 2, true, KILN_ACT_NONE, 0.5f, 0, 0},
+    {3, 1, 130, 17, false, false, false, true, 2, true, KILN_ACT_NONE, 1, 0, 0},
+    {2, 1, 64, 33, false, false, true, true, 0, false, KILN_ACT_CLIP, 1, 0, 6},
+    {1, 1, 5, 1, false, false, false, true, 2, true, KILN_ACT_NONE, 1, 0, 0},
+};
+
+KILN_TEST(GpuGemmTest, GemvShortK) {
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  kiln_kernel_arch_caps_t caps = *device;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &caps));
+  for (int f16 = 0; f16 < 2; ++f16) {
+    if (f16 && !device->fp16_storage) continue;
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select_shape(
+        KILN_KERNEL_GEMV, &caps, f16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32, 1,
+        3072, 3, 128, &config));
+    KILN_EXPECT_EQ(config.workgroup_size[1], 1u);  // the one-slice config
+    if (config.workgroup_size[0] > device->max_workgroup_invocations ||
+        config.shared_memory_bytes > device->max_shared_memory_bytes) {
+      continue;
+    }
+    for (size_t i = 0; i < sizeof(kGemvShortKCases) / sizeof(kGemvShortKCases[0]); ++i) {
+      char what[64];
+      snprintf(what, sizeof(what), "gemv%s short-k case %zu", f16 ? "_f16" : "", i);
+      run_gemm_case(what, &kGemvShortKCases[i], config, f16 != 0);
+    }
+  }
+}
+
 KILN_TEST(GpuGemmTest, Fp16Storage) {
   if (!kiln_vk_harness_caps(gpu_harness())->fp16_storage) {
     KILN_FAIL("device lacks 16-bit storage; the fp16 variant cannot be checked");

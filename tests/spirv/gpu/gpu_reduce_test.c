@@ -404,3 +404,68 @@ KILN_TEST(GpuReduceTest, ChunkPartialsThenPartials) {
   free(got);
   free(want);
 }
+
+// norm_parts: LayerNorm of rows summed from split-K parts (+ bias +
+// residual), with the part count as a spec constant (every part's load
+// issued at once) or 0 (read from the push constants), against the sum
+// and ref_layer_norm. A spec count that is not the push constants' writes
+// NaN everywhere, never a partial sum.
+KILN_TEST(GpuReduceTest, NormParts) {
+  const size_t rows = 5, size = 300, stride = 1536;  // part stride past rows * size
+  const struct {
+    uint32_t parts, spec;
+    bool nan;
+  } cases[] = {{1, 1, false}, {3, 3, false}, {12, 12, false}, {12, 0, false},
+               {17, 0, false}, {16, 16, false}, {5, 4, true}};
+  kiln_kernel_variant_t variants[2];
+  const size_t variant_count = runnable_variants(KILN_KERNEL_NORM_PARTS, variants);
+  for (size_t v = 0; v < variant_count; ++v) {
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
+      const uint32_t parts = cases[c].parts;
+      float* part = gpu_random_alloc(parts * stride, 120 + c, -2, 2);
+      // Params: bias at 0, scale at size, beta at 2 * size.
+      float* params = gpu_random_alloc(3 * size, 121, 0.5f, 1.5f);
+      float* residual = gpu_random_alloc(rows * size, 122, -1, 1);
+      float* x = gpu_alloc(rows * size);
+      float* want = gpu_alloc(rows * size);
+      float* got = gpu_alloc(rows * size);
+      for (size_t i = 0; i < rows * size; ++i) {
+        float s = 0.0f;
+        for (uint32_t p = 0; p < parts; ++p) s += part[p * stride + i];
+        x[i] = s + params[i % size] + residual[i];
+      }
+      ref_layer_norm(rows, size, x, params + size, params + 2 * size, 1e-5f, want);
+      kiln_kernel_norm_parts_params_t p = {(uint32_t)rows, (uint32_t)size, parts,
+                                           (uint32_t)stride, 0, (uint32_t)size,
+                                           (uint32_t)(2 * size), 1e-5f};
+      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM_PARTS, KILN_KERNEL_STORAGE_FP32);
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_BIAS, 1));
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_RESIDUAL, 1));
+      KILN_EXPECT_OK(
+          kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_COUNT, cases[c].spec));
+      uint32_t grid[3];
+      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+      gpu_arg_t args[5] = {{part, parts * stride * 4}, {params, 3 * size * 4},
+                           {residual, rows * size * 4}, {NULL, rows * size * 4},
+                           {NULL, rows * size * 4}};
+      gpu_run(KILN_KERNEL_NORM_PARTS, variants[v], &config, &p, sizeof(p), args, 5, 3, got,
+              rows * size * 4, grid);
+      char what[96];
+      snprintf(what, sizeof(what), "norm_parts %s, %u parts, spec %u",
+               kiln_kernel_variant_name(variants[v]), parts, cases[c].spec);
+      if (cases[c].nan) {
+        size_t numbers = 0;
+        for (size_t i = 0; i < rows * size; ++i) numbers += !isnan(got[i]);
+        KILN_EXPECT_EQ(numbers, 0u);
+      } else {
+        gpu_expect_close(what, got, want, rows * size, 1e-4, 1e-4);
+      }
+      free(part);
+      free(params);
+      free(residual);
+      free(x);
+      free(want);
+      free(got);
+    }
+  }
+}
