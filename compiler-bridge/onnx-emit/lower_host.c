@@ -18,7 +18,10 @@ static kiln_status_t kiln_lower_host_allowed(const kiln_lower_t* l) {
                                 "which --no-fallback forbids");
   }
   // The cpu module reads and writes float32, never fp16 storage
-  // (--precision=f16): refuse rather than misread the bytes.
+  // (--precision=f16): refuse rather than misread the bytes. These ops are
+  // not kept at float32 between Casts as Where and the recurrent nodes are
+  // (kiln_emit_node_runs_f32_only): what they select moves with float16's
+  // rounding of their inputs.
   for (size_t i = 0; i < l->node->input_count + l->node->output_count; ++i) {
     const kiln_graph_value_t* v = i < l->node->input_count
                                       ? kiln_lower_in(l, i)

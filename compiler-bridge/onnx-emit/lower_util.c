@@ -170,6 +170,14 @@ typedef struct kiln_lowering_t {
   kiln_status_t (*coded)(const kiln_lower_t* l, uint32_t code);
   uint32_t code;
   const char* note;  // shown in the supported-op list
+  // Its float tensors only at float32 (the recurrent kernel, Where's select
+  // table): under --precision=f16 the node runs at float32 between Casts
+  // (kiln_graph_precision_f16, kiln_emit_node_runs_f32_only). Not the
+  // host's TopK, NonMaxSuppression and comparisons: what they select
+  // changes wherever float16 storage rounded two inputs to the same order
+  // (a detector's top 10 boxes off by 9.4e-2 of max|ref|), so --precision=
+  // f16 refuses them (kiln_lower_host_allowed).
+  bool f32_only;
 } kiln_lowering_t;
 
 #define PLAIN(op, fn) {op, fn, NULL, 0, NULL}
@@ -230,10 +238,10 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("Einsum", kiln_lower_einsum),
     PLAIN("DepthToSpace", kiln_lower_space_depth),
     PLAIN("SpaceToDepth", kiln_lower_space_depth),
-    {"LSTM", kiln_lower_rnn, NULL, 0, NULL},
-    {"GRU", kiln_lower_rnn, NULL, 0, NULL},
-    {"RNN", kiln_lower_rnn, NULL, 0, NULL},
-    {"Where", kiln_lower_where_any, NULL, 0, "run-time condition on the host"},
+    {"LSTM", kiln_lower_rnn, NULL, 0, NULL, true},
+    {"GRU", kiln_lower_rnn, NULL, 0, NULL, true},
+    {"RNN", kiln_lower_rnn, NULL, 0, NULL, true},
+    {"Where", kiln_lower_where_any, NULL, 0, "run-time condition on the host", true},
     {"Cast", kiln_lower_cast, NULL, 0, "to float"},
     {"kiln.Attention", kiln_lower_attention, NULL, 0, "fused by the compiler"},
     {"kiln.QuantizeDequantize", kiln_lower_quantize_dequantize, NULL, 0,
@@ -262,6 +270,19 @@ static const kiln_lowering_t kLowerings[] = {
 #undef CODED
 
 size_t kiln_lowering_count(void) { return sizeof(kLowerings) / sizeof(kLowerings[0]); }
+
+bool kiln_emit_node_runs_f32_only(const kiln_graph_t* graph, const kiln_graph_node_t* node) {
+  // A Cast from bool runs on the host (to float32); between floats it is
+  // the cast kernel, at any storage.
+  if (strcmp(node->op_type, "Cast") == 0) {
+    return node->input_count > 0 && node->inputs[0] >= 0 &&
+           graph->values[node->inputs[0]].dtype == KILN_GRAPH_DTYPE_BOOL;
+  }
+  for (size_t i = 0; i < kiln_lowering_count(); ++i) {
+    if (strcmp(kLowerings[i].op, node->op_type) == 0) return kLowerings[i].f32_only;
+  }
+  return false;
+}
 
 const char* kiln_lowering_op(size_t index) {
   return index < kiln_lowering_count() ? kLowerings[index].op : NULL;

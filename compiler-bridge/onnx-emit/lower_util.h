@@ -56,6 +56,10 @@ kiln_status_t kiln_lower_window_2d(const kiln_lower_t* l, const kiln_graph_shape
 // supported-op list of the refusal (table ops, then the activation table's),
 // malloc'd; NULL when out of memory.
 size_t kiln_lowering_count(void);
+// Whether the node's lowering takes float tensors at float32 only (the
+// lowering table's f32_only, and a Cast from bool): --precision=f16 keeps
+// such nodes at float32 between Casts (kiln_graph_precision_f16).
+bool kiln_emit_node_runs_f32_only(const kiln_graph_t* graph, const kiln_graph_node_t* node);
 const char* kiln_lowering_op(size_t index);
 char* kiln_lower_supported_list(void);
 

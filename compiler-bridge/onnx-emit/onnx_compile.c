@@ -413,7 +413,7 @@ kiln_status_t kiln_onnx_compile_graph(kiln_graph_t* graph,
   }
   KILN_RETURN_IF_ERROR(kiln_graph_run_default_passes(graph));
   if (precision == KILN_ONNX_PRECISION_F16) {
-    KILN_RETURN_IF_ERROR(kiln_graph_precision_f16(graph));
+    KILN_RETURN_IF_ERROR(kiln_graph_precision_f16(graph, kiln_emit_node_runs_f32_only));
   }
   KILN_RETURN_IF_ERROR(kiln_onnx_compile_check_io(graph));
   kiln_graph_memory_plan_t plan;

@@ -184,6 +184,62 @@ static bool kiln_precision_is_op(const kiln_graph_node_t* node, const char* op) 
   return !node->removed && strcmp(node->op_type, op) == 0;
 }
 
+// Node n's input slot i (a float16 value) reads a float32 twin made by a
+// Cast placed right after the value's producer (or first). Node n moves
+// one on.
+static kiln_status_t kiln_precision_read_f32(kiln_graph_t* graph, size_t n, size_t i) {
+  const int32_t id = graph->nodes[n].inputs[i];
+  int32_t twin = -1;
+  KILN_RETURN_IF_ERROR(kiln_precision_twin(graph, id, ".f32", KILN_GRAPH_DTYPE_F32, &twin));
+  graph->nodes[n].inputs[i] = twin;
+  const size_t added = graph->node_count;
+  const int32_t producer = graph->values[id].producer;
+  KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, id, twin, 1, producer < 0));
+  if (producer >= 0) {
+    KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, (size_t)producer, added));
+  }
+  return kiln_ok_status();
+}
+
+// Node n's output slot o (a float16 value) is written as a float32 twin and
+// cast to it by a Cast placed right after node n.
+static kiln_status_t kiln_precision_write_f32(kiln_graph_t* graph, size_t n, size_t o) {
+  const int32_t id = graph->nodes[n].outputs[o];
+  int32_t twin = -1;
+  KILN_RETURN_IF_ERROR(kiln_precision_twin(graph, id, ".f32", KILN_GRAPH_DTYPE_F32, &twin));
+  graph->nodes[n].outputs[o] = twin;
+  graph->values[twin].producer = (int32_t)n;
+  const size_t added = graph->node_count;
+  KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, twin, id, 10, false));
+  return kiln_graph_place_nodes_after(graph, n, added);
+}
+
+static bool kiln_precision_is_f16(const kiln_graph_t* graph, int32_t id) {
+  return id >= 0 && !graph->values[id].data && graph->values[id].dtype == KILN_GRAPH_DTYPE_F16;
+}
+
+// Nodes whose lowering takes float32 only (a GPT block's Where, RNN / GRU /
+// LSTM, a Cast from bool) run at float32 between Casts, so the rest of the
+// graph keeps float16 storage instead of the whole model being refused.
+static kiln_status_t kiln_precision_keep_nodes_f32(kiln_graph_t* graph,
+                                                   kiln_graph_node_predicate_t keep_f32) {
+  for (size_t n = 0; keep_f32 && n < graph->node_count; ++n) {
+    if (graph->nodes[n].removed || !keep_f32(graph, &graph->nodes[n])) continue;
+    for (size_t i = 0; i < graph->nodes[n].input_count; ++i) {
+      if (!kiln_precision_is_f16(graph, graph->nodes[n].inputs[i])) continue;
+      KILN_RETURN_IF_ERROR(kiln_precision_read_f32(graph, n, i));
+      ++n;  // the Cast went before it
+    }
+    const size_t node = n;
+    for (size_t o = 0; o < graph->nodes[node].output_count; ++o) {
+      if (!kiln_precision_is_f16(graph, graph->nodes[node].outputs[o])) continue;
+      KILN_RETURN_IF_ERROR(kiln_precision_write_f32(graph, node, o));
+      ++n;  // the Cast follows it
+    }
+  }
+  return kiln_ok_status();
+}
+
 static kiln_status_t kiln_precision_keep_qop_f32(kiln_graph_t* graph) {
   for (size_t n = 0; n < graph->node_count; ++n) {  // producers come first
     const kiln_graph_node_t* node = &graph->nodes[n];
@@ -210,32 +266,16 @@ static kiln_status_t kiln_precision_keep_qop_f32(kiln_graph_t* graph) {
     if (!quantize && !dequantize) continue;
     const int32_t id = quantize ? graph->nodes[n].inputs[0] : graph->nodes[n].outputs[0];
     if (id < 0 || graph->values[id].dtype != KILN_GRAPH_DTYPE_F16) continue;
-    int32_t twin = -1;
-    KILN_RETURN_IF_ERROR(
-        kiln_precision_twin(graph, id, ".f32", KILN_GRAPH_DTYPE_F32, &twin));
-    const size_t added = graph->node_count;
-    if (quantize) {
-      // x (f16) -> Cast -> twin (f32) -> kiln.Quantize, the Cast right
-      // after x's producer (or first).
-      graph->nodes[n].inputs[0] = twin;
-      const int32_t producer = graph->values[id].producer;
-      KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, id, twin, 1, producer < 0));
-      if (producer >= 0) {
-        KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, (size_t)producer, added));
-      }
-    } else {
-      // kiln.Dequantize -> twin (f32) -> Cast -> y (f16), right after it.
-      graph->nodes[n].outputs[0] = twin;
-      graph->values[twin].producer = (int32_t)n;
-      KILN_RETURN_IF_ERROR(kiln_precision_add_cast(graph, twin, id, 10, false));
-      KILN_RETURN_IF_ERROR(kiln_graph_place_nodes_after(graph, n, added));
-    }
+    // x (f16) -> Cast -> f32 -> kiln.Quantize; kiln.Dequantize -> f32 ->
+    // Cast -> y (f16).
+    KILN_RETURN_IF_ERROR(quantize ? kiln_precision_read_f32(graph, n, 0)
+                                  : kiln_precision_write_f32(graph, n, 0));
     ++n;  // the node moved one on (quantize) or the Cast follows it
   }
   return kiln_ok_status();
 }
 
-kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
+kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph, kiln_graph_node_predicate_t keep_f32) {
   for (size_t n = 0; n < graph->node_count; ++n) {
     // Its scale, rounded to fp16 storage, would move every quantized value.
     if (kiln_precision_is_op(&graph->nodes[n], "kiln.DynamicQuantizeParams")) {
@@ -274,5 +314,6 @@ kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph) {
     }
     value->dtype = KILN_GRAPH_DTYPE_F16;
   }
-  return kiln_precision_keep_qop_f32(graph);
+  KILN_RETURN_IF_ERROR(kiln_precision_keep_qop_f32(graph));
+  return kiln_precision_keep_nodes_f32(graph, keep_f32);
 }

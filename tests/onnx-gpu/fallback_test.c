@@ -269,8 +269,10 @@ KILN_TEST(OnnxFallbackTest, RunTimeMaskWhereBetweenGpuSegments) {
 }
 
 // A bool graph input reshaped and cast to float on the host, then used by
-// GPU math (x * mask); its negation leaves as a bool output.
-KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
+// GPU math (x * mask); its negation leaves as a bool output. At
+// --precision=f16 the host's Cast writes float32 and a Cast to float16
+// follows it (kiln_emit_node_runs_f32_only); x's values are exact in fp16.
+static void kiln_bool_mask_case(kiln_onnx_precision_t precision) {
   kiln_graph_t graph;
   kiln_start(&graph, "fallback-bool");
   const int64_t x_dims[2] = {2, 3}, m_dims[1] = {6}, target[2] = {2, 3};
@@ -297,9 +299,13 @@ KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
     ms[i] = (uint8_t)(i % 3 != 1);
   }
   kiln_gpu_run_stats_t stats;
-  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, NULL, inputs, outputs, &stats));
+  kiln_onnx_compile_options_t options;
+  kiln_onnx_compile_options_init(&options);
+  options.precision = precision;
+  KILN_ASSERT_OK(kiln_gpu_compile_and_run(&graph, &options, inputs, outputs, &stats));
   const float* ys = (const float*)outputs[0].data;
   const uint8_t* keep = (const uint8_t*)outputs[1].data;
+  KILN_ASSERT_EQ(outputs[0].dtype, KILN_GRAPH_DTYPE_F32);
   KILN_ASSERT_EQ(outputs[1].byte_size, 6u);
   for (int i = 0; i < 6; ++i) {
     KILN_EXPECT_EQ(ys[i], ms[i] ? xs[i] : 0.0f);
@@ -308,4 +314,12 @@ KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
   kiln_test_tensors_deinit(outputs, 2);
   kiln_test_tensors_deinit(inputs, 2);
   kiln_graph_deinitialize(&graph);
+}
+
+KILN_TEST(OnnxFallbackTest, BoolMaskReshapeCastIntoGpuMath) {
+  kiln_bool_mask_case(KILN_ONNX_PRECISION_F32);
+}
+
+KILN_TEST(OnnxFallbackTest, BoolMaskCastIntoGpuMathAtF16) {
+  kiln_bool_mask_case(KILN_ONNX_PRECISION_F16);
 }

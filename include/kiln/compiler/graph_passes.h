@@ -79,7 +79,11 @@ kiln_status_t kiln_graph_widen_f16(kiln_graph_t* graph);
 bool kiln_graph_has_f16_io(const kiln_graph_t* graph);
 // After the passes: float32 run-time values -> float16, with Casts from
 // float32 inputs and to float32 outputs; constants keep their float32 data.
-kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph);
+// Nodes for which `keep_f32` (may be NULL) returns true keep float32
+// tensors: Casts to float32 before them and to float16 after them.
+typedef bool (*kiln_graph_node_predicate_t)(const kiln_graph_t* graph,
+                                            const kiln_graph_node_t* node);
+kiln_status_t kiln_graph_precision_f16(kiln_graph_t* graph, kiln_graph_node_predicate_t keep_f32);
 
 // Runs the standard pipeline: identities, constant folding, batch-norm
 // folding, epilogue fusion, dead-node removal.
