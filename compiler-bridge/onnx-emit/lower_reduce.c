@@ -326,6 +326,12 @@ static kiln_status_t kiln_lower_norm_stats(const kiln_lower_t* l, uint64_t rows,
                                            uint64_t size, const kiln_emit_range_t* x,
                                            const kiln_emit_range_t* stats,
                                            uint64_t final_at) {
+  // The statistics are float32 pairs: an f16 copy would read them as
+  // halves (kiln_graph_precision_f16 keeps such nodes at float32).
+  if (kiln_emit_node_is_f16(l->program)) {
+    return kiln_lower_refuse(l, "LayerNormalization's Mean/InvStdDev outputs run at float32 "
+                                "only");
+  }
   kiln_graph_shape_t row_shape = {1, {(int64_t)rows}};
   int64_t pair_stride = 2, one = 1;
   for (size_t o = 1; o < 3 && o < l->node->output_count; ++o) {

@@ -278,6 +278,16 @@ bool kiln_emit_node_runs_f32_only(const kiln_graph_t* graph, const kiln_graph_no
     return node->input_count > 0 && node->inputs[0] >= 0 &&
            graph->values[node->inputs[0]].dtype == KILN_GRAPH_DTYPE_BOOL;
   }
+  // LayerNormalization's Mean / InvStdDev outputs are copies of rows_split's
+  // float32 statistics (kiln_lower_norm_stats); its Y alone runs at f16.
+  if (strcmp(node->op_type, "LayerNormalization") == 0) {
+    for (size_t o = 1; o < node->output_count; ++o) {
+      if (node->outputs[o] >= 0 && kiln_graph_value_use_count(graph, node->outputs[o])) {
+        return true;
+      }
+    }
+    return false;
+  }
   for (size_t i = 0; i < kiln_lowering_count(); ++i) {
     if (strcmp(kLowerings[i].op, node->op_type) == 0) return kLowerings[i].f32_only;
   }
