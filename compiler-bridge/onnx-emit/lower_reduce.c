@@ -403,8 +403,10 @@ static kiln_status_t kiln_lower_norm(const kiln_lower_t* l, uint32_t kind,
     KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
                                                params * sizeof(float), (void**)&ones));
     for (uint64_t i = 0; i < params; ++i) ones[i] = 1.0f;
-    kiln_status_t status = kiln_emit_add_weight(l->program, ones, params * sizeof(float),
-                                                &desc.bindings[1]);
+    // As floats of the node's storage (halves at f16; raw float32 bytes
+    // here were read as halves: GroupNormalization-21 wrong at f16).
+    kiln_status_t status = kiln_emit_add_float_weight(l->program, ones, params,
+                                                      &desc.bindings[1]);
     kiln_allocator_free(l->program->allocator, ones);
     KILN_RETURN_IF_ERROR(status);
   } else {
