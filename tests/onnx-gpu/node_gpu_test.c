@@ -263,7 +263,7 @@ KILN_TEST(OnnxGpuNodeTest, AllNodeTests) {
   const char* root = getenv("KILN_NODE_TEST_ROOT");
   if (!root) root = KILN_NODE_DIR;
   const char* floor_text = getenv("KILN_NODE_TEST_MIN_PASSED");
-  size_t min_passed = floor_text ? (size_t)strtoul(floor_text, NULL, 10) : 445u;
+  size_t min_passed = floor_text ? (size_t)strtoul(floor_text, NULL, 10) : 505u;
   DIR* dir = opendir(root);
   KILN_ASSERT_TRUE(dir != NULL);
   char** names = NULL;
