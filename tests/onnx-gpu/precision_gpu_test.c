@@ -25,9 +25,10 @@ static uint64_t kiln_weight_bytes(const char* text) {
   return at ? strtoull(at + strlen("'weights': "), NULL, 10) : 0;
 }
 
-// Compiles (only) and returns the module's weight bytes.
-static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_shape,
-                                          kiln_onnx_precision_t precision) {
+// Compiles (only) and returns the module's disassembly (free() it; NULL
+// when none was captured).
+static char* kiln_compile_assembly(const char* path, const char* input_shape,
+                                   kiln_onnx_precision_t precision) {
   kiln_onnx_input_shape_t shape;
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
@@ -43,9 +44,18 @@ static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_sh
   kiln_byte_buffer_init(&module, kiln_allocator_system());
   KILN_EXPECT_OK(kiln_onnx_compile_file(path, &options, kiln_allocator_system(), &module));
   kiln_gpu_capture_end(&assembly);
-  uint64_t bytes = assembly.text ? kiln_weight_bytes(assembly.text) : 0;
+  char* text = assembly.text ? strdup(assembly.text) : NULL;
   kiln_gpu_capture_release(&assembly);
   kiln_byte_buffer_deinit(&module);
+  return text;
+}
+
+// Compiles (only) and returns the module's weight bytes.
+static uint64_t kiln_compile_weight_bytes(const char* path, const char* input_shape,
+                                          kiln_onnx_precision_t precision) {
+  char* text = kiln_compile_assembly(path, input_shape, precision);
+  uint64_t bytes = text ? kiln_weight_bytes(text) : 0;
+  free(text);
   return bytes;
 }
 
@@ -190,25 +200,6 @@ KILN_TEST(OnnxGpuPrecisionTest, DefaultF16ModuleRunsOnUnnamedGpus) {
                     "vulkan://0?triple=ampere-rtx3080-windows");
 }
 
-// Compiles models/<name> at f16 and returns its disassembly (free()).
-static char* kiln_f16_assembly(const char* name) {
-  char path[1024];
-  kiln_test_model_path(name, "model.onnx", path, sizeof(path));
-  kiln_onnx_compile_options_t options;
-  kiln_onnx_compile_options_init(&options);
-  options.precision = KILN_ONNX_PRECISION_F16;
-  kiln_gpu_capture_t assembly;
-  KILN_EXPECT_OK(kiln_gpu_capture_begin(&options, &assembly));
-  kiln_byte_buffer_t module;
-  kiln_byte_buffer_init(&module, kiln_allocator_system());
-  KILN_EXPECT_OK(kiln_onnx_compile_file(path, &options, kiln_allocator_system(), &module));
-  kiln_gpu_capture_end(&assembly);
-  char* text = assembly.text ? strdup(assembly.text) : NULL;
-  kiln_gpu_capture_release(&assembly);
-  kiln_byte_buffer_deinit(&module);
-  return text;
-}
-
 // The recurrent kernel and Where's select table take float32 only: at f16
 // those nodes run at float32 between Casts (kiln_graph_precision_f16) and
 // the rest of the model at f16, within 1e-2 of max|ref|. Before, the whole
@@ -222,7 +213,9 @@ KILN_TEST(OnnxGpuPrecisionTest, RecurrentAndWhereNodesRunAtF32BetweenCasts) {
   for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
     kiln_test_model_require(kCases[i].model);
     kiln_run_model(kCases[i].model, NULL, KILN_ONNX_PRECISION_F16, 1e-2);
-    char* text = kiln_f16_assembly(kCases[i].model);
+    char path[1024];
+    kiln_test_model_path(kCases[i].model, "model.onnx", path, sizeof(path));
+    char* text = kiln_compile_assembly(path, NULL, KILN_ONNX_PRECISION_F16);
     KILN_ASSERT_TRUE(text != NULL);
     KILN_EXPECT_TRUE(strstr(text, kCases[i].f32_kernel) != NULL);
     KILN_EXPECT_TRUE(strstr(text, "'cast_f16_to_f32'") != NULL);
