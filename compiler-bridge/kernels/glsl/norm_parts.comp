@@ -55,7 +55,6 @@ float kiln_x(uint row, uint r) {
   const float bias = HAS_BIAS ? LOAD(params[p.bias_at + r]) : 0.0;
   const float res = HAS_RESIDUAL ? LOAD(residual[i]) : 0.0;
   float v = 0.0;
-  uint s = 0;
   if (PART_COUNT != 0) {
     float t[KILN_NORM_PARTS_MAX_COUNT];
     [[unroll]] for (uint j = 0; j < KILN_NORM_PARTS_MAX_COUNT; ++j) {
@@ -64,8 +63,8 @@ float kiln_x(uint row, uint r) {
     [[unroll]] for (uint j = 0; j < KILN_NORM_PARTS_MAX_COUNT; ++j) {
       if (j < PART_COUNT) v += t[j];
     }
-    s = PART_COUNT;
   } else {
+    uint s = 0;
     for (; s + 4 <= p.part_count; s += 4) {
       const float a = LOAD(parts[s * p.part_stride + i]);
       const float b = LOAD(parts[(s + 1) * p.part_stride + i]);
@@ -76,10 +75,10 @@ float kiln_x(uint row, uint r) {
       v += c;
       v += d;
     }
+    for (; s < p.part_count; ++s) v += LOAD(parts[s * p.part_stride + i]);
   }
-  for (; s < p.part_count; ++s) v += LOAD(parts[s * p.part_stride + i]);
   // A spec count that is not the push constants' (a malformed module)
-  // writes NaN, never a partial sum.
+  // writes NaN, never a partial sum, and loops over none of a bogus count.
   if (PART_COUNT != 0 && PART_COUNT != p.part_count) v = uintBitsToFloat(0x7fc00000u);
   if (HAS_BIAS) v += bias;
   if (HAS_RESIDUAL) v += res;
