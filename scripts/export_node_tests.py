@@ -395,6 +395,33 @@ def main():
            helper.make_node("Add", ["x", "mask"], ["y"])],
           [("x", x)], [("y", x + shaped)], [("m", mask), ("i", idx), ("v", val)])
 
+    # GatherElements (torch.gather) with constant indices lowers to the
+    # gather kernel; on constants (Hugging Face BERT's token-type ids) it
+    # folds. Negative indices, repeats, smaller non-axis dims.
+    data = rand(3, 5)
+    idx = np.array([[0, -1, 2], [4, 4, -5], [1, 3, 0]], np.int64)
+    write(out, "gather_elements_axis1_constant_indices",
+          [helper.make_node("GatherElements", ["d", "i"], ["y"], axis=1)],
+          [("d", data)], [("y", np.take_along_axis(data, np.where(idx < 0, idx + 5, idx), 1))],
+          [("i", idx)], opset=13)
+    data3 = rand(4, 3, 5)
+    idx3 = RNG.integers(-4, 4, size=(6, 2, 5)).astype(np.int64)
+    write(out, "gather_elements_axis0_rank3",
+          [helper.make_node("GatherElements", ["d", "i"], ["y"], axis=0)],
+          [("d", data3)],
+          [("y", np.take_along_axis(data3[:, :2, :], np.where(idx3 < 0, idx3 + 4, idx3), 0))],
+          [("i", idx3)], opset=13)
+    table, x = rand(2, 6), rand(1, 4, 6)
+    ids = np.zeros((1, 8), np.int64)
+    pos = np.array([[0, 1, 2, 3]], np.int64)
+    token_type = np.take_along_axis(ids, pos, 1)  # zeros, as BERT's buffer
+    write(out, "gather_elements_constant_folded",
+          [helper.make_node("GatherElements", ["ids", "pos"], ["tt"], axis=1),
+           helper.make_node("Gather", ["table", "tt"], ["emb"]),
+           helper.make_node("Add", ["x", "emb"], ["y"])],
+          [("x", x)], [("y", x + table[token_type])],
+          [("ids", ids), ("pos", pos), ("table", table)], opset=13)
+
     x = rand(2, 4, 11)
     w, bias = rand(6, 2, 3), rand(6)
     write(out, "conv1d_strided_dilated_grouped",

@@ -265,6 +265,69 @@ kiln_status_t kiln_lower_gather(const kiln_lower_t* l) {
   return kiln_lower_add_gather(l, &desc, index_words);
 }
 
+// GatherElements with constant indices (torch.gather by positions known at
+// export): each output's element of data is known at compile time, so it
+// is one Gather of data viewed as [1, count, 1] by a table of flat int32
+// offsets. Run-time indices have no kernel: refused.
+kiln_status_t kiln_lower_gather_elements(const kiln_lower_t* l) {
+  const kiln_graph_value_t* data = kiln_lower_in(l, 0);
+  const kiln_graph_value_t* indices = kiln_lower_in(l, 1);
+  const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  if (!data || !indices || !y) return kiln_lower_refuse(l, "an absent input or output");
+  if (!indices->data) {
+    return kiln_lower_refuse(l, "indices '%s' are computed at run time; only constant "
+                             "indices lower to the GPU", indices->name);
+  }
+  if (data->dtype != KILN_GRAPH_DTYPE_F32 && data->dtype != KILN_GRAPH_DTYPE_F16) {
+    return kiln_lower_refuse(l, "data '%s' of type %s at run time (float data only)",
+                             data->name, kiln_graph_dtype_name(data->dtype));
+  }
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "axis", 0, &axis_attr));
+  int32_t axis = 0;
+  KILN_RETURN_IF_ERROR(kiln_lower_axis(l, axis_attr, data->shape.rank, &axis));
+  const uint64_t data_count = kiln_lower_count(&data->shape);
+  const uint64_t count = kiln_lower_count(&indices->shape);
+  if (count == 0) return kiln_lower_refuse(l, "no indices");
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, data_count));
+  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
+  int32_t* table = NULL;
+  KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator, count * sizeof(int32_t),
+                                             (void**)&table));
+  kiln_status_t status = kiln_ok_status();
+  for (uint64_t i = 0; i < count && !status; ++i) {
+    const int64_t index = indices->dtype == KILN_GRAPH_DTYPE_I64
+                              ? ((const int64_t*)indices->data)[i]
+                              : ((const int32_t*)indices->data)[i];
+    size_t offset = 0;
+    status = kiln_gather_elements_offset(&data->shape, &indices->shape, axis, (size_t)i, index,
+                                         &offset);
+    if (status) {
+      kiln_status_free(status);
+      status = kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
+                                "node '%s' (op GatherElements): index %lld at %llu out of "
+                                "range for dim %lld",
+                                l->node->name, (long long)index, (unsigned long long)i,
+                                (long long)data->shape.dims[axis]);
+    }
+    table[i] = (int32_t)offset;
+  }
+  kiln_emit_range_t table_range;
+  if (!status) {
+    status = kiln_emit_add_weight(l->program, table, count * sizeof(int32_t), &table_range);
+  }
+  kiln_allocator_free(l->program->allocator, table);
+  KILN_RETURN_IF_ERROR(status);
+  kiln_kernel_gather_params_t p = {1, (uint32_t)data_count, 1, (uint32_t)count};
+  kiln_emit_dispatch_desc_t desc = {.kernel = KILN_KERNEL_GATHER, .push = &p,
+                                    .binding_count = 3, .written_mask = 4u,
+                                    .grid = KILN_EMIT_GRID_LINEAR, .grid_count = count};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  desc.bindings[1] = table_range;
+  KILN_RETURN_IF_ERROR(kiln_lower_out_range(l, 0, &desc.bindings[2]));
+  return kiln_lower_add_gather(l, &desc, 1);
+}
+
 // Constant indices are checked and narrowed to int32 at compile time.
 static kiln_status_t kiln_lower_gather_constant_indices(const kiln_lower_t* l,
                                                         const kiln_graph_value_t* indices,

@@ -228,6 +228,7 @@ static const kiln_lowering_t kLowerings[] = {
     PLAIN("GroupNormalization", kiln_lower_group_norm),
     PLAIN("BatchNormalization", kiln_lower_batch_norm),
     PLAIN("Gather", kiln_lower_gather),
+    {"GatherElements", kiln_lower_gather_elements, NULL, 0, "constant indices"},
     PLAIN("Pad", kiln_lower_pad),
     PLAIN("Split", kiln_lower_split),
     PLAIN("Expand", kiln_lower_expand),

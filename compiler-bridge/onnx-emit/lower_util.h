@@ -121,6 +121,7 @@ kiln_status_t kiln_lower_layer_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_instance_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_group_norm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gather(const kiln_lower_t* l);
+kiln_status_t kiln_lower_gather_elements(const kiln_lower_t* l);
 kiln_status_t kiln_lower_pad(const kiln_lower_t* l);
 kiln_status_t kiln_lower_split(const kiln_lower_t* l);
 kiln_status_t kiln_lower_expand(const kiln_lower_t* l);

@@ -1,7 +1,10 @@
-// ScatterND: what exporters emit for in-place slice assignment
-// (x[a:b, c:d] = v), typically on constant masks that folding evaluates
-// (Swin's shifted-window attention mask). Reference implementation only;
-// the GPU path sees it folded away or refuses it.
+// Element-indexed ops. ScatterND: what exporters emit for in-place slice
+// assignment (x[a:b, c:d] = v), typically on constant masks that folding
+// evaluates (Swin's shifted-window attention mask); reference only, the GPU
+// path sees it folded away or refuses it. GatherElements (torch.gather):
+// Hugging Face BERT's token-type ids gather a constant buffer by constant
+// positions, which folding evaluates; with constant indices and run-time
+// data it lowers to the gather kernel (onnx-emit/lower_data.c).
 #include <string.h>
 
 #include "ops.h"
@@ -127,7 +130,81 @@ static kiln_status_t kiln_run_scatter_nd(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
+// GatherElements: y has the indices' shape; y[..., j, ...] = data[...,
+// indices[..., j, ...], ...] along `axis`. Every other dim of indices is at
+// most data's (the operator's rule; each index tuple reads inside data).
+static kiln_status_t kiln_infer_gather_elements(const kiln_op_infer_args_t* args) {
+  const kiln_graph_value_t* data = NULL;
+  const kiln_graph_value_t* indices = NULL;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_ANY, &data));
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 1, KILN_OP_INDEX, &indices));
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "axis", 0, &axis_attr));
+  int32_t axis;
+  KILN_RETURN_IF_ERROR(kiln_op_axis(args, axis_attr, data->shape.rank, &axis));
+  if (indices->shape.rank != data->shape.rank) {
+    return kiln_op_invalid(args, "indices have rank %d, data rank %d",
+                           (int)indices->shape.rank, (int)data->shape.rank);
+  }
+  for (int32_t d = 0; d < data->shape.rank; ++d) {
+    if (d != axis && indices->shape.dims[d] > data->shape.dims[d]) {
+      return kiln_op_invalid(args, "indices dim %d is %lld, past data's %lld", (int)d,
+                             (long long)indices->shape.dims[d], (long long)data->shape.dims[d]);
+    }
+  }
+  return kiln_op_set_output(args, 0, data->dtype, &indices->shape);
+}
+
+kiln_status_t kiln_gather_elements_offset(const kiln_graph_shape_t* data,
+                                          const kiln_graph_shape_t* indices, int32_t axis,
+                                          size_t position, int64_t index, size_t* out_offset) {
+  const int64_t dim = data->dims[axis];
+  if (index < 0) index += dim;
+  if (index < 0 || index >= dim) {
+    return kiln_make_status(KILN_STATUS_OUT_OF_RANGE, "index out of range for dim %lld",
+                            (long long)dim);
+  }
+  // position's coordinates in indices (last dim fastest), axis replaced.
+  size_t offset = 0, stride = 1, rest = position;
+  for (int32_t d = indices->rank - 1; d >= 0; --d) {
+    const size_t extent = (size_t)indices->dims[d];
+    const size_t coord = d == axis ? (size_t)index : rest % extent;
+    rest /= extent;
+    offset += coord * stride;
+    stride *= (size_t)data->dims[d];
+  }
+  *out_offset = offset;
+  return kiln_ok_status();
+}
+
+static kiln_status_t kiln_run_gather_elements(const kiln_op_run_args_t* args) {
+  const kiln_ref_tensor_t* data = &args->inputs[0];
+  const kiln_ref_tensor_t* indices = &args->inputs[1];
+  int64_t axis_attr = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "axis", 0, &axis_attr));
+  const int32_t axis = (int32_t)(axis_attr < 0 ? axis_attr + data->shape.rank : axis_attr);
+  const size_t elem = kiln_graph_dtype_size(data->dtype);
+  uint8_t* dst = (uint8_t*)args->outputs[0].data;
+  for (size_t i = 0; i < indices->count; ++i) {
+    size_t offset = 0;
+    kiln_status_t status = kiln_gather_elements_offset(
+        &data->shape, &indices->shape, axis, i, kiln_ref_index_at(indices, i), &offset);
+    if (status) {
+      kiln_status_free(status);
+      return kiln_make_status(KILN_STATUS_OUT_OF_RANGE,
+                              "node '%s' (GatherElements): index %lld at %zu out of range for "
+                              "dim %lld",
+                              args->node->name, (long long)kiln_ref_index_at(indices, i), i,
+                              (long long)data->shape.dims[axis]);
+    }
+    memcpy(dst + i * elem, (const uint8_t*)data->data + offset * elem, elem);
+  }
+  return kiln_ok_status();
+}
+
 const kiln_op_def_t kiln_ops_scatter[] = {
     {"ScatterND", "reduction", 3, 3, 1, 1, kiln_infer_scatter_nd, kiln_run_scatter_nd, 11},
+    {"GatherElements", "axis", 2, 2, 1, 1, kiln_infer_gather_elements, kiln_run_gather_elements,
+     11},
     {NULL, NULL, 0, 0, 0, 0, NULL, NULL},
 };

@@ -48,6 +48,13 @@ kiln_status_t kiln_graph_shape_element_count(const kiln_graph_shape_t* shape,
                                              size_t* out_count);
 bool kiln_graph_shape_equal(const kiln_graph_shape_t* a,
                             const kiln_graph_shape_t* b);
+// GatherElements: the element of `data` that output `position` (row-major
+// in the indices' shape) reads for `index` along `axis` (negative counts
+// from the end); OUT_OF_RANGE when the index is outside that dim. Shared
+// by the reference op and the GPU lowering's constant-index table.
+kiln_status_t kiln_gather_elements_offset(const kiln_graph_shape_t* data,
+                                          const kiln_graph_shape_t* indices, int32_t axis,
+                                          size_t position, int64_t index, size_t* out_offset);
 // "1x3x224x224" ("scalar" for rank 0, "?" for unknown dims).
 void kiln_graph_shape_format(const kiln_graph_shape_t* shape, char* buffer,
                              size_t buffer_size);
