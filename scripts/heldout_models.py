@@ -35,14 +35,16 @@ def _encoder(seq, batch=1, width=768, heads=12, layers=12):
 
 
 class _HiddenState(torch.nn.Module):
-    """A Hugging Face model's last hidden state as a plain tensor output."""
+    """A Hugging Face model's last hidden state as a plain tensor output,
+    from token ids or (`argument`) another input such as pixel_values."""
 
-    def __init__(self, model):
+    def __init__(self, model, argument="input_ids"):
         super().__init__()
         self.model = model
+        self.argument = argument
 
-    def forward(self, ids):
-        return self.model(input_ids=ids).last_hidden_state
+    def forward(self, x):
+        return self.model(**{self.argument: x}).last_hidden_state
 
 
 def _hf(config_name, model_name, seq, vocab_limit=1000, **config):
@@ -55,6 +57,44 @@ def _hf(config_name, model_name, seq, vocab_limit=1000, **config):
                             generator=torch.Generator().manual_seed(seed + 1))
         return model, (ids,)
     return build
+
+
+def _hf_input(config_name, model_name, shape, argument, **config):
+    """A Hugging Face model fed a float tensor (pixels, audio)."""
+    def build(seed):
+        import transformers
+        cfg = getattr(transformers, config_name)(**config)
+        cfg._attn_implementation = "eager"
+        model = bench_gpu.seeded(
+            _HiddenState(getattr(transformers, model_name)(cfg), argument), seed)
+        x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed + 1))
+        return model, (x,)
+    return build
+
+
+class _Logits(torch.nn.Module):
+    """A timm model's output (logits or features) as one tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        y = self.model(x)
+        return y[-1] if isinstance(y, (list, tuple)) else y
+
+
+def _timm(name, size=224):
+    def build(seed):
+        import timm
+        model = bench_gpu.seeded(_Logits(timm.create_model(name, pretrained=False)), seed)
+        x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(seed + 1))
+        return model, (x,)
+    return build
+
+
+_SMALL_DECODER = dict(hidden_size=768, intermediate_size=2048, num_hidden_layers=6,
+                      num_attention_heads=12, vocab_size=32000)
 
 
 HELDOUT = {
@@ -84,4 +124,37 @@ HELDOUT = {
     "hf_bert_seq384": _hf("BertConfig", "BertModel", 384),
     "hf_gpt2_seq256": _hf("GPT2Config", "GPT2Model", 256),
     "hf_distilbert_seq200": _hf("DistilBertConfig", "DistilBertModel", 200),
+    # Second batch (session 21): more families, each a different ONNX shape
+    # of the same ops (relative position tables, RoPE, RMSNorm, gated MLPs,
+    # shared layers, conv feature extractors, token mixers).
+    "timm_deit_small": _timm("deit_small_patch16_224"),
+    "timm_beit_base": _timm("beit_base_patch16_224"),
+    "timm_mixer_b16": _timm("mixer_b16_224"),
+    "timm_poolformer_s12": _timm("poolformer_s12"),
+    "timm_levit_128s": _timm("levit_128s"),
+    "timm_mobilevit_s": _timm("mobilevit_s", size=256),
+    "timm_ghostnet_100": _timm("ghostnet_100"),
+    "timm_xception41": _timm("xception41", size=299),
+    "timm_regnety_040": _timm("regnety_040"),
+    "timm_repvgg_a2": _timm("repvgg_a2"),
+    "timm_edgenext_small": _timm("edgenext_small", size=256),
+    "timm_efficientformer_l1": _timm("efficientformer_l1"),
+    "timm_nfnet_l0": _timm("nfnet_l0"),
+    "timm_hrnet_w18_small": _timm("hrnet_w18_small"),
+    "timm_convnextv2_nano": _timm("convnextv2_nano"),
+    "hf_roberta_seq128": _hf("RobertaConfig", "RobertaModel", 128),
+    "hf_albert_seq128": _hf("AlbertConfig", "AlbertModel", 128, hidden_size=768,
+                            intermediate_size=3072, num_attention_heads=12),
+    "hf_t5_encoder_seq128": _hf("T5Config", "T5EncoderModel", 128),
+    "hf_llama_seq128": _hf("LlamaConfig", "LlamaModel", 128, **_SMALL_DECODER),
+    "hf_mistral_seq128": _hf("MistralConfig", "MistralModel", 128, **_SMALL_DECODER),
+    "hf_opt_seq128": _hf("OPTConfig", "OPTModel", 128),
+    "hf_gpt_neox_seq128": _hf("GPTNeoXConfig", "GPTNeoXModel", 128, **_SMALL_DECODER),
+    "hf_bloom_seq128": _hf("BloomConfig", "BloomModel", 128, hidden_size=768, n_layer=6,
+                           n_head=12),
+    "hf_clip_vision": _hf_input("CLIPVisionConfig", "CLIPVisionModel", (1, 3, 224, 224),
+                                "pixel_values"),
+    "hf_wav2vec2_1s": _hf_input("Wav2Vec2Config", "Wav2Vec2Model", (1, 16000), "input_values"),
+    "hf_segformer_b0": _hf_input("SegformerConfig", "SegformerModel", (1, 3, 256, 256),
+                                 "pixel_values"),
 }
