@@ -422,6 +422,47 @@ def main():
           [("x", x)], [("y", x + table[token_type])],
           [("ids", ids), ("pos", pos), ("table", table)], opset=13)
 
+    # Integer math and CumSum on constants fold (session 21): T5's relative
+    # position buckets (|j - i| of int64 positions, Min against a cap),
+    # OPT's and BLOOM's positions from an all-ones mask (CumSum - 1), and
+    # EdgeNeXt's positional embedding (a float CumSum, exclusive/reverse
+    # forms here); the GPU sees the folded tensors.
+    ctx = np.arange(6, dtype=np.int64).reshape(6, 1)
+    mem = np.arange(6, dtype=np.int64).reshape(1, 6)
+    cap = np.array(3, np.int64)
+    x = rand(6, 6)
+    bucket = np.minimum(np.abs(mem - ctx), cap) + np.maximum(-(mem - ctx), 0) + (mem - ctx) * 0
+    write(out, "int_abs_neg_min_max_sum_folded",
+          [helper.make_node("Sub", ["mem", "ctx"], ["rel"]),
+           helper.make_node("Abs", ["rel"], ["dist"]),
+           helper.make_node("Min", ["dist", "cap"], ["capped"]),
+           helper.make_node("Neg", ["rel"], ["neg"]),
+           helper.make_node("Max", ["neg", "zero"], ["back"]),
+           helper.make_node("Mul", ["rel", "zero"], ["none"]),
+           helper.make_node("Sum", ["capped", "back", "none"], ["b"]),
+           helper.make_node("Cast", ["b"], ["bf"], to=TensorProto.FLOAT),
+           helper.make_node("Add", ["x", "bf"], ["y"])],
+          [("x", x)], [("y", f32(x + bucket))],
+          [("mem", mem), ("ctx", ctx), ("cap", cap), ("zero", np.array(0, np.int64))],
+          opset=13)
+    ones = np.ones((1, 7), np.int64)
+    x = rand(1, 7)
+    write(out, "cumsum_positions_folded",
+          [helper.make_node("CumSum", ["m", "axis"], ["c"]),
+           helper.make_node("Sub", ["c", "one"], ["pos"]),
+           helper.make_node("Cast", ["pos"], ["pf"], to=TensorProto.FLOAT),
+           helper.make_node("Add", ["x", "pf"], ["y"])],
+          [("x", x)], [("y", f32(x + (np.cumsum(ones, 1) - 1)))],
+          [("m", ones), ("axis", np.array(1, np.int64)), ("one", np.array(1, np.int64))],
+          opset=14)
+    table, x = rand(3, 5), rand(3, 5)
+    rev_excl = np.flip(np.cumsum(np.flip(table.astype(np.float64), 1), 1), 1) - table
+    write(out, "cumsum_float_exclusive_reverse_folded",
+          [helper.make_node("CumSum", ["t", "axis"], ["c"], exclusive=1, reverse=1),
+           helper.make_node("Add", ["x", "c"], ["y"])],
+          [("x", x)], [("y", f32(x + rev_excl))],
+          [("t", table), ("axis", np.array(-1, np.int64))], opset=14)
+
     x = rand(2, 4, 11)
     w, bias = rand(6, 2, 3), rand(6)
     write(out, "conv1d_strided_dilated_grouped",

@@ -12,7 +12,7 @@ static const kiln_op_def_t* const kiln_op_families[] = {
     kiln_ops_matmul,      kiln_ops_norm,  kiln_ops_reduce, kiln_ops_resize, kiln_ops_scatter,
     kiln_ops_einsum, kiln_ops_rnn, kiln_ops_space_depth,
     kiln_ops_trilu, kiln_ops_attention, kiln_ops_arg, kiln_ops_versions, kiln_ops_quant, kiln_ops_host,
-    kiln_ops_matmul_nbits,
+    kiln_ops_matmul_nbits, kiln_ops_cumsum,
 };
 
 const kiln_op_def_t* kiln_op_find(const char* op_type) {

@@ -187,6 +187,7 @@ extern const kiln_op_def_t kiln_ops_norm[];
 extern const kiln_op_def_t kiln_ops_reduce[];
 extern const kiln_op_def_t kiln_ops_resize[];
 extern const kiln_op_def_t kiln_ops_scatter[];
+extern const kiln_op_def_t kiln_ops_cumsum[];
 extern const kiln_op_def_t kiln_ops_einsum[];
 extern const kiln_op_def_t kiln_ops_rnn[];
 extern const kiln_op_def_t kiln_ops_space_depth[];

@@ -9,9 +9,18 @@
 
 // ---- unary ---------------------------------------------------------------
 
+// Abs and Neg also take integers: on constants they fold (T5's relative
+// position buckets take |i - j| of int64 positions); a run-time integer
+// tensor is refused by the GPU lowering, which takes floats only.
+static bool kiln_unary_takes_ints(const char* op) {
+  return strcmp(op, "Abs") == 0 || strcmp(op, "Neg") == 0;
+}
+
 static kiln_status_t kiln_infer_unary(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
+  const uint32_t types = kiln_unary_takes_ints(args->node->op_type)
+                             ? KILN_OP_F32 | KILN_OP_INDEX : KILN_OP_F32;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, types, &x));
   return kiln_op_set_output(args, 0, x->dtype, &x->shape);
 }
 
@@ -29,6 +38,23 @@ static float kiln_unary_apply(const char* op, float x) {
 
 static kiln_status_t kiln_run_unary(const kiln_op_run_args_t* args) {
   const char* op = args->node->op_type;
+  const kiln_graph_dtype_t dtype = args->inputs[0].dtype;
+  if (dtype == KILN_GRAPH_DTYPE_I64 || dtype == KILN_GRAPH_DTYPE_I32) {
+    // Abs / Neg in two's complement (INT_MIN stays INT_MIN, as in numpy).
+    const bool neg = op[0] == 'N';
+    for (size_t i = 0; i < args->outputs[0].count; ++i) {
+      if (dtype == KILN_GRAPH_DTYPE_I64) {
+        const int64_t v = ((const int64_t*)args->inputs[0].data)[i];
+        const uint64_t u = (uint64_t)v;
+        ((int64_t*)args->outputs[0].data)[i] = (int64_t)(neg || v < 0 ? 0u - u : u);
+      } else {
+        const int32_t v = ((const int32_t*)args->inputs[0].data)[i];
+        const uint32_t u = (uint32_t)v;
+        ((int32_t*)args->outputs[0].data)[i] = (int32_t)(neg || v < 0 ? 0u - u : u);
+      }
+    }
+    return kiln_ok_status();
+  }
   const float* x = (const float*)args->inputs[0].data;
   float* y = (float*)args->outputs[0].data;
   size_t count = args->outputs[0].count;

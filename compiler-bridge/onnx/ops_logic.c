@@ -169,31 +169,56 @@ static kiln_status_t kiln_run_where(const kiln_op_run_args_t* args) {
   return kiln_ok_status();
 }
 
-// ---- Max, Min, Sum, Mean (variadic, float32) --------------------------------
+// ---- Max, Min, Sum, Mean (variadic; float32, and integers but Mean) ---------
+// Integer Max/Min/Sum fold on constants (T5's relative position buckets
+// clamp int64 positions with Min); the GPU lowering takes floats only.
 
 static kiln_status_t kiln_infer_variadic(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* first = NULL;
-  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &first));
+  const uint32_t types =
+      strcmp(args->node->op_type, "Mean") == 0 ? KILN_OP_F32 : KILN_OP_F32 | KILN_OP_INDEX;
+  KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, types, &first));
   kiln_graph_shape_t shape = first->shape;
   for (size_t i = 1; i < args->node->input_count; ++i) {
     const kiln_graph_value_t* v = NULL;
-    KILN_RETURN_IF_ERROR(kiln_op_require_input(args, i, KILN_OP_F32, &v));
+    KILN_RETURN_IF_ERROR(kiln_op_require_input(args, i, 1u << first->dtype, &v));
     kiln_graph_shape_t joined;
     KILN_RETURN_IF_ERROR(kiln_op_broadcast(args, &shape, &v->shape, &joined));
     shape = joined;
   }
-  return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &shape);
+  return kiln_op_set_output(args, 0, first->dtype, &shape);
 }
 
 typedef struct kiln_fold_ctx_t {
   const kiln_ref_tensor_t* in[2];
-  float* out;
+  void* out;
   char kind;  // M(ax) m(in) S(um)
   bool first;
 } kiln_fold_ctx_t;
 
+static int64_t kiln_fold_int_at(const kiln_ref_tensor_t* t, int64_t at) {
+  return t->dtype == KILN_GRAPH_DTYPE_I64 ? ((const int64_t*)t->data)[at]
+                                          : ((const int32_t*)t->data)[at];
+}
+
 static void kiln_fold_step(void* context, size_t i, const int64_t* o) {
   kiln_fold_ctx_t* c = (kiln_fold_ctx_t*)context;
+  const kiln_graph_dtype_t dtype = c->in[1]->dtype;
+  if (dtype == KILN_GRAPH_DTYPE_I64 || dtype == KILN_GRAPH_DTYPE_I32) {
+    const int64_t v = kiln_fold_int_at(c->in[1], o[1]);
+    int64_t acc = c->first ? v : kiln_fold_int_at(c->in[0], o[0]);
+    if (!c->first) {
+      if (c->kind == 'S') acc = (int64_t)((uint64_t)acc + (uint64_t)v);  // wraps
+      else if (c->kind == 'M') acc = v > acc ? v : acc;
+      else acc = v < acc ? v : acc;
+    }
+    if (dtype == KILN_GRAPH_DTYPE_I64) {
+      ((int64_t*)c->out)[i] = acc;
+    } else {
+      ((int32_t*)c->out)[i] = (int32_t)(uint32_t)(uint64_t)acc;
+    }
+    return;
+  }
   float v = ((const float*)c->in[1]->data)[o[1]];
   float acc = c->first ? v : ((const float*)c->in[0]->data)[o[0]];
   if (!c->first) {
@@ -202,7 +227,7 @@ static void kiln_fold_step(void* context, size_t i, const int64_t* o) {
     else if (c->kind == 'M') acc = v > acc ? v : acc;
     else acc = v < acc ? v : acc;
   }
-  c->out[i] = acc;
+  ((float*)c->out)[i] = acc;
 }
 
 static kiln_status_t kiln_run_variadic(const kiln_op_run_args_t* args) {
@@ -211,8 +236,7 @@ static kiln_status_t kiln_run_variadic(const kiln_op_run_args_t* args) {
   char kind = strcmp(op, "Max") == 0 ? 'M' : strcmp(op, "Min") == 0 ? 'm' : 'S';
   // Accumulates input by input into the output (which broadcasts to itself).
   for (size_t k = 0; k < args->input_count; ++k) {
-    kiln_fold_ctx_t c = {{out, &args->inputs[k]}, (float*)out->data, kind,
-                         k == 0};
+    kiln_fold_ctx_t c = {{out, &args->inputs[k]}, out->data, kind, k == 0};
     kiln_broadcast_walk(&out->shape, out->count, c.in, 2, kiln_fold_step, &c);
   }
   if (strcmp(op, "Mean") == 0) {
