@@ -463,6 +463,22 @@ def main():
           [("x", x)], [("y", f32(x + rev_excl))],
           [("t", table), ("axis", np.array(-1, np.int64))], opset=14)
 
+    # Training-mode BatchNormalization on a constant (timm's weight-
+    # standardized convs, NFNet and BiT): batch statistics, folded; its
+    # running-statistics outputs unused.
+    weight, gain = rand(1, 4, 6), rand(4)
+    x = rand(1, 4, 6)
+    w64 = weight.astype(np.float64)
+    mean, var = w64.mean(axis=(0, 2), keepdims=True), w64.var(axis=(0, 2), keepdims=True)
+    standard = (w64 - mean) / np.sqrt(var + 1e-4) * gain.reshape(1, 4, 1)
+    write(out, "batchnorm_training_mode_constant_folded",
+          [helper.make_node("BatchNormalization", ["w", "g", "b", "m", "v"],
+                            ["ws", "rm", "rv"], epsilon=1e-4, momentum=0.0, training_mode=1),
+           helper.make_node("Add", ["x", "ws"], ["y"])],
+          [("x", x)], [("y", f32(x + standard))],
+          [("w", weight), ("g", gain), ("b", np.zeros(4, np.float32)),
+           ("m", np.zeros(4, np.float32)), ("v", np.ones(4, np.float32))], opset=15)
+
     x = rand(2, 4, 11)
     w, bias = rand(6, 2, 3), rand(6)
     write(out, "conv1d_strided_dilated_grouped",

@@ -140,6 +140,7 @@ HELDOUT = {
     "timm_edgenext_small": _timm("edgenext_small", size=256),
     "timm_efficientformer_l1": _timm("efficientformer_l1"),
     "timm_nfnet_l0": _timm("nfnet_l0"),
+    "timm_resnetv2_50x1_bit": _timm("resnetv2_50x1_bit"),
     "timm_hrnet_w18_small": _timm("hrnet_w18_small"),
     "timm_convnextv2_nano": _timm("convnextv2_nano"),
     "hf_roberta_seq128": _hf("RobertaConfig", "RobertaModel", 128),

@@ -201,6 +201,12 @@ static kiln_status_t kiln_lower_batch_norm_runtime(const kiln_lower_t* l, float 
 kiln_status_t kiln_lower_batch_norm(const kiln_lower_t* l) {
   const kiln_graph_value_t* x = kiln_lower_in(l, 0);
   const kiln_graph_value_t* y = kiln_lower_out(l, 0);
+  int64_t training = 0;
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(l->node, "training_mode", 0, &training));
+  if (training) {
+    return kiln_lower_refuse(l, "training mode (batch statistics) on a run-time input; "
+                             "it runs only on constants, folded at compile time");
+  }
   for (size_t o = 1; o < l->node->output_count; ++o) {
     if (l->node->outputs[o] >= 0) return kiln_lower_refuse(l, "training outputs");
   }

@@ -1,7 +1,8 @@
-// Normalizations and softmax: BatchNormalization (inference), Layer-,
+// Normalizations and softmax: BatchNormalization (training mode folds), Layer-,
 // Instance- and GroupNormalization, Softmax/LogSoftmax (per-axis from opset 13, the
 // flattened 2-D form before). Statistics in double.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
@@ -17,15 +18,18 @@ static kiln_status_t kiln_require_vector(const kiln_op_infer_args_t* args,
   return kiln_ok_status();
 }
 
+// training_mode 1 normalizes by the batch's own statistics and may output
+// the updated running ones: what timm's weight-standardized convs (NFNet,
+// BiT) apply to constant weights, so it folds; on a run-time input the GPU
+// lowering refuses it (kiln_lower_batch_norm).
 static kiln_status_t kiln_infer_batch_norm(const kiln_op_infer_args_t* args) {
   const kiln_graph_value_t* x = NULL;
   KILN_RETURN_IF_ERROR(kiln_op_require_input(args, 0, KILN_OP_F32, &x));
   int64_t training = 0;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_int(args->node, "training_mode", 0, &training));
-  if (training || args->node->output_count > 1) {
-    return kiln_op_unsupported(args, "training mode (running statistics "
-                               "outputs) is not supported; inference only");
+  if (!training && args->node->output_count > 1) {
+    return kiln_op_invalid(args, "running statistics outputs need training_mode 1");
   }
   if (x->shape.rank < 2) return kiln_op_invalid(args, "input rank < 2");
   float epsilon;
@@ -34,19 +38,71 @@ static kiln_status_t kiln_infer_batch_norm(const kiln_op_infer_args_t* args) {
   for (size_t i = 1; i < 5; ++i) {
     KILN_RETURN_IF_ERROR(kiln_require_vector(args, i, x->shape.dims[1]));
   }
+  const kiln_graph_shape_t channels = {1, {x->shape.dims[1]}};
+  for (size_t o = 1; o < args->node->output_count; ++o) {
+    KILN_RETURN_IF_ERROR(kiln_op_set_output(args, o, KILN_GRAPH_DTYPE_F32, &channels));
+  }
   return kiln_op_set_output(args, 0, KILN_GRAPH_DTYPE_F32, &x->shape);
+}
+
+// Training mode: per channel, the mean and population variance over the
+// batch and spatial dims (double), and running = input * momentum +
+// current * (1 - momentum) for the optional outputs.
+static void kiln_batch_norm_statistics(const kiln_op_run_args_t* args, float momentum,
+                                       float* mean, float* var) {
+  const kiln_ref_tensor_t* x = &args->inputs[0];
+  const size_t batch = (size_t)x->shape.dims[0], channels = (size_t)x->shape.dims[1];
+  const size_t planes = batch * channels;
+  const size_t plane = planes ? x->count / planes : 0;
+  const float* px = (const float*)x->data;
+  for (size_t c = 0; c < channels; ++c) {
+    double sum = 0.0, squares = 0.0;
+    for (size_t n = 0; n < batch; ++n) {
+      for (size_t i = 0; i < plane; ++i) sum += px[(n * channels + c) * plane + i];
+    }
+    const double count = (double)(batch * plane), m = count ? sum / count : 0.0;
+    for (size_t n = 0; n < batch; ++n) {
+      for (size_t i = 0; i < plane; ++i) {
+        const double d = px[(n * channels + c) * plane + i] - m;
+        squares += d * d;
+      }
+    }
+    mean[c] = (float)m;
+    var[c] = (float)(count ? squares / count : 0.0);
+    for (size_t o = 1; o < 3; ++o) {
+      if (o >= args->output_count || !args->outputs[o].data) continue;
+      const float input = ((const float*)args->inputs[2 + o].data)[c];
+      ((float*)args->outputs[o].data)[c] =
+          input * momentum + (o == 1 ? mean[c] : var[c]) * (1.0f - momentum);
+    }
+  }
 }
 
 static kiln_status_t kiln_run_batch_norm(const kiln_op_run_args_t* args) {
   const kiln_ref_tensor_t* x = &args->inputs[0];
-  float epsilon;
+  float epsilon, momentum;
+  int64_t training = 0;
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_float(args->node, "epsilon", 1e-5f, &epsilon));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_float(args->node, "momentum", 0.9f, &momentum));
+  KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(args->node, "training_mode", 0, &training));
   const float* scale = (const float*)args->inputs[1].data;
   const float* bias = (const float*)args->inputs[2].data;
   const float* mean = (const float*)args->inputs[3].data;
   const float* var = (const float*)args->inputs[4].data;
   size_t batch = (size_t)x->shape.dims[0], channels = (size_t)x->shape.dims[1];
+  float* batch_stats = NULL;
+  if (training) {
+    batch_stats = (float*)malloc(2 * (channels ? channels : 1) * sizeof(float));
+    if (!batch_stats) {
+      return kiln_make_status(KILN_STATUS_RESOURCE_EXHAUSTED,
+                              "node '%s' (BatchNormalization): no memory for statistics",
+                              args->node->name);
+    }
+    kiln_batch_norm_statistics(args, momentum, batch_stats, batch_stats + channels);
+    mean = batch_stats;
+    var = batch_stats + channels;
+  }
   size_t planes = batch * channels;
   size_t plane = planes ? x->count / planes : 0;
   const float* px = (const float*)x->data;
@@ -61,6 +117,7 @@ static kiln_status_t kiln_run_batch_norm(const kiln_op_run_args_t* args) {
       }
     }
   }
+  free(batch_stats);
   return kiln_ok_status();
 }
 

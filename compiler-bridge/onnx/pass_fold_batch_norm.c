@@ -117,7 +117,10 @@ kiln_status_t kiln_graph_fold_batch_norm(kiln_graph_t* graph) {
         bn->inputs[0] != conv->outputs[0] || bn->output_count != 1) {
       continue;
     }
-    bool constant = true;
+    // Training mode normalizes by the batch's statistics, not the inputs'.
+    int64_t training = 0;
+    KILN_RETURN_IF_ERROR(kiln_graph_node_attr_int(bn, "training_mode", 0, &training));
+    bool constant = !training;
     for (size_t i = 1; i < 5; ++i) constant &= kiln_is_constant(graph, bn->inputs[i]);
     if (!constant) continue;
     KILN_RETURN_IF_ERROR(kiln_fold_one(graph, (int32_t)n, reader));
