@@ -1,5 +1,6 @@
 // Data movement: Transpose, Concat and Slice (strided_copy), Gather with
 // constant or run-time (token id) indices, Pad.
+#include <stdint.h>
 #include <string.h>
 
 #include "lower_util.h"
@@ -289,7 +290,12 @@ kiln_status_t kiln_lower_gather_elements(const kiln_lower_t* l) {
   const uint64_t data_count = kiln_lower_count(&data->shape);
   const uint64_t count = kiln_lower_count(&indices->shape);
   if (count == 0) return kiln_lower_refuse(l, "no indices");
-  KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, data_count));
+  // The table holds int32 offsets (the kernel wraps negative ones): data
+  // of more elements than int32 reaches is refused, never wrapped.
+  if (data_count > (uint64_t)INT32_MAX) {
+    return kiln_lower_refuse(l, "data '%s' has %llu elements; GatherElements reads at most "
+                             "%d", data->name, (unsigned long long)data_count, INT32_MAX);
+  }
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, count));
   int32_t* table = NULL;
   KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator, count * sizeof(int32_t),

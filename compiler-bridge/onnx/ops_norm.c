@@ -29,7 +29,9 @@ static kiln_status_t kiln_infer_batch_norm(const kiln_op_infer_args_t* args) {
   KILN_RETURN_IF_ERROR(
       kiln_graph_node_attr_int(args->node, "training_mode", 0, &training));
   if (!training && args->node->output_count > 1) {
-    return kiln_op_invalid(args, "running statistics outputs need training_mode 1");
+    // Before opset 14 extra outputs alone meant training: not supported.
+    return kiln_op_unsupported(args, "running statistics outputs without training_mode 1 "
+                               "(a training graph before opset 14)");
   }
   if (x->shape.rank < 2) return kiln_op_invalid(args, "input rank < 2");
   float epsilon;
