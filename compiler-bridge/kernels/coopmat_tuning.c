@@ -34,9 +34,11 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
 // Small products: 64x64 blocks.
 static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
 // Medium blocks for products that fill the GPU with them but would pad or
-// under-fill the table's: 8 subgroups each, 120-175 registers where the
-// table's 128x256 build takes 255 and spills (KILN_VULKAN_PIPELINE_STATS,
-// H100). `kiln-kernels-bench --coopmat --only=...` on an H100 (2026-11-25,
+// under-fill the table's: 8 or 16 subgroups each, 115-132 registers where
+// the table's 128x256 build takes 255 and spills (KILN_VULKAN_PIPELINE_STATS,
+// H100 and H200). The times below were taken before the sweep warmed the
+// GPU's clocks (gemm_sweep.h, KILN_BENCH_WARM_MS): ratios within one run
+// only. `kiln-kernels-bench --coopmat --only=...` on an H100 (2026-11-25,
 // ms): ResNet-50 batch 32's 3x3 convs per image, 256 x 196, k 2304: 64x64
 // 0.258, 128x128 0.121; 512 x 49, k 4608: 64x64 0.320, 128x64 0.132; and
 // 64 x 3136, k 576: 64x64 0.737, 64x128 0.573 (that one in the full sweep,
@@ -61,7 +63,16 @@ static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
 // 1.17 and ResNet-18 0.57 -> 0.58-0.59 with the small block at BK 64 (its
 // 64x64 blocks alone: 0.095 -> 0.110 ms for 128 x 3072, k 768), which
 // keeps BK 32.
-static const kiln_kernel_coopmat_tiling_t kCoopmat128x128 = {2, 4, 4, 2, 32};
+// The 128x128 blocks as 4x4 subgroups of 2x2 tiles (512 invocations, 115
+// registers) rather than 2x4 of 4x2 (256, 175 registers): twice the
+// subgroups to hide a step's loads under another's products. H200, f16,
+// `scripts/bench_ab.py` (3 alternating rounds, median warm call of 30,
+// 2026-11-26): ResNet-50 batch 32 6.698 -> 5.931 ms a call (its 3x3 convs
+// of 14x14 and 28x28 and its 1x1 expands at k 64 take them); BERT-base,
+// ViT-B/16 and ResNet-50 within 0.4%. `kiln-kernels-bench --coopmat`
+// (clocks warmed): 256 x 196, k 2304 per image 0.112 -> 0.097 ms; 4096^3
+// 0.966 -> 0.965.
+static const kiln_kernel_coopmat_tiling_t kCoopmat128x128 = {4, 4, 2, 2, 32};
 static const kiln_kernel_coopmat_tiling_t kCoopmat128x64 = {4, 2, 2, 2, 64};
 static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 64};
 static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {

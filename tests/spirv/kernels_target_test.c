@@ -713,7 +713,9 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
                                                            medium[i].batch, &pick));
     KILN_EXPECT_EQ(pick.warps_m * pick.tiles_m * 16, medium[i].rows);
     KILN_EXPECT_EQ(pick.warps_n * pick.tiles_n * 16, medium[i].cols);
-    KILN_EXPECT_EQ(pick.warps_m * pick.warps_n, 8u);
+    // 128x128 as 16 subgroups of 2x2 tiles, the others as 8.
+    KILN_EXPECT_EQ(pick.warps_m * pick.warps_n,
+                   medium[i].rows == 128 && medium[i].cols == 128 ? 16u : 8u);
     KILN_EXPECT_EQ(pick.bk, medium[i].bk);
     const uint32_t rows = medium[i].rows, cols = medium[i].cols, bk = medium[i].bk;
     const uint32_t stage = (rows * (bk / 8 + 1) + bk * cols / 8 + (bk > cols ? bk : cols)) * 16;

@@ -231,7 +231,8 @@ static uint32_t* coop_experiment_spirv(const kiln_kernel_coopmat_tiling_t* t,
 // The driver's cooperative-matrix rate (coopmat_peak.comp, when
 // KILN_COOPMAT_SPV_DIR has it): 5 workgroups of 4 subgroups per SM-ish
 // grid, `rounds` x 8 MMAs of 16x16x16 per subgroup, from registers
-// ("peak") and with gemm_coopmat's shared-memory loads ("peak_loads").
+// ("peak") and with gemm_coopmat's shared-memory loads ("peak_loads"), by
+// 2x4, 2x2 ("_2x2") and 4x4 ("_4x4") fragments per subgroup.
 static kiln_status_t coop_peak(kiln_hal_device_t* device, const char* name) {
   size_t word_count = 0;
   uint32_t* words = coop_read_spirv(name, &word_count);
@@ -403,8 +404,12 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
   printf("|----------------------------------|----------------------------|------------|"
          "----------|--------------|\n");
   kiln_status_t status = kiln_ok_status();
-  if (coop) status = coop_peak(device, "peak.spv");
-  if (!status && coop) status = coop_peak(device, "peak_loads.spv");
+  static const char* const kProbes[] = {"peak.spv",     "peak_loads.spv",
+                                         "peak_2x2.spv", "peak_loads_2x2.spv",
+                                         "peak_4x4.spv", "peak_loads_4x4.spv"};
+  for (size_t i = 0; coop && !status && i < sizeof(kProbes) / sizeof(kProbes[0]); ++i) {
+    status = coop_peak(device, kProbes[i]);
+  }
   for (size_t i = 0; i < sizeof(kCoopShapes) / sizeof(kCoopShapes[0]) && !status; ++i) {
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;

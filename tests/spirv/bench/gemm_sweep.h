@@ -10,8 +10,22 @@
 kiln_status_t kiln_bench_gemm_sweep(kiln_hal_device_t* device, double max_gflop,
                                     int* out_failures);
 
+// Submits `cb` until KILN_BENCH_WARM_MS of wall time have passed: a GPU
+// left idle between dispatches (the checks run on the host) clocks down,
+// and NVIDIA's clocks up only under sustained load. Without it an H200
+// timed the sweeps' dispatches at 345 MHz of its 1980 (nvidia-smi,
+// 2026-11-26): one tiling and shape ran 0.21 ms in one run, 0.81 in the
+// next.
+#define KILN_BENCH_WARM_MS 500
+kiln_status_t kiln_bench_warm_clocks(kiln_hal_device_t* device, kiln_hal_command_buffer_t* cb);
+// Copies of the dispatch in one timed submission, and timed submissions.
+#define KILN_BENCH_STREAM 16
+#define KILN_BENCH_REPS 3
+
 // Median GPU time (timestamps where the device has them, else wall clock)
-// of SWEEP_REPS submissions of one dispatch of `kernel` binding buffers[0..4].
+// of one dispatch of `kernel` binding buffers[0..4]: KILN_BENCH_STREAM
+// copies with barriers between them (as a model's dispatches run) in each
+// of KILN_BENCH_REPS submissions, after kiln_bench_warm_clocks.
 kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
                                     const kiln_kernel_executable_t* kernel, const void* push,
                                     uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,

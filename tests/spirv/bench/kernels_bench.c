@@ -1,9 +1,10 @@
 // kiln-kernels-bench: times library kernels through the HAL on the device
 // KILN_TEST_DEVICE names, once per target tiling (each run here as a
 // portable variant), against the plain C reference measured in the same
-// run. Prints one table: what was measured, the median of the GPU times of
-// 7 submissions (per-dispatch timestamps where the device has them, else
-// wall time around submit-and-wait), GFLOP/s, and the ratio to the C
+// run. Prints one table: what was measured, the median GPU time of the
+// dispatch in streams of copies once the clocks are up
+// (kiln_bench_time_dispatch: per-dispatch timestamps where the device has
+// them, else wall time around submit-and-wait), GFLOP/s, and the ratio to the C
 // reference (single-threaded, double accumulation: a floor, not a rival).
 // `--sweep [--max-gflop=X]` instead runs every GEMM tiling of the tuning
 // table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
@@ -24,13 +25,6 @@
 #include "kiln/base/time.h"
 #include "reference/reference.h"
 
-#define REPS 7
-
-static int compare_double(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : (x > y ? 1 : 0);
-}
-
 static float* random_values(size_t count, uint32_t seed) {
   float* values = malloc(count * sizeof(float));
   if (!values) abort();
@@ -42,35 +36,14 @@ static float* random_values(size_t count, uint32_t seed) {
   return values;
 }
 
-// Records one dispatch and returns the median time of REPS submissions.
+// kiln_bench_time_dispatch's median: clocks warmed, streams of copies.
 static kiln_status_t time_dispatch(kiln_hal_device_t* device,
                                    const kiln_kernel_executable_t* kernel, const void* push,
                                    uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
                                    uint32_t buffer_count, const uint32_t grid[3],
                                    double* out_median_ns) {
-  bool timestamps = kiln_hal_device_info(device)->timestamps;
-  kiln_hal_command_buffer_t* cb = NULL;
-  KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
-      device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb));
-  kiln_status_t status = kiln_hal_command_buffer_begin(cb);
-  if (!status) {
-    status = kiln_kernel_test_dispatch(cb, kernel, push, push_bytes, buffers, buffer_count,
-                                       grid);
-  }
-  if (!status) status = kiln_hal_command_buffer_end(cb);
-  if (!status) status = kiln_kernel_test_submit_and_wait(device, cb);  // warm-up
-  double times[REPS];
-  for (int r = 0; r < REPS && !status; ++r) {
-    int64_t start = kiln_time_now_ns();
-    status = kiln_kernel_test_submit_and_wait(device, cb);
-    times[r] = (double)(kiln_time_now_ns() - start);
-    if (!status && timestamps) status = kiln_hal_command_buffer_dispatch_time_ns(cb, 0, &times[r]);
-  }
-  kiln_hal_command_buffer_release(cb);
-  if (status) return status;
-  qsort(times, REPS, sizeof(double), compare_double);
-  *out_median_ns = times[REPS / 2];
-  return kiln_ok_status();
+  return kiln_bench_time_dispatch(device, kernel, push, push_bytes, buffers, buffer_count, grid,
+                                  out_median_ns);
 }
 
 static void print_row(const char* what, const char* tiling, double ns, double flops,
@@ -225,7 +198,7 @@ int main(int argc, char** argv) {
     const kiln_hal_device_info_t* info = kiln_hal_device_info(device);
     printf("device: %s-%s-%s, GPU times from %s; median of %d\n\n", info->triple.arch,
            info->triple.product, info->triple.os,
-           info->timestamps ? "timestamps" : "wall clock", REPS);
+           info->timestamps ? "timestamps" : "wall clock", KILN_BENCH_REPS * KILN_BENCH_STREAM);
     printf("| %-34s | %-8s | %10s | %8s | %9s |\n", "kernel", "tiling", "median ms",
            "GFLOP/s", "vs C ref");
     printf("|------------------------------------|----------|------------|----------|-----------|\n");
