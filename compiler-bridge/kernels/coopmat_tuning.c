@@ -31,8 +31,14 @@ static const kiln_coopmat_tuning_row_t kCoopmatTuning[] = {
 // ones and the small products' (the meson list's first row, blob names
 // without a tiling). Earlier sweeps of 12 tilings as spec constants:
 // docs/precision.md.
-// Small products: 64x64 blocks.
-static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 2, 2, 2, 32};
+// Small products: 64x64 blocks, as 2x4 subgroups of 2x1 tiles (8
+// subgroups: more loads in flight for the few blocks per SM such products
+// make) rather than 2x2 of 2x2. H200, f16, `scripts/bench_ab.py` (3
+// alternating rounds, median warm call of 30, 2026-11-26): ResNet-50
+// 1.244 -> 1.102 ms a call, BERT-base 1.193 -> 1.172, ViT-B/16 1.688 ->
+// 1.662, MobileNetV2 0.543 -> 0.532. 4x2 subgroups of 1x2 tiles: 1.125,
+// 1.151, 1.681, 0.531; 4x4 of 1x1: 1.095, 1.164, 1.719, 0.560.
+static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 4, 2, 1, 32};
 // Medium blocks for products that fill the GPU with them but would pad or
 // under-fill the table's: 8 or 16 subgroups each, 115-132 registers where
 // the table's 128x256 build takes 255 and spills (KILN_VULKAN_PIPELINE_STATS,

@@ -40,16 +40,16 @@
 layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
-// One build per tiling (KILN_CM_*, default 2x2 subgroups of 2x2 tiles, BK
-// 32; subgroups of 32): its loops unroll and its accumulators stay in
+// One build per tiling (KILN_CM_*, default 2x4 subgroups of 2x1 tiles, BK
+// 32: coopmat_tuning.c's small blocks; subgroups of 32): its loops unroll and its accumulators stay in
 // registers at build time (spirv-opt --loop-unroll). Tilings as spec
 // constants left that to the driver, and NVIDIA's kept the accumulators in
 // local memory: 25-29 TFLOP/s on an H100 at 4096^3 against 139.
 #ifndef KILN_CM_WM
 #define KILN_CM_WM 2
-#define KILN_CM_WN 2
+#define KILN_CM_WN 4
 #define KILN_CM_TM 2
-#define KILN_CM_TN 2
+#define KILN_CM_TN 1
 #define KILN_CM_BK 32
 #endif
 const uint WARPS_M = KILN_CM_WM;
