@@ -41,8 +41,9 @@ layout(constant_id = KILN_SPEC_GEMM_ACTIVATION) const uint ACTIVATION = 0;
 layout(constant_id = KILN_SPEC_GEMM_HAS_BIAS) const bool HAS_BIAS = false;
 layout(constant_id = KILN_SPEC_GEMM_HAS_RESIDUAL) const bool HAS_RESIDUAL = false;
 // One build per tiling (KILN_CM_*, default 2x4 subgroups of 2x1 tiles, BK
-// 32: coopmat_tuning.c's small blocks; subgroups of 32): its loops unroll and its accumulators stay in
-// registers at build time (spirv-opt --loop-unroll). Tilings as spec
+// 32: coopmat_tuning.c's small blocks; subgroups of 32): its loops unroll
+// and its accumulators stay in registers at build time (spirv-opt
+// --loop-unroll). Tilings as spec
 // constants left that to the driver, and NVIDIA's kept the accumulators in
 // local memory: 25-29 TFLOP/s on an H100 at 4096^3 against 139.
 #ifndef KILN_CM_WM
