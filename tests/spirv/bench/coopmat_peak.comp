@@ -35,6 +35,10 @@ shared uvec4 kiln_sh[KILN_COOPMAT_SHARED_VEC4];
 #define KILN_PEAK_TA 2
 #define KILN_PEAK_TB 4
 #endif
+// Each subgroup stores its accumulators as 16 f16 matrices of 32 uvec4s.
+#if KILN_PEAK_TA * KILN_PEAK_TB > 16
+#error "coopmat_peak.comp stores at most 16 accumulators per subgroup"
+#endif
 const uint TA = KILN_PEAK_TA, TB = KILN_PEAK_TB;
 
 void main() {

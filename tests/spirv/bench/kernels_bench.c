@@ -36,16 +36,6 @@ static float* random_values(size_t count, uint32_t seed) {
   return values;
 }
 
-// kiln_bench_time_dispatch's median: clocks warmed, streams of copies.
-static kiln_status_t time_dispatch(kiln_hal_device_t* device,
-                                   const kiln_kernel_executable_t* kernel, const void* push,
-                                   uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
-                                   uint32_t buffer_count, const uint32_t grid[3],
-                                   double* out_median_ns) {
-  return kiln_bench_time_dispatch(device, kernel, push, push_bytes, buffers, buffer_count, grid,
-                                  out_median_ns);
-}
-
 static void print_row(const char* what, const char* tiling, double ns, double flops,
                       double reference_ns) {
   printf("| %-34s | %-8s | %10.3f | %8.2f | %8.1fx |\n", what, tiling, ns / 1e6,
@@ -81,7 +71,9 @@ static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
     uint32_t grid[3];
     double ns = 0;
     status = kiln_kernel_grid_gemm(&kernel.config, &p, grid);
-    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) {
+      status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
+    }
     if (!status) print_row(what, kTilings[t], ns, 2.0 * m * n * k, reference_ns);
     kiln_hal_executable_release(kernel.executable);
   }
@@ -123,7 +115,9 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
     uint32_t grid[3];
     double ns = 0;
     status = kiln_kernel_grid_conv2d(&kernel.config, &p, grid);
-    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) {
+      status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
+    }
     char what[64];
     snprintf(what, sizeof(what), "conv2d 64->64 3x3 28x28 CO_BLOCK=%u", blocks[i]);
     if (!status) print_row(what, "cpu", ns, flops, reference_ns);
@@ -137,7 +131,9 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
     uint32_t grid[3];
     double ns = 0;
     status = kiln_kernel_grid_conv2d_gemm(&kernel.config, &p, grid);
-    if (!status) status = time_dispatch(device, &kernel, &p, sizeof(p), buffers, 5, grid, &ns);
+    if (!status) {
+      status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
+    }
     if (!status) print_row("conv2d_gemm 64->64 3x3 28x28", kTilings[t], ns, flops, reference_ns);
     kiln_hal_executable_release(kernel.executable);
   }
