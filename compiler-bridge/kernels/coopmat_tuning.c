@@ -81,20 +81,32 @@ static const kiln_kernel_coopmat_tiling_t kCoopmatSmall = {2, 4, 2, 1, 32};
 static const kiln_kernel_coopmat_tiling_t kCoopmat128x128 = {4, 4, 2, 2, 32};
 static const kiln_kernel_coopmat_tiling_t kCoopmat128x64 = {4, 2, 2, 2, 64};
 static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 64};
-static const kiln_kernel_coopmat_tiling_t* const kCoopmatCandidates[] = {
-    &kCoopmatLarge, &kCoopmatSmall, &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
-// The order select_shape tries the medium ones in: larger blocks first.
-static const kiln_kernel_coopmat_tiling_t* const kCoopmatMedium[] = {
-    &kCoopmat128x128, &kCoopmat128x64, &kCoopmat64x128};
-// The table's 128x256 blocks only for k above this: one of them fills an
-// SM (255 registers), so a product of few k steps waits on its first loads
-// and its epilogue's stores with nothing to run under them. ResNet-50
-// batch 32's 1x1 convs (k 64 to 256; the one with k 64 and a residual,
-// 256 x 3136, took 0.21 ms in 128x256 blocks) on medium blocks: f16
-// 7.65 -> 7.15 ms a call on an H100 (bench, two alternating runs; the
-// threshold at 512, 1024 or never the big blocks: 7.14-7.19, within the
-// noise); BERT-base, ViT-B/16 and MatMul 4096^3 did not move.
-#define KILN_COOPMAT_LARGE_MIN_K 256u
+// Every built tiling with the time one dispatch of it takes on the
+// reference GPU, modelled as fixed_us + step_us x its k steps x its waves
+// (its blocks over the arch's compute units, rounded up): a least-squares
+// fit (scripts/fit_coopmat_costs.py) to `kiln-kernels-bench --coopmat`'s
+// "fit" shapes, BERT-base's and ViT-B/16's linears whole and in 2 to 12
+// parts of k, on an H200 (2026-11-26, clocks warmed; rms error 1.0 to 2.6
+// us; one block per SM fits every tiling best). tiling_select_shape takes
+// the least modelled time, split_k_parts the parts with the least time
+// plus their sum's dispatch. Per step the big blocks cost the most and do
+// the most (128x256 x 16 k: 0.85 us), the 64x64 ones the least; the fixed
+// part is launch, first loads and epilogue.
+typedef struct kiln_coopmat_candidate_t {
+  const kiln_kernel_coopmat_tiling_t* tiling;
+  double fixed_us, step_us;
+} kiln_coopmat_candidate_t;
+static const kiln_coopmat_candidate_t kCoopmatCandidates[] = {
+    {&kCoopmatLarge, 11.3, 0.844},   {&kCoopmatSmall, 6.6, 0.485},
+    {&kCoopmat128x128, 6.9, 0.911},  {&kCoopmat128x64, 8.4, 0.992},
+    {&kCoopmat64x128, 8.2, 1.323},
+};
+// What a split adds: the sum's own dispatch (a gemv over the parts,
+// lower_splitk.c; 5.2 to 6.2 us for BERT-base's in per-dispatch stamps on
+// the H200). Charged also where a LayerNorm takes the sum's place, which
+// errs towards fewer parts. The partials' traffic is not modelled: only
+// products whose blocks leave compute units idle split at all.
+#define KILN_COOPMAT_SPLIT_SUM_US 5.5
 
 // The kernel's device needs, named so that a refusal says what is missing.
 static kiln_status_t kiln_coopmat_check_caps(const kiln_kernel_arch_caps_t* caps) {
@@ -121,7 +133,7 @@ size_t kiln_kernel_coopmat_candidate_count(void) {
 }
 
 const kiln_kernel_coopmat_tiling_t* kiln_kernel_coopmat_candidate(size_t index) {
-  return index < kiln_kernel_coopmat_candidate_count() ? kCoopmatCandidates[index] : NULL;
+  return index < kiln_kernel_coopmat_candidate_count() ? kCoopmatCandidates[index].tiling : NULL;
 }
 
 static bool kiln_coopmat_same(const kiln_kernel_coopmat_tiling_t* a,
@@ -138,7 +150,7 @@ kiln_status_t kiln_kernel_coopmat_build_name(const kiln_kernel_coopmat_tiling_t*
   out[0] = '\0';
   bool built = false;
   for (size_t i = 0; i < kiln_kernel_coopmat_candidate_count(); ++i) {
-    built = built || kiln_coopmat_same(t, kCoopmatCandidates[i]);
+    built = built || kiln_coopmat_same(t, kCoopmatCandidates[i].tiling);
   }
   if (!built) {
     return kiln_make_status(KILN_STATUS_NOT_FOUND,
@@ -255,22 +267,31 @@ kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* c
                           caps->max_workgroup_invocations, caps->max_shared_memory_bytes);
 }
 
-static uint64_t kiln_coopmat_rows(const kiln_kernel_coopmat_tiling_t* t) {
-  return (uint64_t)t->warps_m * t->tiles_m * 16;
-}
-static uint64_t kiln_coopmat_cols(const kiln_kernel_coopmat_tiling_t* t) {
-  return (uint64_t)t->warps_n * t->tiles_n * 16;
-}
 static uint64_t kiln_coopmat_blocks(const kiln_kernel_coopmat_tiling_t* t, uint64_t m,
                                     uint64_t n, uint64_t batch) {
-  const uint64_t bm = kiln_coopmat_rows(t), bn = kiln_coopmat_cols(t);
+  const uint64_t bm = (uint64_t)t->warps_m * t->tiles_m * 16;
+  const uint64_t bn = (uint64_t)t->warps_n * t->tiles_n * 16;
   return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
 }
-// m x n rounded up to whole blocks (the work the blocks do).
-static uint64_t kiln_coopmat_padded_area(const kiln_kernel_coopmat_tiling_t* t, uint64_t m,
-                                         uint64_t n) {
-  const uint64_t bm = kiln_coopmat_rows(t), bn = kiln_coopmat_cols(t);
-  return ((m + bm - 1) / bm * bm) * ((n + bn - 1) / bn * bn);
+
+// The candidate that fits `caps` with the least modelled time for the
+// product on `units` compute units, and that time (us).
+static double kiln_coopmat_least_time(const kiln_kernel_arch_caps_t* caps, uint64_t units,
+                                      uint64_t m, uint64_t n, uint64_t k, uint64_t batch,
+                                      const kiln_kernel_coopmat_tiling_t** out_tiling) {
+  double best = -1.0;
+  for (size_t i = 0; i < kiln_kernel_coopmat_candidate_count(); ++i) {
+    const kiln_coopmat_candidate_t* c = &kCoopmatCandidates[i];
+    if (!kiln_coopmat_fits(c->tiling, caps)) continue;
+    const uint64_t waves = (kiln_coopmat_blocks(c->tiling, m, n, batch) + units - 1) / units;
+    const uint64_t steps = (k + c->tiling->bk - 1) / c->tiling->bk;
+    const double us = c->fixed_us + c->step_us * (double)steps * (double)waves;
+    if (best < 0 || us < best) {
+      best = us;
+      if (out_tiling) *out_tiling = c->tiling;
+    }
+  }
+  return best;
 }
 
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
@@ -281,62 +302,64 @@ kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_cap
   const kiln_kernel_coopmat_tiling_t table = *out_tiling;
   kiln_kernel_coopmat_tiling_t small;
   KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select(caps, true, &small));
-  // An arch without a row has only the small tiling.
+  // An arch without a row has only the small tiling; one without a
+  // compute-unit count keeps its row's.
   if (kiln_coopmat_same(&table, &small)) return kiln_ok_status();
   const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
-  // Up to a quarter more padded work than the small tiling's is worth a
-  // bigger block's speed: ResNet-50 batch 32's 7x7 layers (n = 49) in
-  // 128x256 blocks computed 256 columns for 49 (0.614 ms for a 1x1 conv of
-  // 3.3 GFLOP on an H100).
-  const uint64_t small_area = kiln_coopmat_padded_area(&small, m, n);
-  // The table's big blocks where they fill the GPU: BERT's 128 x 3072
-  // linear is 12 blocks of 128x256 (0.058 ms on an H100) and 96 of 64x64
-  // (0.024 ms). Unknown compute-unit counts keep the table's tiling. A
-  // short k (KILN_COOPMAT_LARGE_MIN_K) goes on to the medium blocks.
-  if (k > KILN_COOPMAT_LARGE_MIN_K &&
-      (!units || kiln_coopmat_blocks(&table, m, n, batch) >= units) &&
-      4 * kiln_coopmat_padded_area(&table, m, n) <= 5 * small_area) {
-    return kiln_ok_status();
+  const kiln_kernel_coopmat_tiling_t* pick = NULL;
+  if (units && kiln_coopmat_least_time(caps, units, m, n, k, batch, &pick) >= 0 && pick) {
+    *out_tiling = *pick;
   }
-  // Medium blocks where they fill three quarters of the GPU (ResNet-50
-  // batch 32's 512 x 49 products make 128 blocks of 128x64 for 132 SMs).
-  // A product that takes them is not split further
-  // (kiln_kernel_coopmat_split_k_parts).
-  for (size_t i = 0; units && i < sizeof(kCoopmatMedium) / sizeof(kCoopmatMedium[0]); ++i) {
-    const kiln_kernel_coopmat_tiling_t* t = kCoopmatMedium[i];
-    if (kiln_coopmat_fits(t, caps) && 4 * kiln_coopmat_blocks(t, m, n, batch) >= 3 * units &&
-        4 * kiln_coopmat_padded_area(t, m, n) <= 5 * small_area) {
-      *out_tiling = *t;
-      return kiln_ok_status();
-    }
-  }
-  *out_tiling = small;
   return kiln_ok_status();
 }
 
 uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                            uint64_t n, uint64_t k, uint64_t batch) {
-  kiln_kernel_coopmat_tiling_t t;
-  if (!caps) return 1;
-  kiln_status_t status = kiln_kernel_coopmat_tiling_select_shape(caps, m, n, k, batch, &t);
-  if (!kiln_status_is_ok(status)) {  // no tiling: the caller's kernel refuses it
+  kiln_kernel_coopmat_tiling_t small;
+  kiln_status_t status = caps ? kiln_kernel_coopmat_tiling_select(caps, true, &small) : NULL;
+  if (!caps || !kiln_status_is_ok(status)) {  // no tiling: the caller's kernel refuses it
     kiln_status_ignore(status);
     return 1;
   }
-  // The arch's blocks per unit (4 on NVIDIA: several resident per SM, so
-  // one's loads can run under another's products). H100, f16,
-  // bench_gpu.sh: BERT-base 1.71 -> 1.63 ms a call, ViT-B/16 2.55 -> 2.39
-  // from 1 to 4; 2 gave half that, 8 the same as 4 (parts stop at
-  // KILN_GEMM_SPLIT_K_MIN_K); the CNNs did not move. 1 had been best while
-  // the sum of the parts cost 8.5 us (gemv's k slices; now one slice for a
-  // short k).
-  for (size_t i = 0; i < sizeof(kCoopmatMedium) / sizeof(kCoopmatMedium[0]); ++i) {
-    if (kiln_coopmat_same(&t, kCoopmatMedium[i])) return 1;
-  }
   const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
-  const uint64_t blocks = kiln_coopmat_blocks(&t, m, n, batch);
+  if (units == 0 || batch == 0) return 1;
+  if (kiln_kernel_coopmat_tuning(caps->arch)) {
+    // Arches with a row: where the whole product's blocks leave compute
+    // units idle (else the model, blind to the partials' traffic, would
+    // cut MatMul 4096^3 in 16 parts: 512 MiB of them), the parts whose
+    // modelled time plus a sum beats the whole product's. Equal parts of
+    // whole runs of 8 only (one dispatch, the parts as its batch:
+    // lower_splitk.c), each at least KILN_GEMM_SPLIT_K_MIN_K long. With
+    // the tiling choice, against the rules before (blocks per SM, medium
+    // blocks where they filled 3/4 of the SMs), H200, f16, bench_ab.py,
+    // two runs of 3-4 alternating rounds (2026-11-26): ViT-B/16 0.932x /
+    // 0.934x, ResNet-18 0.969x / 0.997x, BERT-base 1.012x / 0.986x,
+    // ResNet-50 1.000x / 1.018x; batch 32, MobileNetV2, EfficientNet-B0
+    // and MatMul 4096^3 within 1%. A charge per part on top (0.5 or 1 us)
+    // lost 4-26%.
+    const kiln_kernel_coopmat_tiling_t* whole = NULL;
+    double best = kiln_coopmat_least_time(caps, units, m, n, k, batch, &whole);
+    if (best < 0 || !whole || kiln_coopmat_blocks(whole, m, n, batch) >= units) return 1;
+    uint32_t parts = 1;
+    for (uint32_t p = 2; p <= KILN_COOPMAT_SPLIT_K_MAX_PARTS; ++p) {
+      if (k % p != 0 || (k / p) % 8 != 0 || k / p < KILN_GEMM_SPLIT_K_MIN_K) continue;
+      const double us = kiln_coopmat_least_time(caps, units, m, n, k / p, batch * p, NULL) +
+                        KILN_COOPMAT_SPLIT_SUM_US;
+      if (us < best) {
+        best = us;
+        parts = p;
+      }
+    }
+    return parts;
+  }
+  // Elsewhere (the 64x64 tiling only) the arch's blocks per unit, as for
+  // the SIMT kernels (4 on NVIDIA: several resident per SM, so one's loads
+  // can run under another's products). H100, f16, bench_gpu.sh, before the
+  // model above: BERT-base 1.71 -> 1.63 ms a call, ViT-B/16 2.55 -> 2.39
+  // from 1 to 4; 2 gave half that, 8 the same as 4.
+  const uint64_t blocks = kiln_coopmat_blocks(&small, m, n, batch);
   const uint64_t per_unit = kiln_kernel_gemm_split_k_blocks_per_unit(caps->arch);
-  if (units == 0 || blocks == 0 || 2 * blocks > units * per_unit) return 1;
+  if (blocks == 0 || 2 * blocks > units * per_unit) return 1;
   uint64_t parts = (units * per_unit + blocks - 1) / blocks;
   if (parts > k / KILN_GEMM_SPLIT_K_MIN_K) parts = k / KILN_GEMM_SPLIT_K_MIN_K;
   if (parts > KILN_COOPMAT_SPLIT_K_MAX_PARTS) parts = KILN_COOPMAT_SPLIT_K_MAX_PARTS;

@@ -11,9 +11,8 @@
 // row's [parts x n] partials; a short k, so one k slice per workgroup on
 // targets that tile per product) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
-// gemm_coopmat splits the same way, by its own blocks
-// (kiln_kernel_coopmat_split_k_parts; the arch's blocks per unit, as for
-// the SIMT kernels). On fp16 storage the partials are fp16: each part
+// gemm_coopmat splits the same way, where its cost model says the parts
+// and their sum beat the whole (kiln_kernel_coopmat_split_k_parts). On fp16 storage the partials are fp16: each part
 // rounds once, as a split for the loop budget does (docs/precision.md).
 #include <string.h>
 

@@ -136,18 +136,19 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
 // blocks, as gemm_small) 64x64 blocks (4 subgroups of 2x2 tiles, BK 32).
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
-// The tiling for an m x n x batch product of reduction k: the table's
-// where its blocks fill the arch's compute units and k is over 256, else
-// (arches with a row) the first medium one (128x128, 128x64, 64x128)
-// whose blocks fill three quarters of them, else the small products'
-// 64x64; none pads more than a quarter over 64x64's work.
+// The tiling for an m x n x batch product of reduction k: on arches with a
+// row and a compute-unit count, the candidate with the least modelled
+// time (coopmat_tuning.c: a fixed cost plus a cost per k step and wave of
+// blocks, fitted per tiling on an H200); a row without a unit count keeps
+// the row's tiling, arches without a row the small products' 64x64.
 kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_caps_t* caps,
                                                       uint64_t m, uint64_t n, uint64_t k,
                                                       uint64_t batch,
                                                       kiln_kernel_coopmat_tiling_t* out_tiling);
-// Split-K parts for gemm_coopmat (as kiln_kernel_gemm_split_k_parts, by the
-// blocks of kiln_kernel_coopmat_tiling_select_shape's tiling; 1: none, and
-// always for a medium tiling).
+// Split-K parts for gemm_coopmat (1: none): on arches with a row, the equal
+// parts whose modelled time plus their sum's (a dispatch and the
+// partials' traffic) beats the whole product's; elsewhere as
+// kiln_kernel_gemm_split_k_parts by the 64x64 tiling's blocks.
 uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                            uint64_t n, uint64_t k, uint64_t batch);
 // Split-K (issue 16). A product whose output blocks (the small tiling's:
@@ -178,10 +179,9 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
 #define KILN_GEMM_SPLIT_K_SHORT_MIN_K 128u
 #define KILN_GEMM_SPLIT_K_MIN_BLOCK_MACS (64u * 64u * 128u)
 #define KILN_GEMM_SPLIT_K_SHORT_MIN_MACS (1ull << 25)
-// gemm_coopmat's parts (equal parts run as one dispatch, lower_splitk.c):
-// products whose blocks fill at most half of the arch's blocks per unit
-// (kiln_kernel_gemm_split_k_blocks_per_unit) are split into enough parts
-// for that many, each at least KILN_GEMM_SPLIT_K_MIN_K long.
+// The most parts kiln_kernel_coopmat_split_k_parts gives (equal parts run
+// as one dispatch, lower_splitk.c), each at least KILN_GEMM_SPLIT_K_MIN_K
+// long.
 #define KILN_COOPMAT_SPLIT_K_MAX_PARTS 16u
 // Compute units (SMs, CUs, Xe cores, GPU cores) of the arch's common large
 // part, or 0 where the table keeps none.

@@ -60,6 +60,48 @@ static const coop_shape_t kCoopShapes[] = {
     {"r50 b32 3x3 128x784 k1152", 128, 784, 1152, false, 32, 0},
     {"r50 b32 3x3 256x196 k2304", 256, 196, 2304, false, 32, 200},
     {"r50 b32 3x3 512x49 k4608", 512, 49, 4608, false, 32, 56},
+    // The cost model's shapes (coopmat_tuning.c, scripts/fit_coopmat_costs.py):
+    // BERT-base's and ViT-B/16's linears whole and in equal parts of k (the
+    // parts as the batch, as lower_splitk.c runs them), and k from 64 to
+    // 1024 in 3 parts.
+    {"fit bert qkv 128x2304 k768 x1", 128, 2304, 768, false, 1, 0},
+    {"fit bert qkv 128x2304 k384 x2", 128, 2304, 384, false, 2, 0},
+    {"fit bert qkv 128x2304 k256 x3", 128, 2304, 256, false, 3, 0},
+    {"fit bert qkv 128x2304 k128 x6", 128, 2304, 128, false, 6, 0},
+    {"fit bert out 128x768 k768 x1", 128, 768, 768, false, 1, 0},
+    {"fit bert out 128x768 k384 x2", 128, 768, 384, false, 2, 0},
+    {"fit bert out 128x768 k256 x3", 128, 768, 256, false, 3, 0},
+    {"fit bert out 128x768 k128 x6", 128, 768, 128, false, 6, 0},
+    {"fit bert fc1 128x3072 k768 x1", 128, 3072, 768, false, 1, 0},
+    {"fit bert fc1 128x3072 k384 x2", 128, 3072, 384, false, 2, 0},
+    {"fit bert fc1 128x3072 k256 x3", 128, 3072, 256, false, 3, 0},
+    {"fit bert fc1 128x3072 k128 x6", 128, 3072, 128, false, 6, 0},
+    {"fit bert fc2 128x768 k3072 x1", 128, 768, 3072, false, 1, 0},
+    {"fit bert fc2 128x768 k1536 x2", 128, 768, 1536, false, 2, 0},
+    {"fit bert fc2 128x768 k1024 x3", 128, 768, 1024, false, 3, 0},
+    {"fit bert fc2 128x768 k512 x6", 128, 768, 512, false, 6, 0},
+    {"fit bert fc2 128x768 k256 x12", 128, 768, 256, false, 12, 0},
+    {"fit vit qkv 197x2304 k768 x1", 197, 2304, 768, false, 1, 0},
+    {"fit vit qkv 197x2304 k384 x2", 197, 2304, 384, false, 2, 0},
+    {"fit vit qkv 197x2304 k256 x3", 197, 2304, 256, false, 3, 0},
+    {"fit vit qkv 197x2304 k128 x6", 197, 2304, 128, false, 6, 0},
+    {"fit vit out 197x768 k768 x1", 197, 768, 768, false, 1, 0},
+    {"fit vit out 197x768 k384 x2", 197, 768, 384, false, 2, 0},
+    {"fit vit out 197x768 k256 x3", 197, 768, 256, false, 3, 0},
+    {"fit vit out 197x768 k128 x6", 197, 768, 128, false, 6, 0},
+    {"fit vit fc1 197x3072 k768 x1", 197, 3072, 768, false, 1, 0},
+    {"fit vit fc1 197x3072 k384 x2", 197, 3072, 384, false, 2, 0},
+    {"fit vit fc1 197x3072 k256 x3", 197, 3072, 256, false, 3, 0},
+    {"fit vit fc1 197x3072 k128 x6", 197, 3072, 128, false, 6, 0},
+    {"fit vit fc2 197x768 k3072 x1", 197, 768, 3072, false, 1, 0},
+    {"fit vit fc2 197x768 k1536 x2", 197, 768, 1536, false, 2, 0},
+    {"fit vit fc2 197x768 k1024 x3", 197, 768, 1024, false, 3, 0},
+    {"fit vit fc2 197x768 k512 x6", 197, 768, 512, false, 6, 0},
+    {"fit vit fc2 197x768 k256 x12", 197, 768, 256, false, 12, 0},
+    {"fit k range 128x3072 k64 x3", 128, 3072, 64, false, 3, 0},
+    {"fit k range 128x3072 k128 x3", 128, 3072, 128, false, 3, 0},
+    {"fit k range 128x3072 k512 x3", 128, 3072, 512, false, 3, 0},
+    {"fit k range 128x3072 k1024 x3", 128, 3072, 1024, false, 3, 0},
 };
 
 // f16-exact values in [-1, 1): `half` the bits, `value` the floats.
@@ -413,7 +455,7 @@ kiln_status_t kiln_bench_coopmat_sweep(kiln_hal_device_t* device, double max_gfl
   for (size_t i = 0; i < sizeof(kCoopShapes) / sizeof(kCoopShapes[0]) && !status; ++i) {
     const coop_shape_t* s = &kCoopShapes[i];
     if (!coop && strncmp(s->name, "check", 5) != 0) continue;
-    if (only && strcmp(s->name, only) != 0) continue;
+    if (only && strncmp(s->name, only, strlen(only)) != 0) continue;
     if (2.0 * s->m * s->n * (double)s->k * coop_batch(s) > max_gflop * 1e9) {
       printf("| %-32s | (over --max-gflop=%g)\n", s->name, max_gflop);
       continue;

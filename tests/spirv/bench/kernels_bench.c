@@ -8,7 +8,7 @@
 // reference (single-threaded, double accumulation: a floor, not a rival).
 // `--sweep [--max-gflop=X]` instead runs every GEMM tiling of the tuning
 // table and its candidates on the issue-16 shapes (gemm_sweep.c) and exits
-// non-zero when a result fails its check; `--coopmat [--only=SHAPE]` the same for
+// non-zero when a result fails its check; `--coopmat [--only=PREFIX]` the same for
 // gemm_coopmat (coopmat_sweep.c; refused on devices without cooperative
 // matrix). `--quant [--arch=A]` times the quantized GEMVs (qgemm_bench.c)
 // under arch A's configuration (default hopper; the device picks nothing:
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
-      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat [--only=SHAPE]] [--max-gflop=X] | "
+      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat [--only=PREFIX]] [--max-gflop=X] | "
                       "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n");
       return 2;
     }
