@@ -12,12 +12,36 @@
 #include "kiln/base/time.h"
 #include "kiln/drivers/registration.h"
 #include "kiln/hal.h"
+#include "tool_cli.h"
 
 static const uint32_t kEmptySpirv[] =
 #include "empty.spv.inc"
     ;
+// The same empty kernel through one storage binding (the rebinding row).
+static const uint32_t kBoundSpirv[] =
+#include "bound.spv.inc"
+    ;
 
-enum { kRoundTrips = 400, kDispatches = 5000, kRepeats = 7 };
+enum { kRepeats = 7 };
+
+static const char kUsage[] =
+    "usage: kiln-benchmark-hal [--device=vulkan://N] [--round-trips=N] [--dispatches=N]\n"
+    "Measures kiln's HAL overheads on one device: submit round trip of one "
+    "dispatch (median of\n--round-trips, default 400), host cost per recorded "
+    "dispatch, and per-dispatch cost of\nresubmitting a recorded command buffer "
+    "of --dispatches (default 5000), unchanged and with\na new binding table "
+    "(medians). scripts/bench-hal.sh prints them beside raw Vulkan\n"
+    "(kiln-vulkan-floor).\n";
+
+static int parse_count(const char* text, const char* what, long min) {
+  char* end = NULL;
+  long value = strtol(text, &end, 10);
+  if (!*text || !end || *end || value < min || value > 1000000) {
+    fprintf(stderr, "kiln-benchmark-hal: --%s=%s: expected %ld..1000000\n", what, text, min);
+    exit(2);
+  }
+  return (int)value;
+}
 
 #define CHECK(expr)                                              \
   do {                                                           \
@@ -65,23 +89,18 @@ static void record_empty(kiln_hal_command_buffer_t* cb,
 }
 
 int main(int argc, char** argv) {
+  if (kiln_tool_help_or_version(argc, argv, "kiln-benchmark-hal", kUsage)) return 0;
   const char* uri = "vulkan";
+  int round_trips = 400, dispatches = 5000;
   for (int i = 1; i < argc; ++i) {
     if (strncmp(argv[i], "--device=", 9) == 0) {
       uri = argv[i] + 9;
-    } else if (strcmp(argv[i], "--help") == 0) {
-      printf("usage: %s [--device=vulkan://N]\n"
-             "Measures kiln's HAL overheads on one device: submit round trip "
-             "of one dispatch, host cost per recorded dispatch, and per-dispatch "
-             "cost of resubmitting a recorded command buffer (medians).\n"
-             "scripts/bench-hal.sh prints them beside raw Vulkan "
-             "(kiln-vulkan-floor).\n",
-             argv[0]);
-      return 0;
+    } else if (strncmp(argv[i], "--round-trips=", 14) == 0) {
+      round_trips = parse_count(argv[i] + 14, "round-trips", 10);
+    } else if (strncmp(argv[i], "--dispatches=", 13) == 0) {
+      dispatches = parse_count(argv[i] + 13, "dispatches", 1);
     } else {
-      fprintf(stderr,
-              "usage: %s [--device=vulkan://N]\nunknown argument '%s'\n",
-              argv[0], argv[i]);
+      fprintf(stderr, "%sunknown argument '%s'\n", kUsage, argv[i]);
       return 2;
     }
   }
@@ -119,15 +138,17 @@ int main(int argc, char** argv) {
   CHECK(kiln_hal_command_buffer_dispatch(one, &dispatch));
   CHECK(kiln_hal_command_buffer_end(one));
   for (int i = 0; i < 20; ++i) submit_wait(device, one, NULL, fence);
-  static double rtt[kRoundTrips];
-  for (int i = 0; i < kRoundTrips; ++i) {
+  double* rtt = malloc(sizeof(double) * (size_t)round_trips);
+  if (!rtt) abort();
+  for (int i = 0; i < round_trips; ++i) {
     double start = now_us();
     submit_wait(device, one, NULL, fence);
     rtt[i] = now_us() - start;
   }
-  qsort(rtt, kRoundTrips, sizeof(double), compare_doubles);
-  printf("submit_rtt_us: %.2f (p10 %.2f, p90 %.2f)\n", rtt[kRoundTrips / 2],
-         rtt[kRoundTrips / 10], rtt[kRoundTrips * 9 / 10]);
+  qsort(rtt, (size_t)round_trips, sizeof(double), compare_doubles);
+  printf("submit_rtt_us: %.2f (p10 %.2f, p90 %.2f)\n", rtt[round_trips / 2],
+         rtt[round_trips / 10], rtt[round_trips * 9 / 10]);
+  free(rtt);
 
   // 2. Host cost per recorded dispatch (+ barrier).
   kiln_hal_command_buffer_t* many = NULL;
@@ -135,13 +156,13 @@ int main(int argc, char** argv) {
   double record[kRepeats];
   for (int r = 0; r < kRepeats; ++r) {
     double start = now_us();
-    record_empty(many, executable, kDispatches, NULL, 0);
-    record[r] = (now_us() - start) / kDispatches;
+    record_empty(many, executable, dispatches, NULL, 0);
+    record[r] = (now_us() - start) / dispatches;
   }
   qsort(record, kRepeats, sizeof(double), compare_doubles);
   printf("record_us: %.4f kiln (per dispatch+barrier, %d in one command "
          "buffer)\n",
-         record[kRepeats / 2], kDispatches);
+         record[kRepeats / 2], dispatches);
 
   // 3. Resubmitting the recorded command buffer: per-dispatch host time.
   submit_wait(device, many, NULL, fence);
@@ -149,18 +170,20 @@ int main(int argc, char** argv) {
   for (int r = 0; r < kRepeats; ++r) {
     double start = now_us();
     submit_wait(device, many, NULL, fence);
-    resubmit[r] = (now_us() - start) / kDispatches;
+    resubmit[r] = (now_us() - start) / dispatches;
   }
   qsort(resubmit, kRepeats, sizeof(double), compare_doubles);
   printf("resubmit_us: %.4f host (per dispatch+barrier, %d in one command "
          "buffer)\n",
-         resubmit[kRepeats / 2], kDispatches);
+         resubmit[kRepeats / 2], dispatches);
 
   // 4. Resubmitting with a new binding table each time (forces re-record):
   // the cost a program pays when its inputs change every call.
   kiln_hal_binding_layout_t layout = {0, 0, false};
   kiln_hal_entry_point_spec_t bound_entry = {"main", {64, 1, 1}, 0, &layout, 1, 0};
   variant.entry_points = &bound_entry;
+  variant.spirv_words = kBoundSpirv;
+  variant.spirv_word_count = sizeof(kBoundSpirv) / 4;
   kiln_hal_executable_t* bound_executable = NULL;
   CHECK(kiln_hal_executable_create(device, &spec, &bound_executable));
   kiln_hal_buffer_t* buffers[2];
@@ -172,7 +195,7 @@ int main(int argc, char** argv) {
   kiln_hal_binding_t slot = {0, 0, NULL, 0, 0, KILN_HAL_WHOLE_BUFFER};
   kiln_hal_command_buffer_t* rebound = NULL;
   CHECK(kiln_hal_command_buffer_create(device, 0, &rebound));
-  record_empty(rebound, bound_executable, kDispatches, &slot, 1);
+  record_empty(rebound, bound_executable, dispatches, &slot, 1);
   double rebind[kRepeats];
   for (int r = 0; r < kRepeats + 1; ++r) {
     kiln_hal_binding_table_entry_t entry_table = {buffers[r % 2], 0,
@@ -180,7 +203,7 @@ int main(int argc, char** argv) {
     kiln_hal_binding_table_t table = {&entry_table, 1};
     double start = now_us();
     submit_wait(device, rebound, &table, fence);
-    if (r) rebind[r - 1] = (now_us() - start) / kDispatches;
+    if (r) rebind[r - 1] = (now_us() - start) / dispatches;
   }
   qsort(rebind, kRepeats, sizeof(double), compare_doubles);
   printf("rebind_resubmit_us: %.4f host (per dispatch+barrier with a new "

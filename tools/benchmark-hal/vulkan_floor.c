@@ -270,7 +270,16 @@ int main(int argc, char** argv) {
   int round_trips = 400, dispatches = 5000;
   enum { kRepeats = 7 };
   for (int i = 1; i < argc; ++i) {
-    if (strncmp(argv[i], "--device=", 9) == 0) {
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("kiln-vulkan-floor %s\n", KILN_VERSION_STRING);
+      return 0;
+    } else if (strcmp(argv[i], "--help") == 0) {
+      printf("usage: %s [--device=N] [--round-trips=N] [--dispatches=N]\n"
+             "Raw-Vulkan floors of one empty dispatch, no kiln code (see "
+             "scripts/bench-hal.sh).\n",
+             argv[0]);
+      return 0;
+    } else if (strncmp(argv[i], "--device=", 9) == 0) {
       ordinal = (uint32_t)parse_count(argv[i] + 9, "device", 0);
     } else if (strncmp(argv[i], "--round-trips=", 14) == 0) {
       round_trips = parse_count(argv[i] + 14, "round-trips", 10);

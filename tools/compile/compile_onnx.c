@@ -13,6 +13,7 @@
 #include "kiln/compiler/onnx_compile.h"
 #include "kiln/compiler/quant.h"
 #include "progress.h"
+#include "tool_cli.h"
 
 static void kiln_compile_onnx_usage(FILE* stream) {
   fprintf(stream,
@@ -49,7 +50,8 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "                           (docs/quantization.md); others stay fp32\n"
           "  --print-statistics       weight bytes, and which weights were quantized\n"
           "                           (or why not)\n"
-          "  --help                   this text\n");
+          "  --help                   this text\n"
+          "  --version                kiln-compile's version\n");
 }
 
 bool kiln_compile_is_onnx(int argc, char** argv) {
@@ -147,6 +149,9 @@ int kiln_compile_onnx_main(int argc, char** argv) {
     const char* arg = argv[i];
     if (strcmp(arg, "--help") == 0) {
       kiln_compile_onnx_usage(stdout);
+      return 0;
+    } else if (strcmp(arg, "--version") == 0) {
+      kiln_tool_print_version("kiln-compile", stdout);
       return 0;
     } else if (strcmp(arg, "-o") == 0 && i + 1 < argc) {
       output = argv[++i];

@@ -8,10 +8,14 @@
 #include "frontends.h"
 #include "kiln/base/file.h"
 #include "kiln/vm/vm.h"
+#include "tool_cli.h"
+
+static const char kCompileUsage[] =
+    "usage: kiln-compile INPUT.kasm|INPUT.onnx -o OUTPUT.kiln "
+    "(--help with an .onnx input lists the ONNX options)\n";
 
 static int kiln_compile_usage(void) {
-  fprintf(stderr, "usage: kiln-compile INPUT.kasm|INPUT.onnx -o OUTPUT.kiln "
-                  "(--help with an .onnx input lists the ONNX options)\n");
+  fputs(kCompileUsage, stderr);
   return 2;
 }
 
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
 #ifdef KILN_COMPILE_HAVE_ONNX
   if (kiln_compile_is_onnx(argc, argv)) return kiln_compile_onnx_main(argc, argv);
 #endif
+  if (kiln_tool_help_or_version(argc, argv, "kiln-compile", kCompileUsage)) return 0;
   const char* input = NULL;
   const char* output = NULL;
   for (int i = 1; i < argc; ++i) {

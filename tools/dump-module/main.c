@@ -8,10 +8,18 @@
 #include "kiln/base/file.h"
 #include "kiln/compiler/assembler.h"
 #include "kiln/format/module_reader.h"
+#include "tool_cli.h"
+
+static const char kDumpUsage[] =
+    "usage: kiln-dump-module MODULE.kiln\n"
+    "Prints the module as assembly (header, sections, imports and exports, "
+    "rodata sizes,\nexecutables, disassembled functions); kiln-compile turns "
+    "it back into the module.\n";
 
 int main(int argc, char** argv) {
+  if (kiln_tool_help_or_version(argc, argv, "kiln-dump-module", kDumpUsage)) return 0;
   if (argc != 2 || argv[1][0] == '-') {
-    fprintf(stderr, "usage: kiln-dump-module MODULE.kiln\n");
+    fputs(kDumpUsage, stderr);
     return 2;
   }
   kiln_file_mapping_t mapping;

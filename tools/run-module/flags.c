@@ -95,6 +95,7 @@ static const flag_t kFlags[] = {
     {"flagfile", FLAG_FLAGFILE, 0, 0,
      "read more flags from a file, one per line ('#' starts a comment)"},
     {"help", FLAG_BOOL, FIELD(help), 0, "print this help"},
+    {"version", FLAG_BOOL, FIELD(version), 0, "print kiln-run-module's version"},
 };
 
 void kiln_run_flags_print_help(const char* program) {

@@ -14,6 +14,7 @@ enum { KILN_RUN_MAX_FLAGFILES = 8 };
 
 typedef struct kiln_run_flags_t {
   bool help;
+  bool version;
   bool list_drivers;
   bool list_devices;
   bool dump_devices;

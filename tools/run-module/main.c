@@ -8,6 +8,7 @@
 #include "flags.h"
 #include "kiln/drivers/registration.h"
 #include "run.h"
+#include "tool_cli.h"
 
 static int fail(kiln_status_t status, int code) {
   char* text = kiln_status_to_string(status);
@@ -20,6 +21,10 @@ static int fail(kiln_status_t status, int code) {
 static int kiln_run_main(kiln_run_flags_t* flags, char** argv, int argc) {
   if (flags->help || argc == 1) {
     kiln_run_flags_print_help(argv[0]);
+    return 0;
+  }
+  if (flags->version) {
+    kiln_tool_print_version("kiln-run-module", stdout);
     return 0;
   }
   bool listing = flags->list_drivers || flags->list_devices ||
