@@ -133,7 +133,7 @@ kiln_status_t kiln_kernel_coopmat_tiling_apply(const kiln_kernel_coopmat_tiling_
                                                const kiln_kernel_arch_caps_t* caps,
                                                kiln_kernel_config_t* config);
 // The arch's row, or for caps without one (or `small`: products with few
-// blocks, as gemm_small) 64x64 blocks (4 subgroups of 2x2 tiles, BK 32).
+// blocks, as gemm_small) 64x64 blocks (2x4 subgroups of 2x1 tiles, BK 32).
 kiln_status_t kiln_kernel_coopmat_tiling_select(const kiln_kernel_arch_caps_t* caps, bool small,
                                                 kiln_kernel_coopmat_tiling_t* out_tiling);
 // The tiling for an m x n x batch product of reduction k: on arches with a
