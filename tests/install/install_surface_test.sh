@@ -38,5 +38,6 @@ if [ -n "$foreign" ]; then
 fi
 echo "$exported" | grep -qx kiln_session_create || fail "kiln_session_create is not exported"
 echo "$exported" | grep -qx kiln_hal_create_device || fail "kiln_hal_create_device is not exported"
+echo "$exported" | grep -qx kiln_version || fail "kiln_version is not exported"
 libs=$(find "$scratch/root" -name 'lib*.a' -o -name 'lib*.so*' -type f | xargs -n1 basename | sort -u | tr '\n' ' ')
 echo "PASS: $headers runtime headers, no kiln/compiler/; libkiln.so exports $total symbols, all kiln_*; libraries: $libs"
