@@ -24,6 +24,7 @@
 #include "hal/kernel_executable.h"
 #include "kiln/base/time.h"
 #include "reference/reference.h"
+#include "tool_cli.h"
 
 static float* random_values(size_t count, uint32_t seed) {
   float* values = malloc(count * sizeof(float));
@@ -144,7 +145,14 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
   return status;
 }
 
+static const char kUsage[] =
+    "usage: kiln-kernels-bench [--sweep | --coopmat [--only=PREFIX]] [--max-gflop=X] | "
+    "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n"
+    "Times kiln's kernels on KILN_TEST_DEVICE's device beside a C reference "
+    "(default), or sweeps\ntheir tilings (see tests/spirv/bench/kernels_bench.c).\n";
+
 int main(int argc, char** argv) {
+  if (kiln_tool_help_or_version(argc, argv, "kiln-kernels-bench", kUsage)) return 0;
   bool sweep = false, coopmat = false, quant = false, quant_sweep = false, models = false;
   const char* arch = NULL;
   const char* only = NULL;
@@ -167,8 +175,7 @@ int main(int argc, char** argv) {
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
     } else {
-      fprintf(stderr, "usage: kiln-kernels-bench [--sweep | --coopmat [--only=PREFIX]] [--max-gflop=X] | "
-                      "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n");
+      fprintf(stderr, "%sunknown argument '%s'\n", kUsage, argv[i]);
       return 2;
     }
   }
