@@ -86,12 +86,13 @@ static const kiln_kernel_coopmat_tiling_t kCoopmat64x128 = {2, 4, 2, 2, 64};
 // (its blocks over the arch's compute units, rounded up): a least-squares
 // fit (scripts/fit_coopmat_costs.py) to `kiln-kernels-bench --coopmat`'s
 // "fit" shapes, BERT-base's and ViT-B/16's linears whole and in 2 to 12
-// parts of k, on an H200 (2026-11-26, clocks warmed; rms error 1.0 to 2.6
-// us; one block per SM fits every tiling best). tiling_select_shape takes
-// the least modelled time, split_k_parts the parts with the least time
-// plus their sum's dispatch. Per step the big blocks cost the most and do
-// the most (128x256 x 16 k: 0.85 us), the 64x64 ones the least; the fixed
-// part is launch, first loads and epilogue.
+// parts of k, on an H200 (tests/spirv/bench/coopmat_fit_h200.txt,
+// 2026-11-26, clocks warmed; rms error 1.0 to 2.6 us; one block per SM
+// fits every tiling best). tiling_select_shape takes the least modelled
+// time, split_k_parts the parts with the least time plus their sum's
+// dispatch. Per step the big blocks cost the most and do the most
+// (128x256 x 16 k: 0.84 us), the 64x64 ones the least; the fixed part is
+// launch, first loads and epilogue.
 typedef struct kiln_coopmat_candidate_t {
   const kiln_kernel_coopmat_tiling_t* tiling;
   double fixed_us, step_us;
