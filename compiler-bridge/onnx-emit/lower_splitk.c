@@ -12,8 +12,9 @@
 // targets that tile per product) and applies scale, bias, residual and
 // activation. No atomics: the order of the sum is fixed.
 // gemm_coopmat splits the same way, where its cost model says the parts
-// and their sum beat the whole (kiln_kernel_coopmat_split_k_parts). On fp16 storage the partials are fp16: each part
-// rounds once, as a split for the loop budget does (docs/precision.md).
+// and their sum beat the whole (kiln_kernel_coopmat_split_k_parts). On
+// fp16 storage the partials are fp16: each part rounds once, as a split
+// for the loop budget does (docs/precision.md).
 #include <string.h>
 
 #include "kiln/compiler/kernels_gemm_tuning.h"
