@@ -210,6 +210,12 @@ int main(int argc, char** argv) {
          "binding table each submit)\n",
          rebind[kRepeats / 2]);
 
+  // Under KILN_VULKAN_VALIDATION=1 (the suite's run) any message fails.
+  const uint64_t messages = kiln_hal_device_validation_message_count(device);
+  if (messages) {
+    fprintf(stderr, "kiln-benchmark-hal: %llu validation message(s), the last: %s\n",
+            (unsigned long long)messages, kiln_hal_device_last_validation_message(device));
+  }
   kiln_hal_command_buffer_release(rebound);
   for (int b = 0; b < 2; ++b) kiln_hal_buffer_release(buffers[b]);
   kiln_hal_executable_release(bound_executable);
@@ -218,5 +224,5 @@ int main(int argc, char** argv) {
   kiln_hal_fence_release(fence);
   kiln_hal_executable_release(executable);
   kiln_hal_device_release(device);
-  return 0;
+  return messages ? 1 : 0;
 }
