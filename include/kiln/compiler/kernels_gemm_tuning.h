@@ -145,10 +145,10 @@ kiln_status_t kiln_kernel_coopmat_tiling_select_shape(const kiln_kernel_arch_cap
                                                       uint64_t m, uint64_t n, uint64_t k,
                                                       uint64_t batch,
                                                       kiln_kernel_coopmat_tiling_t* out_tiling);
-// Split-K parts for gemm_coopmat (1: none): on arches with a row, the equal
-// parts whose modelled time plus their sum's (a dispatch and the
-// partials' traffic) beats the whole product's; elsewhere as
-// kiln_kernel_gemm_split_k_parts by the 64x64 tiling's blocks.
+// Split-K parts for gemm_coopmat (1: none): on arches with a row, where the
+// whole product's blocks leave compute units idle, the equal parts whose
+// modelled time plus their sum's dispatch beats the whole product's;
+// elsewhere as kiln_kernel_gemm_split_k_parts by the 64x64 tiling's blocks.
 uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, uint64_t m,
                                            uint64_t n, uint64_t k, uint64_t batch);
 // Split-K (issue 16). A product whose output blocks (the small tiling's:
