@@ -172,6 +172,10 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
                               desc->name);
     }
     config.variant = KILN_KERNEL_VARIANT_FP16_STORAGE;
+    if (caps->subgroup_arithmetic &&
+        (desc->variant_mask & (1u << KILN_KERNEL_VARIANT_FP16_SUBGROUP))) {
+      config.variant = KILN_KERNEL_VARIANT_FP16_SUBGROUP;
+    }
   } else if (storage != KILN_KERNEL_STORAGE_FP32) {
     return kiln_make_status(KILN_STATUS_INVALID_ARGUMENT,
                             "kernel '%s': unknown storage %d", desc->name,

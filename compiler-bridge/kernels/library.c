@@ -47,13 +47,16 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_POOL2D, "pool2d", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_pool2d_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_REDUCE, "reduce", "main", 2, {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_reduce_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+     sizeof(kiln_kernel_reduce_params_t), 1,
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(FP16_SUBGROUP)},
     {KILN_KERNEL_SOFTMAX, "softmax", "main", 2,
      {RO(0, "input"), RW(1, "output")},
-     sizeof(kiln_kernel_softmax_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+     sizeof(kiln_kernel_softmax_params_t), 1,
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(FP16_SUBGROUP)},
     {KILN_KERNEL_NORM, "norm", "main", 4,
      {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "output")},
-     sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+     sizeof(kiln_kernel_norm_params_t), 1,
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(FP16_SUBGROUP)},
     {KILN_KERNEL_GATHER, "gather", "main", 3,
      {RO(0, "data"), RO(1, "indices"), RW(2, "output")},
      sizeof(kiln_kernel_gather_params_t), 1, V(FP32) | V(FP16_STORAGE)},
@@ -85,7 +88,8 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
      sizeof(kiln_kernel_attention_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     {KILN_KERNEL_NORM_RESIDUAL, "norm_residual", "main", 5,
      {RO(0, "input"), RO(1, "scale"), RO(2, "bias"), RW(3, "output"), RO(4, "residual")},
-     sizeof(kiln_kernel_norm_params_t), 1, V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+     sizeof(kiln_kernel_norm_params_t), 1,
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(FP16_SUBGROUP)},
     {KILN_KERNEL_ARGREDUCE, "argreduce", "main", 2, {RO(0, "input"), RW(1, "output")},
      sizeof(kiln_kernel_reduce_params_t), 1, V(FP32) | V(FP16_STORAGE)},
     // gemm's ABI; the cpu variant is gemm_cpu (its m == 1 path), see below.
@@ -153,7 +157,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_NORM_PARTS, "norm_parts", "main", 5,
      {RO(0, "parts"), RO(1, "params"), RO(2, "residual"), RW(3, "output"), RW(4, "sum")},
      sizeof(kiln_kernel_norm_parts_params_t), 1,
-     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP)},
+     V(FP32) | V(FP16_STORAGE) | V(SUBGROUP) | V(FP16_SUBGROUP)},
     // conv2d's push constants; the windows of x as rows of columns padded
     // to 8 (conv_columns.comp), for gemm_coopmat (lower_linear.c).
     {KILN_KERNEL_CONV_COLUMNS, "conv_columns", "main", 2, {RO(0, "input"), RW(1, "columns")},
@@ -168,7 +172,7 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
-    "", "_f16", "_subgroup", "_cpu"};
+    "", "_f16", "_subgroup", "_cpu", "_f16_subgroup"};
 
 const kiln_kernel_desc_t* kiln_kernel_desc(kiln_kernel_id_t id) {
   if ((unsigned)id >= KILN_KERNEL_COUNT) return NULL;
@@ -206,6 +210,7 @@ const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant) {
     case KILN_KERNEL_VARIANT_FP16_STORAGE: return "fp16-storage";
     case KILN_KERNEL_VARIANT_SUBGROUP: return "subgroup";
     case KILN_KERNEL_VARIANT_CPU: return "cpu";
+    case KILN_KERNEL_VARIANT_FP16_SUBGROUP: return "fp16-subgroup";
     default: return "unknown";
   }
 }
@@ -216,6 +221,8 @@ uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant) {
       return KILN_FORMAT_FEATURE_STORAGE_16BIT;
     case KILN_KERNEL_VARIANT_SUBGROUP:
       return KILN_FORMAT_FEATURE_SUBGROUP_OPS;
+    case KILN_KERNEL_VARIANT_FP16_SUBGROUP:
+      return KILN_FORMAT_FEATURE_STORAGE_16BIT | KILN_FORMAT_FEATURE_SUBGROUP_OPS;
     default: return 0;
   }
 }

@@ -57,7 +57,8 @@ static kiln_status_t kiln_quant_fits(const kiln_lower_t* l, const kiln_emit_disp
     // An f16 node must get an fp16-storage build on every target (a cpu
     // variant reads fp32 texels): anything else does not fit.
     if (kiln_quant_storage(l) == KILN_KERNEL_STORAGE_FP16 &&
-        config.variant != KILN_KERNEL_VARIANT_FP16_STORAGE) {
+        config.variant != KILN_KERNEL_VARIANT_FP16_STORAGE &&
+        config.variant != KILN_KERNEL_VARIANT_FP16_SUBGROUP) {
       *out_fits = false;
       break;
     }

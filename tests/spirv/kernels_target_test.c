@@ -196,8 +196,19 @@ KILN_TEST(KernelTargetTest, VariantSelection) {
   KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_UNIMPLEMENTED, "kernel 'recurrent' has no fp16",
                              kiln_kernel_config_select(KILN_KERNEL_RECURRENT, &adreno,
                                                        KILN_KERNEL_STORAGE_FP16, &config));
-  // fp16 storage wins over subgroup arithmetic (the f16 builds have none).
+  // fp16 storage with subgroup arithmetic where the kernel has that build
+  // (the row reductions), else fp16 storage alone.
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_SOFTMAX, &adreno,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_SUBGROUP);
+  KILN_EXPECT_EQ(config.required_features,
+                 KILN_KERNEL_FEATURE_FP16_STORAGE | KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC);
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_BINARY, &adreno,
+                                           KILN_KERNEL_STORAGE_FP16, &config));
+  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
+  kiln_kernel_arch_caps_t adreno_no_subgroup = adreno;
+  adreno_no_subgroup.subgroup_arithmetic = false;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_NORM_PARTS, &adreno_no_subgroup,
                                            KILN_KERNEL_STORAGE_FP16, &config));
   KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
   KILN_EXPECT_EQ(config.required_features, KILN_KERNEL_FEATURE_FP16_STORAGE);

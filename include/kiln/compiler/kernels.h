@@ -66,6 +66,9 @@ typedef enum kiln_kernel_variant_e {
   KILN_KERNEL_VARIANT_FP16_STORAGE = 1,  // fp16 buffers, fp32 arithmetic
   KILN_KERNEL_VARIANT_SUBGROUP = 2,      // fp32 ABI, subgroup arithmetic
   KILN_KERNEL_VARIANT_CPU = 3,  // fp32 ABI, tuned for CPU devices (llvmpipe)
+  // fp16 buffers with subgroup arithmetic (the row reductions: without it
+  // an f16 LayerNorm of 1024 invocations reduced through 10 barriers).
+  KILN_KERNEL_VARIANT_FP16_SUBGROUP = 4,
   KILN_KERNEL_VARIANT_COUNT,
 } kiln_kernel_variant_t;
 

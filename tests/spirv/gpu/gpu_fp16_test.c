@@ -193,40 +193,50 @@ KILN_TEST(GpuFp16Test, SoftmaxReduceLayerNorm) {
   float* want = gpu_alloc(count);
   KILN_ASSERT_TRUE(hout != NULL);
   uint32_t grid[3];
+  // Both fp16 builds: the shared-memory tree, and the subgroup reduction
+  // that the config picks where the device has subgroup arithmetic.
+  const bool subgroup = kiln_vk_harness_caps(gpu_harness())->subgroup_arithmetic;
+  static const char* const names[2][3] = {
+      {"softmax_f16", "reduce_f16 sum", "norm_f16 layer norm"},
+      {"softmax_f16_subgroup", "reduce_f16_subgroup sum", "norm_f16_subgroup layer norm"}};
+  for (int v = 0; v < (subgroup ? 2 : 1); ++v) {
+    const kiln_kernel_variant_t variant =
+        v ? KILN_KERNEL_VARIANT_FP16_SUBGROUP : KILN_KERNEL_VARIANT_FP16_STORAGE;
+    kiln_kernel_softmax_params_t sp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner};
+    kiln_kernel_config_t config = gpu_config(KILN_KERNEL_SOFTMAX, KILN_KERNEL_STORAGE_FP16);
+    KILN_EXPECT_EQ(config.variant, subgroup ? KILN_KERNEL_VARIANT_FP16_SUBGROUP
+                                            : KILN_KERNEL_VARIANT_FP16_STORAGE);
+    KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
+    gpu_arg_t sargs[2] = {{hx, count * 2}, {NULL, count * 2}};
+    gpu_run(KILN_KERNEL_SOFTMAX, variant, &config, &sp, sizeof(sp), sargs,
+            2, 1, hout, count * 2, grid);
+    halves_to_floats(hout, count, got);
+    ref_softmax(false, outer, size, inner, x, want);
+    gpu_expect_close(names[v][0], got, want, count, 1e-3, 1.0 / 1024);
 
-  kiln_kernel_softmax_params_t sp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner};
-  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_SOFTMAX, KILN_KERNEL_STORAGE_FP16);
-  KILN_EXPECT_EQ(config.variant, KILN_KERNEL_VARIANT_FP16_STORAGE);
-  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
-  gpu_arg_t sargs[2] = {{hx, count * 2}, {NULL, count * 2}};
-  gpu_run(KILN_KERNEL_SOFTMAX, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &sp, sizeof(sp), sargs,
-          2, 1, hout, count * 2, grid);
-  halves_to_floats(hout, count, got);
-  ref_softmax(false, outer, size, inner, x, want);
-  gpu_expect_close("softmax_f16", got, want, count, 1e-3, 1.0 / 1024);
+    kiln_kernel_reduce_params_t rp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0, 0.0f};
+    config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP16);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_SUM));
+    KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
+    gpu_arg_t rargs[2] = {{hx, count * 2}, {NULL, outer * inner * 2}};
+    gpu_run(KILN_KERNEL_REDUCE, variant, &config, &rp, sizeof(rp), rargs,
+            2, 1, hout, outer * inner * 2, grid);
+    halves_to_floats(hout, outer * inner, got);
+    ref_reduce(KILN_REDUCE_SUM, outer, size, inner, x, want);
+    gpu_expect_close(names[v][1], got, want, outer * inner, 1e-3, 1.0 / 1024);
 
-  kiln_kernel_reduce_params_t rp = {(uint32_t)outer, (uint32_t)size, (uint32_t)inner, 0, 0.0f};
-  config = gpu_config(KILN_KERNEL_REDUCE, KILN_KERNEL_STORAGE_FP16);
-  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_REDUCE_OP, KILN_REDUCE_SUM));
-  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, outer * inner, grid));
-  gpu_arg_t rargs[2] = {{hx, count * 2}, {NULL, outer * inner * 2}};
-  gpu_run(KILN_KERNEL_REDUCE, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &rp, sizeof(rp), rargs,
-          2, 1, hout, outer * inner * 2, grid);
-  halves_to_floats(hout, outer * inner, got);
-  ref_reduce(KILN_REDUCE_SUM, outer, size, inner, x, want);
-  gpu_expect_close("reduce_f16 sum", got, want, outer * inner, 1e-3, 1.0 / 1024);
-
-  const size_t rows = outer * inner;  // [rows, size] rows of the same data
-  kiln_kernel_norm_params_t np = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
-  config = gpu_config(KILN_KERNEL_NORM, KILN_KERNEL_STORAGE_FP16);
-  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
-  gpu_arg_t nargs[4] = {{hx, count * 2}, {hscale, size * 2}, {hbias, size * 2},
-                        {NULL, count * 2}};
-  gpu_run(KILN_KERNEL_NORM, KILN_KERNEL_VARIANT_FP16_STORAGE, &config, &np, sizeof(np), nargs, 4,
-          3, hout, count * 2, grid);
-  halves_to_floats(hout, count, got);
-  ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
-  gpu_expect_close("norm_f16 layer norm", got, want, count, 1e-3, 1.0 / 1024);
+    const size_t rows = outer * inner;  // [rows, size] rows of the same data
+    kiln_kernel_norm_params_t np = {(uint32_t)rows, (uint32_t)size, 1, 1e-5f};
+    config = gpu_config(KILN_KERNEL_NORM, KILN_KERNEL_STORAGE_FP16);
+    KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+    gpu_arg_t nargs[4] = {{hx, count * 2}, {hscale, size * 2}, {hbias, size * 2},
+                          {NULL, count * 2}};
+    gpu_run(KILN_KERNEL_NORM, variant, &config, &np, sizeof(np), nargs, 4,
+            3, hout, count * 2, grid);
+    halves_to_floats(hout, count, got);
+    ref_layer_norm(rows, size, x, scale, bias, 1e-5f, want);
+    gpu_expect_close(names[v][2], got, want, count, 1e-3, 1.0 / 1024);
+  }
   free(hx);
   free(x);
   free(hscale);
