@@ -405,13 +405,90 @@ KILN_TEST(GpuReduceTest, ChunkPartialsThenPartials) {
   free(want);
 }
 
+// One norm_parts case: `parts` parts of 5 rows of 300 (part stride 1536,
+// past rows * size) + bias + residual, spec count `spec`, by the build of
+// `variant` (fp16 ones read and write halves; the reference then sums the
+// fp16-rounded inputs in fp32), against the sum and ref_layer_norm:
+// atol / rtol 1e-4 at fp32, 1e-3 / 2^-10 at fp16 (one rounding of y). A
+// spec count that is not the push constants' (`nan`) writes NaN
+// everywhere, never a partial sum.
+static void norm_parts_case(kiln_kernel_variant_t variant, uint32_t parts, uint32_t spec,
+                            bool nan, uint32_t seed) {
+  const size_t rows = 5, size = 300, stride = 1536;
+  const bool f16 = variant == KILN_KERNEL_VARIANT_FP16_STORAGE ||
+                   variant == KILN_KERNEL_VARIANT_FP16_SUBGROUP;
+  const size_t elem = f16 ? 2 : 4;
+  // Parts; params (bias at 0, scale at size, beta at 2 * size); residual.
+  const size_t counts[3] = {parts * stride, 3 * size, rows * size};
+  float* values[3] = {gpu_random_alloc(counts[0], seed, -2, 2),
+                      gpu_random_alloc(counts[1], 121, 0.5f, 1.5f),
+                      gpu_random_alloc(counts[2], 122, -1, 1)};
+  uint16_t* halves[3] = {NULL, NULL, NULL};
+  for (int i = 0; f16 && i < 3; ++i) {
+    halves[i] = malloc(counts[i] * 2 + 2);
+    KILN_ASSERT_TRUE(halves[i] != NULL);
+    for (size_t e = 0; e < counts[i]; ++e) {
+      halves[i][e] = gpu_float_to_half(values[i][e]);
+      values[i][e] = gpu_half_to_float(halves[i][e]);
+    }
+  }
+  const float *part = values[0], *params = values[1], *residual = values[2];
+  float* x = gpu_alloc(rows * size);
+  float* want = gpu_alloc(rows * size);
+  float* got = gpu_alloc(rows * size);
+  uint16_t* got_halves = malloc(rows * size * 2 + 2);
+  KILN_ASSERT_TRUE(got_halves != NULL);
+  for (size_t i = 0; i < rows * size; ++i) {
+    float s = 0.0f;
+    for (uint32_t q = 0; q < parts; ++q) s += part[q * stride + i];
+    x[i] = s + params[i % size] + residual[i];
+  }
+  ref_layer_norm(rows, size, x, params + size, params + 2 * size, 1e-5f, want);
+  kiln_kernel_norm_parts_params_t p = {(uint32_t)rows, (uint32_t)size, parts, (uint32_t)stride,
+                                       0, (uint32_t)size, (uint32_t)(2 * size), 1e-5f};
+  kiln_kernel_config_t config = gpu_config(
+      KILN_KERNEL_NORM_PARTS, f16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32);
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_BIAS, 1));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_RESIDUAL, 1));
+  KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_COUNT, spec));
+  uint32_t grid[3];
+  KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
+  gpu_arg_t args[5];
+  for (int i = 0; i < 3; ++i) {
+    args[i] = (gpu_arg_t){f16 ? (void*)halves[i] : (void*)values[i], counts[i] * elem};
+  }
+  args[3] = args[4] = (gpu_arg_t){NULL, rows * size * elem};
+  gpu_run(KILN_KERNEL_NORM_PARTS, variant, &config, &p, sizeof(p), args, 5, 3,
+          f16 ? (void*)got_halves : (void*)got, rows * size * elem, grid);
+  if (f16) {
+    for (size_t i = 0; i < rows * size; ++i) got[i] = gpu_half_to_float(got_halves[i]);
+  }
+  char what[96];
+  snprintf(what, sizeof(what), "norm_parts %s, %u parts, spec %u",
+           kiln_kernel_variant_name(variant), parts, spec);
+  if (nan) {
+    size_t numbers = 0;
+    for (size_t i = 0; i < rows * size; ++i) numbers += !isnan(got[i]);
+    KILN_EXPECT_EQ(numbers, 0u);
+  } else if (f16) {
+    gpu_expect_close(what, got, want, rows * size, 1e-3, 1.0 / 1024);
+  } else {
+    gpu_expect_close(what, got, want, rows * size, 1e-4, 1e-4);
+  }
+  for (int i = 0; i < 3; ++i) {
+    free(values[i]);
+    free(halves[i]);
+  }
+  free(x);
+  free(want);
+  free(got);
+  free(got_halves);
+}
+
 // norm_parts: LayerNorm of rows summed from split-K parts (+ bias +
 // residual), with the part count as a spec constant (every part's load
-// issued at once) or 0 (read from the push constants), against the sum
-// and ref_layer_norm. A spec count that is not the push constants' writes
-// NaN everywhere, never a partial sum.
+// issued at once) or 0 (read from the push constants).
 KILN_TEST(GpuReduceTest, NormParts) {
-  const size_t rows = 5, size = 300, stride = 1536;  // part stride past rows * size
   const struct {
     uint32_t parts, spec;
     bool nan;
@@ -421,131 +498,30 @@ KILN_TEST(GpuReduceTest, NormParts) {
   const size_t variant_count = runnable_variants(KILN_KERNEL_NORM_PARTS, variants);
   for (size_t v = 0; v < variant_count; ++v) {
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
-      const uint32_t parts = cases[c].parts;
-      float* part = gpu_random_alloc(parts * stride, 120 + c, -2, 2);
-      // Params: bias at 0, scale at size, beta at 2 * size.
-      float* params = gpu_random_alloc(3 * size, 121, 0.5f, 1.5f);
-      float* residual = gpu_random_alloc(rows * size, 122, -1, 1);
-      float* x = gpu_alloc(rows * size);
-      float* want = gpu_alloc(rows * size);
-      float* got = gpu_alloc(rows * size);
-      for (size_t i = 0; i < rows * size; ++i) {
-        float s = 0.0f;
-        for (uint32_t p = 0; p < parts; ++p) s += part[p * stride + i];
-        x[i] = s + params[i % size] + residual[i];
-      }
-      ref_layer_norm(rows, size, x, params + size, params + 2 * size, 1e-5f, want);
-      kiln_kernel_norm_parts_params_t p = {(uint32_t)rows, (uint32_t)size, parts,
-                                           (uint32_t)stride, 0, (uint32_t)size,
-                                           (uint32_t)(2 * size), 1e-5f};
-      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM_PARTS, KILN_KERNEL_STORAGE_FP32);
-      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_BIAS, 1));
-      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_RESIDUAL, 1));
-      KILN_EXPECT_OK(
-          kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_COUNT, cases[c].spec));
-      uint32_t grid[3];
-      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
-      gpu_arg_t args[5] = {{part, parts * stride * 4}, {params, 3 * size * 4},
-                           {residual, rows * size * 4}, {NULL, rows * size * 4},
-                           {NULL, rows * size * 4}};
-      gpu_run(KILN_KERNEL_NORM_PARTS, variants[v], &config, &p, sizeof(p), args, 5, 3, got,
-              rows * size * 4, grid);
-      char what[96];
-      snprintf(what, sizeof(what), "norm_parts %s, %u parts, spec %u",
-               kiln_kernel_variant_name(variants[v]), parts, cases[c].spec);
-      if (cases[c].nan) {
-        size_t numbers = 0;
-        for (size_t i = 0; i < rows * size; ++i) numbers += !isnan(got[i]);
-        KILN_EXPECT_EQ(numbers, 0u);
-      } else {
-        gpu_expect_close(what, got, want, rows * size, 1e-4, 1e-4);
-      }
-      free(part);
-      free(params);
-      free(residual);
-      free(x);
-      free(want);
-      free(got);
+      norm_parts_case(variants[v], cases[c].parts, cases[c].spec, cases[c].nan,
+                      (uint32_t)(120 + c));
     }
   }
 }
 
-// norm_parts' fp16 builds (parts, weights, residual and output in fp16, the
-// sum and the statistics in fp32): the tree-reduction build and, where the
-// device has subgroup arithmetic, the subgroup one (the config's pick
-// there). Reference: the fp32 sum of the fp16-rounded inputs through
-// ref_layer_norm, rounded once: atol 1e-3 + rtol 2^-10.
+// norm_parts' fp16 builds: the tree-reduction build and, where the device
+// has subgroup arithmetic, the subgroup one (the config's pick there).
 KILN_TEST(GpuReduceTest, NormPartsF16) {
   const kiln_kernel_arch_caps_t* caps = kiln_vk_harness_caps(gpu_harness());
   if (!caps->fp16_storage) {
     KILN_ADD_FAILURE("device lacks 16-bit storage; fp16 builds cannot be checked");
     return;
   }
-  const size_t rows = 5, size = 300, stride = 1536;
-  const struct {
-    uint32_t parts, spec;
-  } cases[] = {{3, 3}, {12, 12}, {12, 0}, {17, 0}};
+  kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM_PARTS, KILN_KERNEL_STORAGE_FP16);
+  KILN_EXPECT_EQ(config.variant, caps->subgroup_arithmetic ? KILN_KERNEL_VARIANT_FP16_SUBGROUP
+                                                           : KILN_KERNEL_VARIANT_FP16_STORAGE);
   const kiln_kernel_variant_t variants[2] = {KILN_KERNEL_VARIANT_FP16_STORAGE,
                                              KILN_KERNEL_VARIANT_FP16_SUBGROUP};
+  const uint32_t cases[][2] = {{3, 3}, {12, 12}, {12, 0}, {17, 0}};
   for (size_t v = 0; v < (caps->subgroup_arithmetic ? 2u : 1u); ++v) {
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
-      const uint32_t parts = cases[c].parts;
-      float* values[3] = {gpu_random_alloc(parts * stride, 140 + c, -2, 2),
-                          gpu_random_alloc(3 * size, 141, 0.5f, 1.5f),
-                          gpu_random_alloc(rows * size, 142, -1, 1)};
-      const size_t counts[3] = {parts * stride, 3 * size, rows * size};
-      uint16_t* halves[3];
-      for (int i = 0; i < 3; ++i) {
-        halves[i] = malloc(counts[i] * 2 + 2);
-        KILN_ASSERT_TRUE(halves[i] != NULL);
-        for (size_t e = 0; e < counts[i]; ++e) {
-          halves[i][e] = gpu_float_to_half(values[i][e]);
-          values[i][e] = gpu_half_to_float(halves[i][e]);
-        }
-      }
-      const float *part = values[0], *params = values[1], *residual = values[2];
-      float* x = gpu_alloc(rows * size);
-      float* want = gpu_alloc(rows * size);
-      float* got = gpu_alloc(rows * size);
-      uint16_t* out = malloc(rows * size * 2 + 2);
-      KILN_ASSERT_TRUE(out != NULL);
-      for (size_t i = 0; i < rows * size; ++i) {
-        float s = 0.0f;
-        for (uint32_t p = 0; p < parts; ++p) s += part[p * stride + i];
-        x[i] = s + params[i % size] + residual[i];
-      }
-      ref_layer_norm(rows, size, x, params + size, params + 2 * size, 1e-5f, want);
-      kiln_kernel_norm_parts_params_t p = {(uint32_t)rows, (uint32_t)size, parts,
-                                           (uint32_t)stride, 0, (uint32_t)size,
-                                           (uint32_t)(2 * size), 1e-5f};
-      kiln_kernel_config_t config = gpu_config(KILN_KERNEL_NORM_PARTS, KILN_KERNEL_STORAGE_FP16);
-      KILN_EXPECT_EQ(config.variant, caps->subgroup_arithmetic
-                                         ? KILN_KERNEL_VARIANT_FP16_SUBGROUP
-                                         : KILN_KERNEL_VARIANT_FP16_STORAGE);
-      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_BIAS, 1));
-      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_RESIDUAL, 1));
-      KILN_EXPECT_OK(
-          kiln_kernel_config_set_spec(&config, KILN_SPEC_NORM_PARTS_COUNT, cases[c].spec));
-      uint32_t grid[3];
-      KILN_ASSERT_OK(kiln_kernel_grid_rows(&config, rows, grid));
-      gpu_arg_t args[5] = {{halves[0], counts[0] * 2}, {halves[1], counts[1] * 2},
-                           {halves[2], counts[2] * 2}, {NULL, rows * size * 2},
-                           {NULL, rows * size * 2}};
-      gpu_run(KILN_KERNEL_NORM_PARTS, variants[v], &config, &p, sizeof(p), args, 5, 3, out,
-              rows * size * 2, grid);
-      for (size_t i = 0; i < rows * size; ++i) got[i] = gpu_half_to_float(out[i]);
-      char what[96];
-      snprintf(what, sizeof(what), "norm_parts %s, %u parts, spec %u",
-               kiln_kernel_variant_name(variants[v]), parts, cases[c].spec);
-      gpu_expect_close(what, got, want, rows * size, 1e-3, 1.0 / 1024);
-      for (int i = 0; i < 3; ++i) {
-        free(values[i]);
-        free(halves[i]);
-      }
-      free(x);
-      free(want);
-      free(got);
-      free(out);
+      norm_parts_case(variants[v], cases[c][0], cases[c][1], false, (uint32_t)(140 + c));
     }
   }
+  norm_parts_case(variants[caps->subgroup_arithmetic ? 1 : 0], 5, 4, true, 150);
 }
