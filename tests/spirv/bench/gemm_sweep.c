@@ -189,20 +189,31 @@ kiln_status_t kiln_bench_warm_clocks(kiln_hal_device_t* device, kiln_hal_command
   return status;
 }
 
+static uint64_t g_cold_bytes;
+
+void kiln_bench_set_cold_bytes(uint64_t bytes) { g_cold_bytes = bytes / 4 * 4; }
+
 kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
                                        const kiln_kernel_executable_t* kernel, const void* push,
                                        uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
                                        uint32_t buffer_count, const uint32_t grid[3],
                                        double* out_ns) {
   bool timestamps = kiln_hal_device_info(device)->timestamps;
+  kiln_hal_buffer_t* scratch = NULL;
+  if (g_cold_bytes > 0) {
+    KILN_RETURN_IF_ERROR(kiln_kernel_test_buffer(device, NULL, g_cold_bytes / 4, &scratch));
+  }
   kiln_hal_command_buffer_t* cb = NULL;
-  KILN_RETURN_IF_ERROR(kiln_hal_command_buffer_create(
-      device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb));
-  kiln_status_t status = kiln_hal_command_buffer_begin(cb);
+  kiln_status_t status = kiln_hal_command_buffer_create(
+      device, timestamps ? KILN_HAL_COMMAND_BUFFER_TIMESTAMPS : 0, &cb);
+  if (!status) status = kiln_hal_command_buffer_begin(cb);
+  const kiln_hal_stages_t stages = KILN_HAL_STAGE_DISPATCH | KILN_HAL_STAGE_TRANSFER;
   for (int i = 0; i < KILN_BENCH_STREAM && !status; ++i) {
-    if (i > 0) {
-      status = kiln_hal_command_buffer_barrier(cb, KILN_HAL_STAGE_DISPATCH,
-                                               KILN_HAL_STAGE_DISPATCH);
+    if (i > 0) status = kiln_hal_command_buffer_barrier(cb, stages, stages);
+    if (!status && scratch) {
+      const uint32_t pattern = (uint32_t)i;
+      status = kiln_hal_command_buffer_fill(cb, scratch, 0, g_cold_bytes, &pattern, 4);
+      if (!status) status = kiln_hal_command_buffer_barrier(cb, stages, stages);
     }
     if (!status) {
       status = kiln_kernel_test_dispatch(cb, kernel, push, push_bytes, buffers, buffer_count,
@@ -223,6 +234,7 @@ kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
     }
   }
   kiln_hal_command_buffer_release(cb);
+  kiln_hal_buffer_release(scratch);
   if (status) return status;
   qsort(times, KILN_BENCH_REPS * KILN_BENCH_STREAM, sizeof(double), sweep_compare);
   *out_ns = times[KILN_BENCH_REPS * KILN_BENCH_STREAM / 2];

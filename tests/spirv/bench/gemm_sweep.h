@@ -30,6 +30,14 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
                                     const kiln_kernel_executable_t* kernel, const void* push,
                                     uint32_t push_bytes, kiln_hal_buffer_t* const* buffers,
                                     const uint32_t grid[3], double* out_ns);
+// With `bytes` > 0 (kiln-kernels-bench --cold-l2=MIB), every timed copy
+// follows a fill of a scratch buffer of that many bytes, so that it reads
+// its operands from memory, not from the L2 the copy before left them in:
+// a model reads each layer's weights from memory once (on an H200,
+// BERT-base's FFN-up took 24 us a dispatch in the model against 17 us in
+// the warm sweep). Pessimistic for activations, which a model's previous
+// dispatch leaves in L2.
+void kiln_bench_set_cold_bytes(uint64_t bytes);
 // The same binding buffers[0 .. buffer_count - 1].
 kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,
                                        const kiln_kernel_executable_t* kernel, const void* push,

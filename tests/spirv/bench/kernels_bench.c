@@ -15,7 +15,10 @@
 // the config runs as a portable variant). `--shapes=models [--arch=A]`
 // times the bench CNNs' conv/GEMM shapes per occupancy candidate
 // (model_sweep.c; arch default: the device's); `--quant-sweep [--arch=A]`
-// times every qgemv tiling candidate under A's caps.
+// times every qgemv tiling candidate under A's caps. `--cold-l2=MIB`
+// (any mode) fills MIB MiB of scratch before each timed copy, so each
+// reads its operands from memory as a model's first read of a weight does
+// (kiln_bench_set_cold_bytes).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +150,7 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 
 static const char kUsage[] =
     "usage: kiln-kernels-bench [--sweep | --coopmat [--only=PREFIX]] [--max-gflop=X] | "
-    "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]\n"
+    "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]   [--cold-l2=MIB]\n"
     "Times kiln's kernels on KILN_TEST_DEVICE's device beside a C reference "
     "(default), or sweeps\ntheir tilings (see tests/spirv/bench/kernels_bench.c).\n";
 
@@ -174,6 +177,15 @@ int main(int argc, char** argv) {
       only = argv[i] + 7;
     } else if (strncmp(argv[i], "--max-gflop=", 12) == 0) {
       max_gflop = atof(argv[i] + 12);
+    } else if (strncmp(argv[i], "--cold-l2=", 10) == 0) {
+      char* end = NULL;
+      const long mib = strtol(argv[i] + 10, &end, 10);
+      if (end == argv[i] + 10 || *end || mib < 1 || mib > 4096) {
+        fprintf(stderr, "%s--cold-l2: '%s' is not a size of 1 to 4096 MiB\n", kUsage,
+                argv[i] + 10);
+        return 2;
+      }
+      kiln_bench_set_cold_bytes((uint64_t)mib << 20);
     } else {
       fprintf(stderr, "%sunknown argument '%s'\n", kUsage, argv[i]);
       return 2;
