@@ -13,7 +13,9 @@ markdown table: the rounds' times, their median, the ratio to the first
 setting's, the check against PyTorch fp32 (max|kiln-ref| / max|ref|) and
 the largest difference from the first setting's output. --profiles DIR
 writes each module's per-dispatch profile (every dispatch) as
-MODEL_PRECISION_SETTING.txt.
+MODEL_PRECISION_SETTING.txt and prints a second table: per model and
+setting, the GPU time a call of each kernel (dispatches grouped by kernel
+name, storage and specialization stripped).
 
 Usage: bench_ab.py BUILD_DIR --models a,b --setting NAME[:...] [--setting ...]
                    [--precision f32|f16] [--rounds 4] [--calls 30] [--profiles DIR]
@@ -44,6 +46,23 @@ def parse_setting(text):
             var, _, value = item.partition("=")
             env[var] = value
     return name, env, flags
+
+
+def kernel_times(profile):
+    """{kernel: [dispatches, mean GPU ms a call]} from kiln-run-module's
+    --slowest_dispatches lines ("[statistics]  0.024  NAME grid X")."""
+    totals = {}
+    for found in re.finditer(r"^\[statistics\] +([0-9.]+) +([A-Za-z0-9_]+) grid ", profile,
+                             re.MULTILINE):
+        # gemm_coopmat_f16_8_1_0_0 -> gemm_coopmat; norm_parts_1_1_3 -> norm_parts
+        # (the casts' names are whole: cast_f32_to_f16)
+        kernel = found.group(2)
+        if not kernel.startswith("cast_"):
+            kernel = re.sub(r"(_f16.*|(_t?[0-9]+)+)$", "", kernel)
+        entry = totals.setdefault(kernel, [0, 0.0])
+        entry[0] += 1
+        entry[1] += float(found.group(1))
+    return totals
 
 
 def main():
@@ -112,6 +131,7 @@ def main():
     print("| model | setting | wall ms per round | median | vs %s | check | diff vs %s |" % (
         settings[0][0], settings[0][0]))
     print("|---|---|---|---|---|---|---|")
+    profiles = {}
     for name, label, module, _ in jobs:
         reference = models[name][1]
         got = np.load(module + ".out.npy").astype(np.float64).reshape(reference.shape)
@@ -129,6 +149,14 @@ def main():
             with open(os.path.join(args.profiles, "%s_%s_%s.txt" % (
                     name, args.precision, label)), "w") as f:
                 f.write(text)
+            profiles[(name, label)] = kernel_times(text)
+    if profiles:
+        print("\nGPU time a call by kernel (--profiles; mean of 10 calls):")
+        print("| model | setting | kernel | dispatches | ms a call |")
+        print("|---|---|---|---|---|")
+        for (name, label), totals in profiles.items():
+            for kernel, (count, ms) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+                print("| %s | %s | %s | %d | %.3f |" % (name, label, kernel, count, ms))
 
 
 if __name__ == "__main__":
