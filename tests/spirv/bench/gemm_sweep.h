@@ -36,7 +36,7 @@ kiln_status_t kiln_bench_sweep_time(kiln_hal_device_t* device,
 // a model reads each layer's weights from memory once (on an H200,
 // BERT-base's FFN-up took 24 us a dispatch in the model against 17 us in
 // the warm sweep). Pessimistic for activations, which a model's previous
-// dispatch leaves in L2.
+// dispatch leaves in L2. Without timestamps the wall time includes the fills.
 void kiln_bench_set_cold_bytes(uint64_t bytes);
 // The same binding buffers[0 .. buffer_count - 1].
 kiln_status_t kiln_bench_time_dispatch(kiln_hal_device_t* device,

@@ -150,7 +150,7 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
 
 static const char kUsage[] =
     "usage: kiln-kernels-bench [--sweep | --coopmat [--only=PREFIX]] [--max-gflop=X] | "
-    "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]   [--cold-l2=MIB]\n"
+    "--quant | --quant-sweep [--arch=A] | --shapes=models [--arch=A]; [--cold-l2=MIB]\n"
     "Times kiln's kernels on KILN_TEST_DEVICE's device beside a C reference "
     "(default), or sweeps\ntheir tilings (see tests/spirv/bench/kernels_bench.c).\n";
 
