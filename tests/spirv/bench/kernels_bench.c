@@ -19,6 +19,7 @@
 // (any mode) fills MIB MiB of scratch before each timed copy, so each
 // reads its operands from memory as a model's first read of a weight does
 // (kiln_bench_set_cold_bytes).
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,15 +41,44 @@ static float* random_values(size_t count, uint32_t seed) {
   return values;
 }
 
-static void print_row(const char* what, const char* tiling, double ns, double flops,
-                      double reference_ns) {
-  printf("| %-34s | %-8s | %10.3f | %8.2f | %8.1fx |\n", what, tiling, ns / 1e6,
-         flops / ns, reference_ns / ns);
+// One row, with the output read back and checked against the C reference
+// (relative to max|want|, bound 1e-4): a time of a wrong result counts as
+// a failure (the tool then exits 1), never as a speed.
+static kiln_status_t print_row(kiln_hal_device_t* device, kiln_hal_buffer_t* out,
+                               const float* want, size_t count, const char* what,
+                               const char* tiling, double ns, double flops, double reference_ns,
+                               int* failures) {
+  float* got = malloc(count * sizeof(float));
+  if (!got) abort();
+  kiln_status_t status = kiln_hal_device_read_buffer(device, out, 0, got, count * sizeof(float));
+  double scale = 0, worst = 0;
+  for (size_t i = 0; i < count; ++i) scale = fmax(scale, fabs(want[i]));
+  for (size_t i = 0; i < count && !status; ++i) {
+    const double e = fabs((double)got[i] - want[i]) / (scale > 0 ? scale : 1);
+    if (!(e <= worst)) worst = e;  // NaN stays the worst
+  }
+  // NaN over the output for the next row, so a row that writes nothing
+  // cannot pass on the one before's result.
+  const uint32_t nan_bits = 0x7fc00000u;
+  kiln_hal_command_buffer_t* cb = NULL;
+  if (!status) status = kiln_hal_command_buffer_create(device, 0, &cb);
+  if (!status) status = kiln_hal_command_buffer_begin(cb);
+  if (!status) status = kiln_hal_command_buffer_fill(cb, out, 0, count * 4, &nan_bits, 4);
+  if (!status) status = kiln_hal_command_buffer_end(cb);
+  if (!status) status = kiln_kernel_test_submit_and_wait(device, cb);
+  kiln_hal_command_buffer_release(cb);
+  free(got);
+  if (status) return status;
+  const bool ok = worst <= 1e-4;
+  if (!ok) ++*failures;
+  printf("| %-34s | %-8s | %10.3f | %8.2f | %8.1fx | %-4s %.1e |\n", what, tiling, ns / 1e6,
+         flops / ns, reference_ns / ns, ok ? "ok" : "FAIL", worst);
+  return kiln_ok_status();
 }
 
 static const char* const kTilings[] = {"cpu", "unknown", "valhall", "adreno", "ampere"};
 
-static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
+static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size, int* failures) {
   const size_t m = size, n = size, k = size;
   float* a = random_values(m * k, 1);
   float* b = random_values(k * n, 2);
@@ -78,7 +108,10 @@ static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
     if (!status) {
       status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
     }
-    if (!status) print_row(what, kTilings[t], ns, 2.0 * m * n * k, reference_ns);
+    if (!status) {
+      status = print_row(device, buffers[4], c, m * n, what, kTilings[t], ns, 2.0 * m * n * k,
+                         reference_ns, failures);
+    }
     kiln_hal_executable_release(kernel.executable);
   }
   // Other tilings of the shared-memory kernel: kiln-kernels-bench --sweep.
@@ -90,8 +123,9 @@ static kiln_status_t bench_gemm(kiln_hal_device_t* device, size_t size) {
 }
 
 // ResNet-18 stage 2 conv: 64 -> 64 channels, 3x3 pad 1 on 28x28, as the
-// direct conv with every CO_BLOCK, and MobileNetV2's 144-channel depthwise.
-static kiln_status_t bench_conv(kiln_hal_device_t* device) {
+// direct conv (conv2d.comp under the ampere tiling with every CO_BLOCK;
+// conv2d_cpu, whose tile is fixed at 8 x 8, under cpu) and as conv2d_gemm.
+static kiln_status_t bench_conv(kiln_hal_device_t* device, int* failures) {
   ref_conv2d_t c = {1, 64, 28, 28, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
   size_t x_count = 64 * 28 * 28, w_count = 64 * 64 * 9;
   float* x = random_values(x_count, 3);
@@ -109,12 +143,13 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
   if (!status) status = kiln_kernel_test_buffer(device, NULL, x_count, &buffers[4]);
   kiln_kernel_conv2d_params_t p = {1, 64, 28, 28, 64, 28, 28, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0};
   double flops = 2.0 * 64 * 64 * 9 * 28 * 28;
-  const uint32_t blocks[] = {1, 4, 8, 16};
-  for (size_t i = 0; i < 4 && !status; ++i) {
+  const uint32_t blocks[] = {1, 4, 8, 16, 0};  // 0: conv2d_cpu's own tile
+  for (size_t i = 0; i < 5 && !status; ++i) {
     kiln_kernel_spec_value_t ops[] = {{KILN_SPEC_CONV_CO_BLOCK, blocks[i]}};
     kiln_kernel_executable_t kernel;
-    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_CONV2D, "cpu", ops, 1,
-                                                    &kernel);
+    status = kiln_kernel_executable_create_portable(device, KILN_KERNEL_CONV2D,
+                                                    blocks[i] ? "ampere" : "cpu", ops,
+                                                    blocks[i] ? 1 : 0, &kernel);
     if (status) break;
     uint32_t grid[3];
     double ns = 0;
@@ -123,8 +158,11 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
       status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
     }
     char what[64];
-    snprintf(what, sizeof(what), "conv2d 64->64 3x3 28x28 CO_BLOCK=%u", blocks[i]);
-    if (!status) print_row(what, "cpu", ns, flops, reference_ns);
+    snprintf(what, sizeof(what), "conv2d 64->64 3x3 28x28 CO_BLOCK=%u", blocks[i] ? blocks[i] : 8);
+    if (!status) {
+      status = print_row(device, buffers[4], y, x_count, what, blocks[i] ? "ampere" : "cpu", ns,
+                         flops, reference_ns, failures);
+    }
     kiln_hal_executable_release(kernel.executable);
   }
   for (size_t t = 0; t < sizeof(kTilings) / sizeof(kTilings[0]) && !status; ++t) {
@@ -138,7 +176,10 @@ static kiln_status_t bench_conv(kiln_hal_device_t* device) {
     if (!status) {
       status = kiln_bench_sweep_time(device, &kernel, &p, sizeof(p), buffers, grid, &ns);
     }
-    if (!status) print_row("conv2d_gemm 64->64 3x3 28x28", kTilings[t], ns, flops, reference_ns);
+    if (!status) {
+      status = print_row(device, buffers[4], y, x_count, "conv2d_gemm 64->64 3x3 28x28",
+                         kTilings[t], ns, flops, reference_ns, failures);
+    }
     kiln_hal_executable_release(kernel.executable);
   }
   for (int i = 0; i < 5; ++i) kiln_hal_buffer_release(buffers[i]);
@@ -214,11 +255,12 @@ int main(int argc, char** argv) {
     printf("device: %s-%s-%s, GPU times from %s; median of %d\n\n", info->triple.arch,
            info->triple.product, info->triple.os,
            info->timestamps ? "timestamps" : "wall clock", KILN_BENCH_REPS * KILN_BENCH_STREAM);
-    printf("| %-34s | %-8s | %10s | %8s | %9s |\n", "kernel", "tiling", "median ms",
-           "GFLOP/s", "vs C ref");
-    printf("|------------------------------------|----------|------------|----------|-----------|\n");
-    status = bench_gemm(device, 256);
-    if (!status) status = bench_conv(device);
+    printf("| %-34s | %-8s | %10s | %8s | %9s | %-12s |\n", "kernel", "tiling", "median ms",
+           "GFLOP/s", "vs C ref", "check");
+    printf("|------------------------------------|----------|------------|----------|-----------|"
+           "--------------|\n");
+    status = bench_gemm(device, 256, &failures);
+    if (!status) status = bench_conv(device, &failures);
     kiln_hal_device_release(device);
   }
   if (status) {

@@ -730,6 +730,28 @@ KILN_TEST(GpuGemmTest, CpuPathsPerLayout) {
   g_paths = PATHS_ALL;
 }
 
+// conv2d_cpu computes 8 x 8 tiles only: a config with another channel
+// block or pixel tile (a module config.c did not make) writes NaN over
+// every output its grid covers, never leaves one unwritten.
+KILN_TEST(GpuConvTest, CpuOtherTileWritesNaN) {
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
+  const uint32_t tiles[][2] = {{4, 8}, {16, 8}, {1, 8}, {8, 4}, {8, 16}};
+  g_paths = PATHS_WRONG;  // expect_result: every output NaN
+  for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); ++t) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(
+        kiln_kernel_config_select(KILN_KERNEL_CONV2D, &caps, KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_CO_BLOCK, tiles[t][0]));
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_TILE_W, tiles[t][1]));
+    char what[96];
+    snprintf(what, sizeof(what), "conv2d_cpu CO_BLOCK %u TILE_W %u", tiles[t][0], tiles[t][1]);
+    run_conv_case_config(what, KILN_KERNEL_CONV2D, &kConvCases[0], false, &config);
+  }
+  g_paths = PATHS_ALL;
+}
+
 KILN_TEST(GpuConvTest, CpuPathsPerLayout) {
   kiln_kernel_arch_caps_t caps;
   KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
