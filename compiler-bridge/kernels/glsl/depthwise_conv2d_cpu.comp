@@ -235,7 +235,18 @@ void column3(uint nc, uint co, uint ow0, uint oh_begin, uint oh_end, uint x_base
 }
 
 void main() {
-  if (TW != 8) return;  // the grid is sized for 8 outputs per item
+  if (TW != 8) {
+    // The grid is sized for 8 outputs per item; any other TW (a module
+    // config.c did not make): NaN over every output, grid-strided (at
+    // most 65535 rounds: llvmpipe's loop cap), never one left unwritten.
+    const uint total = p.batch * p.out_channels * p.out_height * p.out_width;
+    const uint step = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    uint i = gl_GlobalInvocationID.x;
+    for (uint r = 0; r < 65535u && i < total; ++r, i += step) {
+      y4[i >> 2][i & 3] = uintBitsToFloat(0x7fc00000u);
+    }
+    return;
+  }
   const uint blocks_w = (p.out_width + TW - 1) / TW;
   const uint items = p.batch * p.out_channels * p.out_height * blocks_w;
   // column3's items: SEG3 output rows of a column 16 outputs wide at

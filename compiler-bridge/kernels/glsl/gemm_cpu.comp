@@ -111,9 +111,6 @@ void store_row(uint batch, uint gm, uint n0, vec4 lo, vec4 hi, bool c_n4) {
 
 void main() {
   const uint batch = gl_WorkGroupID.z;
-  // The tile below is 8 x 8; any other TM/TN leaves the output unwritten,
-  // which the GPU tests would catch.
-  if (TM != 8 || TN != 8) return;
   // Fewer columns than one row of lanes covers (the 7x7 layers: n = 49)
   // and at least 64 rows: lanes go down m instead, so none idles on
   // columns past n (grid.c swaps the grid to match).
@@ -129,6 +126,18 @@ void main() {
                              : gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   const uint m0 = m_tile * TM;
   const uint n0 = n_tile * TN;
+  if (TM != 8 || TN != 8) {
+    // The tile below is 8 x 8; any other (a module config.c did not
+    // make): NaN over the rows and columns the grid gave this invocation
+    // (at most 64 of each), never an output left unwritten.
+    const uint rows = min(TM, 64u), cols = min(TN, 64u);
+    for (uint i = 0; i < rows * cols; ++i) {
+      const uint m = m0 + i / cols, n = n0 + i % cols;
+      const uint at = batch * p.c_batch_stride + m * p.c_row_stride + n;
+      if (m < p.m && n < p.n) c4[at >> 2][at & 3] = uintBitsToFloat(0x7fc00000u);
+    }
+    return;
+  }
   if (m0 >= p.m || n0 >= p.n) return;
   const uint a_base = batch * p.a_batch_stride;
   const uint b_base = batch * p.b_batch_stride;

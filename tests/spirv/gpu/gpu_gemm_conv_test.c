@@ -730,9 +730,10 @@ KILN_TEST(GpuGemmTest, CpuPathsPerLayout) {
   g_paths = PATHS_ALL;
 }
 
-// conv2d_cpu computes 8 x 8 tiles only: a config with another channel
-// block or pixel tile (a module config.c did not make) writes NaN over
-// every output its grid covers, never leaves one unwritten.
+// conv2d_cpu and depthwise_conv2d_cpu compute 8-wide tiles only: a config
+// with another channel block or pixel tile (a module config.c did not
+// make) writes NaN over every output its grid covers, never leaves one
+// unwritten.
 KILN_TEST(GpuConvTest, CpuOtherTileWritesNaN) {
   kiln_kernel_arch_caps_t caps;
   KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
@@ -748,6 +749,38 @@ KILN_TEST(GpuConvTest, CpuOtherTileWritesNaN) {
     char what[96];
     snprintf(what, sizeof(what), "conv2d_cpu CO_BLOCK %u TILE_W %u", tiles[t][0], tiles[t][1]);
     run_conv_case_config(what, KILN_KERNEL_CONV2D, &kConvCases[0], false, &config);
+  }
+  const uint32_t widths[] = {1, 4, 16};
+  for (size_t t = 0; t < sizeof(widths) / sizeof(widths[0]); ++t) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_DEPTHWISE_CONV2D, &caps,
+                                             KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_CONV_TILE_W, widths[t]));
+    char what[96];
+    snprintf(what, sizeof(what), "depthwise_conv2d_cpu TILE_W %u", widths[t]);
+    run_conv_case_config(what, KILN_KERNEL_DEPTHWISE_CONV2D, &kDepthwiseCases[0], false,
+                         &config);
+  }
+  g_paths = PATHS_ALL;
+}
+
+// gemm_cpu computes 8 x 8 tiles only: another TM or TN writes NaN.
+KILN_TEST(GpuGemmTest, CpuOtherTileWritesNaN) {
+  kiln_kernel_arch_caps_t caps;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("cpu", &caps));
+  const uint32_t tiles[][2] = {{4, 8}, {8, 4}, {16, 16}, {1, 1}};
+  g_paths = PATHS_WRONG;  // expect_result: every output NaN
+  for (size_t t = 0; t < sizeof(tiles) / sizeof(tiles[0]); ++t) {
+    kiln_kernel_config_t config;
+    KILN_ASSERT_OK(
+        kiln_kernel_config_select(KILN_KERNEL_GEMM, &caps, KILN_KERNEL_STORAGE_FP32, &config));
+    KILN_ASSERT_EQ(config.variant, KILN_KERNEL_VARIANT_CPU);
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TM, tiles[t][0]));
+    KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_TN, tiles[t][1]));
+    char what[96];
+    snprintf(what, sizeof(what), "gemm_cpu TM %u TN %u", tiles[t][0], tiles[t][1]);
+    run_gemm_case(what, &kGemmCases[3], config, false);  // batch 3 of 19 x 70
   }
   g_paths = PATHS_ALL;
 }
