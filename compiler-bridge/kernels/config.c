@@ -216,7 +216,8 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       kiln_config_gemv(caps, &config);
       break;
-    case KILN_KERNEL_GEMM_COOPMAT: {
+    case KILN_KERNEL_GEMM_COOPMAT:
+    case KILN_KERNEL_GEMM_COOPMAT_SPLIT: {
       // Never on devices without cooperative matrix (lavapipe): refused
       // with the missing feature named; callers fall back to gemm.
       kiln_kernel_coopmat_tiling_t tiling;

@@ -180,7 +180,7 @@ kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
     KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_X, lanes));
     return kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_Y, 1);
   }
-  if (kernel == KILN_KERNEL_GEMM_COOPMAT && m != 0) {
+  if (kiln_kernel_is_gemm_coopmat(kernel) && m != 0) {
     kiln_kernel_coopmat_tiling_t tiling;
     KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_tiling_select_shape(caps, m, n, k, batch, &tiling));
     return kiln_kernel_coopmat_tiling_apply(&tiling, caps, out_config);

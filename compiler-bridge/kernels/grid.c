@@ -37,7 +37,7 @@ kiln_status_t kiln_kernel_grid_gemm(const kiln_kernel_config_t* config,
                                     uint32_t out_grid[3]) {
   KILN_RETURN_IF_ERROR(kiln_grid_check(config, params, out_grid));
   // gemm_coopmat: subgroups x 16x16 tiles along each dimension.
-  if (config->kernel == KILN_KERNEL_GEMM_COOPMAT) {
+  if (kiln_kernel_is_gemm_coopmat(config->kernel)) {
     uint64_t block_n = 16ull * kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_N, 0) *
                        kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_N, 0);
     uint64_t block_m = 16ull * kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_M, 0) *

@@ -169,6 +169,14 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
     {KILN_KERNEL_WINOGRAD_OUTPUT, "winograd_output", "main", 4,
      {RO(0, "products"), RO(1, "bias"), RO(2, "residual"), RW(3, "output")},
      sizeof(kiln_kernel_conv2d_params_t), 1, V(FP32)},
+    // gemm_coopmat's ABI over split-K's equal parts (the batch), with their
+    // sum and the epilogue in the same dispatch: f32 partials and a counter
+    // per output block, zero before the call (lower_splitk.c).
+    {KILN_KERNEL_GEMM_COOPMAT_SPLIT, "gemm_coopmat_split", "main", 7,
+     {RO(0, "a"), RO(1, "b"), RO(2, "bias"), RO(3, "residual"), RW(4, "c"),
+      RW(5, "partials"), RW(6, "counters")},
+     sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
+     KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {
@@ -304,10 +312,10 @@ kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
     return kiln_kernel_find_blob(kiln_kernel_desc(config->kernel), "attention_coopmat_d128",
                                  config->variant, out_spirv);
   }
-  if (config->kernel != KILN_KERNEL_GEMM_COOPMAT) {
+  if (!kiln_kernel_is_gemm_coopmat(config->kernel)) {
     return kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv);
   }
-  // gemm_coopmat: one build per tiling, named by it (kernels meson).
+  // gemm_coopmat(_split): one build per tiling, named by it (kernels meson).
   KILN_RETURN_IF_ERROR(kiln_kernel_get_spirv(config->kernel, config->variant, out_spirv));
   kiln_kernel_coopmat_tiling_t tiling = {
       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_WARPS_M, 0),
@@ -315,8 +323,10 @@ kiln_status_t kiln_kernel_get_config_spirv(const kiln_kernel_config_t* config,
       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_M, 0),
       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_TILES_N, 0),
       kiln_kernel_config_spec(config, KILN_SPEC_COOPMAT_BK, 0)};
-  char base[64];
+  char base[64], name[80];
   KILN_RETURN_IF_ERROR(kiln_kernel_coopmat_build_name(&tiling, base, sizeof(base)));
-  return kiln_kernel_find_blob(kiln_kernel_desc(config->kernel), base, config->variant,
-                               out_spirv);
+  const kiln_kernel_desc_t* desc = kiln_kernel_desc(config->kernel);
+  // "gemm_coopmat<tiling>" -> "<the kernel's name><tiling>"
+  snprintf(name, sizeof(name), "%s%s", desc->name, base + strlen("gemm_coopmat"));
+  return kiln_kernel_find_blob(desc, name, config->variant, out_spirv);
 }

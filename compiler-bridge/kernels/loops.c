@@ -302,6 +302,7 @@ kiln_status_t kiln_kernel_loop_passes(const kiln_kernel_config_t* config,
                                                                : kiln_loops_tiled(config, gemm->k);
       return kiln_ok_status();
     case KILN_KERNEL_GEMM_COOPMAT:
+    case KILN_KERNEL_GEMM_COOPMAT_SPLIT:
       *out_passes = kiln_loops_coopmat(config, gemm->k);
       return kiln_ok_status();
     case KILN_KERNEL_GEMV:

@@ -24,6 +24,9 @@ typedef enum kiln_emit_space_e {
   KILN_EMIT_SPACE_OUTPUT = 1,     // slot = input count + output index
   KILN_EMIT_SPACE_TRANSIENT = 2,  // the planned transient buffer
   KILN_EMIT_SPACE_WEIGHTS = 3,    // the uploaded rodata blob
+  // Counters zeroed before every call (kiln_emit_counters); only while
+  // lowering: kiln_emit_place_counters makes them transient ranges.
+  KILN_EMIT_SPACE_COUNTERS = 4,
 } kiln_emit_space_t;
 
 typedef struct kiln_emit_range_t {
@@ -145,6 +148,10 @@ typedef struct kiln_emit_program_t {
   // 0 outside such a section (kiln_emit_scratch_reserve).
   uint64_t scratch_reserved;
   kiln_emit_split_sum_t split_sum;
+  // Counters (gemm_coopmat_split's, one per output block): counter_bytes
+  // of them past scratch, at counter_offset of the transient buffer once
+  // placed; the module fills them with zeros at the start of every call.
+  uint64_t counter_bytes, counter_offset;
   // The node being lowered (NULL outside kiln_emit_lower_node): messages
   // about its dispatches name it.
   const kiln_graph_node_t* node;
@@ -216,6 +223,13 @@ kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
 uint64_t kiln_emit_scratch_reserve(kiln_emit_program_t* program, uint64_t bytes);
 // The end of the held part (the scratch base when nothing is held).
 uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program);
+// `bytes` of counters, zero at the start of every call and for no other
+// dispatch: a KILN_EMIT_SPACE_COUNTERS range until kiln_emit_place_counters.
+kiln_status_t kiln_emit_counters(kiln_emit_program_t* program, uint64_t bytes,
+                                 kiln_emit_range_t* out);
+// After the last dispatch is added: the counters go past scratch (the
+// transient buffer grows by them) and their ranges become transient ones.
+void kiln_emit_place_counters(kiln_emit_program_t* program);
 // Bytes of transient buffer the program needs: the plan's peak plus scratch.
 uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program);
 

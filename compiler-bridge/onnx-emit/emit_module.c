@@ -30,6 +30,7 @@ typedef enum kiln_emit_import_e {
   KILN_EMIT_IMPORT_BARRIER,
   KILN_EMIT_IMPORT_FINALIZE,
   KILN_EMIT_IMPORT_SUBMIT,
+  KILN_EMIT_IMPORT_FILL,
   // Imported only by a program with host ops (so other modules need no
   // cpu module in their context).
   KILN_EMIT_IMPORT_VIEW_BUFFER,
@@ -59,6 +60,7 @@ static const struct {
     {"hal.command_buffer.barrier", "r_v"},
     {"hal.command_buffer.finalize", "r_v"},
     {"hal.device.submit_and_wait", "rrr_v"},
+    {"hal.command_buffer.fill", "rrIIii_v"},
     {"hal.buffer_view.buffer", "r_r"},
     {"hal.buffer_view.offset", "r_I"},
     {"cpu.topk", "rIrIrIIIIIi_v"},
@@ -234,6 +236,8 @@ static kiln_status_t kiln_emit_record_dispatch(kiln_emit_module_t* m, size_t k) 
       case KILN_EMIT_SPACE_OUTPUT:
         slot = program->graph->input_count + range->index;
         break;
+      case KILN_EMIT_SPACE_COUNTERS:  // kiln_emit_place_counters ran before
+        return kiln_make_status(KILN_STATUS_INTERNAL, "dispatch %zu: counters not placed", k);
       case KILN_EMIT_SPACE_TRANSIENT:
       case KILN_EMIT_SPACE_WEIGHTS:
         OP(KILN_VM_OP_CONST_I32, 10, b);
@@ -254,7 +258,8 @@ static kiln_status_t kiln_emit_record_dispatch(kiln_emit_module_t* m, size_t k) 
 }
 
 // record(device r0, weights r1, transient r2) -> command buffer r3.
-// Executable e lives in r(16+e), its chosen variant in i(16+e).
+// Executable e lives in r(16+e), its chosen variant in i(16+e). A program
+// with counters fills them with zeros first (the first segment).
 static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
   const kiln_emit_program_t* program = m->program;
   const size_t e_count = program->executable_count;
@@ -279,6 +284,16 @@ static kiln_status_t kiln_emit_record(kiln_emit_module_t* m) {
     if (s > 0 && begin == end) continue;
     OP(KILN_VM_OP_CONST_I32, 0, 0);
     CALL(KILN_EMIT_IMPORT_CB_CREATE, REGS(0, 0), REGS(3));
+    if (s == 0 && program->counter_bytes) {
+      // Every call starts with its counters at zero (kiln_emit_counters),
+      // whatever an earlier call or another module left in the buffer.
+      OP(KILN_VM_OP_CONST_I64, 4, program->counter_offset);
+      OP(KILN_VM_OP_CONST_I64, 6, program->counter_bytes);
+      OP(KILN_VM_OP_CONST_I32, 8, 0);
+      OP(KILN_VM_OP_CONST_I32, 9, 4);
+      CALL0(KILN_EMIT_IMPORT_FILL, REGS(3, 2, 4, 6, 8, 9));
+      CALL0(KILN_EMIT_IMPORT_BARRIER, REGS(3));
+    }
     for (size_t k = begin; k < end; ++k) KILN_RETURN_IF_ERROR(kiln_emit_record_dispatch(m, k));
     CALL0(KILN_EMIT_IMPORT_FINALIZE, REGS(3));
     OP(KILN_VM_OP_GLOBAL_STORE_REF, kiln_emit_segment_global(s), 3);
@@ -349,6 +364,8 @@ static kiln_status_t kiln_emit_host_operand(kiln_emit_module_t* m,
     case KILN_EMIT_SPACE_WEIGHTS:  // immutable: host ops only read it
       OP(KILN_VM_OP_GLOBAL_LOAD_REF, ref, 1);
       break;
+    case KILN_EMIT_SPACE_COUNTERS:  // no host op binds counters
+      return kiln_make_status(KILN_STATUS_INTERNAL, "a host op operand in counters");
   }
   OP(KILN_VM_OP_CONST_I64, offset, range->offset);
   return kiln_ok_status();

@@ -32,17 +32,22 @@ static kiln_status_t kiln_split_fits(const kiln_lower_t* l, const kiln_emit_disp
   return kiln_ok_status();
 }
 
-// Records part `index` of `count` (push and operand bindings already set).
+// Records part `index` of `count` (push and operand bindings already set):
+// the epilogue's specs, then the ones `d` brought (up to 5).
 static kiln_status_t kiln_split_record(const kiln_lower_t* l, kiln_emit_dispatch_desc_t* d,
                                        const kiln_lower_reduction_t* r, size_t index,
                                        size_t count) {
   const bool first = index == 0, last = index + 1 == count;
   if (!first) d->bindings[3] = d->bindings[4];
-  kiln_kernel_spec_value_t ops[] = {{r->specs[0], last ? r->activation : KILN_ACT_NONE},
-                                    {r->specs[1], first && r->has_bias},
-                                    {r->specs[2], !first || r->has_residual}};
+  kiln_kernel_spec_value_t ops[8] = {{r->specs[0], last ? r->activation : KILN_ACT_NONE},
+                                     {r->specs[1], first && r->has_bias},
+                                     {r->specs[2], !first || r->has_residual}};
+  if (d->op_count > 5) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "%zu specs beside the epilogue's", d->op_count);
+  }
+  for (size_t i = 0; i < d->op_count; ++i) ops[3 + i] = d->ops[i];
   d->ops = ops;
-  d->op_count = 3;
+  d->op_count += 3;
   return kiln_emit_add_dispatch(l->program, d);
 }
 

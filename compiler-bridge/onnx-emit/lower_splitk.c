@@ -10,10 +10,13 @@
 // One gemv then adds the slices (per output row, a row of ones times that
 // row's [parts x n] partials; a short k, so one k slice per workgroup on
 // targets that tile per product) and applies scale, bias, residual and
-// activation. No atomics: the order of the sum is fixed.
+// activation. The order of the sum is fixed.
 // gemm_coopmat splits the same way, where its cost model says the parts
-// and their sum beat the whole (kiln_kernel_coopmat_split_k_parts). On
-// fp16 storage the partials are fp16: each part rounds once, as a split
+// and their sum beat the whole (kiln_kernel_coopmat_split_k_parts); its
+// equal parts sum in their own dispatch instead (gemm_coopmat_split,
+// kiln_splitk_fused: f32 partials, the last part of a block adds them in
+// order) unless a LayerNorm will take the sum (norm_parts). On fp16
+// storage the gemv's partials are fp16: each part rounds once, as a split
 // for the loop budget does (docs/precision.md).
 #include <string.h>
 
@@ -50,6 +53,106 @@ static bool kiln_splitk_bindings_ok(const kiln_lower_t* l, const kiln_emit_dispa
     if (r->space == KILN_EMIT_SPACE_TRANSIENT && r->offset + r->length > end) return false;
   }
   return true;
+}
+
+// The most output blocks of any gemm_coopmat build over rows x cols (the
+// targets pick their tilings later; every one gets a counter per block).
+static uint64_t kiln_splitk_max_blocks(uint64_t rows, uint64_t cols) {
+  uint64_t most = 0;
+  for (size_t i = 0; i < kiln_kernel_coopmat_candidate_count(); ++i) {
+    const kiln_kernel_coopmat_tiling_t* t = kiln_kernel_coopmat_candidate(i);
+    const uint64_t bm = 16ull * t->warps_m * t->tiles_m, bn = 16ull * t->warps_n * t->tiles_n;
+    const uint64_t blocks = ((rows + bm - 1) / bm) * ((cols + bn - 1) / bn);
+    if (blocks > most) most = blocks;
+  }
+  return most;
+}
+
+// Whether a LayerNorm of the rows may take the parts' sum's place
+// (lower_norm_parts.c: the sum and the norm in one dispatch, beside which
+// summing in the product lost on the H200: BERT-base 1.117 -> 1.243 ms).
+// The conditions of the record below, and a LayerNormalization reading
+// the output (through views).
+// A gemm's sum a LayerNorm may take (scale 1, no activation, bias per
+// column, rows contiguous, one output).
+static bool kiln_splitk_plain_sum(const kiln_lower_t* l, const kiln_kernel_gemm_params_t* g,
+                                  const kiln_lower_reduction_t* r, uint64_t cols) {
+  return l->node->output_count == 1 && l->node->outputs[0] >= 0 && g->scale == 1.0f &&
+         r->activation == KILN_ACT_NONE &&
+         (!r->has_bias || (g->bias_row_stride == 0 && g->bias_col_stride == 1)) &&
+         (!r->has_residual || g->residual_row_stride == cols);
+}
+
+// Whether value `v` reaches a LayerNormalization's input through at most
+// `depth` views (exporters put a Reshape and a Transpose between BERT's
+// out-projection and its residual's norm; they move no data at batch 1).
+static bool kiln_splitk_reaches_norm(const kiln_graph_t* graph, int32_t v, int depth) {
+  static const char* const kViews[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                                       "Flatten", "Identity"};
+  for (size_t n = 0; n < graph->node_count; ++n) {
+    const kiln_graph_node_t* node = &graph->nodes[n];
+    if (node->removed || node->input_count == 0 || node->inputs[0] != v) continue;
+    if (strcmp(node->op_type, "LayerNormalization") == 0) return true;
+    for (size_t i = 0; depth > 0 && node->output_count && i < sizeof(kViews) / sizeof(kViews[0]);
+         ++i) {
+      if (strcmp(node->op_type, kViews[i]) == 0 &&
+          kiln_splitk_reaches_norm(graph, node->outputs[0], depth - 1)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static bool kiln_splitk_norm_may_take(const kiln_lower_t* l, const kiln_kernel_gemm_params_t* g,
+                                      const kiln_lower_reduction_t* r, uint64_t cols) {
+  return kiln_splitk_plain_sum(l, g, r, cols) &&
+         kiln_splitk_reaches_norm(l->program->graph, l->node->outputs[0], 3);
+}
+
+// Equal parts of a gemm_coopmat product and their sum as one
+// gemm_coopmat_split dispatch: each part's blocks write f32 partials, the
+// last part of each block to finish sums them in order and runs the
+// epilogue (glsl/gemm_coopmat.comp). No sum dispatch, no barrier before
+// it. *out_fused false (nothing recorded) where a binding would pass the
+// targets' range.
+static kiln_status_t kiln_splitk_fused(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
+                                       const kiln_lower_reduction_t* r, uint32_t parts,
+                                       uint64_t step, bool* out_fused) {
+  *out_fused = false;
+  _Static_assert(KILN_COOPMAT_SPLIT_K_MAX_PARTS <= KILN_COOPMAT_SPLIT_PARTS_MAX,
+                 "gemm_coopmat_split sums at most KILN_COOPMAT_SPLIT_PARTS_MAX parts");
+  if (parts > KILN_COOPMAT_SPLIT_PARTS_MAX) return kiln_ok_status();
+  const kiln_kernel_gemm_params_t* g = desc->push;
+  const uint64_t row4 = ((uint64_t)g->n + 3) / 4;  // a partial row in vec4s
+  const uint64_t partial_bytes = (uint64_t)parts * g->m * row4 * 16;
+  if (partial_bytes > kiln_emit_range_limit(l->program) || partial_bytes / 16 > UINT32_MAX) {
+    return kiln_ok_status();
+  }
+  kiln_emit_dispatch_desc_t d = *desc;
+  kiln_kernel_gemm_params_t gp = *g;
+  gp.k = (uint32_t)step;
+  gp.batch = parts;
+  gp.a_batch_stride = (uint32_t)(step * g->a_col_stride);
+  gp.b_batch_stride = (uint32_t)(step * g->b_row_stride);
+  if ((uint64_t)gp.a_batch_stride != step * g->a_col_stride ||
+      (uint64_t)gp.b_batch_stride != step * g->b_row_stride) {
+    return kiln_ok_status();
+  }
+  d.kernel = KILN_KERNEL_GEMM_COOPMAT_SPLIT;
+  d.push = &gp;
+  const kiln_kernel_spec_value_t count = {KILN_SPEC_COOPMAT_PARTS, parts};
+  d.ops = &count;
+  d.op_count = 1;
+  d.binding_count = 7;
+  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, partial_bytes, &d.bindings[5]));
+  KILN_RETURN_IF_ERROR(kiln_emit_counters(
+      l->program, kiln_splitk_max_blocks(g->m, g->n) * sizeof(uint32_t), &d.bindings[6]));
+  d.written_mask |= (1u << 5) | (1u << 6);
+  KILN_RETURN_IF_ERROR(kiln_lower_add_reduction(l, &d, r));
+  memset(&l->program->split_sum, 0, sizeof(l->program->split_sum));  // no sum to replace
+  *out_fused = true;
+  return kiln_ok_status();
 }
 
 kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
@@ -119,6 +222,14 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
     parts = (uint32_t)((cig + step - 1) / step);
   }
   if (parts < 2) return kiln_ok_status();
+  if (coopmat && k == (uint64_t)parts * step && !kiln_splitk_norm_may_take(l, g, r, cols)) {
+    bool fused = false;
+    KILN_RETURN_IF_ERROR(kiln_splitk_fused(l, desc, r, parts, step, &fused));
+    if (fused) {
+      *out_done = true;
+      return kiln_ok_status();
+    }
+  }
   const uint64_t count = out_rows * cols;
   const uint64_t slice = (count + align - 1) / align * align;
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, parts * slice));
@@ -219,10 +330,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   // as one dispatch.
   kiln_emit_split_sum_t* rec = &l->program->split_sum;
   memset(rec, 0, sizeof(*rec));
-  if (gemm && l->program->dispatch_count == before + 1 && l->node->output_count == 1 &&
-      l->node->outputs[0] >= 0 && g->scale == 1.0f && r->activation == KILN_ACT_NONE &&
-      (!r->has_bias || (g->bias_row_stride == 0 && g->bias_col_stride == 1)) &&
-      (!r->has_residual || g->residual_row_stride == cols)) {
+  if (gemm && l->program->dispatch_count == before + 1 && kiln_splitk_plain_sum(l, g, r, cols)) {
     *rec = (kiln_emit_split_sum_t){
         .valid = true, .dispatch = l->program->dispatch_count - 1, .rows = out_rows,
         .cols = cols, .parts = parts, .part_stride = slice, .partials = sum.bindings[1],

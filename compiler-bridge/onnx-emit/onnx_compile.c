@@ -368,6 +368,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
   }
   program.node = NULL;  // the output copies belong to no node
   if (!status) status = kiln_onnx_compile_passthrough(&program);
+  if (!status) kiln_emit_place_counters(&program);
   if (!status) status = kiln_emit_program_schedule(&program);
   if (!status && options->statistics_stream) kiln_onnx_compile_statistics(&program, options);
   // Scratch of multi-pass lowerings lives past the planned values.

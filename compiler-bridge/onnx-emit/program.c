@@ -268,9 +268,42 @@ uint64_t kiln_emit_scratch_held_end(const kiln_emit_program_t* program) {
   return kiln_emit_scratch_base(program) + program->scratch_reserved;
 }
 
-uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
+// Scratch's end (the plan's peak when there is none), before the counters.
+static uint64_t kiln_emit_scratch_end(const kiln_emit_program_t* program) {
   if (program->scratch_bytes == 0) return program->plan->peak_bytes;
   return kiln_emit_scratch_base(program) + program->scratch_bytes;
+}
+
+uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
+  if (program->counter_bytes) return program->counter_offset + program->counter_bytes;
+  return kiln_emit_scratch_end(program);
+}
+
+kiln_status_t kiln_emit_counters(kiln_emit_program_t* program, uint64_t bytes,
+                                 kiln_emit_range_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (bytes == 0 || bytes > ((uint64_t)1 << 32)) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "counters of %llu bytes",
+                            (unsigned long long)bytes);
+  }
+  // Each range starts bindable (KILN_EMIT_ALIGNMENT).
+  *out = (kiln_emit_range_t){KILN_EMIT_SPACE_COUNTERS, 0, program->counter_bytes, bytes};
+  const uint64_t mask = KILN_EMIT_ALIGNMENT - 1;
+  program->counter_bytes += (bytes + mask) & ~mask;
+  return kiln_ok_status();
+}
+
+void kiln_emit_place_counters(kiln_emit_program_t* program) {
+  const uint64_t end = kiln_emit_scratch_end(program);
+  program->counter_offset = (end + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  for (size_t k = 0; k < program->dispatch_count; ++k) {
+    kiln_emit_dispatch_t* d = &program->dispatches[k];
+    for (uint32_t b = 0; b < d->binding_count; ++b) {
+      if (d->bindings[b].space != KILN_EMIT_SPACE_COUNTERS) continue;
+      d->bindings[b].space = KILN_EMIT_SPACE_TRANSIENT;
+      d->bindings[b].offset += program->counter_offset;
+    }
+  }
 }
 
 // The product a gemm-family dispatch computes (m x n, reduction k, batch),
@@ -279,7 +312,7 @@ uint64_t kiln_emit_transient_bytes(const kiln_emit_program_t* program) {
 static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[4]) {
   memset(shape, 0, 4 * sizeof(uint64_t));
   if ((desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL ||
-       desc->kernel == KILN_KERNEL_GEMM_COOPMAT ||
+       kiln_kernel_is_gemm_coopmat(desc->kernel) ||
        desc->kernel == KILN_KERNEL_GEMV) &&
       desc->grid == KILN_EMIT_GRID_GEMM) {
     const kiln_kernel_gemm_params_t* p = desc->push;
@@ -461,7 +494,7 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
   // weight ([n][k]), n-major otherwise (KILN_SPEC_COOPMAT_B_KMAJOR).
   kiln_kernel_spec_value_t ops[8];
   kiln_emit_dispatch_desc_t coop;
-  if (desc->kernel == KILN_KERNEL_GEMM_COOPMAT && desc->op_count < 8) {
+  if (kiln_kernel_is_gemm_coopmat(desc->kernel) && desc->op_count < 8) {
     const kiln_kernel_gemm_params_t* p = desc->push;
     coop = *desc;
     if (desc->op_count) memcpy(ops, desc->ops, desc->op_count * sizeof(ops[0]));

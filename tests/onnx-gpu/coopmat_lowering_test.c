@@ -41,11 +41,21 @@ static bool coop_device_triple(char* triple, size_t size) {
   return has;
 }
 
+// Whether a disassembly runs products on tensor cores: gemm_coopmat, or
+// gemm_coopmat_split (split-K's parts and their sum in one dispatch).
+static bool coop_text_uses_coopmat(const char* text) {
+  return strstr(text, "executable gemm_coopmat_f16") != NULL ||
+         strstr(text, "executable gemm_coopmat_split_f16") != NULL;
+}
+
 // Compiles `g` (f16, cooperative matrix, for `triple`), checks that it runs
-// `executable`, runs it on check->inputs and compares with the C
-// reference's check->expected (fp16 operands, fp32 sums); releases `check`.
-static void coop_check_on(kiln_graph_t* g, const char* triple, const char* label,
-                          const char* executable, kiln_reference_check_t* check) {
+// `executable` (NULL: gemm_coopmat or gemm_coopmat_split), calls it first on
+// `first` inputs (NULL: check->inputs; other values show state a call leaves
+// for the next) then on check->inputs and compares with the C reference's
+// check->expected (fp16 operands, fp32 sums); releases `check`.
+static void coop_check_after(kiln_graph_t* g, const char* triple, const char* label,
+                             const char* executable, const kiln_graph_tensor_t* first,
+                             kiln_reference_check_t* check) {
   kiln_onnx_compile_options_t options;
   kiln_onnx_compile_options_init(&options);
   options.precision = KILN_ONNX_PRECISION_F16;
@@ -56,21 +66,31 @@ static void coop_check_on(kiln_graph_t* g, const char* triple, const char* label
   kiln_gpu_capture_t assembly;
   KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
   kiln_gpu_run_stats_t stats;
-  KILN_EXPECT_OK(kiln_gpu_compile_and_run(g, &options, check->inputs, &check->actual, &stats));
+  KILN_EXPECT_OK(kiln_gpu_compile_and_run_after(g, &options, first ? first : check->inputs,
+                                                check->inputs, &check->actual, &stats));
   kiln_gpu_capture_end(&assembly);
-  char needle[96];
-  snprintf(needle, sizeof(needle), "executable %s", executable);
-  KILN_EXPECT_TRUE(strstr(assembly.text, needle) != NULL);
+  if (executable) {
+    char needle[96];
+    snprintf(needle, sizeof(needle), "executable %s", executable);
+    KILN_EXPECT_TRUE(strstr(assembly.text, needle) != NULL);
+  } else {
+    KILN_EXPECT_TRUE(coop_text_uses_coopmat(assembly.text));
+  }
   kiln_gpu_capture_release(&assembly);
   kiln_tensor_expect_relative_error(&check->actual, &check->expected, 1e-2, label);
   kiln_reference_check_release(check);
 }
 
-// coop_check_on with random inputs, expecting gemm_coopmat.
+static void coop_check_on(kiln_graph_t* g, const char* triple, const char* label,
+                          const char* executable, kiln_reference_check_t* check) {
+  coop_check_after(g, triple, label, executable, NULL, check);
+}
+
+// coop_check_on with random inputs, expecting tensor-core products.
 static void coop_check(kiln_graph_t* g, const char* triple, const char* label) {
   kiln_reference_check_t check;
   kiln_reference_check_prepare(g, 4242u, &check);
-  coop_check_on(g, triple, label, "gemm_coopmat_f16", &check);
+  coop_check_on(g, triple, label, NULL, &check);
 }
 
 static void coop_conv(const kiln_conv_case_t* c, const char* triple) {
@@ -93,7 +113,7 @@ static void coop_conv_compile(const kiln_conv_case_t* c, kiln_gpu_capture_t* ass
 static void coop_conv_choice(const kiln_conv_case_t* c, bool on_coopmat) {
   kiln_gpu_capture_t assembly;
   coop_conv_compile(c, &assembly);
-  const bool found = strstr(assembly.text, "executable gemm_coopmat_f16") != NULL;
+  const bool found = coop_text_uses_coopmat(assembly.text);
   if (found != on_coopmat) {
     KILN_ADD_FAILURE("1x1 conv %lld -> %lld channels at %lldx%lld: gemm_coopmat %s, expected %s",
                      (long long)c->w[1], (long long)c->w[0], (long long)c->x[2],
@@ -139,7 +159,7 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
     const char* text = assembly.text;
     const char* first = strstr(text, "executable conv_columns_f16");
     const bool once = first && !strstr(first + 1, "executable conv_columns_f16");
-    const bool gemm = strstr(text, "executable gemm_coopmat_f16") != NULL;
+    const bool gemm = coop_text_uses_coopmat(text);
     const bool pad = strstr(text, "executable pad_f16") != NULL;
     const bool copy = strstr(text, "executable strided_copy_f16") != NULL;
     if (!once || !gemm || pad || copy) {
@@ -196,6 +216,105 @@ KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {
     kiln_test_attr_int(&g, node, "transB", 1);
     KILN_EXPECT_OK(kiln_gpu_graph_add_output(&g, y));
     coop_check(&g, triple, "gemm transB 197 x 384, k 256");
+    kiln_graph_deinitialize(&g);
+  }
+}
+
+// Split-K on tensor cores (lower_splitk.c): a product whose blocks leave
+// SMs idle runs its equal k parts and their sum in one gemm_coopmat_split
+// dispatch, the last part of each block summing the parts' f32 partials
+// in order, through block counters the module zeroes at the start of
+// every call. Cases: BERT-base's FFN-down (128 x 768, k 3072); a Gemm of
+// 37 rows and 136 columns (blocks cut in both) with bias, a residual Add
+// and Relu in the epilogue; ResNet-50's last 3x3 conv (512 channels at
+// 7x7, k 4608, 49 columns: rows off the quad) with Relu.
+static void coop_split_gemm_graph(int64_t m, int64_t k, int64_t n, bool epilogue,
+                                  kiln_graph_t* g) {
+  kiln_graph_initialize(kiln_allocator_system(), "coop-split", g);
+  g->opset = 13;
+  const int64_t a[2] = {m, k}, b[2] = {k, n}, c[1] = {n}, r[2] = {m, n};
+  const int32_t in[3] = {kiln_test_graph_input(g, "a", 2, a), kiln_test_graph_input(g, "b", 2, b),
+                         epilogue ? kiln_test_graph_input(g, "c", 1, c) : -1};
+  int32_t node = -1, y = -1;
+  KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Gemm", in, epilogue ? 3 : 2, &node, &y));
+  if (epilogue) {
+    const int32_t add_in[2] = {y, kiln_test_graph_input(g, "r", 2, r)};
+    int32_t sum = -1;
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Add", add_in, 2, &node, &sum));
+    KILN_EXPECT_OK(kiln_gpu_graph_add_node(g, "Relu", &sum, 1, &node, &y));
+  }
+  KILN_EXPECT_OK(kiln_gpu_graph_add_output(g, y));
+  KILN_EXPECT_OK(kiln_graph_infer_shapes(g));
+}
+
+static const struct {
+  int64_t m, k, n;
+  bool epilogue;
+} kCoopSplitGemms[] = {{128, 3072, 768, false}, {37, 3072, 136, true}};
+static const kiln_conv_case_t kCoopSplitConv = {{1, 512, 7, 7}, {512, 512, 3, 3},
+                                                {1, 1, 1, 1}, 1, 1, false, true, true};
+
+// Compiled only (CI): each case records gemm_coopmat_split, no gemv sum,
+// and one fill of the counters before the first dispatch.
+KILN_TEST(OnnxGpuCoopmatTest, SplitKSumsInTheProductDispatch) {
+  for (size_t i = 0; i <= sizeof(kCoopSplitGemms) / sizeof(kCoopSplitGemms[0]); ++i) {
+    kiln_gpu_capture_t assembly;
+    if (i < sizeof(kCoopSplitGemms) / sizeof(kCoopSplitGemms[0])) {
+      kiln_graph_t g;
+      coop_split_gemm_graph(kCoopSplitGemms[i].m, kCoopSplitGemms[i].k, kCoopSplitGemms[i].n,
+                            kCoopSplitGemms[i].epilogue, &g);
+      kiln_onnx_compile_options_t options;
+      kiln_onnx_compile_options_init(&options);
+      options.precision = KILN_ONNX_PRECISION_F16;
+      options.cooperative_matrix = true;
+      const char* const targets[1] = {"hopper-h100-linux"};
+      options.targets = targets;
+      options.target_count = 1;
+      size_t dispatches = 0;
+      KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &assembly));
+      KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
+      kiln_gpu_capture_end(&assembly);
+      kiln_graph_deinitialize(&g);
+    } else {
+      coop_conv_compile(&kCoopSplitConv, &assembly);
+    }
+    const char* text = assembly.text;
+    const size_t splits = kiln_gpu_text_count(text, "executable gemm_coopmat_split_f16");
+    const size_t sums = kiln_gpu_text_count(text, "executable gemv_f16");
+    // The import's declaration and one call.
+    const size_t fills = kiln_gpu_text_count(text, "hal.command_buffer.fill");
+    if (splits != 1 || sums != 0 || fills != 2) {
+      KILN_ADD_FAILURE("split case %zu: %zu gemm_coopmat_split executables, %zu gemv, "
+                       "%zu mentions of the fill",
+                       i, splits, sums, fills);
+    }
+    kiln_gpu_capture_release(&assembly);
+  }
+}
+
+// On the device: each case called first on other inputs, so that a result
+// leaning on the counters or partials a call leaves fails.
+KILN_TEST(OnnxGpuCoopmatTest, SplitKSumsInTheProductOnDevice) {
+  char triple[128];
+  if (!coop_device_triple(triple, sizeof(triple))) return;
+  for (size_t i = 0; i <= sizeof(kCoopSplitGemms) / sizeof(kCoopSplitGemms[0]); ++i) {
+    kiln_graph_t g;
+    char label[96];
+    if (i < sizeof(kCoopSplitGemms) / sizeof(kCoopSplitGemms[0])) {
+      coop_split_gemm_graph(kCoopSplitGemms[i].m, kCoopSplitGemms[i].k, kCoopSplitGemms[i].n,
+                            kCoopSplitGemms[i].epilogue, &g);
+      snprintf(label, sizeof(label), "split gemm %lld x %lld, k %lld",
+               (long long)kCoopSplitGemms[i].m, (long long)kCoopSplitGemms[i].n,
+               (long long)kCoopSplitGemms[i].k);
+    } else {
+      kiln_conv_case_graph(&kCoopSplitConv, &g);
+      snprintf(label, sizeof(label), "split 3x3 conv, 512 channels at 7x7");
+    }
+    kiln_reference_check_t before, check;
+    kiln_reference_check_prepare(&g, 99u + (uint32_t)i, &before);
+    kiln_reference_check_prepare(&g, 4242u, &check);
+    coop_check_after(&g, triple, label, "gemm_coopmat_split_f16", before.inputs, &check);
+    kiln_reference_check_release(&before);
     kiln_graph_deinitialize(&g);
   }
 }

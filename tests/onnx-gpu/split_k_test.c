@@ -412,6 +412,42 @@ KILN_TEST(OnnxGpuSplitKTest, LayerNormOfThePartsAtF16) {
   }
 }
 
+// On tensor cores (hopper, f16; compiled only): the split products of the
+// LayerNorm cases keep their parts' sum for norm_parts to take (not
+// gemm_coopmat_split, which sums in the product: slower there); the case
+// with Relu before the norm (no fusion) sums in the product instead.
+KILN_TEST(OnnxGpuSplitKTest, LayerNormOfThePartsOnTensorCores) {
+  static const split_norm_case_t kCases[] = {
+      {128, 3072, 768, false, false, false, "hopper-h100-linux", 0, 1},
+      {128, 3072, 768, true, true, false, "hopper-h100-linux", 0, 1},
+      {128, 3072, 768, false, false, true, "hopper-h100-linux", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    kiln_graph_t g;
+    splitk_norm_graph(&kCases[i], &g);
+    kiln_onnx_compile_options_t options;
+    kiln_onnx_compile_options_init(&options);
+    options.precision = KILN_ONNX_PRECISION_F16;
+    options.cooperative_matrix = true;
+    options.targets = &kCases[i].target;
+    options.target_count = 1;
+    kiln_gpu_capture_t capture;
+    size_t dispatches = 0;
+    KILN_ASSERT_OK(kiln_gpu_capture_begin(&options, &capture));
+    KILN_EXPECT_OK(kiln_gpu_dispatch_count(&g, &options, &dispatches));
+    kiln_gpu_capture_end(&capture);
+    const size_t norms = kiln_gpu_text_count(capture.text, "# executable 'norm_parts_f16");
+    const size_t in_product =
+        kiln_gpu_text_count(capture.text, "# executable 'gemm_coopmat_split_f16");
+    if (norms != kCases[i].fused || in_product != 1 - kCases[i].fused) {
+      KILN_ADD_FAILURE("tensor-core norm case %zu: %zu norm_parts, %zu gemm_coopmat_split", i,
+                       norms, in_product);
+    }
+    kiln_gpu_capture_release(&capture);
+    kiln_graph_deinitialize(&g);
+  }
+}
+
 // The same split on fp16 storage (--precision=f16): parts start at
 // multiples of 128 halves, partials are fp16 in scratch, and gemv_f16 sums
 // them. Against the fp32 reference within 1e-2 of max|ref|.

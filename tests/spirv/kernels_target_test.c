@@ -94,7 +94,7 @@ KILN_TEST(KernelTargetTest, EveryKernelFitsEveryArch) {
                                    status);
         continue;
       }
-      if (k == KILN_KERNEL_GEMM_COOPMAT && !caps.cooperative_matrix) {
+      if (kiln_kernel_is_gemm_coopmat((kiln_kernel_id_t)k) && !caps.cooperative_matrix) {
         // Never chosen without the feature; refused by name.
         KILN_EXPECT_STATUS_MESSAGE(KILN_STATUS_FAILED_PRECONDITION, "cooperative matrix", status);
         continue;
@@ -664,13 +664,18 @@ KILN_TEST(KernelTargetTest, CoopmatTilings) {
     config.kernel = KILN_KERNEL_GEMM_COOPMAT;
     KILN_EXPECT_OK(kiln_kernel_coopmat_tiling_apply(t, &hopper, &config));
     KILN_EXPECT_LE(kiln_kernel_coopmat_shared_bytes(t), KILN_COOPMAT_SHARED_VEC4 * 16u);
-    // Each candidate has its own build, in both storages.
-    for (int f16 = 0; f16 < 2; ++f16) {
-      config.variant = f16 ? KILN_KERNEL_VARIANT_FP16_STORAGE : KILN_KERNEL_VARIANT_FP32;
+    // Each candidate has its own build, in both storages, and so has its
+    // split-K build (its parts' sum in the same dispatch).
+    for (int build = 0; build < 4; ++build) {
+      config.kernel = build < 2 ? KILN_KERNEL_GEMM_COOPMAT : KILN_KERNEL_GEMM_COOPMAT_SPLIT;
+      config.variant = build % 2 ? KILN_KERNEL_VARIANT_FP16_STORAGE : KILN_KERNEL_VARIANT_FP32;
       kiln_kernel_spirv_t spirv;
       KILN_EXPECT_OK(kiln_kernel_get_config_spirv(&config, &spirv));
       KILN_EXPECT_TRUE(spirv.word_count > 0);
+      KILN_EXPECT_TRUE(strstr(spirv.blob_name, build < 2 ? "gemm_coopmat" : "gemm_coopmat_split") ==
+                       spirv.blob_name);
     }
+    config.kernel = KILN_KERNEL_GEMM_COOPMAT;
   }
   // A tiling without a build is refused by name, as one over the shared
   // memory would be.

@@ -91,6 +91,21 @@ layout(set = 0, binding = 1) readonly buffer BBuffer { vec4 b4[]; };
 layout(set = 0, binding = 2) readonly buffer BiasBuffer { STORAGE_VEC4_T bias4[]; };
 layout(set = 0, binding = 3) readonly buffer ResidualBuffer { STORAGE_VEC4_T residual4[]; };
 KILN_OUTPUT_BUFFER(4)
+#ifdef KILN_CM_SPLIT
+// Split-K with its sum in the same dispatch (gemm_coopmat_split,
+// lower_splitk.c): the batch is the parts of k. Each part's block stores
+// its f32 block into `partials` ([part][m][n rounded up to 4]) instead of
+// running the epilogue, then counts itself in its block's counter; the
+// block that counts last sums the parts in the fixed order 0, 1, ... (so
+// the result does not depend on which part ends last) and runs the
+// epilogue into C. The module zeroes the counters before every call
+// (emit_module.c's fill); `coherent`: the last block reads what other
+// workgroups wrote.
+layout(set = 0, binding = 5) coherent buffer PartialsBuffer { vec4 partials4[]; };
+layout(set = 0, binding = 6) coherent buffer CountersBuffer { uint counters[]; };
+shared bool kiln_last_part;
+layout(constant_id = KILN_SPEC_COOPMAT_PARTS) const uint PARTS = 2;
+#endif
 
 #include "gemm_params.glsl"
 #define KILN_EPILOGUE_UNROLL [[unroll]]
@@ -263,6 +278,42 @@ void kiln_stage(uint buf) {
     barrier();                                                                        \
   }
 
+#ifdef KILN_CM_SPLIT
+// After a part's block is in `partials`: count it; the last part's block
+// sums the block's parts in order and runs the epilogue (C's batch 0).
+void kiln_sum_parts(uint row0, uint col0) {
+  memoryBarrierBuffer();  // this part's partials before its count
+  barrier();
+  if (gl_LocalInvocationID.x == 0) {
+    const uint block = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    kiln_last_part = atomicAdd(counters[block], 1u) == gl_NumWorkGroups.z - 1;
+  }
+  barrier();
+  if (!kiln_last_part) return;
+  memoryBarrierBuffer();  // the other parts' partials after their counts
+  batch = 0;
+  const uint row4 = (p.n + 3) >> 2;  // a partial row in vec4s
+  const uint part4 = p.m * row4;
+  // A spec count that is not the grid's (a malformed module): NaN.
+  const bool counted = PARTS == gl_NumWorkGroups.z && PARTS <= KILN_COOPMAT_SPLIT_PARTS_MAX;
+  [[dont_unroll]] for (uint q = gl_LocalInvocationID.x; q < BM * (BN / 4); q += THREADS) {
+    const uint gm = row0 + q / (BN / 4), gn = col0 + (q % (BN / 4)) * 4;
+    if (gm < p.m && gn < p.n) {
+      const uint at = gm * row4 + (gn >> 2);
+      vec4 t[KILN_COOPMAT_SPLIT_PARTS_MAX];
+      [[unroll]] for (uint j = 0; j < KILN_COOPMAT_SPLIT_PARTS_MAX; ++j) {
+        if (j < PARTS) t[j] = partials4[j * part4 + at];
+      }
+      vec4 sum = t[0];
+      [[unroll]] for (uint j = 1; j < KILN_COOPMAT_SPLIT_PARTS_MAX; ++j) {
+        if (j < PARTS) sum += t[j];
+      }
+      kiln_gemm_epilogue(gm, gn, counted ? sum : vec4(uintBitsToFloat(0x7fc00000u)));
+    }
+  }
+}
+#endif
+
 void main() {
   batch = gl_WorkGroupID.z;
   const uint row0 = gl_WorkGroupID.y * BM;
@@ -332,10 +383,18 @@ void main() {
         const uint gm = gm0 + r, gn = gn0 + c;
         if (q < 16 * (WN / 4) && gm < p.m && gn < p.n) {
           const vec4 v = uintBitsToFloat(kiln_sh[e0 + r * E_S4 + c / 4]);
+#ifdef KILN_CM_SPLIT
+          partials4[((batch * p.m + gm) * ((p.n + 3) & ~3u) + gn) >> 2] =
+              BUILD_MATCHES ? v : vec4(uintBitsToFloat(0x7fc00000u));
+#else
           kiln_gemm_epilogue(gm, gn, BUILD_MATCHES ? v : vec4(uintBitsToFloat(0x7fc00000u)));
+#endif
         }
       }
       subgroupBarrier();
     }
   }
+#ifdef KILN_CM_SPLIT
+  kiln_sum_parts(row0, col0);
+#endif
 }

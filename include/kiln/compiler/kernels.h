@@ -58,6 +58,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_CONV_COLUMNS,     // a conv's windows as gemm_coopmat's columns (im2col)
   KILN_KERNEL_WINOGRAD_INPUT,   // Winograd F(2x2, 3x3): input patches transformed
   KILN_KERNEL_WINOGRAD_OUTPUT,  // Winograd F(2x2, 3x3): products back to outputs + epilogue
+  KILN_KERNEL_GEMM_COOPMAT_SPLIT,  // gemm_coopmat over split-K's parts, their sum in it too
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
@@ -79,7 +80,7 @@ typedef enum kiln_kernel_variant_e {
 #define KILN_KERNEL_FEATURE_FP16_STORAGE KILN_FORMAT_FEATURE_STORAGE_16BIT
 #define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC KILN_FORMAT_FEATURE_SUBGROUP_OPS
 
-#define KILN_KERNEL_MAX_BINDINGS 5
+#define KILN_KERNEL_MAX_BINDINGS 7
 
 typedef struct kiln_kernel_binding_desc_t {
   uint32_t binding;  // set 0
@@ -108,6 +109,10 @@ typedef struct kiln_kernel_desc_t {
 const kiln_kernel_desc_t* kiln_kernel_desc(kiln_kernel_id_t id);
 // By name ("gemm"); NOT_FOUND lists the known names.
 kiln_status_t kiln_kernel_lookup(const char* name, kiln_kernel_id_t* out_id);
+// gemm_coopmat and gemm_coopmat_split: one tiling, grid and build per tiling.
+static inline bool kiln_kernel_is_gemm_coopmat(kiln_kernel_id_t id) {
+  return id == KILN_KERNEL_GEMM_COOPMAT || id == KILN_KERNEL_GEMM_COOPMAT_SPLIT;
+}
 
 const char* kiln_kernel_variant_name(kiln_kernel_variant_t variant);
 uint32_t kiln_kernel_variant_features(kiln_kernel_variant_t variant);

@@ -151,6 +151,10 @@
 // gemm_coopmat: B staged k-major ([n][k], a transposed weight's layout)
 // rather than n-major; either stages any B, this picks the fast path.
 #define KILN_SPEC_COOPMAT_B_KMAJOR 15
+// gemm_coopmat_split: its parts (the batch), 2..KILN_COOPMAT_SPLIT_PARTS_MAX;
+// a spec constant so that the sum issues every part's load before the adds.
+#define KILN_SPEC_COOPMAT_PARTS 17
+#define KILN_COOPMAT_SPLIT_PARTS_MAX 16
 // gemm_cpu: the code paths its pipeline is built with, a KILN_GEMM_CPU_*
 // bit set (llvmpipe runs every loop body at least once, masked, so each
 // unused path costs a pass of fetches per workgroup). Default: all; the
