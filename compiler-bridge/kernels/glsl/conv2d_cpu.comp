@@ -131,8 +131,8 @@ void main() {
     // invocation (at most 64 of each), never an output left unwritten.
     const uint pixels = p.out_height * p.out_width;
     const uint pix0 = gl_GlobalInvocationID.x * TILE_W, co0 = gl_WorkGroupID.y * CO_BLOCK;
-    const uint cos = min(CO_BLOCK, 64u), pxs = min(TILE_W, 64u);
-    for (uint i = 0; i < cos * pxs; ++i) {
+    const uint channels = min(CO_BLOCK, 64u), pxs = min(TILE_W, 64u);
+    for (uint i = 0; i < channels * pxs; ++i) {
       const uint co = co0 + i / pxs, pix = pix0 + i % pxs;
       const uint at = (gl_WorkGroupID.z * p.out_channels + co) * pixels + pix;
       if (co < p.out_channels && pix < pixels) y4[at >> 2][at & 3] = uintBitsToFloat(0x7fc00000u);
