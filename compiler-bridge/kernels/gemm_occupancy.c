@@ -157,11 +157,39 @@ kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t
 static const kiln_kernel_gemm_tiling_t kGemmHalfRows = {16, 8, 8, 8, 8, 1};
 static const kiln_kernel_gemm_tiling_t kGemmFullRows = {16, 16, 8, 8, 8, 1};
 
+// gemv with a longer k on targets that tile per product: as many k slices
+// as k has steps (quads along k for a transposed B, where consecutive
+// lanes read one row of B; rows of B otherwise), up to the workgroup's
+// invocations, the rest on column quads, and fewer column quads while the
+// grid leaves compute units idle (down to one quad along k, four along n,
+// whose lanes then still read 32 bytes of a row together). gemv's fixed 8
+// quads x 32 slices gave ResNet-50's classifier (1000 x 2048) 32
+// workgroups of 16 dependent loads each: 20 us on an H200.
+static kiln_status_t kiln_gemv_shape(const kiln_kernel_arch_caps_t* caps, uint64_t n, uint64_t k,
+                                     uint64_t rows, bool b_along_k,
+                                     kiln_kernel_config_t* config) {
+  const uint32_t threads = config->workgroup_size[0] * config->workgroup_size[1];
+  const uint64_t steps = b_along_k ? (k + 3) / 4 : k;
+  uint32_t slices = 1;
+  while (slices < threads && slices < steps) slices *= 2;
+  uint32_t quads = threads / slices;
+  const uint32_t min_quads = b_along_k ? 1 : 4;
+  const uint64_t units = kiln_kernel_gemm_compute_units(caps->arch);
+  while (quads > min_quads && (n + 4ull * quads - 1) / (4ull * quads) * rows < units) quads /= 2;
+  if (quads < min_quads) quads = min_quads;
+  if ((uint64_t)quads * slices > threads) slices = threads / quads;
+  config->workgroup_size[0] = quads;
+  config->workgroup_size[1] = slices;
+  config->shared_memory_bytes = quads * slices * 16u;
+  KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_X, quads));
+  return kiln_kernel_config_set_spec(config, KILN_SPEC_WORKGROUP_Y, slices);
+}
+
 kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
                                               const kiln_kernel_arch_caps_t* caps,
                                               kiln_kernel_storage_t storage, uint64_t m,
                                               uint64_t n, uint64_t k, uint64_t batch,
-                                              kiln_kernel_config_t* out_config) {
+                                              bool b_along_k, kiln_kernel_config_t* out_config) {
   KILN_RETURN_IF_ERROR(kiln_kernel_config_select(kernel, caps, storage, out_config));
   if (kernel == KILN_KERNEL_GEMV && m != 0 && k <= KILN_GEMV_SHORT_K &&
       out_config->variant != KILN_KERNEL_VARIANT_CPU && kiln_kernel_gemm_occupancy_enabled(caps)) {
@@ -179,6 +207,10 @@ kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
     out_config->shared_memory_bytes = lanes * 16u;
     KILN_RETURN_IF_ERROR(kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_X, lanes));
     return kiln_kernel_config_set_spec(out_config, KILN_SPEC_WORKGROUP_Y, 1);
+  }
+  if (kernel == KILN_KERNEL_GEMV && m != 0 && out_config->variant != KILN_KERNEL_VARIANT_CPU &&
+      kiln_kernel_gemm_occupancy_enabled(caps)) {
+    return kiln_gemv_shape(caps, n, k, m * batch, b_along_k, out_config);
   }
   if (kiln_kernel_is_gemm_coopmat(kernel) && m != 0) {
     kiln_kernel_coopmat_tiling_t tiling;

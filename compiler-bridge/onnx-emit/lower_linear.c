@@ -134,6 +134,33 @@ kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l, const kiln_kernel
   return blocks < KILN_GEMM_SMALL_BLOCKS ? KILN_KERNEL_GEMM_SMALL : KILN_KERNEL_GEMM;
 }
 
+// A 1x1 conv over 1x1 images (a squeeze-and-excitation block's) as the
+// product of the images' rows and the transposed weight, y [n x co] =
+// x [n x ci] . W^T: one row at batch 1, so gemv, which reads W along its
+// rows with every k slice busy. As W . x[n] (co x 1 per image) the product
+// took gemm_small blocks of one column, k split over dispatches and a sum:
+// 12-18 us a squeeze of EfficientNet-B0 on an H200.
+static kiln_status_t kiln_lower_conv_rows(const kiln_lower_t* l, const kiln_lower_epilogue_t* e,
+                                          uint32_t n, uint32_t ci, uint32_t co) {
+  const bool has_bias = kiln_lower_in(l, 2) != NULL;
+  kiln_kernel_gemm_params_t p = {
+      .m = n, .n = co, .k = ci, .batch = 1,
+      .a_batch_stride = 0, .a_row_stride = ci, .a_col_stride = 1,
+      .b_batch_stride = 0, .b_row_stride = 1, .b_col_stride = ci,
+      .c_batch_stride = 0, .c_row_stride = co,
+      .bias_batch_stride = 0, .bias_row_stride = 0, .bias_col_stride = 1,
+      .residual_batch_stride = 0, .residual_row_stride = co,
+      .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
+                                    .binding_count = 5, .written_mask = 1u << 4,
+                                    .grid = KILN_EMIT_GRID_GEMM};
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  desc.bindings[2] = desc.bindings[0];
+  if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
+  return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
+}
+
 // conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).
 static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
                                           const kiln_lower_epilogue_t* e,
@@ -142,6 +169,7 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
   uint32_t n = (uint32_t)x->dims[0], ci = (uint32_t)x->dims[1];
   uint32_t co = (uint32_t)y->dims[1];
   uint32_t hw = (uint32_t)(y->dims[2] * y->dims[3]);
+  if (hw == 1) return kiln_lower_conv_rows(l, e, n, ci, co);
   bool has_bias = kiln_lower_in(l, 2) != NULL;
   kiln_kernel_gemm_params_t p = {
       .m = co, .n = hw, .k = ci, .batch = n,

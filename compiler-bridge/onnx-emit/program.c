@@ -306,17 +306,19 @@ void kiln_emit_place_counters(kiln_emit_program_t* program) {
   }
 }
 
-// The product a gemm-family dispatch computes (m x n, reduction k, batch),
-// from its push constants; m = 0 for other kernels. The occupancy-aware
-// tiling (gemm_occupancy.c) chooses per product.
-static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[4]) {
-  memset(shape, 0, 4 * sizeof(uint64_t));
+// The product a gemm-family dispatch computes (m x n, reduction k, batch,
+// and whether B runs along k: 1 for [n][k]), from its push constants;
+// m = 0 for other kernels. The occupancy-aware tiling (gemm_occupancy.c)
+// chooses per product.
+static void kiln_emit_gemm_shape(const kiln_emit_dispatch_desc_t* desc, uint64_t shape[5]) {
+  memset(shape, 0, 5 * sizeof(uint64_t));
   if ((desc->kernel == KILN_KERNEL_GEMM || desc->kernel == KILN_KERNEL_GEMM_SMALL ||
        kiln_kernel_is_gemm_coopmat(desc->kernel) ||
        desc->kernel == KILN_KERNEL_GEMV) &&
       desc->grid == KILN_EMIT_GRID_GEMM) {
     const kiln_kernel_gemm_params_t* p = desc->push;
     shape[0] = p->m, shape[1] = p->n, shape[2] = p->k, shape[3] = p->batch;
+    shape[4] = p->b_row_stride == 1 && p->b_col_stride != 1;
   } else if (desc->kernel == KILN_KERNEL_CONV2D_GEMM &&
              desc->grid == KILN_EMIT_GRID_CONV2D_GEMM) {
     const kiln_kernel_conv2d_params_t* p = desc->push;
@@ -351,11 +353,11 @@ kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
                                       const kiln_emit_dispatch_desc_t* desc, size_t target,
                                       kiln_kernel_storage_t storage,
                                       kiln_kernel_config_t* out_config) {
-  uint64_t shape[4] = {0, 0, 0, 0};
+  uint64_t shape[5] = {0, 0, 0, 0, 0};
   if (kiln_emit_per_product_tilings(program)) kiln_emit_gemm_shape(desc, shape);
   KILN_RETURN_IF_ERROR(kiln_kernel_config_select_shape(desc->kernel, &program->caps[target],
                                                        storage, shape[0], shape[1], shape[2],
-                                                       shape[3], out_config));
+                                                       shape[3], shape[4] != 0, out_config));
   // The cpu variants build in only the paths of this dispatch's layout.
   if (desc->grid == KILN_EMIT_GRID_GEMM) {
     return kiln_kernel_config_gemm_cpu_paths(out_config, desc->push);

@@ -828,7 +828,7 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
   kiln_kernel_config_t config;
   KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM_SMALL, &hopper,
                                                  KILN_KERNEL_STORAGE_FP32, 320, 49, 960, 1,
-                                                 &config));
+                                                 false, &config));
   KILN_EXPECT_EQ(config.workgroup_size[1], pick.wg_y * kiln_kernel_gemm_tiling_ks(&pick));
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_KSPLIT, 1),
                  kiln_kernel_gemm_tiling_ks(&pick));
@@ -854,7 +854,7 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
       kiln_kernel_config_t plain, shaped;
       KILN_ASSERT_OK(kiln_kernel_config_select(kernels[j], &caps, KILN_KERNEL_STORAGE_FP32, &plain));
       KILN_ASSERT_OK(kiln_kernel_config_select_shape(kernels[j], &caps, KILN_KERNEL_STORAGE_FP32,
-                                                     320, 49, 960, 1, &shaped));
+                                                     320, 49, 960, 1, false, &shaped));
       KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
     }
   }
@@ -875,7 +875,7 @@ KILN_TEST(KernelTargetTest, GemmHalvesItsRowsForShortM) {
     kiln_kernel_config_t config;
     KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM, &hopper,
                                                    KILN_KERNEL_STORAGE_FP32, kCases[i].m, 25088,
-                                                   64, 16, &config));
+                                                   64, 16, false, &config));
     const uint32_t tm = kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TM, 0);
     KILN_EXPECT_EQ(config.workgroup_size[1] * tm, kCases[i].rows);
     KILN_EXPECT_EQ(config.workgroup_size[0] * kiln_kernel_config_spec(&config, KILN_SPEC_GEMM_TN, 0),
@@ -896,13 +896,14 @@ KILN_TEST(KernelTargetTest, GemmHalvesItsRowsForShortM) {
                                            &mobile_plain));
   KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMM, &valhall,
                                                  KILN_KERNEL_STORAGE_FP32, 64, 25088, 64, 16,
-                                                 &mobile));
+                                                 false, &mobile));
   KILN_EXPECT_EQ(memcmp(&mobile_plain, &mobile, sizeof(mobile)), 0);
 }
 
 // gemv with a short k (split-K's sum of parts) on targets that tile per
 // product: one k slice, its lanes all on column quads, and the grid
-// follows; longer k and other arches keep gemv's k slices.
+// follows (a longer k: GemvLongKFillsTheUnits); other arches keep gemv's
+// k slices.
 KILN_TEST(KernelTargetTest, GemvShortKTakesOneSlice) {
   const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
   kiln_kernel_config_t plain, shaped;
@@ -912,7 +913,7 @@ KILN_TEST(KernelTargetTest, GemvShortKTakesOneSlice) {
   // BERT-base's sum: 128 rows of 768 columns, 6 parts.
   KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &hopper,
                                                  KILN_KERNEL_STORAGE_FP16, 1, 768, 6, 128,
-                                                 &shaped));
+                                                 false, &shaped));
   KILN_EXPECT_EQ(shaped.workgroup_size[0], KILN_GEMV_SHORT_K_LANES);
   KILN_EXPECT_EQ(shaped.workgroup_size[1], 1u);
   KILN_EXPECT_EQ(kiln_kernel_config_spec(&shaped, KILN_SPEC_WORKGROUP_X, 0),
@@ -926,18 +927,66 @@ KILN_TEST(KernelTargetTest, GemvShortKTakesOneSlice) {
   KILN_ASSERT_OK(kiln_kernel_grid_gemm(&shaped, &p, grid));
   KILN_EXPECT_EQ(grid[0], 768u / (4u * KILN_GEMV_SHORT_K_LANES));
   KILN_EXPECT_EQ(grid[2], 128u);
-  // k past the bound, or a target that keeps one tiling: gemv's own.
-  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &hopper,
-                                                 KILN_KERNEL_STORAGE_FP16, 1, 768,
-                                                 KILN_GEMV_SHORT_K + 1, 128, &shaped));
-  KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
+  // A target that keeps one tiling: gemv's own.
   const kiln_kernel_arch_caps_t valhall = caps_for("valhall");
   KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &valhall, KILN_KERNEL_STORAGE_FP32,
                                            &plain));
   KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &valhall,
                                                  KILN_KERNEL_STORAGE_FP32, 1, 768, 6, 128,
-                                                 &shaped));
+                                                 false, &shaped));
   KILN_EXPECT_EQ(memcmp(&plain, &shaped, sizeof(plain)), 0);
+}
+
+// gemv with a longer k on targets that tile per product: k slices for
+// the steps k has (quads along k for a [n][k] B), the rest of the
+// workgroup on column quads, fewer quads until the grid covers the units
+// (at least four quads along n); other arches keep gemv's own.
+KILN_TEST(KernelTargetTest, GemvLongKFillsTheUnits) {
+  const kiln_kernel_arch_caps_t hopper = caps_for("hopper");
+  const uint64_t units = kiln_kernel_gemm_compute_units("hopper");
+  kiln_kernel_config_t plain;
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &hopper, KILN_KERNEL_STORAGE_FP16,
+                                           &plain));
+  const uint32_t threads = plain.workgroup_size[0] * plain.workgroup_size[1];
+  static const struct {
+    uint32_t n, k;
+    bool along_k;
+    uint32_t quads, slices;
+  } kCases[] = {
+      {1000, 2048, true, 1, 256},  // ResNet-50's classifier: 250 workgroups
+      {48, 1152, true, 1, 256},    // a squeeze: 12 workgroups, as few as it has
+      {1152, 48, true, 2, 16},     // its excitation: 12 k quads, 144 workgroups
+      {1000, 2048, false, 4, 64},  // [k][n]: four quads at least
+      {4096, 4096, false, 4, 64},
+  };
+  for (size_t i = 0; i < sizeof(kCases) / sizeof(kCases[0]); ++i) {
+    kiln_kernel_config_t shaped;
+    KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &hopper,
+                                                   KILN_KERNEL_STORAGE_FP16, 1, kCases[i].n,
+                                                   kCases[i].k, 1, kCases[i].along_k, &shaped));
+    KILN_EXPECT_EQ(shaped.workgroup_size[0], kCases[i].quads);
+    KILN_EXPECT_EQ(shaped.workgroup_size[1], kCases[i].slices);
+    KILN_EXPECT_LE(shaped.workgroup_size[0] * shaped.workgroup_size[1], threads);
+    KILN_EXPECT_EQ(shaped.shared_memory_bytes,
+                   16u * shaped.workgroup_size[0] * shaped.workgroup_size[1]);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&shaped, KILN_SPEC_WORKGROUP_X, 0), kCases[i].quads);
+    KILN_EXPECT_EQ(kiln_kernel_config_spec(&shaped, KILN_SPEC_WORKGROUP_Y, 0), kCases[i].slices);
+    kiln_kernel_gemm_params_t p;
+    memset(&p, 0, sizeof(p));
+    p.m = 1, p.n = kCases[i].n, p.k = kCases[i].k, p.batch = 1;
+    uint32_t grid[3];
+    KILN_ASSERT_OK(kiln_kernel_grid_gemm(&shaped, &p, grid));
+    KILN_EXPECT_EQ(grid[0], (kCases[i].n + 4 * kCases[i].quads - 1) / (4 * kCases[i].quads));
+    if (kCases[i].quads > (kCases[i].along_k ? 1u : 4u)) KILN_EXPECT_GE(grid[0], units);
+  }
+  const kiln_kernel_arch_caps_t valhall = caps_for("valhall");
+  KILN_ASSERT_OK(kiln_kernel_config_select(KILN_KERNEL_GEMV, &valhall, KILN_KERNEL_STORAGE_FP32,
+                                           &plain));
+  kiln_kernel_config_t mobile;
+  KILN_ASSERT_OK(kiln_kernel_config_select_shape(KILN_KERNEL_GEMV, &valhall,
+                                                 KILN_KERNEL_STORAGE_FP32, 1, 1000, 2048, 1,
+                                                 true, &mobile));
+  KILN_EXPECT_EQ(memcmp(&plain, &mobile, sizeof(plain)), 0);
 }
 
 // gemm_coopmat's k split on hopper (132 units): the parts whose modelled

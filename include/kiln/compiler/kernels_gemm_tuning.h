@@ -93,15 +93,17 @@ kiln_status_t kiln_kernel_gemm_tiling_select_shape(const kiln_kernel_arch_caps_t
 // (not their cpu variants) get kiln_kernel_gemm_tiling_select_shape's
 // tiling, gemm_coopmat kiln_kernel_coopmat_tiling_select_shape's, gemv
 // with k <= KILN_GEMV_SHORT_K one k slice of KILN_GEMV_SHORT_K_LANES
-// column quads (on targets that tile per product); every other kernel,
-// or m == 0, the plain selection.
+// column quads, gemv with a longer k its k slices and column quads by k
+// and n (b_along_k: B is [n][k], a transposed weight) (both on targets
+// that tile per product); every other kernel, or m == 0, the plain
+// selection.
 #define KILN_GEMV_SHORT_K 16u
 #define KILN_GEMV_SHORT_K_LANES 64u
 kiln_status_t kiln_kernel_config_select_shape(kiln_kernel_id_t kernel,
                                               const kiln_kernel_arch_caps_t* caps,
                                               kiln_kernel_storage_t storage, uint64_t m,
                                               uint64_t n, uint64_t k, uint64_t batch,
-                                              kiln_kernel_config_t* out_config);
+                                              bool b_along_k, kiln_kernel_config_t* out_config);
 
 // gemm_coopmat (glsl/gemm_coopmat.comp): warps_m x warps_n subgroups, each
 // tiles_m x tiles_n 16x16 f32 accumulators; k staged bk at a time (16, 32

@@ -411,7 +411,7 @@ kiln_status_t kiln_bench_model_sweep(kiln_hal_device_t* device, const char* arch
       const uint64_t k = (uint64_t)s->cin * s->kernel * s->kernel;
       status = kiln_kernel_config_select_shape(
           s->kind == MODEL_CONV ? KILN_KERNEL_CONV2D_GEMM : KILN_KERNEL_GEMM_SMALL, &caps,
-          KILN_KERNEL_STORAGE_FP32, g.m, pixels, k, 1, &pick);
+          KILN_KERNEL_STORAGE_FP32, g.m, pixels, k, 1, false, &pick);
       for (size_t c = 1; c < config_count[s->kind] && !status; ++c) {
         if (configs[s->kind][c].usable &&
             pick.workgroup_size[0] == configs[s->kind][c].config.workgroup_size[0] &&

@@ -392,7 +392,7 @@ KILN_TEST(GpuGemmTest, GemvShortK) {
     kiln_kernel_config_t config;
     KILN_ASSERT_OK(kiln_kernel_config_select_shape(
         KILN_KERNEL_GEMV, &caps, f16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32, 1,
-        3072, 3, 128, &config));
+        3072, 3, 128, false, &config));
     KILN_EXPECT_EQ(config.workgroup_size[1], 1u);  // the one-slice config
     if (config.workgroup_size[0] > device->max_workgroup_invocations ||
         config.shared_memory_bytes > device->max_shared_memory_bytes) {
@@ -402,6 +402,48 @@ KILN_TEST(GpuGemmTest, GemvShortK) {
       char what[64];
       snprintf(what, sizeof(what), "gemv%s short-k case %zu", f16 ? "_f16" : "", i);
       run_gemm_case(what, &kGemvShortKCases[i], config, f16 != 0);
+    }
+  }
+}
+
+// gemv's per-product configs for a longer k on a target that tiles per
+// product (kiln_kernel_config_select_shape: k slices by k's steps, column
+// quads by n, down to one quad along k and four along n), each case under
+// its own config: k below, at and past 256 slices' worth, unaligned k and
+// n, B along k (a transposed weight, a squeeze-and-excitation conv's rows)
+// and along n, with bias, residual and activation.
+static const gemm_case_t kGemvLongKCases[] = {
+    {1, 1, 1000, 2048, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 48, 1152, false, true, true, true, 2, false, KILN_ACT_SILU, 1, 0, 0},
+    {1, 1, 1152, 48, false, true, true, true, 2, true, KILN_ACT_SIGMOID, 1, 0, 0},
+    {1, 1, 37, 1030, false, true, true, true, 2, true, KILN_ACT_RELU, 1, 0, 0},
+    {1, 1, 10, 18, false, true, true, true, 2, false, KILN_ACT_NONE, 1, 0, 0},
+    {1, 1, 1000, 2048, false, false, true, true, 2, true, KILN_ACT_NONE, 1, 0, 0},
+    {2, 1, 129, 1031, false, false, true, true, 0, false, KILN_ACT_GELU, 0.5f, 0, 0},
+};
+
+KILN_TEST(GpuGemmTest, GemvLongK) {
+  const kiln_kernel_arch_caps_t* device = kiln_vk_harness_caps(gpu_harness());
+  kiln_kernel_arch_caps_t caps = *device;
+  KILN_ASSERT_OK(kiln_kernel_arch_caps_for_arch("hopper", &caps));
+  for (int f16 = 0; f16 < 2; ++f16) {
+    if (f16 && !device->fp16_storage) continue;
+    for (size_t i = 0; i < sizeof(kGemvLongKCases) / sizeof(kGemvLongKCases[0]); ++i) {
+      const gemm_case_t* c = &kGemvLongKCases[i];
+      kiln_kernel_config_t config;
+      KILN_ASSERT_OK(kiln_kernel_config_select_shape(
+          KILN_KERNEL_GEMV, &caps, f16 ? KILN_KERNEL_STORAGE_FP16 : KILN_KERNEL_STORAGE_FP32,
+          c->m, c->n, c->k, c->batch, c->trans_b, &config));
+      KILN_EXPECT_GT(config.workgroup_size[1], 1u);
+      if (config.workgroup_size[0] * config.workgroup_size[1] >
+              device->max_workgroup_invocations ||
+          config.shared_memory_bytes > device->max_shared_memory_bytes) {
+        continue;
+      }
+      char what[64];
+      snprintf(what, sizeof(what), "gemv%s long-k case %zu (%ux%u)", f16 ? "_f16" : "", i,
+               config.workgroup_size[0], config.workgroup_size[1]);
+      run_gemm_case(what, c, config, f16 != 0);
     }
   }
 }
