@@ -46,6 +46,12 @@ bool kiln_kernel_gemm_occupancy_enabled(const kiln_kernel_arch_caps_t* caps) {
          kiln_kernel_gemm_compute_units(caps->arch) >= KILN_GEMM_OCCUPANCY_MIN_UNITS;
 }
 
+uint64_t kiln_kernel_gemm_occupancy_min_k(uint32_t ks) {
+  if (ks <= 1) return 0;
+  return (uint64_t)ks * (ks >= 8 ? KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE8
+                                 : KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE);
+}
+
 static bool kiln_occupancy_fits(const kiln_kernel_gemm_tiling_t* t,
                                 const kiln_kernel_arch_caps_t* caps) {
   const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
@@ -103,7 +109,7 @@ static bool kiln_occupancy_pass(const kiln_kernel_arch_caps_t* caps, uint64_t m,
     const kiln_kernel_gemm_tiling_t* t = &kOccupancyCandidates[i];
     const uint32_t ks = kiln_kernel_gemm_tiling_ks(t);
     if (!kiln_occupancy_fits(t, caps)) continue;
-    if (ks > 1 && k < (uint64_t)ks * KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE) continue;
+    if (k < kiln_kernel_gemm_occupancy_min_k(ks)) continue;
     if (ks == 4 && t->wg_x == 8 && t->wg_y == 8 &&
         (t->tk == 16) != (k >= KILN_OCCUPANCY_TK16_MIN_K)) {
       continue;

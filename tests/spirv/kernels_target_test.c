@@ -787,7 +787,7 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
     memset(&config, 0, sizeof(config));
     KILN_EXPECT_OK(kiln_kernel_gemm_tiling_apply(&pick, &hopper, &config));
     const uint32_t ks = kiln_kernel_gemm_tiling_ks(&pick);
-    if (ks > 1) KILN_EXPECT_GE(k, (uint64_t)ks * KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE);
+    KILN_EXPECT_GE(k, kiln_kernel_gemm_occupancy_min_k(ks));
     const uint64_t work = tiling_invocations(&pick, m, n, b);
     KILN_EXPECT_GE(work, tiling_invocations(&small, m, n, b));
     if (tiling_invocations(&small, m, n, b) >= target) {
@@ -809,6 +809,9 @@ KILN_TEST(KernelTargetTest, OccupancyTilingPerShape) {
       {197, 768, 3072, 32, 64, 2, 16},  // ViT's second FFN layer
       {197, 3072, 768, 32, 64, 1, 16},  // ViT's first FFN layer: 32-row blocks, k whole
       {24, 3136, 144, 64, 64, 2, 8},    // no k split avoids the row padding: unchanged
+      {384, 196, 64, 32, 32, 4, 8},     // MobileNetV2's 14x14 expansion: 4 slices of 16 k
+      {576, 196, 96, 32, 32, 4, 8},     // and its next: 4 slices of 24
+      {1152, 49, 192, 32, 32, 4, 8},    // EfficientNet's 7x7 expansion: not 8 slices of 24
   };
   for (size_t i = 0; i < sizeof(kFitted) / sizeof(kFitted[0]); ++i) {
     KILN_ASSERT_OK(kiln_kernel_gemm_tiling_select_shape(&hopper, kFitted[i].m, kFitted[i].n,

@@ -70,14 +70,22 @@ kiln_status_t kiln_kernel_gemm_tiling_select_small(const kiln_kernel_arch_caps_t
 // first, then bigger blocks) whose blocks put at least
 // KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT invocations per unit to work,
 // else the one with the most; k split inside the workgroup only with at
-// least KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE k per slice. Fitted to an H100
-// sweep (kiln-kernels-bench --shapes=models, 2026-11-24): its fastest
-// tilings put 20-45 thousand invocations to work on BERT's and ViT's
-// linear layers, and as many as they can on 7x7 layers. Other arches
-// (CPU-like, mobile, unknown): the small tiling.
+// least kiln_kernel_gemm_occupancy_min_k(slices) k (16 a slice in 2 or 4,
+// 32 in 8). Fitted to an H100 sweep (kiln-kernels-bench --shapes=models,
+// 2026-11-24): its fastest tilings put 20-45 thousand invocations to work
+// on BERT's and ViT's linear layers, and as many as they can on 7x7
+// layers. Other arches (CPU-like, mobile, unknown): the small tiling.
+// 16 k a slice (was 32 for every split) from an H200 A/B of the f16
+// models (2026-11-26): MobileNetV2's 1x1 convs with k 64 and 96 at 14x14
+// (k in 4 slices of 16 and 24, 32x32 blocks) went 9 -> 6.5 us and 11 ->
+// 7; the same bound for 8 slices ran EfficientNet-B0's 1152 x 49, k 192
+// in 16-row blocks at 14 us against 10.5.
 #define KILN_GEMM_OCCUPANCY_MIN_UNITS 32u
 #define KILN_GEMM_OCCUPANCY_INVOCATIONS_PER_UNIT 155u
-#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE 32u
+#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE 16u
+#define KILN_GEMM_OCCUPANCY_MIN_K_PER_SLICE8 32u
+// The least k a split into `slices` k slices takes (0 for one slice).
+uint64_t kiln_kernel_gemm_occupancy_min_k(uint32_t slices);
 bool kiln_kernel_gemm_occupancy_enabled(const kiln_kernel_arch_caps_t* caps);
 size_t kiln_kernel_gemm_occupancy_candidate_count(void);
 const kiln_kernel_gemm_tiling_t* kiln_kernel_gemm_occupancy_candidate(size_t index);
