@@ -19,6 +19,11 @@
 // minStorageBufferOffsetAlignment is at most 256).
 #define KILN_EMIT_ALIGNMENT 256u
 
+// `bytes` rounded up to a multiple of KILN_EMIT_ALIGNMENT.
+static inline uint64_t kiln_emit_align_up(uint64_t bytes) {
+  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+}
+
 typedef enum kiln_emit_space_e {
   KILN_EMIT_SPACE_INPUT = 0,      // binding-table slot = input index
   KILN_EMIT_SPACE_OUTPUT = 1,     // slot = input count + output index

@@ -94,8 +94,7 @@ static kiln_status_t kiln_lower_topk(const kiln_lower_t* l) {
   uint64_t picked = kiln_lower_count(y);
   if (!placed[0] || !placed[1]) {
     kiln_emit_range_t scratch;
-    uint64_t values_bytes = (picked * 4 + KILN_EMIT_ALIGNMENT - 1) &
-                            ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+    uint64_t values_bytes = kiln_emit_align_up(picked * 4);
     KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, values_bytes + picked * 8, &scratch));
     if (!placed[0]) {
       op.ranges[1] = (kiln_emit_range_t){scratch.space, 0, scratch.offset, picked * 4};

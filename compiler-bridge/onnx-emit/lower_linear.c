@@ -189,9 +189,6 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
   return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
 }
 
-static uint64_t kiln_conv3d_align(uint64_t bytes) {
-  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-}
 
 // Zero-pads `in` into `out` (the pad kernel): a tensor of `rank` dims
 // `in_dims`, placed at `begin` inside `out_dims`. The outermost dim goes to
@@ -397,8 +394,8 @@ static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_e
   KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, conv_out));
   // Scratch in the program's storage type (2 bytes a value at f16).
   const uint64_t elem = kiln_emit_float_bytes(l->program);
-  const uint64_t cols_at = kiln_conv3d_align(padded * elem);
-  const uint64_t out_at = cols_at + kiln_conv3d_align(cols * elem);
+  const uint64_t cols_at = kiln_emit_align_up(padded * elem);
+  const uint64_t out_at = cols_at + kiln_emit_align_up(cols * elem);
   kiln_emit_range_t scratch, in, weights, out;
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, out_at + conv_out * elem, &scratch));
   KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &in));
@@ -767,7 +764,7 @@ kiln_status_t kiln_lower_matmul(const kiln_lower_t* l) {
   bool b_expand = kiln_matmul_needs_expand(&b, &batch);
   uint64_t a_bytes = a_expand ? batch_count * m * k * sizeof(float) : 0;
   uint64_t b_bytes = b_expand ? batch_count * k * n * sizeof(float) : 0;
-  uint64_t a_region = (a_bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  uint64_t a_region = kiln_emit_align_up(a_bytes);
   kiln_emit_range_t scratch = {0};
   if (a_expand || b_expand) {
     KILN_RETURN_IF_ERROR(kiln_lower_check_u32(l, batch_count * (m > n ? m : n) * k));

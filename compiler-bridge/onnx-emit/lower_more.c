@@ -171,7 +171,7 @@ static kiln_status_t kiln_lower_batch_norm_runtime(const kiln_lower_t* l, float 
   KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &epsilon, 1, &eps));
   KILN_RETURN_IF_ERROR(kiln_emit_add_float_weight(l->program, &minus_half, 1, &half));
   uint64_t bytes = (uint64_t)x->shape.dims[1] * sizeof(float);
-  uint64_t region = (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  uint64_t region = kiln_emit_align_up(bytes);
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, region + bytes, &scratch));
   kiln_emit_range_t s = scratch, t = scratch;
   s.length = t.length = bytes;

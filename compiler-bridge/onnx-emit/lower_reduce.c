@@ -122,9 +122,6 @@ static kiln_status_t kiln_lower_reduce_dispatch(const kiln_lower_t* l, uint32_t 
   return kiln_emit_add_dispatch(l->program, &desc);
 }
 
-static uint64_t kiln_reduce_align(uint64_t bytes) {
-  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-}
 
 // Reduces the [outer, size, inner] view of `in` into `out`. An axis longer
 // than one workgroup's chunk is reduced in chunk partials first (into
@@ -163,7 +160,7 @@ static kiln_status_t kiln_lower_reduce_ranges(const kiln_lower_t* l, uint32_t op
                                (unsigned long long)total);
     }
     if (level == 0) {
-      region = kiln_reduce_align(outer * chunks * inner * sizeof(float));
+      region = kiln_emit_align_up(outer * chunks * inner * sizeof(float));
       KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, scratch_offset + 2 * region, &scratch));
       scratch.offset += scratch_offset;
       scratch.length = 2 * region;
@@ -223,7 +220,7 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
     if (stage + 1 < run_count) {
       if (stage == 0) {
         // The first stage's result is the largest intermediate.
-        region = kiln_reduce_align(outer * inner * sizeof(float));
+        region = kiln_emit_align_up(outer * inner * sizeof(float));
         KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, 2 * region, &scratch));
       }
       stage_out = scratch;

@@ -20,9 +20,6 @@ typedef struct kiln_rnn_plan_t {
   kiln_emit_range_t lens;     // scratch for run-time lengths cast to float
 } kiln_rnn_plan_t;
 
-static uint64_t kiln_rnn_align(uint64_t bytes) {
-  return (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
-}
 
 // Floats of the params blob below.
 static uint64_t kiln_rnn_params_count(const kiln_rnn_plan_t* plan) {
@@ -242,7 +239,7 @@ static kiln_emit_range_t kiln_rnn_state_part(const kiln_rnn_plan_t* plan, uint32
                                              uint64_t words) {
   kiln_emit_range_t part = plan->state;
   // c starts at the next aligned offset: the copies bind it by sub-range.
-  part.offset += which * kiln_rnn_align(words * sizeof(float));
+  part.offset += which * kiln_emit_align_up(words * sizeof(float));
   part.length = words * sizeof(float);
   return part;
 }
@@ -287,10 +284,10 @@ kiln_status_t kiln_lower_rnn(const kiln_lower_t* l) {
   }
   // Scratch: gx, then the state, then (run-time weights) the params blob,
   // then (run-time lengths) the lengths as floats.
-  const uint64_t state_at = kiln_rnn_align(gx_bytes);
-  const uint64_t c_at = kiln_rnn_align(state_words * sizeof(float));  // from state_at
-  const uint64_t params_at = kiln_rnn_align(state_at + c_at + state_words * sizeof(float));
-  const uint64_t lens_at = kiln_rnn_align(params_at + params_bytes);
+  const uint64_t state_at = kiln_emit_align_up(gx_bytes);
+  const uint64_t c_at = kiln_emit_align_up(state_words * sizeof(float));  // from state_at
+  const uint64_t params_at = kiln_emit_align_up(state_at + c_at + state_words * sizeof(float));
+  const uint64_t lens_at = kiln_emit_align_up(params_at + params_bytes);
   const uint64_t lens_bytes = info->runtime_lens ? B * sizeof(float) : 0;
   kiln_emit_range_t scratch;
   KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, lens_at + lens_bytes, &scratch));

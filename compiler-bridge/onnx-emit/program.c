@@ -102,7 +102,7 @@ static kiln_status_t kiln_emit_add_weight_reference(kiln_emit_program_t* program
   memset(out, 0, sizeof(*out));
   static const uint8_t zeros[KILN_EMIT_ALIGNMENT] = {0};
   uint64_t offset = program->weights_size;
-  uint64_t aligned = (offset + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  uint64_t aligned = kiln_emit_align_up(offset);
   KILN_RETURN_IF_ERROR(kiln_emit_add_weight_piece(program, zeros, (size_t)(aligned - offset)));
   KILN_RETURN_IF_ERROR(kiln_emit_add_weight_piece(program, data, size));
   // A zero-length binding is invalid: keep at least 4 bytes.
@@ -241,7 +241,7 @@ uint64_t kiln_emit_range_limit(const kiln_emit_program_t* program) {
 
 static uint64_t kiln_emit_scratch_base(const kiln_emit_program_t* program) {
   uint64_t peak = program->plan->peak_bytes;
-  return (peak + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  return kiln_emit_align_up(peak);
 }
 
 kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
@@ -259,8 +259,7 @@ kiln_status_t kiln_emit_scratch(kiln_emit_program_t* program, uint64_t bytes,
 }
 
 uint64_t kiln_emit_scratch_reserve(kiln_emit_program_t* program, uint64_t bytes) {
-  program->scratch_reserved =
-      (bytes + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  program->scratch_reserved = kiln_emit_align_up(bytes);
   return kiln_emit_scratch_held_end(program);
 }
 
@@ -288,14 +287,13 @@ kiln_status_t kiln_emit_counters(kiln_emit_program_t* program, uint64_t bytes,
   }
   // Each range starts bindable (KILN_EMIT_ALIGNMENT).
   *out = (kiln_emit_range_t){KILN_EMIT_SPACE_COUNTERS, 0, program->counter_bytes, bytes};
-  const uint64_t mask = KILN_EMIT_ALIGNMENT - 1;
-  program->counter_bytes += (bytes + mask) & ~mask;
+  program->counter_bytes += kiln_emit_align_up(bytes);
   return kiln_ok_status();
 }
 
 void kiln_emit_place_counters(kiln_emit_program_t* program) {
   const uint64_t end = kiln_emit_scratch_end(program);
-  program->counter_offset = (end + KILN_EMIT_ALIGNMENT - 1) & ~(uint64_t)(KILN_EMIT_ALIGNMENT - 1);
+  program->counter_offset = kiln_emit_align_up(end);
   for (size_t k = 0; k < program->dispatch_count; ++k) {
     kiln_emit_dispatch_t* d = &program->dispatches[k];
     for (uint32_t b = 0; b < d->binding_count; ++b) {
