@@ -102,11 +102,13 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // (kiln_kernel_coopmat_tiling_select_shape). On an H100 gemm_coopmat ran
 // BERT's 128 x 3072 linear in 0.024 ms where gemm_small_f16 took 0.072
 // (docs/precision.md).
-// Only products whose steps all load by uvec4 (8 halves): k of at least
-// one 32-deep step, A along k and B along its run contiguous and 8-aligned.
-// Elsewhere gemm_coopmat fetches element by element, and 1x1 convs at 14x14
-// and 7x7 (B rows of 196 and 49) ran slower on it than on gemm_small_f16
-// (ResNet-50 f16 3.21 ms against 2.73 on an H100); the large ones take
+// Only products whose steps all load whole runs: k of at least one
+// 32-deep step, A along k contiguous and 8-aligned, B along its run
+// contiguous and 8-aligned (uvec4s), or n-major and 4-aligned (two 8-byte
+// quads a run, KILN_SPEC_COOPMAT_B_QUADS: a 14x14 image's rows of 196).
+// Elsewhere gemm_coopmat fetches element by element, and 1x1 convs at 7x7
+// (B rows of 49) ran slower on it than on gemm_small_f16 (ResNet-50 f16
+// 3.21 ms against 2.73 on an H100, 14x14 included); the large ones take
 // padded columns instead (kiln_lower_conv).
 #define KILN_COOPMAT_MIN_SIDE 16u
 #define KILN_COOPMAT_MIN_K 32u
@@ -117,12 +119,12 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 #define KILN_SIMT_COLUMNS_MAX_BYTES (128ull << 20)
 
 static bool kiln_lower_coopmat_shape_ok(const kiln_kernel_gemm_params_t* p) {
-  const bool b_n_major = p->b_col_stride == 1 && (p->b_row_stride & 7) == 0;
-  const bool b_k_major = p->b_row_stride == 1 && (p->b_col_stride & 7) == 0;
+  const bool b_n_major = p->b_col_stride == 1 && ((p->b_row_stride | p->b_batch_stride) & 3) == 0;
+  const bool b_k_major = p->b_row_stride == 1 && ((p->b_col_stride | p->b_batch_stride) & 7) == 0;
   return p->m >= KILN_COOPMAT_MIN_SIDE && p->n >= KILN_COOPMAT_MIN_SIDE &&
          p->k >= KILN_COOPMAT_MIN_K && (p->k & 7) == 0 && p->a_col_stride == 1 &&
          (p->a_row_stride & 7) == 0 && (p->a_batch_stride & 7) == 0 &&
-         (p->b_batch_stride & 7) == 0 && (b_n_major || b_k_major);
+         (b_n_major || b_k_major);
 }
 
 kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l, const kiln_kernel_gemm_params_t* p) {
@@ -534,16 +536,18 @@ kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
     if (done) return kiln_ok_status();
   }
   if (pointwise) {
-    // A 1x1 whose image rows are not 8-aligned (14x14, 7x7) cannot feed
-    // gemm_coopmat by uvec4 in place: the columns path's copy pads each
-    // row to a multiple of 8. That pays where the product is large: on an
-    // H100 ResNet-50's (51 M multiply-adds each) took f16 ResNet-50 1.67
-    // -> 1.60 ms and batch 32 14.5 -> 13.8, while MobileNetV2's and
+    // A 1x1 whose image rows are not 4-aligned (7x7) cannot feed
+    // gemm_coopmat by whole runs in place: the columns path's copy pads
+    // each row to a multiple of 8. That pays where the product is large:
+    // on an H100 ResNet-50's (51 M multiply-adds each) took f16 ResNet-50
+    // 1.67 -> 1.60 ms and batch 32 14.5 -> 13.8, while MobileNetV2's and
     // EfficientNet's (11-20 M) ran slower than on gemm_small_f16 (0.62 ->
-    // 0.78 ms, 1.26 -> 1.45).
+    // 0.78 ms, 1.26 -> 1.45). 14x14 rows (196) load in place by quads: on
+    // an H200 ResNet-50 f16 went 1.040 -> 0.999 ms without their copies,
+    // EfficientNet-B0 0.852 -> 0.839, MobileNetV2 unchanged (2026-11-26).
     const uint64_t hw = (uint64_t)(y->dims[2] * y->dims[3]);
     const uint64_t macs = (uint64_t)p.out_channels * hw * p.in_channels;
-    if (hw % 8 != 0 && macs >= KILN_COOPMAT_MIN_COLUMNS_MACS && kiln_lower_coopmat_enabled(l)) {
+    if (hw % 4 != 0 && macs >= KILN_COOPMAT_MIN_COLUMNS_MACS && kiln_lower_coopmat_enabled(l)) {
       bool done = false;
       KILN_RETURN_IF_ERROR(kiln_lower_conv_columns(l, &e, &p, &done));
       if (done) return kiln_ok_status();

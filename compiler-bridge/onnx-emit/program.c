@@ -491,15 +491,22 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
           ? KILN_KERNEL_STORAGE_FP16
           : KILN_KERNEL_STORAGE_FP32;
   // gemm_coopmat stages B by its contiguous run: k-major for a transposed
-  // weight ([n][k]), n-major otherwise (KILN_SPEC_COOPMAT_B_KMAJOR).
+  // weight ([n][k]), n-major otherwise (KILN_SPEC_COOPMAT_B_KMAJOR); an
+  // n-major run that starts 4-aligned but not 8 loads as two quads
+  // (KILN_SPEC_COOPMAT_B_QUADS).
   kiln_kernel_spec_value_t ops[8];
   kiln_emit_dispatch_desc_t coop;
-  if (kiln_kernel_is_gemm_coopmat(desc->kernel) && desc->op_count < 8) {
+  if (kiln_kernel_is_gemm_coopmat(desc->kernel) && desc->op_count < 7) {
     const kiln_kernel_gemm_params_t* p = desc->push;
+    const bool k_major = p->b_row_stride == 1 && p->b_col_stride != 1;
+    const uint32_t starts = p->b_row_stride | p->b_batch_stride;
     coop = *desc;
     if (desc->op_count) memcpy(ops, desc->ops, desc->op_count * sizeof(ops[0]));
-    ops[coop.op_count++] = (kiln_kernel_spec_value_t){
-        KILN_SPEC_COOPMAT_B_KMAJOR, p->b_row_stride == 1 && p->b_col_stride != 1};
+    ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_B_KMAJOR, k_major};
+    if (!k_major && p->b_col_stride == 1 && (starts & 7) != 0 && (starts & 3) == 0 &&
+        storage == KILN_KERNEL_STORAGE_FP16) {
+      ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_B_QUADS, 1};
+    }
     coop.ops = ops;
     desc = &coop;
   }

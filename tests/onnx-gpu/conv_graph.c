@@ -18,7 +18,8 @@ const kiln_conv_case_t kiln_conv_cases[] = {
     // 3x3 at 7x7 (P 49) with 512 channels: K 4608.
     {{1, 512, 7, 7}, {64, 512, 3, 3}, {1, 1, 1, 1}, 1, 1, false, true},
     // ResNet-50's large 1x1s at 7x7 and 14x14 (rows of 49 and 196, not
-    // 8-aligned: padded columns), residual + relu, and batch 2.
+    // 8-aligned: 49 through padded columns, 196 in place by quads),
+    // residual + relu, and batch 2.
     {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1, true, true},
     {{2, 1024, 14, 14}, {256, 1024, 1, 1}, {0, 0, 0, 0}, 1, 1, false, true},
     // A ResNet stem: 7x7 over 3 channels, stride 2 (K 147, off the multiple

@@ -131,9 +131,10 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvAsColumnsAndCoopmatGemm) {
   }
 }
 
-// Which 1x1 convs take tensor cores (kiln_lower_conv): aligned rows in
-// place; unaligned rows (7x7, 14x14) through padded columns only from 32 M
-// multiply-adds per image (ResNet-50's 51 M), not MobileNetV2's (7.5 M).
+// Which 1x1 convs take tensor cores (kiln_lower_conv): rows aligned to 4
+// in place (14x14 by quads); others (7x7) through padded columns only from
+// 32 M multiply-adds per image (ResNet-50's 51 M), not MobileNetV2's
+// (7.5 M).
 KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
   const kiln_conv_case_t resnet_7x7 = {{1, 512, 7, 7}, {2048, 512, 1, 1}, {0, 0, 0, 0}, 1, 1,
                                        true, true};
@@ -143,22 +144,32 @@ KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
                                           1, 1, false, false};
   const kiln_conv_case_t aligned_28x28 = {{1, 64, 28, 28}, {128, 64, 1, 1}, {0, 0, 0, 0},
                                           1, 1, false, true};
+  const kiln_conv_case_t mobilenet_14x14 = {{1, 384, 14, 14}, {64, 384, 1, 1}, {0, 0, 0, 0},
+                                            1, 1, false, false};
   coop_conv_choice(&resnet_7x7, true);
   coop_conv_choice(&resnet_14x14, true);
   coop_conv_choice(&mobilenet_7x7, false);
   coop_conv_choice(&aligned_28x28, true);
+  coop_conv_choice(&mobilenet_14x14, true);
 }
 
 // Compiled only: every conv case gathers its columns in one conv_columns
 // dispatch (the windows' zero pad included), with no pad or strided copy
-// before it, and multiplies on gemm_coopmat.
+// before it, and multiplies on gemm_coopmat; a plain 1x1 whose image rows
+// are 4-aligned (14x14: 196) multiplies in place, its rows by quads
+// (KILN_SPEC_COOPMAT_B_QUADS), with no columns.
 KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
   for (size_t i = 0; i < kiln_conv_case_count; ++i) {
+    const kiln_conv_case_t* c = &kiln_conv_cases[i];
+    const bool in_place = c->w[2] == 1 && c->w[3] == 1 && c->stride == 1 &&
+                          !(c->pads[0] | c->pads[1] | c->pads[2] | c->pads[3]) &&
+                          (c->x[2] * c->x[3]) % 4 == 0;
     kiln_gpu_capture_t assembly;
-    coop_conv_compile(&kiln_conv_cases[i], &assembly);
+    coop_conv_compile(c, &assembly);
     const char* text = assembly.text;
     const char* first = strstr(text, "executable conv_columns_f16");
-    const bool once = first && !strstr(first + 1, "executable conv_columns_f16");
+    const bool once =
+        in_place ? !first : first && !strstr(first + 1, "executable conv_columns_f16");
     const bool gemm = coop_text_uses_coopmat(text);
     const bool pad = strstr(text, "executable pad_f16") != NULL;
     const bool copy = strstr(text, "executable strided_copy_f16") != NULL;

@@ -80,10 +80,14 @@ const bool BUILD_MATCHES = SPEC_WARPS_M == WARPS_M && SPEC_WARPS_N == WARPS_N &&
                            SPEC_TILES_M == TILES_M && SPEC_TILES_N == TILES_N &&
                            SPEC_BK == BK && gl_WorkGroupSize.x == THREADS;
 layout(constant_id = KILN_SPEC_COOPMAT_B_KMAJOR) const bool B_KMAJOR = false;
+layout(constant_id = KILN_SPEC_COOPMAT_B_QUADS) const bool B_QUADS = false;
 
 #ifdef KILN_FP16_STORAGE
 layout(set = 0, binding = 0) readonly buffer ABuffer { uvec4 a8[]; };
 layout(set = 0, binding = 1) readonly buffer BBuffer { uvec4 b8[]; };
+// B's runs of 8 as two quads (8 bytes each) where they start 4-aligned
+// but not 8 (B_QUADS: a 14x14 image's rows of 196).
+layout(set = 0, binding = 1) readonly buffer BQuads { uvec2 b4q[]; };
 #else
 layout(set = 0, binding = 0) readonly buffer ABuffer { vec4 a4[]; };
 layout(set = 0, binding = 1) readonly buffer BBuffer { vec4 b4[]; };
@@ -153,7 +157,9 @@ bool a_fast, b_fast;  // whole uvec4 loads along A's k / B's run
 float a_at(uint i) { return unpackHalf2x16(a8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
 float b_at(uint i) { return unpackHalf2x16(b8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
 uvec4 a_load8(uint i) { return a8[i >> 3]; }
-uvec4 b_load8(uint i) { return b8[i >> 3]; }
+uvec4 b_load8(uint i) {
+  return B_QUADS && !B_KMAJOR ? uvec4(b4q[i >> 2], b4q[(i >> 2) + 1]) : b8[i >> 3];
+}
 #else
 float a_at(uint i) { return a4[i >> 2][i & 3]; }
 float b_at(uint i) { return b4[i >> 2][i & 3]; }
@@ -326,14 +332,16 @@ void main() {
   // along its run.
 #ifdef KILN_FP16_STORAGE
   const uint ALIGN = 7;  // 8 halves per uvec4
+  const uint B_ALIGN = B_QUADS && !B_KMAJOR ? 3 : 7;  // or two quads of 4
 #else
   const uint ALIGN = 3;  // two vec4s
+  const uint B_ALIGN = 3;
 #endif
   a_fast = p.a_col_stride == 1 && (p.a_row_stride & ALIGN) == 0 &&
            (p.a_batch_stride & ALIGN) == 0;
-  b_fast = (p.b_batch_stride & ALIGN) == 0 &&
-           (B_KMAJOR ? p.b_row_stride == 1 && (p.b_col_stride & ALIGN) == 0
-                     : p.b_col_stride == 1 && (p.b_row_stride & ALIGN) == 0);
+  b_fast = (p.b_batch_stride & B_ALIGN) == 0 &&
+           (B_KMAJOR ? p.b_row_stride == 1 && (p.b_col_stride & B_ALIGN) == 0
+                     : p.b_col_stride == 1 && (p.b_row_stride & B_ALIGN) == 0);
   const bool fast = a_fast && b_fast;
   c_vec4 = (p.c_batch_stride & 3) == 0 && (p.c_row_stride & 3) == 0 &&
            (!HAS_RESIDUAL || ((p.residual_batch_stride & 3) == 0 &&

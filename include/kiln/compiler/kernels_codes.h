@@ -154,6 +154,9 @@
 // gemm_coopmat_split: its parts (the batch), 2..KILN_COOPMAT_SPLIT_PARTS_MAX;
 // a spec constant so that the sum issues every part's load before the adds.
 #define KILN_SPEC_COOPMAT_PARTS 17
+// gemm_coopmat (fp16): B n-major with runs that start 4-aligned but not 8
+// (a 14x14 image's rows of 196) loads each run of 8 as two 8-byte quads.
+#define KILN_SPEC_COOPMAT_B_QUADS 18
 #define KILN_COOPMAT_SPLIT_PARTS_MAX 16
 // gemm_cpu: the code paths its pipeline is built with, a KILN_GEMM_CPU_*
 // bit set (llvmpipe runs every loop body at least once, masked, so each

@@ -39,6 +39,7 @@ typedef struct coop_case_t {
   // when it matches trans_b, element-wise loads when not; right either way.
   bool b_kmajor;
   const kiln_kernel_coopmat_tiling_t* tiling;  // NULL: the device's table row
+  bool b_quads;  // KILN_SPEC_COOPMAT_B_QUADS: n-major runs as two quads
 } coop_case_t;
 
 // One output of the case in double and its S = sum |a b| (row i, column j).
@@ -96,6 +97,9 @@ static void coop_run(kiln_kernel_id_t kernel, kiln_kernel_variant_t variant, con
           c->tiling, kiln_vk_harness_caps(gpu_harness()), &config));
     }
     KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_B_KMAJOR, c->b_kmajor));
+    if (c->b_quads) {
+      KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_COOPMAT_B_QUADS, 1));
+    }
   }
   KILN_EXPECT_OK(kiln_kernel_config_set_spec(&config, KILN_SPEC_GEMM_ACTIVATION,
                                              c->epilogue ? KILN_ACT_RELU : KILN_ACT_NONE));
@@ -159,7 +163,8 @@ static void coop_run(kiln_kernel_id_t kernel, kiln_kernel_variant_t variant, con
                      kiln_kernel_desc(kernel)->name, f16 ? "_f16" : "", c->m, c->n, c->k,
                      c->trans_a ? " transA" : "", c->trans_b ? " transB" : "",
                      c->epilogue ? " bias+residual+relu" : "", tiling,
-                     c->b_kmajor ? ", B k-major" : "", bad, samples, worst_at, got[worst_at],
+                     c->b_kmajor ? ", B k-major" : (c->b_quads ? ", B by quads" : ""), bad,
+                     samples, worst_at, got[worst_at],
                      worst_want);
   }
   free(ha);
@@ -254,6 +259,26 @@ KILN_TEST(GpuCoopmatTest, EdgeSizesMatchReference) {
     }
   }
   KILN_EXPECT_EQ(runs, 2 * n_sizes * n_sizes * n_sizes);
+}
+
+// B n-major with rows that start 4-aligned but not 8 (a 14x14 image's
+// 196 columns: KILN_SPEC_COOPMAT_B_QUADS loads each run of 8 as two
+// quads), and 8-aligned rows under the same spec, across the tilings,
+// with the epilogue and without, k whole and not.
+KILN_TEST(GpuCoopmatTest, QuadAlignedRowsMatchReference) {
+  if (!have_coopmat()) return;
+  static const uint32_t kShapes[][3] = {
+      {256, 196, 1024}, {64, 196, 64}, {17, 52, 40}, {130, 20, 257}, {1024, 196, 256},
+      {48, 996, 96},    {33, 200, 72}};
+  for (size_t t = 0; t <= kiln_kernel_coopmat_candidate_count(); ++t) {
+    const kiln_kernel_coopmat_tiling_t* tiling =
+        t ? kiln_kernel_coopmat_candidate(t - 1) : NULL;
+    for (size_t i = 0; i < sizeof(kShapes) / sizeof(kShapes[0]); ++i) {
+      coop_case_t c = {kShapes[i][0], kShapes[i][1], kShapes[i][2], false, false,
+                       (i + t) % 2 == 0, false, tiling, true};
+      coop_run(KILN_KERNEL_GEMM_COOPMAT, KILN_KERNEL_VARIANT_FP16_STORAGE, &c, true);
+    }
+  }
 }
 
 // fp32 inputs that fp16 cannot hold: the f32 build rounds while staging.
