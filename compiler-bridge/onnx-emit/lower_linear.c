@@ -136,34 +136,32 @@ kiln_kernel_id_t kiln_lower_gemm_kernel(const kiln_lower_t* l, const kiln_kernel
   return blocks < KILN_GEMM_SMALL_BLOCKS ? KILN_KERNEL_GEMM_SMALL : KILN_KERNEL_GEMM;
 }
 
-// A 1x1 conv over 1x1 images (a squeeze-and-excitation block's) as the
-// product of the images' rows and the transposed weight, y [n x co] =
-// x [n x ci] . W^T: one row at batch 1, so gemv, which reads W along its
-// rows with every k slice busy. As W . x[n] (co x 1 per image) the product
-// took gemm_small blocks of one column, k split over dispatches and a sum:
-// 12-18 us a squeeze of EfficientNet-B0 on an H200.
-static kiln_status_t kiln_lower_conv_rows(const kiln_lower_t* l, const kiln_lower_epilogue_t* e,
-                                          uint32_t n, uint32_t ci, uint32_t co) {
+// Records a 1x1 conv's product `p` (gemm's ABI) with the conv's bias
+// (input 2) and epilogue; A is the node's input `a_input`, B `b_input`
+// (0 the image, 1 the weight).
+static kiln_status_t kiln_lower_conv_product(const kiln_lower_t* l,
+                                             const kiln_lower_epilogue_t* e,
+                                             const kiln_kernel_gemm_params_t* p,
+                                             size_t a_input, size_t b_input) {
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
-  kiln_kernel_gemm_params_t p = {
-      .m = n, .n = co, .k = ci, .batch = 1,
-      .a_batch_stride = 0, .a_row_stride = ci, .a_col_stride = 1,
-      .b_batch_stride = 0, .b_row_stride = 1, .b_col_stride = ci,
-      .c_batch_stride = 0, .c_row_stride = co,
-      .bias_batch_stride = 0, .bias_row_stride = 0, .bias_col_stride = 1,
-      .residual_batch_stride = 0, .residual_row_stride = co,
-      .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
+  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, p), .push = p,
                                     .binding_count = 5, .written_mask = 1u << 4,
                                     .grid = KILN_EMIT_GRID_GEMM};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[1]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, a_input, &desc.bindings[0]));
+  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, b_input, &desc.bindings[1]));
   desc.bindings[2] = desc.bindings[0];
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
 }
 
-// conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs).
+// conv2d as one gemm when it is a plain 1x1 (MobileNet's pointwise convs):
+// y[n] = W [co x ci] . x[n] [ci x hw], a per-row bias. Over 1x1 images (a
+// squeeze-and-excitation block's) the product of the images' rows and the
+// transposed weight instead, y [n x co] = x [n x ci] . W^T, a per-column
+// bias: one row at batch 1, so gemv, which reads W along its rows with
+// every k slice busy. As W . x[n] (co x 1 per image) the product took
+// gemm_small blocks of one column, k split over dispatches and a sum:
+// 12-18 us a squeeze of EfficientNet-B0 on an H200.
 static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
                                           const kiln_lower_epilogue_t* e,
                                           const kiln_graph_shape_t* x,
@@ -171,9 +169,18 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
   uint32_t n = (uint32_t)x->dims[0], ci = (uint32_t)x->dims[1];
   uint32_t co = (uint32_t)y->dims[1];
   uint32_t hw = (uint32_t)(y->dims[2] * y->dims[3]);
-  if (hw == 1) return kiln_lower_conv_rows(l, e, n, ci, co);
-  bool has_bias = kiln_lower_in(l, 2) != NULL;
-  kiln_kernel_gemm_params_t p = {
+  if (hw == 1) {
+    const kiln_kernel_gemm_params_t rows = {
+        .m = n, .n = co, .k = ci, .batch = 1,
+        .a_batch_stride = 0, .a_row_stride = ci, .a_col_stride = 1,
+        .b_batch_stride = 0, .b_row_stride = 1, .b_col_stride = ci,
+        .c_batch_stride = 0, .c_row_stride = co,
+        .bias_batch_stride = 0, .bias_row_stride = 0, .bias_col_stride = 1,
+        .residual_batch_stride = 0, .residual_row_stride = co,
+        .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
+    return kiln_lower_conv_product(l, e, &rows, 0, 1);
+  }
+  const kiln_kernel_gemm_params_t p = {
       .m = co, .n = hw, .k = ci, .batch = n,
       .a_batch_stride = 0, .a_row_stride = ci, .a_col_stride = 1,
       .b_batch_stride = ci * hw, .b_row_stride = hw, .b_col_stride = 1,
@@ -181,16 +188,8 @@ static kiln_status_t kiln_lower_conv_gemm(const kiln_lower_t* l,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = co * hw, .residual_row_stride = hw,
       .scale = 1.0f, .alpha = e->alpha, .beta = e->beta};
-  kiln_emit_dispatch_desc_t desc = {.kernel = kiln_lower_gemm_kernel(l, &p), .push = &p,
-                                    .binding_count = 5, .written_mask = 1u << 4,
-                                    .grid = KILN_EMIT_GRID_GEMM};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 1, &desc.bindings[0]));
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &desc.bindings[1]));
-  desc.bindings[2] = desc.bindings[0];
-  if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
-  return kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
+  return kiln_lower_conv_product(l, e, &p, 1, 0);
 }
-
 
 // Zero-pads `in` into `out` (the pad kernel): a tensor of `rank` dims
 // `in_dims`, placed at `begin` inside `out_dims`. The outermost dim goes to
