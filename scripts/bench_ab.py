@@ -145,13 +145,16 @@ def main():
             np.abs(got - first.astype(np.float64).reshape(reference.shape)).max() / scale))
         if args.profiles:
             os.makedirs(args.profiles, exist_ok=True)
-            text = run(name, module, ["--call_count=10", "--slowest_dispatches=100000"])
+            # As many calls as the timed rounds: ten calls of a batch-1
+            # model leave the GPU at its idle clock (345 MHz on the H200).
+            text = run(name, module, ["--call_count=%d" % max(10, args.calls),
+                                      "--slowest_dispatches=100000"])
             with open(os.path.join(args.profiles, "%s_%s_%s.txt" % (
                     name, args.precision, label)), "w") as f:
                 f.write(text)
             profiles[(name, label)] = kernel_times(text)
     if profiles:
-        print("\nGPU time a call by kernel (--profiles; mean of 10 calls):")
+        print("\nGPU time a call by kernel (--profiles; mean of %d calls):" % max(10, args.calls))
         print("| model | setting | kernel | dispatches | ms a call |")
         print("|---|---|---|---|---|")
         for (name, label), totals in profiles.items():

@@ -102,6 +102,15 @@ def matmul(n):
     return build
 
 
+def conv3x3(channels, size, batch=1):
+    def build(seed):
+        model = seeded(torch.nn.Conv2d(channels, channels, 3, padding=1), seed)
+        generator = torch.Generator().manual_seed(seed + 1)
+        x = torch.randn(batch, channels, size, size, generator=generator)
+        return model, (x,)
+    return build
+
+
 # name -> (builder, FLOPs per call or None)
 MODELS = {
     "mobilenet_v2": (vision("mobilenet_v2"), None),
@@ -113,6 +122,9 @@ MODELS = {
     "resnet50_batch32": (vision("resnet50", batch=32), None),
     "matmul_4096": (matmul(4096), 2 * 4096 ** 3),
     "matmul_1024": (matmul(1024), 2 * 1024 ** 3),
+    # One 3x3 conv whose columns (75 MB at f16) pass a 32 MiB binding
+    # (--max-storage-range): gemm_coopmat reads its windows in place.
+    "conv3x3_256ch_128px": (conv3x3(256, 128), 2 * 256 * 256 * 9 * 128 * 128),
 }
 DEFAULT_CUDA = ["mobilenet_v2", "resnet18", "resnet50", "efficientnet_b0", "bert_base_seq128",
                 "vit_b_16", "resnet50_batch32", "matmul_4096"]

@@ -46,11 +46,15 @@ static inline bool kiln_emit_same_range(const kiln_emit_range_t* a, const kiln_e
          a->length == b->length;
 }
 
+// Most op spec constants of one executable (its config holds them beside
+// the tiling's, KILN_KERNEL_MAX_SPEC_VALUES).
+#define KILN_EMIT_MAX_OPS 12
+
 typedef struct kiln_emit_executable_t {
   kiln_kernel_id_t kernel;
   kiln_kernel_storage_t storage;  // fp16: the kernel's _f16 build
   size_t op_count;
-  kiln_kernel_spec_value_t ops[8];
+  kiln_kernel_spec_value_t ops[KILN_EMIT_MAX_OPS];
   kiln_kernel_config_t configs[KILN_ONNX_COMPILE_MAX_TARGETS];
   char name[96];
 } kiln_emit_executable_t;
@@ -171,6 +175,7 @@ typedef struct kiln_emit_program_t {
   size_t host_op_count, host_op_capacity;
   bool no_fallback;  // kiln_onnx_compile_options_t.no_fallback
   bool cooperative_matrix;  // kiln_onnx_compile_options_t.cooperative_matrix
+  bool conv_windows;        // kiln_onnx_compile_options_t.conv_windows
   // Weight-only quantization (lower_qweight.c): the layout (0: none), the
   // statistics stream, and what was quantized or kept fp32.
   int quantize;
@@ -258,6 +263,9 @@ typedef struct kiln_emit_dispatch_desc_t {
   uint32_t written_mask;  // bit per binding the kernel writes
   kiln_emit_grid_t grid;
   uint64_t grid_count;  // LINEAR: values; ROWS: rows
+  // gemm_coopmat: B (binding 1) is this conv's input, read as its windows
+  // (KILN_SPEC_COOPMAT_CONV_*); NULL: B is a matrix.
+  const kiln_kernel_conv2d_params_t* b_windows;
 } kiln_emit_dispatch_desc_t;
 
 // Target `target`'s configuration of `desc`'s kernel (gemm_small and
@@ -276,6 +284,12 @@ kiln_status_t kiln_emit_dispatch_grid(const kiln_kernel_config_t* config,
 // node's).
 uint64_t kiln_emit_desc_float_bytes(const kiln_emit_program_t* program,
                                     const kiln_emit_dispatch_desc_t* desc);
+
+// Whether a conv's geometry fits gemm_coopmat's packed window constants
+// (KILN_SPEC_COOPMAT_CONV_*), and those four values.
+bool kiln_emit_conv_windows_fit(const kiln_kernel_conv2d_params_t* c);
+kiln_status_t kiln_emit_conv_windows_specs(const kiln_kernel_conv2d_params_t* c,
+                                           uint32_t out[4]);
 
 // Finds or makes the executable and computes every target's grid.
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,

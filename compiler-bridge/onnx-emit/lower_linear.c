@@ -250,7 +250,13 @@ static bool kiln_lower_winograd_targets(const kiln_lower_t* l) {
 // conv's epilogue, on tensor cores (gemm_coopmat) or, on desktop GPUs
 // without them, on the SIMT gemm. Only where K is at least 32 and co and P
 // at least 16, and the columns fit one binding; *out_done false otherwise,
-// nothing recorded (the conv stays on conv2d_gemm, implicit GEMM).
+// nothing recorded (the conv stays on conv2d_gemm, implicit GEMM). On
+// tensor cores, columns past a binding or 32-bit offsets are not needed:
+// gemm_coopmat reads the windows from x itself (b_windows). It does not
+// replace columns that fit: on the H200 (f16, bench_ab.py) ResNet-50 ran
+// 1.046x the time with every 3x3 conv reading its windows (each k step's
+// gathered loads cost 0.3-0.5 us against one uvec4 a run, as much as the
+// copy they save), ResNet-18 0.951x, ResNet-50 batch 32 0.994x.
 // Tensor cores: on an H100 ResNet-50 f16's 3x3 convs took 0.96 ms on
 // conv2d_gemm_f16 (SIMT). A K that is not a multiple of 8 (a 7x7 stem over
 // 3 channels: 147) is taken when the weight is a constant fp32 tensor: it
@@ -281,24 +287,36 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
   }
   const uint64_t elem = kiln_emit_float_bytes(l->program);
   const uint64_t cols = N * K * P8;
-  if (cols * elem > kiln_emit_range_limit(l->program) || cols > UINT32_MAX ||
-      (!coop && cols * elem > KILN_SIMT_COLUMNS_MAX_BYTES)) {
-    return kiln_ok_status();
-  }
+  const bool columns_fit = cols * elem <= kiln_emit_range_limit(l->program) &&
+                           cols <= UINT32_MAX &&
+                           (coop || cols * elem <= KILN_SIMT_COLUMNS_MAX_BYTES);
+  // Columns that do not fit: tensor cores read the windows from x in place
+  // where the geometry packs into gemm_coopmat's constants and x's
+  // offsets stay below 2^31 (KILN_SPEC_COOPMAT_CONV_*; slower per k step
+  // than whole runs of columns, so only here, see below).
+  const bool windows = coop && (!columns_fit || l->program->conv_windows) &&
+                       kiln_emit_conv_windows_fit(c) &&
+                       N * C * c->in_height * c->in_width <= INT32_MAX;
+  if (!columns_fit && !windows) return kiln_ok_status();
   kiln_emit_range_t xcol;
-  KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, cols * elem, &xcol));
-  kiln_emit_dispatch_desc_t columns = {.kernel = KILN_KERNEL_CONV_COLUMNS, .push = c,
-                                       .binding_count = 2, .written_mask = 2u,
-                                       .grid = KILN_EMIT_GRID_LINEAR,
-                                       .grid_count = (uint32_t)(cols / 8)};
-  KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &columns.bindings[0]));
-  columns.bindings[1] = xcol;
-  KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &columns));
+  if (windows) {
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &xcol));
+  } else {
+    KILN_RETURN_IF_ERROR(kiln_emit_scratch(l->program, cols * elem, &xcol));
+    kiln_emit_dispatch_desc_t columns = {.kernel = KILN_KERNEL_CONV_COLUMNS, .push = c,
+                                         .binding_count = 2, .written_mask = 2u,
+                                         .grid = KILN_EMIT_GRID_LINEAR,
+                                         .grid_count = (uint32_t)(cols / 8)};
+    KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 0, &columns.bindings[0]));
+    columns.bindings[1] = xcol;
+    KILN_RETURN_IF_ERROR(kiln_emit_add_dispatch(l->program, &columns));
+  }
   const bool has_bias = kiln_lower_in(l, 2) != NULL;
   kiln_kernel_gemm_params_t p = {
       .m = (uint32_t)CO, .n = (uint32_t)P, .k = (uint32_t)K, .batch = (uint32_t)N,
       .a_batch_stride = 0, .a_row_stride = (uint32_t)(pad_rows ? K8 : K), .a_col_stride = 1,
-      .b_batch_stride = (uint32_t)(K * P8), .b_row_stride = (uint32_t)P8, .b_col_stride = 1,
+      .b_batch_stride = (uint32_t)(windows ? C * c->in_height * c->in_width : K * P8),
+      .b_row_stride = (uint32_t)P8, .b_col_stride = 1,
       .c_batch_stride = (uint32_t)(CO * P), .c_row_stride = (uint32_t)P,
       .bias_batch_stride = 0, .bias_row_stride = 1, .bias_col_stride = 0,
       .residual_batch_stride = (uint32_t)(CO * P), .residual_row_stride = (uint32_t)P,
@@ -308,7 +326,8 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
   // element); elsewhere the SIMT gemm it picks.
   kiln_emit_dispatch_desc_t desc = {
       .kernel = coop ? KILN_KERNEL_GEMM_COOPMAT : kiln_lower_gemm_kernel(l, &p), .push = &p,
-      .binding_count = 5, .written_mask = 1u << 4, .grid = KILN_EMIT_GRID_GEMM};
+      .binding_count = 5, .written_mask = 1u << 4, .grid = KILN_EMIT_GRID_GEMM,
+      .b_windows = windows ? c : NULL};
   if (pad_rows) {
     float* padded = NULL;
     KILN_RETURN_IF_ERROR(kiln_allocator_malloc(l->program->allocator,
@@ -329,7 +348,7 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
   if (has_bias) KILN_RETURN_IF_ERROR(kiln_lower_in_range(l, 2, &desc.bindings[2]));
   *out_done = true;
   // The columns stay held while split-K places its partials after them.
-  (void)kiln_emit_scratch_reserve(l->program, cols * elem);
+  (void)kiln_emit_scratch_reserve(l->program, windows ? 0 : cols * elem);
   kiln_status_t status = kiln_lower_finish_epilogue(l, e, has_bias, kGemmEpilogueSpecs, 0, &desc);
   (void)kiln_emit_scratch_reserve(l->program, 0);
   return status;

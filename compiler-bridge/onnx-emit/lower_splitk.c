@@ -110,6 +110,22 @@ static bool kiln_splitk_norm_may_take(const kiln_lower_t* l, const kiln_kernel_g
          kiln_splitk_reaches_norm(l->program->graph, l->node->outputs[0], 3);
 }
 
+// How far B moves for a part of `step` k: rows of B, or, where B is a
+// conv's windows (gemm_coopmat), whole input planes (false when a part
+// would cut a channel's taps).
+static bool kiln_splitk_b_step(const kiln_emit_dispatch_desc_t* desc, uint64_t step,
+                               uint64_t* out_b_step) {
+  const kiln_kernel_gemm_params_t* g = desc->push;
+  const kiln_kernel_conv2d_params_t* w = desc->b_windows;
+  if (!w) {
+    *out_b_step = step * g->b_row_stride;
+    return true;
+  }
+  const uint64_t taps = (uint64_t)w->kernel_h * w->kernel_w;
+  *out_b_step = step / taps * w->in_height * w->in_width;
+  return taps != 0 && step % taps == 0;
+}
+
 // Equal parts of a gemm_coopmat product and their sum as one
 // gemm_coopmat_split dispatch: each part's blocks write f32 partials, the
 // last part of each block to finish sums them in order and runs the
@@ -134,9 +150,10 @@ static kiln_status_t kiln_splitk_fused(const kiln_lower_t* l, const kiln_emit_di
   gp.k = (uint32_t)step;
   gp.batch = parts;
   gp.a_batch_stride = (uint32_t)(step * g->a_col_stride);
-  gp.b_batch_stride = (uint32_t)(step * g->b_row_stride);
-  if ((uint64_t)gp.a_batch_stride != step * g->a_col_stride ||
-      (uint64_t)gp.b_batch_stride != step * g->b_row_stride) {
+  uint64_t b_step = 0;
+  if (!kiln_splitk_b_step(desc, step, &b_step)) return kiln_ok_status();
+  gp.b_batch_stride = (uint32_t)b_step;
+  if ((uint64_t)gp.a_batch_stride != step * g->a_col_stride || gp.b_batch_stride != b_step) {
     return kiln_ok_status();
   }
   d.kernel = KILN_KERNEL_GEMM_COOPMAT_SPLIT;
@@ -210,6 +227,15 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
   // fp16 the chunks had split MobileNetV2's k-960 1x1 convs 384 + 384 +
   // 192, three dispatches where fp32 ran one.
   uint64_t step = 0;
+  if (gemm && desc->b_windows) {
+    // A conv's windows move by whole channels (kiln_splitk_b_step): the
+    // most parts up to the model's of equal runs of channels, 8 at least.
+    const kiln_kernel_conv2d_params_t* w = desc->b_windows;
+    const uint64_t taps = (uint64_t)w->kernel_h * w->kernel_w;
+    const uint64_t channels = taps ? k / taps : 0;
+    while (parts >= 2 && (channels % parts != 0 || (channels / parts) % 8 != 0)) --parts;
+    if (parts < 2 || channels * taps != k) return kiln_ok_status();
+  }
   if (gemm) {
     step = k / parts;
     if (k % parts != 0 || step % 8 != 0) {
@@ -221,7 +247,7 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
     step = (cig + parts - 1) / parts;
     parts = (uint32_t)((cig + step - 1) / step);
   }
-  if (parts < 2) return kiln_ok_status();
+  if (parts < 2 || (desc->b_windows && k != (uint64_t)parts * step)) return kiln_ok_status();
   if (coopmat && k == (uint64_t)parts * step && !kiln_splitk_norm_may_take(l, g, r, cols)) {
     bool fused = false;
     KILN_RETURN_IF_ERROR(kiln_splitk_fused(l, desc, r, parts, step, &fused));
@@ -246,10 +272,12 @@ kiln_status_t kiln_lower_add_split_k(const kiln_lower_t* l, const kiln_emit_disp
     gp.batch = parts;
     gp.scale = 1.0f;
     gp.a_batch_stride = (uint32_t)(step * g->a_col_stride);
-    gp.b_batch_stride = (uint32_t)(step * g->b_row_stride);
+    uint64_t b_step = 0;
+    const bool b_moves = kiln_splitk_b_step(desc, step, &b_step);
+    gp.b_batch_stride = (uint32_t)b_step;
     gp.c_batch_stride = (uint32_t)slice;
-    if ((uint64_t)gp.a_batch_stride != step * g->a_col_stride ||
-        (uint64_t)gp.b_batch_stride != step * g->b_row_stride) {
+    if (!b_moves || (uint64_t)gp.a_batch_stride != step * g->a_col_stride ||
+        gp.b_batch_stride != b_step) {
       return kiln_ok_status();
     }
     d.push = &gp;

@@ -353,6 +353,7 @@ static kiln_status_t kiln_onnx_compile_program(kiln_graph_t* graph,
   }
   program.no_fallback = options->no_fallback;
   program.cooperative_matrix = options->cooperative_matrix;
+  program.conv_windows = options->conv_windows;
   program.quantize = options->quantize;
   program.statistics_stream = options->statistics_stream;
   kiln_status_t status = kiln_ok_status();

@@ -374,7 +374,7 @@ kiln_status_t kiln_emit_select_config(const kiln_emit_program_t* program,
 static kiln_status_t kiln_emit_find_executable(
     kiln_emit_program_t* program, const kiln_emit_dispatch_desc_t* desc,
     kiln_kernel_storage_t storage, uint32_t* out_index) {
-  if (desc->op_count > 8) {
+  if (desc->op_count > KILN_EMIT_MAX_OPS) {
     return kiln_make_status(KILN_STATUS_INTERNAL, "too many op spec constants");
   }
   kiln_kernel_config_t configs[KILN_ONNX_COMPILE_MAX_TARGETS];
@@ -459,6 +459,26 @@ uint64_t kiln_emit_desc_float_bytes(const kiln_emit_program_t* program,
   return kiln_emit_float_bytes(program);
 }
 
+bool kiln_emit_conv_windows_fit(const kiln_kernel_conv2d_params_t* c) {
+  return c->in_height > 0 && c->in_height <= 0xffff && c->in_width > 0 &&
+         c->in_width <= 0xffff && c->kernel_h > 0 && c->kernel_h <= 0xff && c->kernel_w > 0 &&
+         c->kernel_w <= 0xff && c->stride_h <= 0xff && c->stride_w <= 0xff &&
+         c->pad_top <= 0xffff && c->pad_left <= 0xffff && c->dilation_h <= 0xff &&
+         c->dilation_w <= 0xff && c->out_width > 0 && c->out_width <= 0xffff;
+}
+
+kiln_status_t kiln_emit_conv_windows_specs(const kiln_kernel_conv2d_params_t* c,
+                                           uint32_t out[4]) {
+  if (!kiln_emit_conv_windows_fit(c)) {
+    return kiln_make_status(KILN_STATUS_INTERNAL, "conv windows past the packed geometry");
+  }
+  out[0] = c->in_height | c->in_width << 16;
+  out[1] = c->kernel_h | c->kernel_w << 8 | c->stride_h << 16 | c->stride_w << 24;
+  out[2] = c->pad_top | c->pad_left << 16;
+  out[3] = c->dilation_h | c->dilation_w << 8 | c->out_width << 16;
+  return kiln_ok_status();
+}
+
 kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
                                      const kiln_emit_dispatch_desc_t* desc) {
   const kiln_kernel_desc_t* kernel = kiln_kernel_desc(desc->kernel);
@@ -493,18 +513,32 @@ kiln_status_t kiln_emit_add_dispatch(kiln_emit_program_t* program,
   // gemm_coopmat stages B by its contiguous run: k-major for a transposed
   // weight ([n][k]), n-major otherwise (KILN_SPEC_COOPMAT_B_KMAJOR); an
   // n-major run that starts 4-aligned but not 8 loads as two quads
-  // (KILN_SPEC_COOPMAT_B_QUADS).
-  kiln_kernel_spec_value_t ops[8];
+  // (KILN_SPEC_COOPMAT_B_QUADS); a conv's windows are read from its input
+  // by their geometry (KILN_SPEC_COOPMAT_CONV_*).
+  kiln_kernel_spec_value_t ops[KILN_EMIT_MAX_OPS];
   kiln_emit_dispatch_desc_t coop;
-  if (kiln_kernel_is_gemm_coopmat(desc->kernel) && desc->op_count < 7) {
+  if (kiln_kernel_is_gemm_coopmat(desc->kernel)) {
+    if (desc->op_count + 5 > KILN_EMIT_MAX_OPS) {
+      return kiln_make_status(KILN_STATUS_INTERNAL, "gemm_coopmat: %zu op spec constants",
+                              desc->op_count);
+    }
     const kiln_kernel_gemm_params_t* p = desc->push;
-    const bool k_major = p->b_row_stride == 1 && p->b_col_stride != 1;
+    const kiln_kernel_conv2d_params_t* w = desc->b_windows;
+    const bool k_major = !w && p->b_row_stride == 1 && p->b_col_stride != 1;
     const uint32_t starts = p->b_row_stride | p->b_batch_stride;
     coop = *desc;
     if (desc->op_count) memcpy(ops, desc->ops, desc->op_count * sizeof(ops[0]));
     ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_B_KMAJOR, k_major};
-    if (!k_major && p->b_col_stride == 1 && (starts & 7) != 0 && (starts & 3) == 0 &&
-        storage == KILN_KERNEL_STORAGE_FP16) {
+    if (w) {
+      uint32_t geometry[4];
+      KILN_RETURN_IF_ERROR(kiln_emit_conv_windows_specs(w, geometry));
+      ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_CONV_IN, geometry[0]};
+      ops[coop.op_count++] =
+          (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_CONV_KERNEL, geometry[1]};
+      ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_CONV_PAD, geometry[2]};
+      ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_CONV_OUT, geometry[3]};
+    } else if (!k_major && p->b_col_stride == 1 && (starts & 7) != 0 && (starts & 3) == 0 &&
+               storage == KILN_KERNEL_STORAGE_FP16) {
       ops[coop.op_count++] = (kiln_kernel_spec_value_t){KILN_SPEC_COOPMAT_B_QUADS, 1};
     }
     coop.ops = ops;

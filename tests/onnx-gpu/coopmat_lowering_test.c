@@ -182,19 +182,6 @@ KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
   }
 }
 
-// Compiled only: columns past 2^32 values (4 images of 256 channels at
-// 512x512, 3x3: 2.4 G) do not fit the kernels' 32-bit indices, so the conv
-// keeps conv2d_gemm (implicit GEMM, no columns) rather than a column copy.
-KILN_TEST(OnnxGpuCoopmatTest, ColumnsPastIndexRangeKeepImplicitGemm) {
-  const kiln_conv_case_t huge = {{4, 256, 512, 512}, {256, 256, 3, 3}, {1, 1, 1, 1}, 1, 1,
-                                 false, true};
-  kiln_gpu_capture_t assembly;
-  coop_conv_compile(&huge, &assembly);
-  KILN_EXPECT_TRUE(strstr(assembly.text, "executable conv_columns_f16") == NULL);
-  KILN_EXPECT_TRUE(strstr(assembly.text, "executable conv2d_gemm_f16") != NULL);
-  kiln_gpu_capture_release(&assembly);
-}
-
 KILN_TEST(OnnxGpuCoopmatTest, SplitKAndTransposedProducts) {
   char triple[128];
   if (!coop_device_triple(triple, sizeof(triple))) return;

@@ -42,6 +42,9 @@ static void kiln_compile_onnx_usage(FILE* stream) {
           "                           gemm_coopmat (tensor cores) when every target has\n"
           "                           cooperative matrix; others keep gemm_f16\n"
           "  --no-cooperative-matrix  keep every f16 product on the SIMT kernels\n"
+          "  --conv-windows           on tensor cores, KxK convs read their windows\n"
+          "                           in place instead of through a columns copy\n"
+          "                           (less transient memory, about the same speed)\n"
           "  --no-fallback            refuse nodes without a GPU kernel instead of\n"
           "                           running them on the host between GPU segments\n"
           "                           (TopK, NonZero, NonMaxSuppression)\n"
@@ -195,6 +198,8 @@ int kiln_compile_onnx_main(int argc, char** argv) {
       options.cooperative_matrix = true;
     } else if (strcmp(arg, "--no-cooperative-matrix") == 0) {
       options.cooperative_matrix = false;
+    } else if (strcmp(arg, "--conv-windows") == 0) {
+      options.conv_windows = true;
     } else if (strncmp(arg, "--quantize=", 11) == 0) {
       kiln_quant_layout_t layout;
       kiln_status_t status = kiln_quant_layout_parse(arg + 11, &layout);

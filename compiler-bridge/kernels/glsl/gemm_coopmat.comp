@@ -79,8 +79,31 @@ layout(constant_id = KILN_SPEC_COOPMAT_BK) const uint SPEC_BK = KILN_CM_BK;
 const bool BUILD_MATCHES = SPEC_WARPS_M == WARPS_M && SPEC_WARPS_N == WARPS_N &&
                            SPEC_TILES_M == TILES_M && SPEC_TILES_N == TILES_N &&
                            SPEC_BK == BK && gl_WorkGroupSize.x == THREADS;
-layout(constant_id = KILN_SPEC_COOPMAT_B_KMAJOR) const bool B_KMAJOR = false;
-layout(constant_id = KILN_SPEC_COOPMAT_B_QUADS) const bool B_QUADS = false;
+// B as a conv's windows over its input image (implicit GEMM, n-major runs
+// of output pixels; kernels_codes.h packs the geometry): no columns copy
+// of the windows before the product. Zero-valued or zero-sized fields
+// read as 1 where they divide, so a malformed module cannot divide by 0.
+layout(constant_id = KILN_SPEC_COOPMAT_CONV_IN) const uint CONV_IN = 0;
+layout(constant_id = KILN_SPEC_COOPMAT_CONV_KERNEL) const uint CONV_KERNEL = 0x01010101;
+layout(constant_id = KILN_SPEC_COOPMAT_CONV_PAD) const uint CONV_PAD = 0;
+layout(constant_id = KILN_SPEC_COOPMAT_CONV_OUT) const uint CONV_OUT = 0x00010101;
+const bool B_CONV = CONV_IN != 0;
+const uint CV_IH = CONV_IN & 0xffffu, CV_IW = CONV_IN >> 16;
+const uint CV_KH = CONV_KERNEL & 0xffu, CV_KW0 = (CONV_KERNEL >> 8) & 0xffu;
+const uint CV_KW = CV_KW0 == 0 ? 1 : CV_KW0;
+const uint CV_TAPS0 = CV_KH * CV_KW;
+const uint CV_TAPS = CV_TAPS0 == 0 ? 1 : CV_TAPS0;
+const uint CV_SH = (CONV_KERNEL >> 16) & 0xffu, CV_SW = CONV_KERNEL >> 24;
+const uint CV_PT = CONV_PAD & 0xffffu, CV_PL = CONV_PAD >> 16;
+const uint CV_DH = CONV_OUT & 0xffu, CV_DW = (CONV_OUT >> 8) & 0xffu;
+const uint CV_OW0 = CONV_OUT >> 16;
+const uint CV_OW = CV_OW0 == 0 ? 1 : CV_OW0;
+const uint CV_PLANE = CV_IH * CV_IW;
+// Windows stage n-major, whatever the layout constants say.
+layout(constant_id = KILN_SPEC_COOPMAT_B_KMAJOR) const bool SPEC_B_KMAJOR = false;
+layout(constant_id = KILN_SPEC_COOPMAT_B_QUADS) const bool SPEC_B_QUADS = false;
+const bool B_KMAJOR = SPEC_B_KMAJOR && !B_CONV;
+const bool B_QUADS = SPEC_B_QUADS && !B_CONV;
 
 #ifdef KILN_FP16_STORAGE
 layout(set = 0, binding = 0) readonly buffer ABuffer { uvec4 a8[]; };
@@ -157,6 +180,8 @@ bool a_fast, b_fast;  // whole uvec4 loads along A's k / B's run
 float a_at(uint i) { return unpackHalf2x16(a8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
 float b_at(uint i) { return unpackHalf2x16(b8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)).x; }
 uvec4 a_load8(uint i) { return a8[i >> 3]; }
+// Element i of B as its 16 bits.
+uint b_bits(uint i) { return (b8[i >> 3][(i >> 1) & 3] >> ((i & 1) * 16)) & 0xffffu; }
 uvec4 b_load8(uint i) {
   return B_QUADS && !B_KMAJOR ? uvec4(b4q[i >> 2], b4q[(i >> 2) + 1]) : b8[i >> 3];
 }
@@ -168,6 +193,7 @@ uvec4 kiln_pack8(vec4 lo, vec4 hi) {
                packHalf2x16(hi.zw));
 }
 uvec4 a_load8(uint i) { return kiln_pack8(a4[i >> 2], a4[(i >> 2) + 1]); }
+uint b_bits(uint i) { return packHalf2x16(vec2(b_at(i), 0.0)); }
 uvec4 b_load8(uint i) { return kiln_pack8(b4[i >> 2], b4[(i >> 2) + 1]); }
 #endif
 
@@ -200,6 +226,78 @@ uvec4 kiln_fetch_b(uint gk, uint gn) {
   return r;
 }
 
+#ifdef KILN_FP16_STORAGE
+// Rows of quads: stride 1 along w, and image rows of whole quads in x and
+// in the output, so 4 output pixels from a multiple of 4 are 4 adjacent
+// input values of one row, at most two quads.
+const bool CV_QUADS = CV_SW == 1 && CV_OW % 4 == 0 && CV_IW % 4 == 0;
+bool cv_quads;  // and B's batches start on quads (set in main)
+
+// Input values (ih, iw0 .. iw0 + 3) of the plane at `at` as 4 halves,
+// zero outside the plane: two quad loads and a shift by iw0's place.
+uvec2 kiln_fetch4_conv(uint at, int ih, int iw0, bool live) {
+  // Negative only where masked (the lowering keeps x below 2^31 values).
+  const int a = int(at) + ih * int(CV_IW) + iw0;
+  const int q = a >> 2;                           // floor
+  const uint o = uint(a) & 3u;
+  const uvec2 q0 = b4q[uint(max(q, 0))], q1 = b4q[uint(max(q + 1, 0))];
+  const uint x0 = o >= 2 ? q0.y : q0.x, x1 = o >= 2 ? q1.x : q0.y, x2 = o >= 2 ? q1.y : q1.x;
+  const uvec2 r = (o & 1u) != 0 ? uvec2((x0 >> 16) | (x1 << 16), (x1 >> 16) | (x2 << 16))
+                                : uvec2(x0, x1);
+  const bool row = live && uint(ih) < CV_IH;
+  const uint m0 = (row && uint(iw0) < CV_IW ? 0xffffu : 0u) |
+                  (row && uint(iw0 + 1) < CV_IW ? 0xffff0000u : 0u);
+  const uint m1 = (row && uint(iw0 + 2) < CV_IW ? 0xffffu : 0u) |
+                  (row && uint(iw0 + 3) < CV_IW ? 0xffff0000u : 0u);
+  return r & uvec2(m0, m1);
+}
+#endif
+
+// 8 values of B at (gk, gn..gn+7) as a conv's windows (B_CONV): input
+// channel c, tap (i, j) of row gk; output pixels gn.. walking the rows of
+// the output image; zero outside x (the conv's pad), past n and past k.
+// By quads where the rows allow, else value by value; the 8 pixels'
+// coordinates are independent of each other (a row of at least 8 wraps
+// at most once), so their loads issue together.
+uvec4 kiln_fetch_b_conv(uint gk, uint gn) {
+  const bool live = gk < p.k;
+  const uint c = gk / CV_TAPS, tap = gk - c * CV_TAPS;
+  const uint i = tap / CV_KW, j = tap - i * CV_KW;
+  const int dy = int(i * CV_DH) - int(CV_PT), dx = int(j * CV_DW) - int(CV_PL);
+  const uint at = b_base + c * CV_PLANE;
+#ifdef KILN_FP16_STORAGE
+  if (CV_QUADS && cv_quads) {
+    uvec2 h[2];
+    [[unroll]] for (uint e = 0; e < 2; ++e) {
+      const uint n = gn + 4 * e;
+      const uint oh = n / CV_OW, ow = n - oh * CV_OW;
+      h[e] = kiln_fetch4_conv(at, int(oh * CV_SH) + dy, int(ow) + dx, live && n < p.n);
+    }
+    return uvec4(h[0], h[1]);
+  }
+#endif
+  const uint oh0 = gn / CV_OW, ow0 = gn - oh0 * CV_OW;
+  uvec4 r = uvec4(0);
+  [[unroll]] for (uint e = 0; e < 8; ++e) {
+    uint oh, ow;
+    if (CV_OW >= 8) {
+      const bool wrap = ow0 + e >= CV_OW;
+      ow = wrap ? ow0 + e - CV_OW : ow0 + e;
+      oh = oh0 + uint(wrap);
+    } else {
+      oh = (gn + e) / CV_OW;
+      ow = gn + e - oh * CV_OW;
+    }
+    const int ih = int(oh * CV_SH) + dy, iw = int(ow * CV_SW) + dx;
+    // Unsigned compares take the negative coordinates too. Every load
+    // issues (a value outside reads B's first), so none waits on a branch.
+    const bool inside = live && gn + e < p.n && uint(ih) < CV_IH && uint(iw) < CV_IW;
+    const uint bits = b_bits(inside ? at + uint(ih) * CV_IW + uint(iw) : 0u);
+    r[e >> 1] |= (inside ? bits : 0u) << ((e & 1) * 16);
+  }
+  return r;
+}
+
 uvec4 kiln_a_stage[A_SLOTS];
 uvec4 kiln_b_stage[B_SLOTS];
 
@@ -220,7 +318,10 @@ void kiln_fetch(uint row0, uint col0, uint k0, bool whole) {
     const uint q = tid + s * THREADS;
     const uint r = q / B_RUN8, c = (q % B_RUN8) * 8;
     uvec4 v = uvec4(0);
-    if (B_KMAJOR) {
+    if (B_CONV) {
+      const uint gk = k0 + r, gn = col0 + c;
+      if (q < B_VECS) v = kiln_fetch_b_conv(gk, gn);
+    } else if (B_KMAJOR) {
       const uint gn = col0 + r, gk = k0 + c;
       if (q < B_VECS && gn < p.n) {
         v = whole ? b_load8(b_base + gn * p.b_col_stride + gk) : kiln_fetch_b(gk, gn);
@@ -339,9 +440,12 @@ void main() {
 #endif
   a_fast = p.a_col_stride == 1 && (p.a_row_stride & ALIGN) == 0 &&
            (p.a_batch_stride & ALIGN) == 0;
-  b_fast = (p.b_batch_stride & B_ALIGN) == 0 &&
-           (B_KMAJOR ? p.b_row_stride == 1 && (p.b_col_stride & B_ALIGN) == 0
-                     : p.b_col_stride == 1 && (p.b_row_stride & B_ALIGN) == 0);
+#ifdef KILN_FP16_STORAGE
+  cv_quads = (p.b_batch_stride & 3) == 0;
+#endif
+  b_fast = B_CONV || ((p.b_batch_stride & B_ALIGN) == 0 &&
+                      (B_KMAJOR ? p.b_row_stride == 1 && (p.b_col_stride & B_ALIGN) == 0
+                                : p.b_col_stride == 1 && (p.b_row_stride & B_ALIGN) == 0));
   const bool fast = a_fast && b_fast;
   c_vec4 = (p.c_batch_stride & 3) == 0 && (p.c_row_stride & 3) == 0 &&
            (!HAS_RESIDUAL || ((p.residual_batch_stride & 3) == 0 &&

@@ -48,7 +48,7 @@ typedef enum kiln_kernel_storage_e {
   KILN_KERNEL_STORAGE_FP16 = 1,  // the caller stores this tensor in fp16
 } kiln_kernel_storage_t;
 
-#define KILN_KERNEL_MAX_SPEC_VALUES 12
+#define KILN_KERNEL_MAX_SPEC_VALUES 16
 
 typedef struct kiln_kernel_spec_value_t {
   uint32_t id;     // constant_id (kernels_codes.h KILN_SPEC_*)
