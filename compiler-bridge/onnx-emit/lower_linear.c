@@ -115,6 +115,9 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // Least multiply-adds per image of a 1x1 conv worth its columns copy (see
 // kiln_lower_conv).
 #define KILN_COOPMAT_MIN_COLUMNS_MACS (32u << 20)
+// Most output pixels per image of a stride-1 KxK conv that reads its
+// windows in place on tensor cores by default (kiln_lower_conv_columns).
+#define KILN_COOPMAT_WINDOWS_MAX_PIXELS 1024u
 // Most columns a KxK conv gathers for the SIMT gemm (kiln_lower_conv_columns).
 #define KILN_SIMT_COLUMNS_MAX_BYTES (128ull << 20)
 
@@ -252,11 +255,14 @@ static bool kiln_lower_winograd_targets(const kiln_lower_t* l) {
 // at least 16, and the columns fit one binding; *out_done false otherwise,
 // nothing recorded (the conv stays on conv2d_gemm, implicit GEMM). On
 // tensor cores, columns past a binding or 32-bit offsets are not needed:
-// gemm_coopmat reads the windows from x itself (b_windows). It does not
-// replace columns that fit: on the H200 (f16, bench_ab.py) ResNet-50 ran
-// 1.046x the time with every 3x3 conv reading its windows (each k step's
-// gathered loads cost 0.3-0.5 us against one uvec4 a run, as much as the
-// copy they save), ResNet-18 0.951x, ResNet-50 batch 32 0.994x.
+// gemm_coopmat reads the windows from x itself (b_windows), and so do
+// stride-1 KxK convs of at most KILN_COOPMAT_WINDOWS_MAX_PIXELS per image:
+// per dispatch on the H200 (f16) their products took 1-3 us less than
+// product and copy at 28x28, 14x14 and 7x7, 1-3 us more at 56x56, and
+// strided ones up to 14 us more (their loads skip half of what they
+// fetch). With every KxK conv on windows ResNet-50 ran 1.041x the time
+// (ResNet-18 0.935x, ResNet-50 batch 32 0.988x); with this rule 0.999x
+// (0.95x, 0.99x; docs/precision.md).
 // Tensor cores: on an H100 ResNet-50 f16's 3x3 convs took 0.96 ms on
 // conv2d_gemm_f16 (SIMT). A K that is not a multiple of 8 (a 7x7 stem over
 // 3 channels: 147) is taken when the weight is a constant fp32 tensor: it
@@ -290,11 +296,14 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
   const bool columns_fit = cols * elem <= kiln_emit_range_limit(l->program) &&
                            cols <= UINT32_MAX &&
                            (coop || cols * elem <= KILN_SIMT_COLUMNS_MAX_BYTES);
-  // Columns that do not fit: tensor cores read the windows from x in place
-  // where the geometry packs into gemm_coopmat's constants and x's
-  // offsets stay below 2^31 (KILN_SPEC_COOPMAT_CONV_*; slower per k step
-  // than whole runs of columns, so only here, see below).
-  const bool windows = coop && (!columns_fit || l->program->conv_windows) &&
+  // Tensor cores read the windows from x in place (KILN_SPEC_COOPMAT_CONV_*)
+  // where the geometry packs into gemm_coopmat's constants and x's offsets
+  // stay below 2^31: for columns that would not fit, for the convs where
+  // that measured faster than the copy (see above), or every conv under
+  // --conv-windows.
+  const bool faster = c->stride_h == 1 && c->stride_w == 1 && KH * KW > 1 &&
+                      P <= KILN_COOPMAT_WINDOWS_MAX_PIXELS;
+  const bool windows = coop && (!columns_fit || l->program->conv_windows || faster) &&
                        kiln_emit_conv_windows_fit(c) &&
                        N * C * c->in_height * c->in_width <= INT32_MAX;
   if (!columns_fit && !windows) return kiln_ok_status();

@@ -1,7 +1,8 @@
 // KxK convs whose windows gemm_coopmat reads from the input in place
 // (KILN_SPEC_COOPMAT_CONV_*: no conv_columns copy), under
-// --conv-windows, and wherever the columns would pass a binding or 32-bit
-// offsets. Compiled-only checks (they run in CI): the packed geometry in
+// --conv-windows, for stride-1 KxK convs of up to 1024 pixels, and
+// wherever the columns would pass a binding or 32-bit offsets.
+// Compiled-only checks (they run in CI): the packed geometry in
 // the executable's name, no columns, no pad or strided copy; geometry past
 // the packing keeps the columns. On a device with cooperative matrix (the
 // GPU machine; lavapipe skips) every case runs against the C reference
@@ -100,8 +101,9 @@ KILN_TEST(OnnxGpuConvWindowsTest, WindowsPackTheGeometry) {
 // Compiled only, without --conv-windows: columns past 2^32 values (4
 // images of 256 channels at 512x512, 3x3: 2.4 G) fit no binding and no
 // 32-bit offset, so gemm_coopmat reads the windows (the conv used to fall
-// back to conv2d_gemm, SIMT); columns that fit stay columns.
-KILN_TEST(OnnxGpuConvWindowsTest, ColumnsPastIndexRangeReadWindowsInPlace) {
+// back to conv2d_gemm, SIMT); a strided conv's columns that fit stay
+// columns; a stride-1 3x3 at 14x14 reads its windows (the default rule).
+KILN_TEST(OnnxGpuConvWindowsTest, WindowsByDefaultWhereFasterOrColumnsPassRange) {
   const kiln_conv_case_t huge = {{4, 256, 512, 512}, {256, 256, 3, 3}, {1, 1, 1, 1}, 1, 1,
                                  false, true};
   kiln_gpu_capture_t assembly;
@@ -113,9 +115,15 @@ KILN_TEST(OnnxGpuConvWindowsTest, ColumnsPastIndexRangeReadWindowsInPlace) {
   KILN_EXPECT_TRUE(strstr(assembly.text, suffix) != NULL);
   kiln_gpu_capture_release(&assembly);
 
-  kiln_conv_case_compile(&kiln_conv_cases[0], "hopper-h100-linux", KILN_ONNX_PRECISION_F16, true,
+  kiln_conv_case_compile(&kiln_conv_cases[1], "hopper-h100-linux", KILN_ONNX_PRECISION_F16, true,
                          &assembly);
   KILN_EXPECT_TRUE(strstr(assembly.text, "executable conv_columns_f16") != NULL);
+  kiln_gpu_capture_release(&assembly);
+  kiln_conv_case_compile(&kiln_conv_cases[0], "hopper-h100-linux", KILN_ONNX_PRECISION_F16, true,
+                         &assembly);
+  windows_case_suffix(&kiln_conv_cases[0], suffix, sizeof(suffix));
+  KILN_EXPECT_TRUE(strstr(assembly.text, "executable conv_columns_f16") == NULL);
+  KILN_EXPECT_TRUE(strstr(assembly.text, suffix) != NULL);
   kiln_gpu_capture_release(&assembly);
 }
 

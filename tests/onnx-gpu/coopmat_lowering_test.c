@@ -157,13 +157,21 @@ KILN_TEST(OnnxGpuCoopmatTest, PointwiseConvKernelByShape) {
 // dispatch (the windows' zero pad included), with no pad or strided copy
 // before it, and multiplies on gemm_coopmat; a plain 1x1 whose image rows
 // are 4-aligned (14x14: 196) multiplies in place, its rows by quads
-// (KILN_SPEC_COOPMAT_B_QUADS), with no columns.
+// (KILN_SPEC_COOPMAT_B_QUADS), and a stride-1 KxK conv of at most 1024
+// output pixels reads its windows in place (conv_windows_test.c), with no
+// columns.
 KILN_TEST(OnnxGpuCoopmatTest, ConvColumnsGatherInOneDispatch) {
   for (size_t i = 0; i < kiln_conv_case_count; ++i) {
     const kiln_conv_case_t* c = &kiln_conv_cases[i];
-    const bool in_place = c->w[2] == 1 && c->w[3] == 1 && c->stride == 1 &&
-                          !(c->pads[0] | c->pads[1] | c->pads[2] | c->pads[3]) &&
-                          (c->x[2] * c->x[3]) % 4 == 0;
+    const int64_t oh = (c->x[2] + c->pads[0] + c->pads[2] - c->dilation * (c->w[2] - 1) - 1) /
+                       c->stride + 1;
+    const int64_t ow = (c->x[3] + c->pads[1] + c->pads[3] - c->dilation * (c->w[3] - 1) - 1) /
+                       c->stride + 1;
+    const bool windows = c->w[2] * c->w[3] > 1 && c->stride == 1 && oh * ow <= 1024;
+    const bool in_place = windows ||
+                          (c->w[2] == 1 && c->w[3] == 1 && c->stride == 1 &&
+                           !(c->pads[0] | c->pads[1] | c->pads[2] | c->pads[3]) &&
+                           (c->x[2] * c->x[3]) % 4 == 0);
     kiln_gpu_capture_t assembly;
     coop_conv_compile(c, &assembly);
     const char* text = assembly.text;

@@ -61,11 +61,11 @@ typedef struct kiln_onnx_compile_options_t {
   // on an H100 every f16 bench model but MobileNetV2 ran faster with it
   // (docs/precision.md has the figures).
   bool cooperative_matrix;
-  // On tensor cores, KxK convs read their windows from the input in place
-  // (gemm_coopmat's KILN_SPEC_COOPMAT_CONV_*) even where a columns copy
-  // would fit: no columns in the transient buffer (ResNet-50 batch 32: 231
-  // MB less), at about the copy's speed (docs/precision.md). Off by
-  // default; columns past a binding read their windows either way.
+  // On tensor cores, every KxK conv reads its windows from the input in
+  // place (gemm_coopmat's KILN_SPEC_COOPMAT_CONV_*) even where a columns
+  // copy would fit: no columns in the transient buffer (ResNet-50 batch
+  // 32: 231 MB less), at about the copy's speed (docs/precision.md). Off:
+  // only columns past a binding and stride-1 convs of up to 1024 pixels.
   bool conv_windows;
   // Non-zero (a kiln_quant_layout_t, kiln/compiler/quant.h): weight-only
   // quantization of MatMul / Gemm constant B operands (lower_qweight.c).
