@@ -28,16 +28,8 @@
 // The device's triple when it has cooperative matrix; false (and a SKIP
 // line) otherwise.
 static bool coop_device_triple(char* triple, size_t size) {
-  kiln_session_t* session = NULL;
-  KILN_EXPECT_OK(kiln_gpu_open(&session));
-  if (!session) return false;
-  const kiln_hal_device_info_t* info = kiln_hal_device_info(kiln_session_device(session));
-  const bool has = info->cooperative_matrix_shape_count > 0;
-  kiln_target_triple_format(&info->triple, triple, size);
-  if (!has) {
-    fprintf(stderr, "SKIPPED: device '%s' lacks cooperative matrix\n", info->name);
-  }
-  kiln_session_destroy(session);
+  bool has = false;
+  KILN_EXPECT_OK(kiln_gpu_coopmat_triple(triple, size, &has));
   return has;
 }
 

@@ -3,11 +3,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kiln/base/time.h"
 #include "kiln/format/module_reader.h"
+#include "kiln/hal/target_triple.h"
 #include "kiln/session.h"
 
 size_t kiln_gpu_module_dispatch_count(const kiln_byte_buffer_t* module, size_t target_count) {
@@ -159,6 +161,18 @@ kiln_status_t kiln_gpu_open(kiln_session_t** out_session) {
   if (kiln_hal_device_info(kiln_session_device(*out_session))->driver_id == 13) {
     (void)dlopen("libvulkan_lvp.so", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
   }
+  return kiln_ok_status();
+}
+
+kiln_status_t kiln_gpu_coopmat_triple(char* triple, size_t size, bool* out_has) {
+  *out_has = false;
+  kiln_session_t* session = NULL;
+  KILN_RETURN_IF_ERROR(kiln_gpu_open(&session));
+  const kiln_hal_device_info_t* info = kiln_hal_device_info(kiln_session_device(session));
+  *out_has = info->cooperative_matrix_shape_count > 0;
+  kiln_target_triple_format(&info->triple, triple, size);
+  if (!*out_has) fprintf(stderr, "SKIPPED: device '%s' lacks cooperative matrix\n", info->name);
+  kiln_session_destroy(session);
   return kiln_ok_status();
 }
 

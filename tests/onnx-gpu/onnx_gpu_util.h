@@ -85,6 +85,9 @@ size_t kiln_gpu_text_dispatches(const char* text);
 
 // A session on the test device with the validation layer on.
 kiln_status_t kiln_gpu_open(kiln_session_t** out_session);
+// Whether the test device has cooperative matrix, and its triple; a
+// SKIPPED line on stderr when it has none (lavapipe).
+kiln_status_t kiln_gpu_coopmat_triple(char* triple, size_t size, bool* out_has);
 // One call: uploads `inputs`, invokes, reads every output back into
 // `outputs` (allocated here; the caller deinits them).
 kiln_status_t kiln_gpu_call(kiln_session_t* session, kiln_vm_function_t function,
