@@ -118,6 +118,9 @@ static kiln_status_t kiln_lower_finish_epilogue(const kiln_lower_t* l,
 // Most output pixels per image of a stride-1 KxK conv that reads its
 // windows in place on tensor cores by default (kiln_lower_conv_columns).
 #define KILN_COOPMAT_WINDOWS_MAX_PIXELS 1024u
+// Longest reduction that reads windows in place: its k steps stay inside
+// the loop budget whole (windows cannot be split by k chunks, lower_split.c).
+#define KILN_COOPMAT_WINDOWS_MAX_K 16384u
 // Most columns a KxK conv gathers for the SIMT gemm (kiln_lower_conv_columns).
 #define KILN_SIMT_COLUMNS_MAX_BYTES (128ull << 20)
 
@@ -297,14 +300,14 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
                            cols <= UINT32_MAX &&
                            (coop || cols * elem <= KILN_SIMT_COLUMNS_MAX_BYTES);
   // Tensor cores read the windows from x in place (KILN_SPEC_COOPMAT_CONV_*)
-  // where the geometry packs into gemm_coopmat's constants and x's offsets
-  // stay below 2^31: for columns that would not fit, for the convs where
+  // where the geometry packs into gemm_coopmat's constants, k is at most
+  // KILN_COOPMAT_WINDOWS_MAX_K and x's offsets stay below 2^31: for columns that would not fit, for the convs where
   // that measured faster than the copy (see above), or every conv under
   // --conv-windows.
   const bool faster = c->stride_h == 1 && c->stride_w == 1 && KH * KW > 1 &&
                       P <= KILN_COOPMAT_WINDOWS_MAX_PIXELS;
   const bool windows = coop && (!columns_fit || l->program->conv_windows || faster) &&
-                       kiln_emit_conv_windows_fit(c) &&
+                       kiln_emit_conv_windows_fit(c) && K <= KILN_COOPMAT_WINDOWS_MAX_K &&
                        N * C * c->in_height * c->in_width <= INT32_MAX;
   if (!columns_fit && !windows) return kiln_ok_status();
   kiln_emit_range_t xcol;

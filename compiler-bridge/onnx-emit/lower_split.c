@@ -191,6 +191,14 @@ kiln_status_t kiln_lower_add_reduction(const kiln_lower_t* l,
   KILN_RETURN_IF_ERROR(kiln_split_fits(l, desc, &fits));
   kiln_emit_dispatch_desc_t d = *desc;
   if (fits) return kiln_split_record(l, &d, r, 0, 1);
+  // A conv's windows cannot move by k chunks (gemm_coopmat reads them by
+  // the geometry from a fixed input): refused rather than shifted.
+  if (desc->b_windows) {
+    const kiln_kernel_gemm_params_t* g = desc->push;
+    return kiln_lower_refuse(l, "a conv of %u k reading its windows in place exceeds the %u "
+                             "loop passes an invocation may make",
+                             g->k, KILN_KERNEL_LOOP_PASS_BUDGET);
+  }
   switch (desc->kernel) {
     case KILN_KERNEL_GEMM:
     case KILN_KERNEL_GEMM_SMALL:

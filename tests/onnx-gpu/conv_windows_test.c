@@ -128,17 +128,25 @@ KILN_TEST(OnnxGpuConvWindowsTest, WindowsByDefaultWhereFasterOrColumnsPassRange)
 }
 
 // Compiled only: a window past the packed constants (a 1x256 kernel: 8
-// bits of kernel width) keeps its columns under --conv-windows.
-KILN_TEST(OnnxGpuConvWindowsTest, GeometryPastThePackingKeepsColumns) {
-  const kiln_conv_case_t wide = {{1, 1, 4, 300}, {16, 1, 1, 256}, {0, 0, 0, 0}, 1, 1,
-                                 false, false};
+// bits of kernel width), and a reduction past KILN_COOPMAT_WINDOWS_MAX_K
+// (2048 channels x 9 taps: windows cannot be split by k chunks for the
+// loop budget), keep their columns under --conv-windows.
+KILN_TEST(OnnxGpuConvWindowsTest, WindowsPastTheirLimitsKeepColumns) {
+  const kiln_conv_case_t cases[2] = {
+      {{1, 1, 4, 300}, {16, 1, 1, 256}, {0, 0, 0, 0}, 1, 1, false, false},
+      {{1, 2048, 6, 6}, {16, 2048, 3, 3}, {1, 1, 1, 1}, 1, 1, false, false},
+  };
   const char* target = "hopper-h100-linux";
-  kiln_onnx_compile_options_t options;
-  windows_options(&options, &target);
-  kiln_gpu_capture_t assembly;
-  kiln_conv_case_compile_with(&wide, &options, &assembly);
-  KILN_EXPECT_TRUE(strstr(assembly.text, "executable conv_columns_f16") != NULL);
-  kiln_gpu_capture_release(&assembly);
+  for (size_t i = 0; i < 2; ++i) {
+    kiln_onnx_compile_options_t options;
+    windows_options(&options, &target);
+    kiln_gpu_capture_t assembly;
+    kiln_conv_case_compile_with(&cases[i], &options, &assembly);
+    if (strstr(assembly.text, "executable conv_columns_f16") == NULL) {
+      KILN_ADD_FAILURE("case %zu: no columns", i);
+    }
+    kiln_gpu_capture_release(&assembly);
+  }
 }
 
 // The device's triple when it has cooperative matrix; false (and a SKIP
