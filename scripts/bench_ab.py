@@ -34,6 +34,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_gpu  # noqa: E402  (the models, their export and the device's triple)
+import heldout_models  # noqa: E402  (and the held-out ones, by name as bench_gpu.py takes them)
+
+for _name, _build in heldout_models.HELDOUT.items():
+    bench_gpu.MODELS.setdefault(_name, (_build, None))
 
 
 def parse_setting(text):
