@@ -301,9 +301,9 @@ static kiln_status_t kiln_lower_conv_columns(const kiln_lower_t* l,
                            (coop || cols * elem <= KILN_SIMT_COLUMNS_MAX_BYTES);
   // Tensor cores read the windows from x in place (KILN_SPEC_COOPMAT_CONV_*)
   // where the geometry packs into gemm_coopmat's constants, k is at most
-  // KILN_COOPMAT_WINDOWS_MAX_K and x's offsets stay below 2^31: for columns that would not fit, for the convs where
-  // that measured faster than the copy (see above), or every conv under
-  // --conv-windows.
+  // KILN_COOPMAT_WINDOWS_MAX_K and x's offsets stay below 2^31: for columns
+  // that would not fit, for the convs where that measured faster than the
+  // copy (see above), or every conv under --conv-windows.
   const bool faster = c->stride_h == 1 && c->stride_w == 1 && KH * KW > 1 &&
                       P <= KILN_COOPMAT_WINDOWS_MAX_PIXELS;
   const bool windows = coop && (!columns_fit || l->program->conv_windows || faster) &&

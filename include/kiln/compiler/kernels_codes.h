@@ -160,13 +160,14 @@
 // gemm_coopmat: B is a 2-D conv's windows read from its input image
 // (implicit GEMM: B[k = c * KH * KW + i * KW + j][n = oh * OW + ow] =
 // x[c][oh * SH + i * DH - PT][ow * SW + j * DW - PL], zero outside x), the
-// geometry packed in four constants (KILN_COOPMAT_CONV_*); IN 0: B is a
-// matrix. A batch of B is b_batch_stride values on (an image, or a part of
+// geometry packed in these four constants; IN 0: B is a matrix. Batch z
+// of B starts z * b_batch_stride values on (an image, or a split-K part of
 // whole channels).
-#define KILN_SPEC_COOPMAT_CONV_IN 19      // in_h | in_w << 16
-#define KILN_SPEC_COOPMAT_CONV_KERNEL 20  // kernel_h | kernel_w << 8 | stride_h << 16 | stride_w << 24
-#define KILN_SPEC_COOPMAT_CONV_PAD 21     // pad_top | pad_left << 16
-#define KILN_SPEC_COOPMAT_CONV_OUT 22     // dilation_h | dilation_w << 8 | out_w << 16
+#define KILN_SPEC_COOPMAT_CONV_IN 19  // in_h | in_w << 16
+// kernel_h | kernel_w << 8 | stride_h << 16 | stride_w << 24
+#define KILN_SPEC_COOPMAT_CONV_KERNEL 20
+#define KILN_SPEC_COOPMAT_CONV_PAD 21  // pad_top | pad_left << 16
+#define KILN_SPEC_COOPMAT_CONV_OUT 22  // dilation_h | dilation_w << 8 | out_w << 16
 #define KILN_COOPMAT_SPLIT_PARTS_MAX 16
 // gemm_cpu: the code paths its pipeline is built with, a KILN_GEMM_CPU_*
 // bit set (llvmpipe runs every loop body at least once, masked, so each
