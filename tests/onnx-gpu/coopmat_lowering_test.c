@@ -320,8 +320,9 @@ KILN_TEST(OnnxGpuCoopmatTest, SplitKSumsInTheProductOnDevice) {
 // Fused attention on tensor cores: BERT's and ViT's heads, padding and
 // additive masks, causal, head dims below the builds' 64 and 128 (zero
 // padded), rows and keys not multiples of the 16-row blocks and 32-key
-// tiles, and 4096 keys (many tiles per subgroup: the running max and the
-// accumulator's rescale).
+// tiles, 257 keys (the first of the 8 subgroups takes a second tile of one
+// key), and 300 and 4096 keys (many tiles per subgroup: the running max
+// and the accumulator's rescale, for both builds).
 KILN_TEST(OnnxGpuCoopmatTest, AttentionOnTensorCores) {
   char triple[128];
   if (!coop_device_triple(triple, sizeof(triple))) return;
@@ -333,7 +334,9 @@ KILN_TEST(OnnxGpuCoopmatTest, AttentionOnTensorCores) {
                                     {1, 2, 40, 100, 128, kMaskNone, 1},
                                     {1, 2, 33, 47, 80, kMaskAdd, 1},
                                     {1, 2, 37, 37, 128, kMaskCausal, 1},
-                                    {1, 2, 64, 4096, 64, kMaskPadding, 1}};
+                                    {1, 2, 64, 4096, 64, kMaskPadding, 1},
+                                    {1, 2, 50, 257, 64, kMaskAdd, 1},
+                                    {1, 2, 20, 300, 128, kMaskPadding, 1}};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
     const kiln_attn_case_t* c = &cases[i];
     kiln_graph_t g;

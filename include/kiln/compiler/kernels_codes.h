@@ -260,13 +260,13 @@
 #define KILN_SPEC_ATTN_PHASE 7
 #define KILN_SPEC_ATTN_KEY_LANES 8
 // attention_coopmat: its builds' head-dim capacities (KILN_SPEC_ATTN_DIM4
-// picks one) and the shared memory of the larger (D 64, 4 subgroups of
-// 32-key tiles: 3056 uvec4s).
+// picks one), its workgroup (8 subgroups of 32) and the shared memory of
+// the larger build (D 128: Q's 16 x 17 uvec4s and 8 x 304 per subgroup).
 #define KILN_ATTN_COOPMAT_DIM_SMALL 64
 #define KILN_ATTN_COOPMAT_DIM_MAX 128
-#define KILN_ATTN_COOPMAT_SHARED_BYTES 48896
+#define KILN_ATTN_COOPMAT_SHARED_BYTES 43264
 #define KILN_ATTN_COOPMAT_ROWS 16  // query rows per workgroup
-#define KILN_ATTN_COOPMAT_THREADS 128
+#define KILN_ATTN_COOPMAT_THREADS 256
 // attention_tiled (GPUs, SIMT): head dims up to 64, 16 query rows per
 // workgroup of 128 (8 invocations a row), key tiles of 32; shared memory:
 // K tile 32 x 17 vec4s, V tile 32 x 16, P 16 x 33 floats, two 128-float
