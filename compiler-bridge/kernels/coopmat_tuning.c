@@ -351,6 +351,18 @@ uint32_t kiln_kernel_coopmat_split_k_parts(const kiln_kernel_arch_caps_t* caps, 
         parts = p;
       }
     }
+    // At least two parts where k allows. The model, fitted to whole
+    // products, charges a split's second wave of blocks in full; the
+    // products it kept whole here ran faster in two parts, their sum in
+    // the last part's block. H200, f16, bench_ab.py (3 alternating
+    // rounds, median warm call of 300, 2026-11-26), the model's parts ->
+    // at least two: BERT-base 1.128 -> 1.082 ms (its FFN-up, 128 x 3072,
+    // k 768), ResNet-50 1.012 -> 0.957, ViT-B/16 1.418 -> 1.392,
+    // MobileNetV2 0.510 -> 0.502, ResNet-18 0.995x, EfficientNet-B0
+    // 0.999x. At least three: 0.978x, 0.987x, 1.039x, 1.002x.
+    if (parts == 1 && k % 2 == 0 && (k / 2) % 8 == 0 && k / 2 >= KILN_GEMM_SPLIT_K_MIN_K) {
+      parts = 2;
+    }
     return parts;
   }
   // Elsewhere (the 64x64 tiling only) the arch's blocks per unit, as for

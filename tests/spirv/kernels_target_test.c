@@ -1002,9 +1002,14 @@ KILN_TEST(KernelTargetTest, CoopmatSplitKParts) {
   KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 768, 3072, 1), 12u);
   KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 768, 768, 1), 3u);
   KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 2304, 768, 1), 3u);
-  // FFN up (96 blocks) whole: the sum would cost more than the parts save
-  // (H200: 17.1 us whole, 15.4 in 3 parts + 6.2 for their sum).
-  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 3072, 768, 1), 1u);
+  // FFN up (96 blocks), which the model keeps whole, in the two parts
+  // that products leaving units idle take at least (ran faster so on the
+  // H200, coopmat_tuning.c); not where a half would be shorter than
+  // KILN_GEMM_SPLIT_K_MIN_K or not whole runs of 8.
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 3072, 768, 1), 2u);
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 3072, KILN_GEMM_SPLIT_K_MIN_K, 1),
+                 1u);
+  KILN_EXPECT_EQ(kiln_kernel_coopmat_split_k_parts(&hopper, 128, 3072, 2 * 260, 1), 1u);
   // A product whose blocks fill the GPU never splits (1024 x 1088 in
   // 128x256 blocks: 40 of 132 SMs, so it does). k with no equal parts of
   // at least 256: none.
