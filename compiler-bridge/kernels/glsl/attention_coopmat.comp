@@ -324,38 +324,36 @@ void main() {
     kiln_sh[rb + r] = uvec4(floatBitsToUint(m), floatBitsToUint(l), nan_row ? 1u : 0u, 0u);
   }
   barrier();  // every subgroup's state is stored
-  // One thread per 4 columns of a round (16 rows x MC / 4 = THREADS).
-  const uint rr = tid / (MC / 4), c4 = tid % (MC / 4), row = i0 + rr;
-  float mm = kNegInf, ll = 0.0;
-  bool nan_out = false;
-  for (uint w = 0; w < WARPS; ++w) {
-    const uvec4 st = kiln_sh[Q_SIZE + w * SG_SIZE + X_SIZE + C_SIZE + rr];
-    mm = max(mm, uintBitsToFloat(st.x));
-    nan_out = nan_out || st.z != 0u;
-  }
-  for (uint w = 0; w < WARPS; ++w) {
-    const uvec4 st = kiln_sh[Q_SIZE + w * SG_SIZE + X_SIZE + C_SIZE + rr];
-    const float mw = uintBitsToFloat(st.x);
-    // A subgroup whose keys were all masked (or that had none) adds nothing.
-    ll += mw == kNegInf ? 0.0 : exp(mw - mm) * uintBitsToFloat(st.y);
-  }
-  // Every key masked: NaN, as PyTorch's softmax gives.
-  const float inv = nan_out || mm == kNegInf ? kNaN : (BUILD_MATCHES ? 1.0 / ll : kNaN);
+  // Per round, 16 rows x MC / 4 quads: one each for the config's
+  // workgroup, and every one for any other (which writes NaN).
   [[unroll]] for (uint round = 0; round < D / MC; ++round) {
     if (round > 0) barrier();  // the previous round's O is merged
     [[unroll]] for (uint j = 0; j < MC / 16; ++j) {
       coopMatStoreNV(oacc[round * (MC / 16) + j], kiln_sh, xb + MERGE_AT + j * 4, M_S4, false);
     }
     barrier();
-    const uint cc = round * MC + c4 * 4;
-    if (row < p.sq && cc < p.dv) {
+    for (uint e = tid; e < 16 * (MC / 4); e += gl_WorkGroupSize.x) {
+      const uint rr = e / (MC / 4), row = i0 + rr, cc = round * MC + (e % (MC / 4)) * 4;
+      if (row >= p.sq || cc >= p.dv) continue;
+      float mm = kNegInf, ll = 0.0;
+      bool nan_out = false;
+      for (uint w = 0; w < WARPS; ++w) {
+        const uvec4 st = kiln_sh[Q_SIZE + w * SG_SIZE + X_SIZE + C_SIZE + rr];
+        mm = max(mm, uintBitsToFloat(st.x));
+        nan_out = nan_out || st.z != 0u;
+      }
       vec4 acc = vec4(0.0);
       for (uint w = 0; w < WARPS; ++w) {
         const uint wb = Q_SIZE + w * SG_SIZE;
-        const float mw = uintBitsToFloat(kiln_sh[wb + X_SIZE + C_SIZE + rr].x);
+        const uvec4 st = kiln_sh[wb + X_SIZE + C_SIZE + rr];
+        const float mw = uintBitsToFloat(st.x);
+        // A subgroup whose keys were all masked (or that had none) adds nothing.
         const float weight = mw == kNegInf ? 0.0 : exp(mw - mm);
-        acc += weight * uintBitsToFloat(kiln_sh[wb + MERGE_AT + rr * M_S4 + c4]);
+        ll += weight * uintBitsToFloat(st.y);
+        acc += weight * uintBitsToFloat(kiln_sh[wb + MERGE_AT + rr * M_S4 + e % (MC / 4)]);
       }
+      // Every key masked: NaN, as PyTorch's softmax gives.
+      const float inv = nan_out || mm == kNegInf ? kNaN : (BUILD_MATCHES ? 1.0 / ll : kNaN);
       const uint at = p.o_off + b * p.o_sb + h * p.o_sh + row * p.o_ss + cc;
       [[unroll]] for (uint x = 0; x < 4; ++x) {
         if (cc + x < p.dv) o[at + x] = STORE(acc[x] * inv);
