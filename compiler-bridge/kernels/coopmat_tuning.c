@@ -102,11 +102,13 @@ static const kiln_coopmat_candidate_t kCoopmatCandidates[] = {
     {&kCoopmat128x128, 6.9, 0.911},  {&kCoopmat128x64, 8.4, 0.992},
     {&kCoopmat64x128, 8.2, 1.323},
 };
-// What a split adds: the sum's own dispatch (a gemv over the parts,
-// lower_splitk.c; 5.2 to 6.2 us for BERT-base's in per-dispatch stamps on
-// the H200). Charged also where a LayerNorm takes the sum's place, which
-// errs towards fewer parts. The partials' traffic is not modelled: only
-// products whose blocks leave compute units idle split at all.
+// What a split adds: fitted when the sum was a dispatch of its own (a gemv
+// over the parts; 5.2 to 6.2 us for BERT-base's in per-dispatch stamps on
+// the H200). The sum now runs in the last part's block (gemm_coopmat_split)
+// or in a LayerNorm (norm_parts), yet 2 or 0.5 us here ran 0.99-1.02x
+// (docs/precision.md, session 28), so the charge stays. The partials'
+// traffic is not modelled: only products whose blocks leave compute units
+// idle split at all.
 #define KILN_COOPMAT_SPLIT_SUM_US 5.5
 
 // The kernel's device needs, named so that a refusal says what is missing.
