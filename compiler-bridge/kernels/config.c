@@ -295,6 +295,23 @@ kiln_status_t kiln_kernel_config_select(kiln_kernel_id_t kernel,
       }
       config.shared_memory_bytes = config.workgroup_size[0] * 4;
       break;
+    case KILN_KERNEL_SQUEEZE_EXCITE: {
+      // A power of two: KILN_SE_GROUP_CHANNELS teams of at least
+      // KILN_SE_MIN_TEAM invocations; the channels and hidden units staged
+      // beside the teams' sums.
+      const uint32_t wg = kiln_linear_workgroup(caps, true);
+      config.workgroup_size[0] = wg;
+      config.shared_memory_bytes =
+          (wg + KILN_SE_MAX_CHANNELS + KILN_SE_MAX_HIDDEN) * 4 + 4;
+      if (wg < KILN_SE_GROUP_CHANNELS * KILN_SE_MIN_TEAM ||
+          config.shared_memory_bytes > caps->max_shared_memory_bytes) {
+        return kiln_make_status(KILN_STATUS_FAILED_PRECONDITION,
+                                "squeeze_excite: a workgroup of %u and %u bytes of shared "
+                                "memory do not fit the arch (%u bytes)",
+                                wg, config.shared_memory_bytes, caps->max_shared_memory_bytes);
+      }
+      break;
+    }
     case KILN_KERNEL_NORM_PARTS: {
       // Up to 1024 invocations a row (one value each at BERT-base's 768),
       // plus the row staged in shared memory: its latency is the chain

@@ -177,6 +177,13 @@ static const kiln_kernel_desc_t kKernels[KILN_KERNEL_COUNT] = {
       RW(5, "partials"), RW(6, "counters")},
      sizeof(kiln_kernel_gemm_params_t), 1, V(FP32) | V(FP16_STORAGE),
      KILN_FORMAT_FEATURE_COOPERATIVE_MATRIX | KILN_FORMAT_FEATURE_FP16},
+    // A squeeze-and-excitation block's pool and two 1x1 convs over 1x1
+    // images (lower_squeeze_excite.c): f32 partial sums and a counter per
+    // image, zero before the call.
+    {KILN_KERNEL_SQUEEZE_EXCITE, "squeeze_excite", "main", 8,
+     {RO(0, "input"), RO(1, "weight1"), RO(2, "bias1"), RO(3, "weight2"), RO(4, "bias2"),
+      RW(5, "output"), RW(6, "partials"), RW(7, "counters")},
+     sizeof(kiln_kernel_squeeze_excite_params_t), 1, V(FP32) | V(FP16_STORAGE)},
 };
 
 static const char* const kVariantSuffix[KILN_KERNEL_VARIANT_COUNT] = {

@@ -506,6 +506,9 @@ static kiln_status_t kiln_lower_conv3d(const kiln_lower_t* l, const kiln_lower_e
 }
 
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l) {
+  bool fused = false;
+  KILN_RETURN_IF_ERROR(kiln_lower_squeeze_excite(l, &fused));
+  if (fused) return kiln_ok_status();
   const kiln_graph_value_t* xv = kiln_lower_in(l, 0);
   const kiln_graph_value_t* wv = kiln_lower_in(l, 1);
   const kiln_graph_value_t* yv = kiln_lower_out(l, 0);

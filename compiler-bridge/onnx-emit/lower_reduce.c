@@ -238,6 +238,11 @@ static kiln_status_t kiln_lower_reduce_runs(const kiln_lower_t* l, uint32_t op,
 }
 
 kiln_status_t kiln_lower_global_pool(const kiln_lower_t* l, uint32_t op) {
+  if (op == KILN_REDUCE_MEAN) {
+    bool fused = false;
+    KILN_RETURN_IF_ERROR(kiln_lower_squeeze_excite(l, &fused));
+    if (fused) return kiln_ok_status();
+  }
   const kiln_graph_shape_t* x = &kiln_lower_in(l, 0)->shape;
   if (x->rank < 3) return kiln_lower_refuse(l, "input rank below 3");
   return kiln_lower_reduce_view(l, op, kiln_lower_dims(x, 0, 2),

@@ -102,6 +102,13 @@ kiln_status_t kiln_lower_norm_parts(const kiln_lower_t* l, uint64_t rows, uint64
 kiln_status_t kiln_lower_add_gather(const kiln_lower_t* l, const kiln_emit_dispatch_desc_t* desc,
                                     uint32_t index_words);
 
+// A squeeze-and-excitation block's GlobalAveragePool and two 1x1 convs as
+// one squeeze_excite dispatch (lower_squeeze_excite.c), recorded at the
+// second conv; *out_done true for each of the three nodes (the pool and
+// the first conv then record nothing), false (nothing recorded) where the
+// node is not in such a chain.
+kiln_status_t kiln_lower_squeeze_excite(const kiln_lower_t* l, bool* out_done);
+
 kiln_status_t kiln_lower_conv(const kiln_lower_t* l);
 kiln_status_t kiln_lower_gemm(const kiln_lower_t* l);
 kiln_status_t kiln_lower_matmul(const kiln_lower_t* l);

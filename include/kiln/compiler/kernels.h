@@ -59,6 +59,7 @@ typedef enum kiln_kernel_id_e {
   KILN_KERNEL_WINOGRAD_INPUT,   // Winograd F(2x2, 3x3): input patches transformed
   KILN_KERNEL_WINOGRAD_OUTPUT,  // Winograd F(2x2, 3x3): products back to outputs + epilogue
   KILN_KERNEL_GEMM_COOPMAT_SPLIT,  // gemm_coopmat over split-K's parts, their sum in it too
+  KILN_KERNEL_SQUEEZE_EXCITE,   // squeeze-and-excitation: pool and two 1x1 convs in one
   KILN_KERNEL_COUNT,
 } kiln_kernel_id_t;
 
@@ -80,7 +81,7 @@ typedef enum kiln_kernel_variant_e {
 #define KILN_KERNEL_FEATURE_FP16_STORAGE KILN_FORMAT_FEATURE_STORAGE_16BIT
 #define KILN_KERNEL_FEATURE_SUBGROUP_ARITHMETIC KILN_FORMAT_FEATURE_SUBGROUP_OPS
 
-#define KILN_KERNEL_MAX_BINDINGS 7
+#define KILN_KERNEL_MAX_BINDINGS 8
 
 typedef struct kiln_kernel_binding_desc_t {
   uint32_t binding;  // set 0

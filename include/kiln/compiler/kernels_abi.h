@@ -192,6 +192,22 @@ typedef struct kiln_kernel_norm_parts_params_t {
 } kiln_kernel_norm_parts_params_t;
 _Static_assert(sizeof(kiln_kernel_norm_parts_params_t) == 32, "norm_parts push constants");
 
+// squeeze_excite (squeeze_excite.comp): a squeeze-and-excitation block's
+// global average pool and its two 1x1 convs over 1x1 images in one
+// dispatch. Bindings 0 x [images][channels][pixels] (ro), 1 w1 [hidden]
+// [channels] (ro), 2 b1 (ro), 3 w2 [channels][hidden] (ro), 4 b2 (ro), 5 s
+// [images][channels], 6 partial sums (f32 [images][parts][channels]), 7 a
+// counter per image, zero before the call. `chunk` pixels per part, `parts`
+// parts per image. Grid: (images * ceil(channels / KILN_SE_GROUP_CHANNELS)
+// * parts, 1, 1) workgroups.
+typedef struct kiln_kernel_squeeze_excite_params_t {
+  uint32_t images, channels, pixels, hidden;
+  uint32_t chunk, parts;
+  float alpha1, beta1, alpha2, beta2;  // of the two activations
+} kiln_kernel_squeeze_excite_params_t;
+_Static_assert(sizeof(kiln_kernel_squeeze_excite_params_t) == 40,
+               "squeeze_excite push constants");
+
 // rows_split (softmax and norms over long rows, three phases; see
 // rows_split.comp): bindings 0 x (ro), 1 scale (ro), 2 bias (ro), 3 stats,
 // 4 out. stats holds 3 floats per (row, chunk) then 2 per row. Grid: (min(

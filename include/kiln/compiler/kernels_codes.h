@@ -240,6 +240,24 @@
 #define KILN_SPEC_NORM_PARTS_RESIDUAL 4
 #define KILN_SPEC_NORM_PARTS_COUNT 5
 #define KILN_NORM_PARTS_MAX_COUNT 16
+// squeeze_excite: its two activations (KILN_ACT_*) and biases; channels a
+// workgroup pools (a team of invocations each, at least
+// KILN_SE_MIN_TEAM); the most channels and hidden units it stages in
+// shared memory, pixels a part (at most 64 trips of a team's loop) and
+// parts an image (every loop bounded for llvmpipe's loop cap).
+#define KILN_SPEC_SE_ACTIVATION_1 3
+#define KILN_SPEC_SE_ACTIVATION_2 4
+#define KILN_SPEC_SE_HAS_BIAS_1 5
+#define KILN_SPEC_SE_HAS_BIAS_2 6
+#define KILN_SE_GROUP_CHANNELS 8
+#define KILN_SE_MAX_CHANNELS 2048
+#define KILN_SE_MAX_HIDDEN 512
+#define KILN_SE_MIN_TEAM 8
+#define KILN_SE_PART_PIXELS 512
+#define KILN_SE_MAX_PARTS 1024
+// The lowering fuses blocks of at most this many hidden units x channels
+// (lower_squeeze_excite.c says why).
+#define KILN_SE_MAX_PRODUCT 10240
 #define KILN_SPEC_ROWS_KIND 3
 #define KILN_SPEC_ROWS_PHASE 4
 // pad / resize.
