@@ -10,7 +10,7 @@
 // Only blocks of at most KILN_SE_MAX_PRODUCT hidden units x channels: the
 // two products run in the one workgroup that finishes last, a chain of
 // loads one SM keeps few of in flight. On the H200 (f16) a fused block
-// took 8-11 us up to 2400 (three dispatches: 12-13), 13 us at 9600, 17
+// took 8-11 us up to 2400 (three dispatches: 12-13), 10-13 at 9600, 17
 // at 18816 and 26 at 55296 (EfficientNet-B0's 1152-channel blocks);
 // MobileNetV3-Large's 960 x 240 took 77. With this rule EfficientNet-B0
 // ran 0.832 -> 0.806 ms, MobileNetV3-Large 0.993x, EfficientNet-V2-S
@@ -107,7 +107,8 @@ static bool kiln_se_find(const kiln_lower_t* l, kiln_se_chain_t* chain) {
     return false;
   }
   const kiln_graph_node_t* fc1 = kiln_se_sole_reader(graph, pool->outputs[0]);
-  const kiln_graph_node_t* fc2 = fc1 ? kiln_se_sole_reader(graph, fc1->outputs[0]) : NULL;
+  const kiln_graph_node_t* fc2 =
+      fc1 && fc1->output_count >= 1 ? kiln_se_sole_reader(graph, fc1->outputs[0]) : NULL;
   if (!fc1 || !fc2 || fc1->inputs[0] != pool->outputs[0] || fc2->inputs[0] != fc1->outputs[0]) {
     return false;
   }
