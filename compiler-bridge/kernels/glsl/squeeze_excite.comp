@@ -92,11 +92,13 @@ float kiln_team_reduce(float v) {
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, lane = tid % TEAM, team = tid / TEAM;
+  // Zero counts (a malformed module) read as 1 where they divide.
+  const uint parts = max(p.parts, 1u);
   const uint groups = (p.channels + TEAMS - 1) / TEAMS;
-  const uint per_image = groups * p.parts;
+  const uint per_image = max(groups * parts, 1u);
   const uint image = gl_WorkGroupID.x / per_image;
   const uint rest = gl_WorkGroupID.x - image * per_image;
-  const uint group = rest / p.parts, part = rest - group * p.parts;
+  const uint group = rest / parts, part = rest - group * parts;
   if (image >= p.images) return;  // uniform: a grid larger than the work
 
   // Squeeze: this part's pixels of the group's channels.
