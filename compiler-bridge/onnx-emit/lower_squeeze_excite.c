@@ -167,7 +167,12 @@ static kiln_status_t kiln_se_activation(const kiln_lower_t* conv, uint32_t* code
 kiln_status_t kiln_lower_squeeze_excite(const kiln_lower_t* l, bool* out_done) {
   *out_done = false;
   kiln_se_chain_t chain;
-  if (!kiln_se_find(l, &chain)) return kiln_ok_status();
+  // Only the chain's own three nodes (the walk from another could only
+  // reach them, but none other may be left unrecorded).
+  if (!kiln_se_find(l, &chain) ||
+      (l->node != chain.pool && l->node != chain.fc1 && l->node != chain.fc2)) {
+    return kiln_ok_status();
+  }
   *out_done = true;
   if (l->node != chain.fc2) return kiln_ok_status();  // the pool and fc1 record nothing
   const kiln_lower_t pool = {l->program, l->graph, chain.pool};
